@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs what seedrl's build needs on Debian 12, skipping what is already there.
+#   scripts/install-deps.sh              compiler, CMake, Eigen, Boost, Catch2, Google Benchmark
+#   scripts/install-deps.sh --test-tools also clang-format and Conan (from PyPI, into .venv)
+# Runs apt-get through sudo when not root. The CUDA toolkit is optional and not installed
+# here: with nvcc on PATH the CUDA backend is built too.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+test_tools=0
+[ "${1:-}" = "--test-tools" ] && test_tools=1
+
+packages=(build-essential cmake git pkg-config libeigen3-dev libboost-dev catch2 nlohmann-json3-dev
+          libbenchmark-dev python3)
+if [ "$test_tools" = 1 ]; then
+  packages+=(clang-format python3-venv python3-pip)
+fi
+
+# A python3 from elsewhere (e.g. pyenv) is as good as Debian's, with working venv and pip.
+have() {
+  case "$1" in
+    python3) command -v python3 >/dev/null ;;
+    python3-venv) python3 -m venv --help >/dev/null 2>&1 ;;
+    python3-pip) python3 -m pip --version >/dev/null 2>&1 ;;
+    *) false ;;
+  esac || dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+missing=()
+for p in "${packages[@]}"; do
+  have "$p" || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  echo "seedrl: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$test_tools" = 1 ] && [ ! -x "$root/.venv/bin/conan" ]; then
+  # Conan only tests the recipe; a failure here makes that one test skip, not the build fail.
+  if python3 -m venv "$root/.venv" && "$root/.venv/bin/pip" install -q conan; then
+    echo "seedrl: Conan installed into .venv"
+  else
+    echo "seedrl: could not install Conan; the conan packaging test will be skipped" >&2
+  fi
+fi

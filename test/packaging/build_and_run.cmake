@@ -1,0 +1,15 @@
+# Configures SOURCE into BINARY with CONFIGURE_ARGS, builds it and runs EXECUTABLE.
+file(REMOVE_RECURSE "${BINARY}")
+execute_process(COMMAND "${CMAKE_COMMAND}" -S "${SOURCE}" -B "${BINARY}" ${CONFIGURE_ARGS}
+  RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "configuring ${SOURCE} failed (${rc})")
+endif()
+execute_process(COMMAND "${CMAKE_COMMAND}" --build "${BINARY}" RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "building ${SOURCE} failed (${rc})")
+endif()
+execute_process(COMMAND "${BINARY}/${EXECUTABLE}" RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${EXECUTABLE} exited with ${rc}")
+endif()
