@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// The Transport plug point: how actors and the learner exchange frames (the frame format
-/// itself is the wire protocol, documented in docs/protocol.md).
+/// itself is the wire protocol, to be documented in docs/protocol.md with the TCP transport).
 ///
 /// A type `C` models `seedrl::Connection` when it provides:
 ///   - `void write(std::span<const std::span<const std::byte>> buffers);` sends the buffers as

@@ -1,0 +1,391 @@
+// Layers and the MLP+LSTM agent: central-difference gradient checks in float64, the LSTM
+// against PyTorch fixtures (tools/gen_lstm_fixture.py), and inference against the unroll.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "gradcheck.hpp"
+#include "seedrl/core/random.hpp"
+#include "seedrl/net/activation.hpp"
+#include "seedrl/net/linear.hpp"
+#include "seedrl/net/lstm.hpp"
+#include "seedrl/net/mlp_lstm_agent.hpp"
+
+namespace {
+
+using seedrl::cview;
+using seedrl::view;
+using seedrl_test::gradcheck;
+
+std::vector<double> random_vector(std::size_t n, seedrl::random_generator& rng,
+                                  double scale = 1.0) {
+  std::vector<double> v(n);
+  for (auto& x : v)
+    x = rng.uniform(-scale, scale);
+  return v;
+}
+
+double dot(std::span<const double> a, std::span<const double> b) {
+  double s = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+void require_close(const seedrl_test::gradcheck_result& r) {
+  INFO("checked " << r.checked << " elements; worst at " << r.worst_index);
+  CHECK(r.checked > 0);
+  CHECK(r.norm_relative_error < 1e-6);
+  CHECK(r.worst_element_error < 1e-6);
+}
+
+}  // namespace
+
+TEST_CASE("linear layer gradients match central differences", "[network][gradcheck]") {
+  seedrl::random_generator rng(1);
+  const std::ptrdiff_t N = 5, in = 4, out = 3;
+  seedrl::linear<double> layer(in, out);
+  std::vector<double> params(layer.num_parameters()), grads(layer.num_parameters(), 0.0);
+  layer.bind(params.data(), grads.data());
+  layer.init(rng);
+  auto x = random_vector(N * in, rng);
+  const auto g = random_vector(N * out, rng);
+  std::vector<double> y(N * out), dx(N * in);
+  auto loss = [&] {
+    layer.forward(cview(x.data(), N, in), view(y.data(), N, out));
+    return dot(y, g);
+  };
+  loss();
+  layer.backward_params(cview(x.data(), N, in), cview(g.data(), N, out));
+  layer.backward_input(cview(g.data(), N, out), view(dx.data(), N, in));
+  require_close(gradcheck(params, grads, loss));
+  require_close(gradcheck(x, dx, loss));
+}
+
+TEST_CASE("relu and tanh gradients match central differences", "[network][gradcheck]") {
+  seedrl::random_generator rng(2);
+  const std::ptrdiff_t N = 4, W = 6;
+  auto x = random_vector(N * W, rng, 2.0);
+  const auto g = random_vector(N * W, rng);
+  std::vector<double> y(N * W);
+  for (int which = 0; which < 2; ++which) {
+    auto loss = [&] {
+      y = x;
+      if (which == 0)
+        seedrl::relu_forward(view(y.data(), N, W));
+      if (which == 1)
+        seedrl::tanh_forward(view(y.data(), N, W));
+      return dot(y, g);
+    };
+    loss();
+    std::vector<double> dx = g;
+    if (which == 0)
+      seedrl::relu_backward(cview(y.data(), N, W), view(dx.data(), N, W));
+    if (which == 1)
+      seedrl::tanh_backward(cview(y.data(), N, W), view(dx.data(), N, W));
+    INFO((which == 0 ? "relu" : "tanh"));
+    require_close(gradcheck(x, dx, loss));
+  }
+}
+
+TEST_CASE("lstm stack gradients match central differences across episode boundaries",
+          "[network][gradcheck][lstm]") {
+  seedrl::random_generator rng(3);
+  const std::ptrdiff_t T = 6, B = 3, I = 4, H = 5;
+  seedrl::lstm<double> net(seedrl::lstm_config{I, H, 2, 1.0});
+  std::vector<double> params(net.num_parameters()), grads(net.num_parameters(), 0.0);
+  net.bind(params.data(), grads.data());
+  net.init(rng);
+  auto x = random_vector(T * B * I, rng);
+  auto start = random_vector(B * net.state_size(), rng, 0.5);
+  // env 0 resets at t = 0, env 1 at t = 2 and t = 4, env 2 never.
+  std::vector<std::uint8_t> dones(T * B, 0);
+  dones[0 * B + 0] = dones[2 * B + 1] = dones[4 * B + 1] = 1;
+  const auto gy = random_vector(T * B * H, rng);
+  const auto gend = random_vector(B * net.state_size(), rng);
+  std::vector<double> y(T * B * H), end(B * net.state_size());
+  auto loss = [&] {
+    auto end_view = view(end.data(), B, net.state_size());
+    net.forward_unroll(T, B, cview(x.data(), T * B, I), dones,
+                       cview(start.data(), B, net.state_size()), view(y.data(), T * B, H),
+                       &end_view);
+    return dot(y, gy) + dot(end, gend);
+  };
+  loss();
+  std::vector<double> dx(T * B * I), dstart(B * net.state_size());
+  auto dx_view = view(dx.data(), T * B, I);
+  auto dstart_view = view(dstart.data(), B, net.state_size());
+  const auto gend_view = cview(gend.data(), B, net.state_size());
+  net.backward_unroll(cview(gy.data(), T * B, H), &gend_view, &dx_view, &dstart_view);
+  require_close(gradcheck(params, grads, loss));
+  require_close(gradcheck(x, dx, loss));
+  require_close(gradcheck(start, dstart, loss));
+  // env 0 was reset before its first step: its start state cannot matter.
+  for (std::ptrdiff_t j = 0; j < net.state_size(); ++j)
+    CHECK(dstart[j] == 0.0);
+}
+
+namespace {
+
+struct lstm_case {
+  nlohmann::json j;
+  std::ptrdiff_t L, I, H, T, B;
+};
+
+/// Runs the stack on a PyTorch fixture in scalar type S and compares outputs and gradients.
+template <class S>
+void run_lstm_fixture(const lstm_case& c) {
+  const auto& j = c.j;
+  const auto L = c.L, I = c.I, H = c.H, T = c.T, B = c.B;
+  seedrl::lstm<S> net(seedrl::lstm_config{I, H, L, 0.0});
+  std::vector<S> params(net.num_parameters()), grads(net.num_parameters(), S(0));
+  net.bind(params.data(), grads.data());
+  for (std::ptrdiff_t l = 0; l < L; ++l) {
+    const auto& layer = j.at("layers").at(l);
+    const auto wih = layer.at("weight_ih").get<std::vector<double>>();
+    const auto whh = layer.at("weight_hh").get<std::vector<double>>();
+    const auto bias = layer.at("bias").get<std::vector<double>>();
+    const std::ptrdiff_t Il = net.layer_input_size(l);
+    auto w = net.weight(l);
+    for (std::ptrdiff_t r = 0; r < 4 * H; ++r) {
+      for (std::ptrdiff_t k = 0; k < Il; ++k)
+        w(r, k) = static_cast<S>(wih[r * Il + k]);
+      for (std::ptrdiff_t k = 0; k < H; ++k)
+        w(r, Il + k) = static_cast<S>(whh[r * H + k]);
+    }
+    auto b = net.bias(l);
+    for (std::ptrdiff_t r = 0; r < 4 * H; ++r)
+      b[r] = static_cast<S>(bias[r]);
+  }
+  auto to_s = [](const nlohmann::json& a) {
+    const auto d = a.get<std::vector<double>>();
+    return std::vector<S>(d.begin(), d.end());
+  };
+  const auto x = to_s(j.at("x"));
+  const auto done_ints = j.at("done").get<std::vector<int>>();
+  const std::vector<std::uint8_t> dones(done_ints.begin(), done_ints.end());
+  // Fixture states are [L, B, H]; ours are one row per env of (h, c) per layer.
+  auto to_state = [&](const std::vector<S>& h, const std::vector<S>& cc) {
+    std::vector<S> s(B * net.state_size());
+    for (std::ptrdiff_t l = 0; l < L; ++l)
+      for (std::ptrdiff_t b = 0; b < B; ++b)
+        for (std::ptrdiff_t k = 0; k < H; ++k) {
+          s[b * net.state_size() + 2 * H * l + k] = h[(l * B + b) * H + k];
+          s[b * net.state_size() + 2 * H * l + H + k] = cc[(l * B + b) * H + k];
+        }
+    return s;
+  };
+  const auto start = to_state(to_s(j.at("h0")), to_s(j.at("c0")));
+  const auto d_end = to_state(to_s(j.at("GH")), to_s(j.at("GC")));
+  const auto expected_end = to_state(to_s(j.at("hT")), to_s(j.at("cT")));
+  std::vector<S> y(T * B * H), end(B * net.state_size());
+  auto end_view = view(end.data(), B, net.state_size());
+  net.forward_unroll(T, B, cview(x.data(), T * B, I), dones,
+                     cview(start.data(), B, net.state_size()), view(y.data(), T * B, H), &end_view);
+  const double abs_tol = j.at("tolerance").at("abs").get<double>();
+  const double rel_tol = j.at("tolerance").at("rel").get<double>();
+  auto compare = [&](const char* what, const std::vector<S>& got, const std::vector<double>& want) {
+    INFO(what);
+    REQUIRE(got.size() == want.size());
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (!(std::abs(static_cast<double>(got[i]) - want[i]) <=
+            abs_tol + rel_tol * std::abs(want[i])))
+        ++bad;
+    }
+    CHECK(bad == 0);
+  };
+  compare("y", y, j.at("y").get<std::vector<double>>());
+  std::vector<double> want_end(expected_end.begin(), expected_end.end());
+  compare("final state", end, want_end);
+
+  const auto gy = to_s(j.at("G"));
+  std::vector<S> dx(T * B * I), dstart(B * net.state_size());
+  auto dx_view = view(dx.data(), T * B, I);
+  auto dstart_view = view(dstart.data(), B, net.state_size());
+  const auto d_end_view = cview(d_end.data(), B, net.state_size());
+  net.backward_unroll(cview(gy.data(), T * B, H), &d_end_view, &dx_view, &dstart_view);
+  const auto& g = j.at("grads");
+  compare("d x", dx, g.at("x").get<std::vector<double>>());
+  const auto dstart_expected = to_state(to_s(g.at("h0")), to_s(g.at("c0")));
+  compare("d start state", dstart,
+          std::vector<double>(dstart_expected.begin(), dstart_expected.end()));
+  for (std::ptrdiff_t l = 0; l < L; ++l) {
+    const auto& gl = g.at("layers").at(l);
+    const auto wih = gl.at("weight_ih").get<std::vector<double>>();
+    const auto whh = gl.at("weight_hh").get<std::vector<double>>();
+    const std::ptrdiff_t Il = net.layer_input_size(l);
+    std::vector<S> got_ih, got_hh;
+    auto wg = net.weight_grad(l);
+    for (std::ptrdiff_t r = 0; r < 4 * H; ++r) {
+      for (std::ptrdiff_t k = 0; k < Il; ++k)
+        got_ih.push_back(wg(r, k));
+      for (std::ptrdiff_t k = 0; k < H; ++k)
+        got_hh.push_back(wg(r, Il + k));
+    }
+    compare("d weight_ih", got_ih, wih);
+    compare("d weight_hh", got_hh, whh);
+    const auto bg = net.bias_grad(l);
+    compare("d bias", std::vector<S>(bg.begin(), bg.end()),
+            gl.at("bias").get<std::vector<double>>());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("lstm matches PyTorch LSTMCell fixtures in float and double",
+          "[network][lstm][fixture]") {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(SEEDRL_TEST_FIXTURES "/lstm")) {
+    if (entry.path().extension() != ".json")
+      continue;
+    std::ifstream in(entry.path());
+    lstm_case c{nlohmann::json::parse(in), 0, 0, 0, 0, 0};
+    c.L = c.j.at("num_layers");
+    c.I = c.j.at("input_size");
+    c.H = c.j.at("hidden_size");
+    c.T = c.j.at("T");
+    c.B = c.j.at("B");
+    INFO(entry.path().filename().string());
+    run_lstm_fixture<double>(c);
+    run_lstm_fixture<float>(c);
+    ++files;
+  }
+  CHECK(files >= 3);
+}
+
+namespace {
+
+/// An unroll's inputs for the agent, random but valid.
+struct unroll_data {
+  std::size_t T1, B;
+  std::vector<double> obs, rewards, start;
+  std::vector<std::uint8_t> dones;
+  std::vector<std::int32_t> prev_actions;
+};
+
+unroll_data make_unroll(const seedrl::mlp_lstm_agent<double>& net, std::size_t T1, std::size_t B,
+                        seedrl::random_generator& rng) {
+  unroll_data d{T1, B, {}, {}, {}, {}, {}};
+  const auto& c = net.config();
+  d.obs = random_vector(T1 * B * c.observation_size, rng);
+  d.rewards = random_vector(T1 * B, rng, 2.0);
+  d.start = random_vector(B * net.state_size(), rng, 0.5);
+  d.dones.assign(T1 * B, 0);
+  for (std::size_t i = 0; i < T1 * B; ++i) {
+    d.dones[i] = rng.below(4) == 0;  // about one step in four starts an episode
+    d.prev_actions.push_back(static_cast<std::int32_t>(rng.below(c.num_actions)));
+  }
+  return d;
+}
+
+seedrl::agent_unroll_input<double> as_input(const unroll_data& d) {
+  return {d.T1, d.B, d.obs, d.rewards, d.dones, d.prev_actions, d.start};
+}
+
+}  // namespace
+
+TEST_CASE("mlp_lstm_agent gradients match central differences", "[network][gradcheck][agent]") {
+  for (const std::ptrdiff_t lstm_size : {std::ptrdiff_t{0}, std::ptrdiff_t{5}}) {
+    INFO("lstm_size " << lstm_size);
+    seedrl::mlp_lstm_agent_config config;
+    config.observation_size = 3;
+    config.num_actions = 3;
+    config.hidden_sizes = {6, 5};
+    config.lstm_size = lstm_size;
+    config.max_abs_input_reward = 1.0;
+    config.seed = 7;
+    seedrl::mlp_lstm_agent<double> net(config);
+    seedrl::random_generator rng(8);
+    const auto data = make_unroll(net, 5, 3, rng);
+    const auto in = as_input(data);
+    const std::size_t N = 15;
+    const auto g_logits = random_vector(N * 3, rng);
+    const auto g_values = random_vector(N, rng);
+    std::vector<double> logits(N * 3), values(N);
+    seedrl::agent_unroll_output<double> out{logits, values};
+    auto loss = [&] {
+      net.forward_unroll(in, out);
+      return dot(logits, g_logits) + dot(values, g_values);
+    };
+    loss();
+    net.zero_gradients();
+    net.backward_unroll({g_logits, g_values});
+    const std::vector<double> analytic(net.gradients().begin(), net.gradients().end());
+    require_close(gradcheck(net.parameters(), analytic, loss));
+    // Gradients accumulate: a second backward doubles them.
+    net.backward_unroll({g_logits, g_values});
+    CHECK(net.gradients()[0] == Approx(2 * analytic[0]));
+  }
+}
+
+TEST_CASE("mlp_lstm_agent one-step inference reproduces the unroll forward", "[network][agent]") {
+  seedrl::mlp_lstm_agent_config config;
+  config.observation_size = 4;
+  config.num_actions = 2;
+  config.hidden_sizes = {8, 8};
+  config.lstm_size = 6;
+  config.seed = 11;
+  seedrl::mlp_lstm_agent<double> net(config);
+  seedrl::random_generator rng(12);
+  const std::size_t T1 = 7, B = 4;
+  const auto data = make_unroll(net, T1, B, rng);
+  std::vector<double> logits(T1 * B * 2), values(T1 * B);
+  seedrl::agent_unroll_output<double> out{logits, values};
+  net.forward_unroll(as_input(data), out);
+
+  auto state = net.initial_state(B);
+  std::copy(data.start.begin(), data.start.end(), state.data.begin());
+  std::vector<double> step_logits(B * 2), step_values(B);
+  for (std::size_t t = 0; t < T1; ++t) {
+    const std::size_t r = t * B;
+    seedrl::agent_step_input<double> in{
+        std::span<const double>(data.obs).subspan(r * 4, B * 4),
+        std::span<const double>(data.rewards).subspan(r, B),
+        std::span<const std::uint8_t>(data.dones).subspan(r, B),
+        std::span<const std::int32_t>(data.prev_actions).subspan(r, B)};
+    seedrl::agent_step_output<double> step_out{step_logits, step_values};
+    net.infer(in, state, step_out);
+    for (std::size_t i = 0; i < B * 2; ++i)
+      REQUIRE(step_logits[i] == Approx(logits[r * 2 + i]).margin(1e-12));
+    for (std::size_t b = 0; b < B; ++b)
+      REQUIRE(step_values[b] == Approx(values[r + b]).margin(1e-12));
+  }
+}
+
+TEST_CASE("mlp_lstm_agent resets state where done and rejects bad input", "[network][agent]") {
+  seedrl::mlp_lstm_agent<float> net;  // the CartPole network: MLP 64-64, LSTM 64
+  CHECK(net.has_lstm());
+  CHECK(net.state_size() == 128);
+  auto state = net.initial_state(2);
+  std::fill(state.data.begin(), state.data.end(), 0.5f);
+  const std::vector<float> obs{0.1f, 0.2f, 0.3f, 0.4f, 0.1f, 0.2f, 0.3f, 0.4f};
+  const std::vector<float> rewards{1.0f, 1.0f};
+  const std::vector<std::uint8_t> dones{1, 0};
+  const std::vector<std::int32_t> prev{0, 0};
+  std::vector<float> logits(4), values(2);
+  seedrl::agent_step_output<float> out{logits, values};
+  net.infer({obs, rewards, dones, prev}, state, out);
+  // Same input, but env 0 started from a reset state and env 1 from 0.5s: outputs differ,
+  // and env 0's matches a fresh zero state.
+  CHECK(values[0] != values[1]);
+  auto fresh = net.initial_state(1);
+  std::vector<float> l1(2), v1(1);
+  seedrl::agent_step_output<float> out1{l1, v1};
+  const std::vector<std::uint8_t> not_done{0};
+  net.infer(
+      {std::span(obs).first(4), std::span(rewards).first(1), not_done, std::span(prev).first(1)},
+      fresh, out1);
+  CHECK(v1[0] == Approx(values[0]).margin(1e-6));
+
+  const std::vector<std::int32_t> bad_prev{0, 5};
+  CHECK_THROWS_AS(net.infer({obs, rewards, dones, bad_prev}, state, out), std::out_of_range);
+  auto wrong_state = net.initial_state(3);
+  CHECK_THROWS_AS(net.infer({obs, rewards, dones, prev}, wrong_state, out), std::invalid_argument);
+  const std::vector<float> short_obs{0.1f};
+  CHECK_THROWS_AS(net.infer({short_obs, rewards, dones, prev}, state, out), std::invalid_argument);
+}
