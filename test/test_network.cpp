@@ -389,3 +389,40 @@ TEST_CASE("mlp_lstm_agent resets state where done and rejects bad input", "[netw
   const std::vector<float> short_obs{0.1f};
   CHECK_THROWS_AS(net.infer({short_obs, rewards, dones, prev}, state, out), std::invalid_argument);
 }
+
+TEST_CASE("lstm vectorised step agrees with the shared per-unit math", "[network][lstm]") {
+  // detail::lstm_unit is what the CUDA kernels run; the CPU layer uses Eigen's vectorised
+  // logistic and tanh. Both must compute the same cell.
+  seedrl::random_generator rng(21);
+  const std::ptrdiff_t B = 3, I = 4, H = 5;
+  seedrl::lstm<double> net(seedrl::lstm_config{I, H, 1, 0.0});
+  std::vector<double> params(net.num_parameters()), grads(net.num_parameters());
+  net.bind(params.data(), grads.data());
+  net.init(rng);
+  const auto x = random_vector(B * I, rng);
+  auto state = random_vector(B * net.state_size(), rng);
+  const auto before = state;
+  std::vector<double> y(B * H);
+  net.step(cview(x.data(), B, I), {}, view(state.data(), B, net.state_size()),
+           view(y.data(), B, H));
+  const auto w = net.weight(0);
+  const auto bias = net.bias(0);
+  for (std::ptrdiff_t b = 0; b < B; ++b) {
+    for (std::ptrdiff_t j = 0; j < H; ++j) {
+      double z[4];
+      for (int gate = 0; gate < 4; ++gate) {
+        const std::ptrdiff_t r = gate * H + j;
+        z[gate] = bias[r];
+        for (std::ptrdiff_t k = 0; k < I; ++k)
+          z[gate] += w(r, k) * x[b * I + k];
+        for (std::ptrdiff_t k = 0; k < H; ++k)
+          z[gate] += w(r, I + k) * before[b * net.state_size() + k];
+      }
+      const auto u =
+          seedrl::detail::lstm_unit(z[0], z[1], z[2], z[3], before[b * net.state_size() + H + j]);
+      CHECK(state[b * net.state_size() + j] == Approx(u.h).margin(1e-12));
+      CHECK(state[b * net.state_size() + H + j] == Approx(u.c).margin(1e-12));
+      CHECK(y[b * H + j] == Approx(u.h).margin(1e-12));
+    }
+  }
+}

@@ -135,17 +135,8 @@ class lstm {
       apply_resets(dones, 0, xh.rightCols(H), c_prev);
       auto gates = view(step_gates_.data(), B, 4 * H);
       layer_gates(l, cview(xh), gates);
-      auto h_out = state.middleCols(2 * H * l, H);
-      auto c_out = state.middleCols(2 * H * l + H, H);
-      for (std::ptrdiff_t b = 0; b < B; ++b) {
-        S* z = gates.row(b).data();
-        for (std::ptrdiff_t j = 0; j < H; ++j) {
-          const auto u =
-              detail::lstm_unit(z[j], z[H + j], z[2 * H + j], z[3 * H + j], c_prev(b, j));
-          c_out(b, j) = u.c;
-          h_out(b, j) = u.h;
-        }
-      }
+      pointwise_forward(gates, cview(c_prev), state.middleCols(2 * H * l + H, H), nullptr,
+                        state.middleCols(2 * H * l, H));
     }
     y = state.middleCols(2 * H * (num_layers() - 1), H);
   }
@@ -199,21 +190,8 @@ class lstm {
         apply_resets(dones, t * B, xh.rightCols(H), c_prev);
         auto act = view(c.act.data() + t * B * 4 * H, B, 4 * H);
         layer_gates(l, cview(xh), act);
-        for (std::ptrdiff_t b = 0; b < B; ++b) {
-          S* z = act.row(b).data();
-          const std::ptrdiff_t r = (t * B + b) * H;
-          for (std::ptrdiff_t j = 0; j < H; ++j) {
-            const auto u =
-                detail::lstm_unit(z[j], z[H + j], z[2 * H + j], z[3 * H + j], c_prev(b, j));
-            z[j] = u.i;
-            z[H + j] = u.f;
-            z[2 * H + j] = u.g;
-            z[3 * H + j] = u.o;
-            c.c[static_cast<std::size_t>(r + j)] = u.c;
-            c.tanh_c[static_cast<std::size_t>(r + j)] = u.tanh_c;
-            c.h[static_cast<std::size_t>(r + j)] = u.h;
-          }
-        }
+        pointwise_forward(act, cview(c_prev), view(c.c.data() + t * B * H, B, H),
+                          c.tanh_c.data() + t * B * H, view(c.h.data() + t * B * H, B, H));
       }
     }
     y = view(cache_.back().h.data(), N, H);
@@ -334,6 +312,28 @@ class lstm {
     z.noalias() = xh * weight(l).transpose();
     const S* b = params_ + offset(l) + 4 * hidden_size() * cols(l);
     z.rowwise() += Eigen::Map<const Eigen::Matrix<S, 1, Eigen::Dynamic>>(b, 4 * hidden_size());
+  }
+
+  /// Gate nonlinearities and the state update for B rows, on whole rows at a time so that
+  /// Eigen's vectorised logistic and tanh do the work (this is most of an inference step's
+  /// time at small H). `z` holds pre-activations and gets the activated gates; `tanh_c`
+  /// (B x H, contiguous) is filled when given. Computes what detail::lstm_unit computes.
+  template <class CellOut, class HiddenOut>
+  void pointwise_forward(matrix_view<S> z, const_matrix_view<S> c_prev, CellOut&& c, S* tanh_c,
+                         HiddenOut&& h) const {
+    const std::ptrdiff_t H = hidden_size(), B = z.rows();
+    z.leftCols(2 * H) = z.leftCols(2 * H).array().logistic();
+    z.middleCols(2 * H, H) = z.middleCols(2 * H, H).array().tanh();
+    z.rightCols(H) = z.rightCols(H).array().logistic();
+    c = z.middleCols(H, H).cwiseProduct(c_prev) +
+        z.leftCols(H).cwiseProduct(z.middleCols(2 * H, H));
+    if (tanh_c != nullptr) {
+      auto tc = view(tanh_c, B, H);
+      tc = c.array().tanh();
+      h = z.rightCols(H).cwiseProduct(tc);
+    } else {
+      h = z.rightCols(H).array() * c.array().tanh();
+    }
   }
 
   template <class A, class C>
