@@ -9,8 +9,11 @@
 #include <vector>
 
 #include "gradcheck.hpp"
+#include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/algo/vtrace.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/activation.hpp"
+#include "seedrl/net/categorical.hpp"
 #include "seedrl/net/linear.hpp"
 #include "seedrl/net/lstm.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
@@ -425,4 +428,68 @@ TEST_CASE("lstm vectorised step agrees with the shared per-unit math", "[network
       CHECK(y[b * H + j] == Approx(u.h).margin(1e-12));
     }
   }
+}
+
+TEST_CASE("agent network plus IMPALA loss gradients match central differences",
+          "[network][gradcheck][loss]") {
+  // The whole training objective as a function of every parameter, across episode ends.
+  seedrl::mlp_lstm_agent_config config;
+  config.observation_size = 3;
+  config.num_actions = 3;
+  config.hidden_sizes = {5};
+  config.lstm_size = 4;
+  config.seed = 31;
+  seedrl::mlp_lstm_agent<double> net(config);
+  seedrl::random_generator rng(32);
+  const std::size_t T = 5, T1 = T + 1, B = 3, A = 3;
+  const auto data = make_unroll(net, T1, B, rng);
+  std::vector<std::int32_t> actions(T1 * B);
+  for (auto& a : actions)
+    a = static_cast<std::int32_t>(rng.below(A));
+  const auto behaviour = random_vector(T1 * B, rng);  // log mu(a): rho is clipped in places
+  seedrl::impala_loss_config<double> loss_config;
+  loss_config.entropy_cost = 0.01;  // large enough that the entropy path matters
+  loss_config.max_abs_reward = 1.0;
+  const seedrl::impala_loss<double> loss_fn(loss_config);
+  std::vector<double> logits(T1 * B * A), values(T1 * B), d_logits(T1 * B * A), d_values(T1 * B);
+  seedrl::agent_unroll_output<double> out{logits, values};
+  seedrl::impala_gradients<double> grads{d_logits, d_values};
+  // The IMPALA loss is a semi-gradient: V-trace targets are held fixed (stop-gradient). So the
+  // finite differences are taken of the surrogate with the targets frozen at the base point.
+  net.forward_unroll(as_input(data), out);
+  const seedrl::impala_batch<double> base{
+      T, B, A, logits, values, actions, behaviour, data.rewards, data.dones};
+  const auto terms = loss_fn(base, grads);
+  std::vector<double> logp(T * B), log_rhos(T * B), discounts(T * B), rewards(T * B), vs(T * B),
+      pg_adv(T * B);
+  seedrl::categorical_log_probs<double>(std::span<const double>(logits).first(T * B * A), T * B, A,
+                                        std::span<const std::int32_t>(actions).first(T * B), logp);
+  for (std::size_t i = 0; i < T * B; ++i) {
+    log_rhos[i] = logp[i] - behaviour[i];
+    discounts[i] = data.dones[i + B] ? 0.0 : 0.99;
+    rewards[i] = std::clamp(data.rewards[i + B], -1.0, 1.0);
+  }
+  seedrl::vtrace<double>(T, B, log_rhos, discounts, rewards,
+                         std::span<const double>(values).first(T * B),
+                         std::span<const double>(values).subspan(T * B), {}, vs, pg_adv);
+  auto loss = [&] {
+    net.forward_unroll(as_input(data), out);
+    std::vector<double> lp(T * B), entropy(T * B);
+    seedrl::categorical_log_probs<double>(std::span<const double>(logits).first(T * B * A), T * B,
+                                          A, std::span<const std::int32_t>(actions).first(T * B),
+                                          lp);
+    seedrl::categorical_entropy<double>(std::span<const double>(logits).first(T * B * A), T * B, A,
+                                        entropy);
+    double total = 0.0;
+    for (std::size_t i = 0; i < T * B; ++i) {
+      total += -lp[i] * pg_adv[i] + 0.5 * 0.5 * (vs[i] - values[i]) * (vs[i] - values[i]) -
+               0.01 * entropy[i];
+    }
+    return total / static_cast<double>(T * B);
+  };
+  CHECK(loss() == Approx(terms.total).epsilon(1e-12));  // same objective at the base point
+  net.zero_gradients();
+  net.backward_unroll({d_logits, d_values});
+  const std::vector<double> analytic(net.gradients().begin(), net.gradients().end());
+  require_close(gradcheck(net.parameters(), analytic, loss));
 }
