@@ -19,6 +19,8 @@
 #include <string>
 #include <type_traits>
 
+#include <Eigen/Core>
+
 #include "seedrl/detail/vtrace_step.hpp"
 
 namespace seedrl {
@@ -138,12 +140,28 @@ void vtrace(std::size_t T, std::size_t B, std::span<const std::type_identity_t<S
     // V_{t+1} and acc_{t+1}: the bootstrap and 0 after the last step.
     const S* next_values = last ? bootstrap_value.data() : values.data() + row + B;
     S* next_acc = last ? nullptr : vs.data() + row + B;
-    for (std::size_t b = 0; b < B; ++b) {
-      const auto step =
-          detail::vtrace_step(k, log_rhos[row + b], discounts[row + b], rewards[row + b],
-                              values[row + b], next_values[b], last ? S(0) : next_acc[b]);
-      vs[row + b] = step.acc;
-      pg_advantages[row + b] = step.pg_advantage;
+    // rho for the whole row with Eigen's vectorised exp (a scalar exp per element would cost
+    // more than the rest of the scan); pg_advantages' row holds it until the step overwrites it.
+    S* rho = pg_advantages.data() + row;
+    Eigen::Map<Eigen::Array<S, 1, Eigen::Dynamic>>(rho, static_cast<Eigen::Index>(B)) =
+        Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(log_rhos.data() + row,
+                                                             static_cast<Eigen::Index>(B))
+            .exp();
+    // Two loops rather than `last ? 0 : next_acc[b]` inside one: a conditional load keeps the
+    // compiler from vectorising the row.
+    const auto scan_row = [&](auto next_acc_at) {
+      for (std::size_t b = 0; b < B; ++b) {
+        const auto step =
+            detail::vtrace_step_from_rho(k, rho[b], discounts[row + b], rewards[row + b],
+                                         values[row + b], next_values[b], next_acc_at(b));
+        vs[row + b] = step.acc;
+        pg_advantages[row + b] = step.pg_advantage;
+      }
+    };
+    if (last) {
+      scan_row([](std::size_t) { return S(0); });
+    } else {
+      scan_row([next_acc](std::size_t b) { return next_acc[b]; });
     }
     if (!last) {
       // Row t no longer needs acc_{t+1}: turn row t+1 into the targets.

@@ -45,19 +45,27 @@ struct vtrace_step_result {
   S pg_advantage;  ///< min(pg_rho_bar, rho_t) * (r_t + gamma_t vs_{t+1} - V_t)
 };
 
-/// One step at (t, b); `next_value` and `next_acc` are V_{t+1} and acc_{t+1} (bootstrap and 0
-/// at t = T-1).
+/// One step at (t, b) from rho_t = exp(log rho_t); `next_value` and `next_acc` are V_{t+1} and
+/// acc_{t+1} (bootstrap and 0 at t = T-1).
 template <std::floating_point S>
-SEEDRL_HOST_DEVICE vtrace_step_result<S> vtrace_step(const vtrace_coefficients<S>& k, S log_rho,
-                                                     S discount, S reward, S value, S next_value,
-                                                     S next_acc) {
-  const S rho = std::exp(log_rho);
+SEEDRL_HOST_DEVICE vtrace_step_result<S> vtrace_step_from_rho(const vtrace_coefficients<S>& k,
+                                                              S rho, S discount, S reward, S value,
+                                                              S next_value, S next_acc) {
   const S delta = vtrace_clip(k.rho_bar, rho) * (reward + discount * next_value - value);
   const S c = vtrace_clip(S(1), rho) * k.lambda;
   const S acc = delta + discount * c * next_acc;
   const S next_vs = next_value + next_acc;
   const S pg = vtrace_clip(k.pg_rho_bar, rho) * (reward + discount * next_vs - value);
   return {acc, pg};
+}
+
+/// One step of the reverse scan from log rho; see `vtrace_step_from_rho`.
+template <std::floating_point S>
+SEEDRL_HOST_DEVICE vtrace_step_result<S> vtrace_step(const vtrace_coefficients<S>& k, S log_rho,
+                                                     S discount, S reward, S value, S next_value,
+                                                     S next_acc) {
+  using std::exp;
+  return vtrace_step_from_rho(k, exp(log_rho), discount, reward, value, next_value, next_acc);
 }
 
 /// vs_t = V_t + acc_t; a function so that every backend forms it the same way.
