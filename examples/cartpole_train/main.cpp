@@ -22,11 +22,11 @@
 namespace {
 
 struct options {
-  std::size_t envs = 32;
+  std::size_t envs = 16;
   std::size_t unroll = 20;
-  double learning_rate = 1e-3;
-  double entropy_cost = 0.01;
-  std::int64_t max_frames = 3'000'000;
+  double learning_rate = 2e-3;
+  double entropy_cost = 0.001;
+  std::int64_t max_frames = 6'000'000;
   double target = 475.0;
   std::uint64_t seed = 1;
 };
@@ -58,8 +58,8 @@ options parse(int argc, char** argv) {
       o.seed = std::strtoull(next(), nullptr, 10);
     else {
       std::printf(
-          "usage: seedrl_cartpole_train [--envs 32] [--unroll-length 20] [--learning-rate 1e-3]\n"
-          "         [--entropy-cost 0.01] [--total-frames 3000000] [--target-return 475] [--seed "
+          "usage: seedrl_cartpole_train [--envs 16] [--unroll-length 20] [--learning-rate 2e-3]\n"
+          "         [--entropy-cost 0.001] [--total-frames 6000000] [--target-return 475] [--seed "
           "1]\n"
           "Trains until the mean return of the last 100 episodes reaches the target.\n");
       std::exit(a == "--help" ? 0 : 2);
