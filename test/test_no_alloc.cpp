@@ -13,6 +13,12 @@ namespace {
 std::atomic<long> allocations{0};
 }
 
+// The replacements below pair malloc with free behind operator new and delete; GCC sees the
+// free through inlining and takes it for a mismatch.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 void* operator new(std::size_t n) {
   allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(n == 0 ? 1 : n))
