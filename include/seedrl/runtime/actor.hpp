@@ -1,0 +1,204 @@
+#pragma once
+/// \file
+/// The actor runtime: steps k environments and exchanges one step request and one action reply
+/// per round trip with the learner. When the link breaks it reconnects with exponential
+/// backoff, restarting its environments under new run ids so that the learner drops the
+/// partial unrolls and resets the recurrent state. `stop` (e.g. from a signal handler's flag)
+/// ends it cleanly with a close message.
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "seedrl/core/random.hpp"
+#include "seedrl/env/env_batch.hpp"
+#include "seedrl/env/environment.hpp"
+#include "seedrl/protocol/frame.hpp"
+#include "seedrl/transport/transport_error.hpp"
+
+namespace seedrl {
+
+/// Actor settings.
+struct actor_config {
+  std::size_t num_envs = 4;
+  std::uint64_t actor_id = 0;
+  std::string name = "actor";
+  std::uint64_t seed = 0;
+  std::chrono::milliseconds initial_backoff{100};
+  std::chrono::milliseconds max_backoff{5000};
+  std::optional<std::int64_t> max_steps;  ///< stop after this many round trips (tests)
+  std::function<void(const std::string&)> log = [](const std::string&) {};
+};
+
+/// Raised when the learner refuses the actor for good (spec mismatch, bad handshake): retrying
+/// cannot help.
+class actor_rejected : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Runs `config.num_envs` environments made by `make_env(i)` against a learner reached with
+/// `connect()` (which returns a Connection, or throws transport_error).
+template <class E, class Connect>
+class actor {
+  static_assert(check_environment<E>());
+  static_assert(std::is_integral_v<typename E::action_type>,
+                "seedrl::actor: discrete actions only so far");
+
+ public:
+  actor(actor_config config, std::function<E(std::size_t)> make_env, Connect connect)
+      : config_(std::move(config)),
+        make_env_(std::move(make_env)),
+        connect_(std::move(connect)),
+        rng_(config_.seed) {}
+
+  /// Runs until `stop` becomes true or `max_steps` round trips are done; returns the number of
+  /// round trips. Throws actor_rejected when the learner refuses the handshake.
+  std::int64_t run(const std::atomic<bool>& stop) {
+    auto backoff = config_.initial_backoff;
+    std::int64_t steps = 0;
+    while (!stop && !done(steps)) {
+      try {
+        auto conn = connect_();
+        backoff = config_.initial_backoff;
+        steps += session(conn, stop, steps);
+        if (stop || done(steps)) {
+          say_goodbye(conn);
+          return steps;
+        }
+      } catch (const transport_error& e) {
+        config_.log("seedrl actor " + config_.name + ": link lost (" + e.what() +
+                    "); retrying in " + std::to_string(backoff.count()) + " ms");
+      }
+      // Exponential backoff with jitter, sleeping in small slices so that stop is prompt.
+      const auto jitter = std::chrono::milliseconds(static_cast<std::int64_t>(
+          rng_.below(static_cast<std::uint64_t>(backoff.count() / 4 + 1))));
+      const auto until = std::chrono::steady_clock::now() + backoff + jitter;
+      while (!stop && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      backoff = std::min(backoff * 2, config_.max_backoff);
+    }
+    return steps;
+  }
+
+ private:
+  bool done(std::int64_t steps) const { return config_.max_steps && steps >= *config_.max_steps; }
+
+  template <class C>
+  void write(C& conn, std::span<const std::byte> frame) {
+    const std::span<const std::byte> bufs[] = {frame};
+    conn.write(bufs);
+  }
+
+  template <class C>
+  void say_goodbye(C& conn) {
+    try {
+      std::vector<std::byte> frame;
+      protocol::encode_close({protocol::error_code::none, "actor stopping"}, frame);
+      write(conn, frame);
+    } catch (const std::exception&) {
+    }
+    conn.close();
+  }
+
+  /// One connection's life: handshake, then lock-step step/actions until stop or failure.
+  template <class C>
+  std::int64_t session(C& conn, const std::atomic<bool>& stop, std::int64_t steps_before) {
+    // Fresh environments and run ids for every connection: the learner starts them afresh.
+    std::vector<E> envs;
+    for (std::size_t i = 0; i < config_.num_envs; ++i)
+      envs.push_back(make_env_(i));
+    env_batch<E> batch(std::move(envs), rng_());
+    const auto obs_spec = batch.observation_spec();
+    const auto act_spec = batch.action_spec();
+    std::vector<std::byte> frame;
+    protocol::encode_hello({config_.actor_id, static_cast<std::uint32_t>(config_.num_envs),
+                            obs_spec, act_spec, config_.name},
+                           frame);
+    write(conn, frame);
+    protocol::frame_header h{};
+    read_frame(conn, h, frame);
+    if (h.type == protocol::message_type::reject) {
+      protocol::status_message m;
+      protocol::decode_status(frame, m);
+      throw actor_rejected("seedrl actor " + config_.name + ": the learner refused us: " +
+                           protocol::to_string(m.code) + ": " + m.message);
+    }
+    if (h.type != protocol::message_type::welcome) {
+      throw transport_error(std::string("expected welcome, got ") + protocol::to_string(h.type));
+    }
+    std::vector<std::uint64_t> run_ids(config_.num_envs);
+    for (auto& id : run_ids)
+      id = rng_();
+    const std::size_t k = config_.num_envs, obs_bytes = obs_spec.num_bytes();
+    std::vector<std::byte> step_frame(protocol::step_frame_size(k, obs_bytes));
+    std::vector<float> rewards(k, 0.0f);
+    std::vector<std::uint8_t> dones(k, 1), truncateds(k, 0);  // first observations start episodes
+    std::vector<std::int32_t> actions(k);
+    std::int64_t steps = 0;
+    while (!stop && !done(steps_before + steps)) {
+      const auto obs = batch.observations();
+      const std::span<const std::byte> obs_bytes_view(
+          reinterpret_cast<const std::byte*>(obs.data()), obs.size_bytes());
+      const std::size_t n = protocol::encode_step(
+          step_frame, obs_spec.type, {run_ids, rewards, dones, truncateds, obs_bytes_view});
+      write(conn, std::span<const std::byte>(step_frame).first(n));
+      read_frame(conn, h, frame);
+      if (h.type == protocol::message_type::error || h.type == protocol::message_type::close) {
+        protocol::status_message m;
+        protocol::decode_status(frame, m);
+        throw transport_error(std::string("learner sent ") + protocol::to_string(h.type) + ": " +
+                              m.message);
+      }
+      if (h.type != protocol::message_type::actions) {
+        throw transport_error(std::string("expected actions, got ") + protocol::to_string(h.type));
+      }
+      std::string why;
+      if (protocol::parse_actions(frame, static_cast<std::uint32_t>(k), act_spec,
+                                  std::span<std::int32_t>(actions),
+                                  &why) != protocol::error_code::none) {
+        throw transport_error("bad actions from the learner: " + why);
+      }
+      batch.step(actions);
+      for (std::size_t i = 0; i < k; ++i) {
+        rewards[i] = batch.rewards()[i];
+        dones[i] = batch.dones()[i];
+        truncateds[i] = batch.truncated()[i];
+      }
+      ++steps;
+    }
+    return steps;
+  }
+
+  template <class C>
+  void read_frame(C& conn, protocol::frame_header& h, std::vector<std::byte>& payload) {
+    std::array<std::byte, protocol::header_size> header{};
+    conn.read(header);
+    std::string why;
+    if (protocol::decode_header(header, protocol::default_max_payload, h, &why) !=
+        protocol::error_code::none) {
+      throw transport_error("bad frame from the learner: " + why);
+    }
+    payload.resize(h.payload_length);
+    if (h.payload_length > 0)
+      conn.read(payload);
+  }
+
+  actor_config config_;
+  std::function<E(std::size_t)> make_env_;
+  Connect connect_;
+  random_generator rng_;
+};
+
+}  // namespace seedrl

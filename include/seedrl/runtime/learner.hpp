@@ -1,0 +1,653 @@
+#pragma once
+/// \file
+/// The SEED learner: it accepts actors over any Transport, batches their requests dynamically,
+/// runs inference with per-environment recurrent state, builds unrolls and trains on them with
+/// the IMPALA loss, publishing new parameters to inference as it goes.
+///
+/// Threads: one per connection (reads and validates frames, copies observations into the
+/// filling batch), one inference thread (runs batches, writes every reply, builds unrolls),
+/// one trainer thread (assembles batches of unrolls, trains, publishes). A connection thread
+/// is the only one that reads its socket; the inference thread is the only one that writes
+/// actions to it, so no lock is taken per request beyond the batcher's row reservation.
+///
+/// `Net` is an agent network with `agent_io.hpp`'s inputs and outputs (e.g. mlp_lstm_agent);
+/// `Opt` models Optimizer; `Tr` models Transport.
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/core/random.hpp"
+#include "seedrl/core/spec.hpp"
+#include "seedrl/net/agent_io.hpp"
+#include "seedrl/net/categorical.hpp"
+#include "seedrl/optim/clip.hpp"
+#include "seedrl/protocol/frame.hpp"
+#include "seedrl/runtime/batcher.hpp"
+#include "seedrl/runtime/bounded_queue.hpp"
+#include "seedrl/runtime/env_state_store.hpp"
+#include "seedrl/runtime/parameter_store.hpp"
+#include "seedrl/runtime/unroll_builder.hpp"
+#include "seedrl/transport/transport_error.hpp"
+
+namespace seedrl {
+
+/// Learner settings.
+struct learner_config {
+  std::size_t max_envs = 4096;     ///< environment slots across all actors
+  std::size_t unroll_length = 20;  ///< T; unrolls hold T + 1 steps
+  std::size_t batch_size = 16;     ///< unrolls per training step
+  std::size_t queue_batches = 2;   ///< training queue capacity, in training batches
+  batcher_config batching{};       ///< inference batch size and deadline
+  double max_grad_norm = 40.0;     ///< global-norm clipping
+  std::uint32_t max_payload = protocol::default_max_payload;
+  std::uint64_t seed = 0;  ///< action sampling
+  std::function<void(const std::string&)> log = [](const std::string&) {};
+};
+
+/// Counters for the progress line; every field is a running total unless said otherwise.
+struct learner_stats {
+  std::int64_t frames = 0;  ///< env steps answered
+  std::int64_t episodes = 0;
+  double mean_return = 0.0;         ///< over the last 100 episodes
+  std::size_t returns_counted = 0;  ///< how many of those 100 exist
+  std::int64_t batches = 0;         ///< inference batches
+  std::int64_t batch_rows = 0;  ///< rows over all inference batches (fill = rows / batches / max)
+  std::int64_t train_steps = 0;
+  loss_terms last_loss{};
+  double last_grad_norm = 0.0;
+  std::size_t queue_depth = 0;       ///< now
+  std::size_t connected_actors = 0;  ///< now
+  std::int64_t rejected_connections = 0;
+  double seconds_waiting_for_batch = 0.0;  ///< inference thread idle
+  double seconds_inference = 0.0;          ///< inference thread busy
+  double seconds_waiting_for_data = 0.0;   ///< trainer idle
+  double seconds_training = 0.0;           ///< trainer busy
+};
+
+/// See the file comment.
+template <class Net, class Opt, class Tr>
+class learner {
+ public:
+  using scalar = typename Net::scalar_type;
+  using connection_type = typename Tr::connection_type;
+  using listener_type = typename Tr::listener_type;
+
+  /// `net` gives the architecture and initial parameters (copied for training and inference).
+  learner(const learner_config& config, const Net& net, Opt optimizer, impala_loss<scalar> loss,
+          observation_spec obs_spec, action_spec act_spec)
+      : config_(config),
+        obs_spec_(obs_spec),
+        act_spec_(act_spec),
+        obs_size_(static_cast<std::size_t>(obs_spec.num_elements())),
+        num_actions_(static_cast<std::size_t>(act_spec.num_actions)),
+        infer_net_(net),
+        train_net_(net),
+        optimizer_(std::move(optimizer)),
+        loss_(std::move(loss)),
+        store_(config.max_envs, net.state_size()),
+        builder_(config.max_envs, config.unroll_length, obs_size_,
+                 static_cast<std::size_t>(net.state_size()),
+                 (config.queue_batches + 2) * config.batch_size),
+        queue_(config.queue_batches * config.batch_size),
+        batcher_(config.batching, [&](std::size_t cap) { return make_payload(cap); }),
+        rng_(config.seed) {
+    if (!act_spec.is_discrete()) {
+      throw std::invalid_argument(
+          "seedrl::learner: only discrete action spaces are supported so far");
+    }
+    params_.publish(train_net_.parameters());
+  }
+
+  learner(const learner&) = delete;
+  learner& operator=(const learner&) = delete;
+  ~learner() { stop(); }
+
+  /// Starts the inference and trainer threads.
+  void start() {
+    inference_thread_ = std::thread([this] { inference_loop(); });
+    trainer_thread_ = std::thread([this] { trainer_loop(); });
+  }
+
+  /// Accepts actors on `listener` in a thread of its own until `stop()`.
+  void serve(listener_type listener) {
+    std::lock_guard lock(connections_mutex_);
+    listeners_.push_back(std::make_unique<listener_type>(std::move(listener)));
+    listener_type* l = listeners_.back().get();
+    accept_threads_.emplace_back([this, l] { accept_loop(*l); });
+  }
+
+  /// Serves one already-connected actor (e.g. from a test) in a thread of its own.
+  void serve_connection(connection_type c) { spawn_connection(std::move(c)); }
+
+  /// Graceful shutdown: stop accepting, close every connection, drain the batcher, stop the
+  /// trainer, join every thread. Safe to call twice.
+  void stop() {
+    if (stopping_.exchange(true))
+      return;
+    {
+      std::lock_guard lock(connections_mutex_);
+      for (auto& l : listeners_)
+        l->close();
+      for (auto& c : connections_)
+        c->conn.close();
+    }
+    for (auto& t : accept_threads_)
+      t.join();
+    batcher_.shutdown();
+    queue_.close();
+    if (inference_thread_.joinable())
+      inference_thread_.join();
+    if (trainer_thread_.joinable())
+      trainer_thread_.join();
+    std::lock_guard lock(connections_mutex_);
+    for (auto& c : connections_) {
+      if (c->thread.joinable())
+        c->thread.join();
+    }
+  }
+
+  /// A consistent copy of the counters.
+  learner_stats stats() const {
+    std::lock_guard lock(stats_mutex_);
+    learner_stats s = stats_;
+    s.queue_depth = queue_.size();
+    s.connected_actors = connected_.load();
+    return s;
+  }
+
+  /// The parameters most recently published by the trainer.
+  std::uint64_t parameter_version() const { return params_.version(); }
+
+  /// Copies the newest published parameters into `net` (e.g. to evaluate or save them).
+  void copy_parameters(Net& net) const {
+    std::uint64_t v = 0;
+    params_.update_if_newer(&v, net.parameters());
+  }
+
+ private:
+  /// One inference batch's inputs and outputs, preallocated for `capacity` rows.
+  struct payload {
+    std::vector<std::uint32_t> slots;
+    std::vector<std::uint64_t> run_ids;
+    std::vector<scalar> rewards;
+    std::vector<std::uint8_t> dones;  // as sent by the actor
+    std::vector<scalar> observations;
+  };
+
+  /// One actor connection. Kept until the learner stops, so that a batch in flight can still
+  /// point at it after its actor has gone.
+  struct connection_state {
+    explicit connection_state(connection_type c) : conn(std::move(c)) {}
+    connection_type conn;
+    std::thread thread;
+    std::string name;
+    std::size_t first_slot = 0;
+    std::size_t num_envs = 0;
+    std::vector<std::byte> frame;  // incoming frame payload
+    std::vector<std::byte> reply;  // outgoing actions frame
+    protocol::step_view step;
+    std::atomic<bool> open{true};
+    std::mutex mutex;  // guards in_flight for the closing handshake
+    std::condition_variable idle;
+    int in_flight = 0;
+  };
+
+  payload make_payload(std::size_t capacity) const {
+    payload p;
+    p.slots.resize(capacity);
+    p.run_ids.resize(capacity);
+    p.rewards.resize(capacity);
+    p.dones.resize(capacity);
+    p.observations.resize(capacity * obs_size_);
+    return p;
+  }
+
+  void log(const std::string& line) const { config_.log(line); }
+
+  void accept_loop(listener_type& listener) {
+    while (!stopping_) {
+      try {
+        spawn_connection(listener.accept());
+      } catch (const transport_error& e) {
+        if (!stopping_)
+          log(std::string("seedrl learner: accept failed: ") + e.what());
+        return;
+      }
+    }
+  }
+
+  void spawn_connection(connection_type c) {
+    std::lock_guard lock(connections_mutex_);
+    if (stopping_)
+      return;
+    connections_.push_back(std::make_unique<connection_state>(std::move(c)));
+    connection_state* s = connections_.back().get();
+    s->thread = std::thread([this, s] { connection_loop(*s); });
+  }
+
+  /// Sends an error (or reject) frame best effort, logs, and closes the connection.
+  void refuse(connection_state& s, protocol::message_type type, protocol::error_code code,
+              const std::string& why) {
+    log("seedrl learner: closing " + s.conn.peer() + (s.name.empty() ? "" : " (" + s.name + ")") +
+        ": " + protocol::to_string(code) + ": " + why);
+    try {
+      std::vector<std::byte> frame;
+      protocol::encode_status(type, {code, why}, frame);
+      const std::span<const std::byte> bufs[] = {frame};
+      s.conn.write(bufs);
+    } catch (const std::exception&) {
+      // The peer may already be gone; the log line above is what matters.
+    }
+    s.conn.close();
+  }
+
+  /// Reads one whole frame into `s.frame`; false on a closed link or a header violation.
+  bool read_frame(connection_state& s, protocol::frame_header& h, bool handshaken) {
+    std::array<std::byte, protocol::header_size> header{};
+    s.conn.read(header);
+    std::string why;
+    const auto code = protocol::decode_header(header, config_.max_payload, h, &why);
+    if (code != protocol::error_code::none) {
+      refuse(s, handshaken ? protocol::message_type::error : protocol::message_type::reject, code,
+             why);
+      return false;
+    }
+    s.frame.resize(h.payload_length);
+    if (h.payload_length > 0)
+      s.conn.read(s.frame);
+    return true;
+  }
+
+  void connection_loop(connection_state& s) {
+    bool registered = false;
+    try {
+      protocol::frame_header h{};
+      if (!read_frame(s, h, false))
+        return;
+      if (h.type != protocol::message_type::hello) {
+        refuse(s, protocol::message_type::reject, protocol::error_code::unexpected_message,
+               std::string("expected hello first, got ") + protocol::to_string(h.type));
+        return;
+      }
+      protocol::hello hello;
+      std::string why;
+      auto code = protocol::decode_hello(s.frame, hello, &why);
+      if (code == protocol::error_code::none) {
+        code = protocol::check_hello(hello, obs_spec_, act_spec_, config_.max_payload, &why);
+      }
+      if (code != protocol::error_code::none) {
+        refuse(s, protocol::message_type::reject, code, why);
+        return;
+      }
+      s.name = hello.name;
+      s.num_envs = hello.num_envs;
+      if (s.num_envs > config_.batching.max_request_rows) {
+        refuse(s, protocol::message_type::reject, protocol::error_code::too_many_envs,
+               "an actor may step at most " + std::to_string(config_.batching.max_request_rows) +
+                   " envs, got " + std::to_string(s.num_envs));
+        return;
+      }
+      {
+        std::lock_guard lock(slots_mutex_);
+        const auto first = store_.allocate(s.num_envs);
+        if (!first) {
+          refuse(s, protocol::message_type::reject, protocol::error_code::too_many_envs,
+                 "no room for " + std::to_string(s.num_envs) + " more envs (max_envs " +
+                     std::to_string(config_.max_envs) + ")");
+          return;
+        }
+        s.first_slot = *first;
+      }
+      registered = true;
+      s.reply.resize(protocol::actions_frame_size(s.num_envs, act_spec_));
+      {
+        std::vector<std::byte> frame;
+        protocol::encode_welcome({static_cast<std::uint32_t>(s.first_slot),
+                                  static_cast<std::uint32_t>(s.num_envs), config_.max_payload, 0},
+                                 frame);
+        const std::span<const std::byte> bufs[] = {frame};
+        s.conn.write(bufs);
+      }
+      ++connected_;
+      batcher_.add_connected(static_cast<std::ptrdiff_t>(s.num_envs));
+      log("seedrl learner: actor " + s.name + " from " + s.conn.peer() + " connected with " +
+          std::to_string(s.num_envs) + " envs");
+      const std::size_t obs_bytes = obs_spec_.num_bytes();
+      const std::size_t expected = protocol::step_payload_size(s.num_envs, obs_bytes);
+      while (!stopping_) {
+        if (!read_frame(s, h, true))
+          break;
+        if (h.type == protocol::message_type::keepalive)
+          continue;
+        if (h.type == protocol::message_type::close) {
+          log("seedrl learner: actor " + s.name + " said goodbye");
+          break;
+        }
+        if (h.type != protocol::message_type::step) {
+          refuse(s, protocol::message_type::error, protocol::error_code::unexpected_message,
+                 std::string("expected step, got ") + protocol::to_string(h.type));
+          break;
+        }
+        if (h.payload_length != expected) {
+          refuse(s, protocol::message_type::error, protocol::error_code::wrong_observation_size,
+                 "step payload is " + std::to_string(h.payload_length) + " bytes, expected " +
+                     std::to_string(expected) + " for " + std::to_string(s.num_envs) + " envs of " +
+                     std::to_string(obs_bytes) + "-byte observations");
+          break;
+        }
+        code = protocol::parse_step(s.frame, static_cast<std::uint32_t>(s.num_envs), obs_bytes,
+                                    s.step, &why);
+        if (code != protocol::error_code::none) {
+          refuse(s, protocol::message_type::error, code, why);
+          break;
+        }
+        {
+          std::lock_guard lock(s.mutex);
+          ++s.in_flight;
+        }
+        const bool accepted = batcher_.submit(
+            &s, s.num_envs, [&](payload& p, std::size_t first) { fill(s, p, first); });
+        if (!accepted) {
+          std::lock_guard lock(s.mutex);
+          --s.in_flight;
+          break;
+        }
+      }
+    } catch (const transport_error& e) {
+      if (!stopping_)
+        log("seedrl learner: actor " + (s.name.empty() ? s.conn.peer() : s.name) +
+            " went away: " + e.what());
+    } catch (const std::exception& e) {
+      refuse(s, protocol::message_type::error, protocol::error_code::internal, e.what());
+    }
+    s.open = false;
+    s.conn.close();
+    if (registered) {
+      // Wait until inference has answered (or skipped) our last request, then hand the slots
+      // back through the inference thread so that no batch still refers to them.
+      std::unique_lock lock(s.mutex);
+      s.idle.wait(lock, [&] { return s.in_flight == 0; });
+      lock.unlock();
+      --connected_;
+      batcher_.add_connected(-static_cast<std::ptrdiff_t>(s.num_envs));
+      std::lock_guard slots(slots_mutex_);
+      releases_.push_back({s.first_slot, s.num_envs});
+    }
+  }
+
+  /// Copies a parsed step into the batch rows [first, first + k); runs outside the batcher lock.
+  void fill(connection_state& s, payload& p, std::size_t first) {
+    const auto& v = s.step;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::size_t row = first + v.env_index(i);
+      p.slots[row] = static_cast<std::uint32_t>(s.first_slot + v.env_index(i));
+      p.run_ids[row] = v.run_id(i);
+      p.rewards[row] = static_cast<scalar>(v.reward(i));
+      p.dones[row] = v.done(i);
+      scalar* dst = p.observations.data() + row * obs_size_;
+      const auto src = v.observation(i);
+      switch (obs_spec_.type) {
+        case dtype::float32:
+          for (std::size_t j = 0; j < obs_size_; ++j)
+            dst[j] = static_cast<scalar>(protocol::detail::load_f32(src.data() + 4 * j));
+          break;
+        case dtype::float64:
+          for (std::size_t j = 0; j < obs_size_; ++j)
+            dst[j] = static_cast<scalar>(protocol::detail::load_f64(src.data() + 8 * j));
+          break;
+        case dtype::uint8:
+          for (std::size_t j = 0; j < obs_size_; ++j)
+            dst[j] = static_cast<scalar>(std::to_integer<std::uint8_t>(src[j]));
+          break;
+        case dtype::int32:
+          for (std::size_t j = 0; j < obs_size_; ++j) {
+            dst[j] = static_cast<scalar>(
+                static_cast<std::int32_t>(protocol::detail::load_u32(src.data() + 4 * j)));
+          }
+          break;
+      }
+    }
+  }
+
+  void apply_releases() {
+    std::vector<std::pair<std::size_t, std::size_t>> todo;
+    {
+      std::lock_guard lock(slots_mutex_);
+      todo.swap(releases_);
+      for (const auto& [first, k] : todo) {
+        for (std::size_t j = first; j < first + k; ++j)
+          builder_.reset(j);  // drop partial unrolls
+        store_.release(first, k);
+      }
+    }
+  }
+
+  void inference_loop() {
+    const std::size_t cap = batcher_.capacity();
+    const auto W = static_cast<std::size_t>(infer_net_.state_size());
+    auto state = infer_net_.initial_state(cap);
+    std::vector<scalar> state_before(cap * W), logits(cap * num_actions_), values(cap), logp(cap);
+    std::vector<std::uint8_t> resets(cap);
+    std::vector<std::int32_t> prev_actions(cap), actions(cap);
+    std::uint64_t version = 0;
+    auto idle_since = std::chrono::steady_clock::now();
+    for (;;) {
+      auto* batch = batcher_.next_batch();
+      const auto t_start = std::chrono::steady_clock::now();
+      if (batch == nullptr)
+        break;
+      apply_releases();
+      params_.update_if_newer(&version, infer_net_.parameters());
+      const std::size_t B = batch->rows;
+      payload& p = batch->payload;
+      std::vector<finished_episode> finished;
+      std::unique_lock slots(slots_mutex_);  // slots cannot be released under our feet
+      for (std::size_t r = 0; r < B; ++r) {
+        const std::size_t slot = p.slots[r];
+        const auto seen =
+            store_.observe(slot, p.run_ids[r], static_cast<double>(p.rewards[r]), p.dones[r] != 0);
+        if (seen.run_changed)
+          builder_.reset(slot);
+        if (seen.finished)
+          finished.push_back(*seen.finished);
+        resets[r] = static_cast<std::uint8_t>(p.dones[r] != 0 || seen.run_changed);
+        prev_actions[r] = store_.prev_action(slot);
+        const auto row = store_.state(slot);
+        std::copy(row.begin(), row.end(),
+                  state_before.begin() + static_cast<std::ptrdiff_t>(r * W));
+      }
+      slots.unlock();
+      // Inference on the first B rows of the preallocated buffers.
+      state.batch = static_cast<std::ptrdiff_t>(B);
+      std::copy_n(state_before.begin(), B * W, state.data.begin());
+      agent_step_output<scalar> out{std::span(logits).first(B * num_actions_),
+                                    std::span(values).first(B)};
+      infer_net_.infer({std::span<const scalar>(p.observations).first(B * obs_size_),
+                        std::span<const scalar>(p.rewards).first(B),
+                        std::span<const std::uint8_t>(resets).first(B),
+                        std::span<const std::int32_t>(prev_actions).first(B)},
+                       state, out);
+      sample_actions<scalar>(out.logits, B, num_actions_, rng_, std::span(actions).first(B));
+      categorical_log_probs<scalar>(out.logits, B, num_actions_,
+                                    std::span<const std::int32_t>(actions).first(B),
+                                    std::span(logp).first(B));
+      // Answer every request before the slower bookkeeping, to keep the actors' round trip short.
+      for (const auto& e : batch->entries) {
+        auto& s = *static_cast<connection_state*>(e.requester);
+        if (s.open) {
+          try {
+            protocol::encode_discrete_actions(
+                s.reply, std::span<const std::int32_t>(actions).subspan(e.first_row, e.rows));
+            const std::span<const std::byte> bufs[] = {s.reply};
+            s.conn.write(bufs);
+          } catch (const std::exception&) {
+            s.conn.close();  // its reader notices and cleans up
+          }
+        }
+      }
+      slots.lock();
+      for (std::size_t r = 0; r < B; ++r) {
+        const std::size_t slot = p.slots[r];
+        const auto row = store_.state(slot);
+        std::copy_n(state.data.begin() + static_cast<std::ptrdiff_t>(r * W), W, row.begin());
+        store_.set_prev_action(slot, actions[r]);
+        unroll<scalar>* done_unroll = builder_.append(
+            slot, std::span<const scalar>(p.observations).subspan(r * obs_size_, obs_size_),
+            p.rewards[r], resets[r] != 0, prev_actions[r], actions[r], logp[r],
+            std::span<const scalar>(state_before).subspan(r * W, W));
+        if (done_unroll != nullptr) {
+          slots.unlock();
+          const auto t_push = std::chrono::steady_clock::now();
+          if (!queue_.push(done_unroll))
+            builder_.recycle(done_unroll);  // shutting down
+          idle_since +=
+              std::chrono::steady_clock::now() - t_push;  // backpressure is not inference time
+          slots.lock();
+        }
+      }
+      slots.unlock();
+      for (const auto& e : batch->entries) {
+        auto& s = *static_cast<connection_state*>(e.requester);
+        std::lock_guard lock(s.mutex);
+        if (--s.in_flight == 0 && !s.open)
+          s.idle.notify_all();
+      }
+      batcher_.release(batch);
+      const auto t_end = std::chrono::steady_clock::now();
+      std::lock_guard lock(stats_mutex_);
+      stats_.frames += static_cast<std::int64_t>(B);
+      stats_.batches += 1;
+      stats_.batch_rows += static_cast<std::int64_t>(B);
+      stats_.seconds_waiting_for_batch +=
+          std::chrono::duration<double>(t_start - idle_since).count();
+      stats_.seconds_inference += std::chrono::duration<double>(t_end - t_start).count();
+      for (const auto& f : finished) {
+        ++stats_.episodes;
+        recent_returns_.push_back(f.episode_return);
+        if (recent_returns_.size() > 100)
+          recent_returns_.pop_front();
+      }
+      if (!recent_returns_.empty()) {
+        stats_.mean_return = std::accumulate(recent_returns_.begin(), recent_returns_.end(), 0.0) /
+                             static_cast<double>(recent_returns_.size());
+        stats_.returns_counted = recent_returns_.size();
+      }
+      idle_since = t_end;
+    }
+  }
+
+  void trainer_loop() {
+    const std::size_t T = config_.unroll_length, T1 = T + 1, B = config_.batch_size,
+                      A = num_actions_;
+    const auto W = static_cast<std::size_t>(train_net_.state_size());
+    std::vector<scalar> obs(T1 * B * obs_size_), rewards(T1 * B), behaviour(T1 * B), start(B * W);
+    std::vector<std::uint8_t> dones(T1 * B);
+    std::vector<std::int32_t> prev_actions(T1 * B), actions(T1 * B);
+    std::vector<scalar> logits(T1 * B * A), values(T1 * B), d_logits(T1 * B * A), d_values(T1 * B);
+    std::vector<unroll<scalar>*> batch;
+    for (;;) {
+      const auto t_wait = std::chrono::steady_clock::now();
+      batch.clear();
+      while (batch.size() < B) {
+        auto u = queue_.pop();
+        if (!u) {
+          for (auto* v : batch)
+            builder_.recycle(v);
+          return;
+        }
+        batch.push_back(*u);
+      }
+      const auto t_start = std::chrono::steady_clock::now();
+      // Time-major [T+1, B]: step t of unroll b is row t * B + b.
+      for (std::size_t b = 0; b < B; ++b) {
+        const auto& u = *batch[b];
+        for (std::size_t t = 0; t < T1; ++t) {
+          const std::size_t r = t * B + b;
+          std::copy_n(u.observations.begin() + static_cast<std::ptrdiff_t>(t * obs_size_),
+                      obs_size_, obs.begin() + static_cast<std::ptrdiff_t>(r * obs_size_));
+          rewards[r] = u.rewards[t];
+          dones[r] = u.dones[t];
+          prev_actions[r] = u.prev_actions[t];
+          actions[r] = u.actions[t];
+          behaviour[r] = u.behaviour_log_probs[t];
+        }
+        std::copy(u.start_state.begin(), u.start_state.end(),
+                  start.begin() + static_cast<std::ptrdiff_t>(b * W));
+        builder_.recycle(batch[b]);
+      }
+      agent_unroll_output<scalar> out{logits, values};
+      train_net_.forward_unroll({T1, B, obs, rewards, dones, prev_actions, start}, out);
+      impala_gradients<scalar> grads{d_logits, d_values};
+      const loss_terms terms =
+          loss_({T, B, A, logits, values, actions, behaviour, rewards, dones}, grads);
+      train_net_.zero_gradients();
+      train_net_.backward_unroll({d_logits, d_values});
+      double norm = 0.0;
+      try {
+        norm = clip_by_global_norm<scalar>(train_net_.gradients(), config_.max_grad_norm);
+        optimizer_.step(train_net_.parameters(), train_net_.gradients());
+      } catch (const std::domain_error& e) {
+        log(std::string("seedrl learner: skipped a training step: ") + e.what());
+      }
+      params_.publish(train_net_.parameters());
+      const auto t_end = std::chrono::steady_clock::now();
+      std::lock_guard lock(stats_mutex_);
+      stats_.train_steps += 1;
+      stats_.last_loss = terms;
+      stats_.last_grad_norm = norm;
+      stats_.seconds_waiting_for_data += std::chrono::duration<double>(t_start - t_wait).count();
+      stats_.seconds_training += std::chrono::duration<double>(t_end - t_start).count();
+    }
+  }
+
+  learner_config config_;
+  observation_spec obs_spec_;
+  action_spec act_spec_;
+  std::size_t obs_size_;
+  std::size_t num_actions_;
+  Net infer_net_;
+  Net train_net_;
+  Opt optimizer_;
+  impala_loss<scalar> loss_;
+  env_state_store<scalar> store_;
+  unroll_builder<scalar> builder_;
+  bounded_queue<unroll<scalar>*> queue_;
+  dynamic_batcher<payload> batcher_;
+  parameter_store<scalar> params_;
+  random_generator rng_;
+
+  std::mutex slots_mutex_;  // slot allocation and release vs. the inference thread
+  std::vector<std::pair<std::size_t, std::size_t>> releases_;
+
+  mutable std::mutex connections_mutex_;
+  std::list<std::unique_ptr<connection_state>> connections_;
+  std::vector<std::unique_ptr<listener_type>> listeners_;
+  std::vector<std::thread> accept_threads_;
+  std::thread inference_thread_, trainer_thread_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::size_t> connected_{0};
+
+  mutable std::mutex stats_mutex_;
+  learner_stats stats_;
+  std::deque<double> recent_returns_;
+};
+
+}  // namespace seedrl

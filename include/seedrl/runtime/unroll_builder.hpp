@@ -1,0 +1,148 @@
+#pragma once
+/// \file
+/// Builds each environment's unroll of `unroll_length + 1` steps, as SEED RL does: step t holds
+/// the observation the agent saw, the reward and done flag that came with it, the previous
+/// action, the action taken and its behaviour log-probability. When an unroll is complete it
+/// is handed out by pointer and the next one starts with a copy of its last step (one-step
+/// overlap) and the recurrent state from before that step. Unrolls come from a pool allocated
+/// up front; the trainer gives them back with `recycle`.
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+namespace seedrl {
+
+/// One environment's unroll, `steps` = T + 1 long, plus the state it starts from.
+template <std::floating_point S>
+struct unroll {
+  std::size_t slot = 0;         ///< environment it came from
+  std::size_t length = 0;       ///< steps filled so far
+  std::vector<S> observations;  ///< [steps, observation_size]
+  std::vector<S> rewards;
+  std::vector<std::uint8_t> dones;
+  std::vector<std::int32_t> prev_actions;
+  std::vector<std::int32_t> actions;
+  std::vector<S> behaviour_log_probs;
+  std::vector<S> start_state;  ///< recurrent state before step 0
+};
+
+/// See the file comment. `append` and `reset` are called by the inference thread only;
+/// `recycle` may come from the trainer thread.
+template <std::floating_point S>
+class unroll_builder {
+ public:
+  /// `pool_size` unrolls beyond one per environment bound how many can be queued or in
+  /// training at once.
+  unroll_builder(std::size_t max_envs, std::size_t unroll_length, std::size_t observation_size,
+                 std::size_t state_width, std::size_t pool_size)
+      : steps_(unroll_length + 1), obs_size_(observation_size), current_(max_envs, nullptr) {
+    if (unroll_length == 0)
+      throw std::invalid_argument("seedrl::unroll_builder: unroll_length must be positive");
+    storage_.resize(max_envs + pool_size);
+    for (auto& u : storage_) {
+      u.observations.resize(steps_ * obs_size_);
+      u.rewards.resize(steps_);
+      u.dones.resize(steps_);
+      u.prev_actions.resize(steps_);
+      u.actions.resize(steps_);
+      u.behaviour_log_probs.resize(steps_);
+      u.start_state.resize(state_width);
+      free_.push_back(&u);
+    }
+  }
+
+  std::size_t steps() const noexcept { return steps_; }
+
+  /// Appends one step for `slot`; `state_before` is the recurrent state fed to inference at
+  /// this step. Returns the completed unroll when this step filled it, else nullptr.
+  unroll<S>* append(std::size_t slot, std::span<const S> observation, S reward, bool done,
+                    std::int32_t prev_action, std::int32_t action, S behaviour_log_prob,
+                    std::span<const S> state_before) {
+    unroll<S>*& u = current_.at(slot);
+    if (u == nullptr) {
+      u = take();
+      u->slot = slot;
+      u->length = 0;
+      std::copy(state_before.begin(), state_before.end(), u->start_state.begin());
+    }
+    const std::size_t t = u->length;
+    std::copy(observation.begin(), observation.end(),
+              u->observations.begin() + static_cast<std::ptrdiff_t>(t * obs_size_));
+    u->rewards[t] = reward;
+    u->dones[t] = done;
+    u->prev_actions[t] = prev_action;
+    u->actions[t] = action;
+    u->behaviour_log_probs[t] = behaviour_log_prob;
+    if (++u->length < steps_)
+      return nullptr;
+    unroll<S>* done_unroll = u;
+    // The next unroll starts with this one's last step and the state from before it.
+    u = take();
+    u->slot = slot;
+    u->length = 1;
+    std::copy(state_before.begin(), state_before.end(), u->start_state.begin());
+    const std::size_t last = steps_ - 1;
+    std::copy_n(done_unroll->observations.begin() + static_cast<std::ptrdiff_t>(last * obs_size_),
+                obs_size_, u->observations.begin());
+    u->rewards[0] = done_unroll->rewards[last];
+    u->dones[0] = done_unroll->dones[last];
+    u->prev_actions[0] = done_unroll->prev_actions[last];
+    u->actions[0] = done_unroll->actions[last];
+    u->behaviour_log_probs[0] = done_unroll->behaviour_log_probs[last];
+    return done_unroll;
+  }
+
+  /// Drops `slot`'s partial unroll (its actor restarted the env or went away).
+  void reset(std::size_t slot) {
+    unroll<S>*& u = current_.at(slot);
+    if (u != nullptr) {
+      recycle(u);
+      u = nullptr;
+    }
+  }
+
+  /// Steps collected so far in `slot`'s current unroll.
+  std::size_t pending(std::size_t slot) const {
+    return current_.at(slot) ? current_.at(slot)->length : 0;
+  }
+
+  /// Returns a finished unroll to the pool.
+  void recycle(unroll<S>* u) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(u);
+  }
+
+  std::size_t available() const {
+    std::lock_guard lock(mutex_);
+    return free_.size();
+  }
+
+ private:
+  unroll<S>* take() {
+    std::lock_guard lock(mutex_);
+    if (free_.empty()) {
+      // Sized so this cannot happen while the training queue applies backpressure.
+      throw std::logic_error(
+          "seedrl::unroll_builder: unroll pool exhausted; make pool_size at least "
+          "(queue capacity + 2) * batch size");
+    }
+    unroll<S>* u = free_.back();
+    free_.pop_back();
+    return u;
+  }
+
+  std::size_t steps_;
+  std::size_t obs_size_;
+  std::vector<unroll<S>> storage_;
+  std::vector<unroll<S>*> current_;
+  std::vector<unroll<S>*> free_;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace seedrl

@@ -1,0 +1,482 @@
+#pragma once
+/// \file
+/// TCP over Boost.Asio: the actor link between machines. Sockets stay blocking because the
+/// learner serves each actor from its own thread; an io_context is there only because Asio's
+/// sockets need one. TCP_NODELAY is set on both ends: a request is one small frame and waiting
+/// for Nagle's timer would add tens of milliseconds to every inference round trip.
+///
+/// Threading: one thread at a time reads or writes a connection (or accepts on a listener);
+/// `close()` may be called from any other thread and makes a blocked call throw
+/// `transport_error` with `transport_failure::closed`; destroy it only once no other thread uses
+/// it. POSIX only (`::shutdown`), and Linux for waking a blocked accept.
+///
+/// The socket code shared with `unix_socket.hpp` lives in `seedrl::detail` below.
+
+#include <sys/socket.h>
+
+#include <array>
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "seedrl/transport/transport.hpp"
+#include "seedrl/transport/transport_error.hpp"
+
+namespace seedrl {
+
+namespace detail {
+
+/// The gather list handed to `boost::asio::write`: the buffers live in place, so a write does
+/// not allocate (DESIGN.md section 4: nothing on the per-step path allocates).
+template <std::size_t N>
+class fixed_const_buffers {
+ public:
+  /// Asio's ConstBufferSequence requirements.
+  using value_type = boost::asio::const_buffer;
+  /// Iterates over the buffers in order.
+  using const_iterator = const boost::asio::const_buffer*;
+
+  /// Copies the views of at most `N` buffers; the caller checks the count.
+  explicit fixed_const_buffers(std::span<const std::span<const std::byte>> buffers) noexcept
+      : size_(buffers.size()) {
+    for (std::size_t i = 0; i < size_; ++i) {
+      buffers_[i] = boost::asio::const_buffer(buffers[i].data(), buffers[i].size());
+    }
+  }
+
+  /// The first buffer.
+  const_iterator begin() const noexcept { return buffers_.data(); }
+  /// One past the last buffer.
+  const_iterator end() const noexcept { return buffers_.data() + size_; }
+
+ private:
+  std::array<boost::asio::const_buffer, N> buffers_{};
+  std::size_t size_;
+};
+
+/// Whether an Asio error means the other end went away rather than something failing here.
+inline bool is_peer_gone(const boost::system::error_code& ec) noexcept {
+  return ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset ||
+         ec == boost::asio::error::broken_pipe || ec == boost::asio::error::connection_aborted ||
+         ec == boost::asio::error::not_connected;
+}
+
+/// A connected blocking stream socket of `Protocol` (TCP or a Unix stream socket) that models
+/// `seedrl::Connection`. It shares ownership of its io_context so that it may outlive the
+/// transport that made it (a socket must be destroyed before its io_context).
+template <class Protocol>
+class socket_connection {
+ public:
+  /// The Asio socket this connection owns.
+  using socket_type = typename Protocol::socket;
+
+  /// The most buffers one `write` takes; the gather list is kept on the stack.
+  static constexpr std::size_t max_write_buffers = 8;
+
+  /// Takes a connected socket. `peer` names the other end in messages; `who` is the class name
+  /// that messages start with.
+  socket_connection(std::shared_ptr<boost::asio::io_context> io, socket_type socket,
+                    std::string peer, const char* who)
+      : io_(std::move(io)),
+        socket_(std::move(socket)),
+        fd_(socket_.native_handle()),
+        open_(true),
+        peer_(std::move(peer)),
+        who_(who) {}
+
+  /// Takes over the socket; `other` is left closed.
+  socket_connection(socket_connection&& other) noexcept
+      : io_(std::move(other.io_)),
+        socket_(std::move(other.socket_)),
+        fd_(std::exchange(other.fd_, -1)),
+        open_(other.open_.exchange(false)),
+        peer_(std::move(other.peer_)),
+        who_(other.who_) {}
+
+  /// Closes this connection's socket and takes over `other`'s; `other` is left closed.
+  socket_connection& operator=(socket_connection&& other) noexcept {
+    if (this != &other) {
+      // The old socket is destroyed here, before the io_context it may be the last user of.
+      socket_ = std::move(other.socket_);
+      io_ = std::move(other.io_);
+      fd_ = std::exchange(other.fd_, -1);
+      open_.store(other.open_.exchange(false));
+      peer_ = std::move(other.peer_);
+      who_ = other.who_;
+    }
+    return *this;
+  }
+
+  socket_connection(const socket_connection&) = delete;
+  socket_connection& operator=(const socket_connection&) = delete;
+  /// Closes the socket; the peer sees end of stream.
+  ~socket_connection() = default;
+
+  /// Sends all `buffers` in order with one gather write; blocks until the kernel took them.
+  /// Throws `std::invalid_argument` for more than `max_write_buffers` buffers and
+  /// `transport_error` when the link is closed or broken.
+  void write(std::span<const std::span<const std::byte>> buffers) {
+    if (buffers.size() > max_write_buffers) {
+      throw std::invalid_argument(std::string(who_) + ": write takes at most " +
+                                  std::to_string(max_write_buffers) + " buffers, got " +
+                                  std::to_string(buffers.size()));
+    }
+    if (!is_open()) {
+      throw_closed("write to");
+    }
+    boost::system::error_code ec;
+    boost::asio::write(socket_, fixed_const_buffers<max_write_buffers>(buffers), ec);
+    if (ec) {
+      fail("write to", ec);
+    }
+  }
+
+  /// Fills `buffer` exactly; blocks until enough bytes arrived. Throws `transport_error` on end
+  /// of stream (also mid-buffer), a reset, or when this side closed the connection.
+  void read(std::span<std::byte> buffer) {
+    if (!is_open()) {
+      throw_closed("read from");
+    }
+    boost::system::error_code ec;
+    boost::asio::read(socket_, boost::asio::buffer(buffer.data(), buffer.size()), ec);
+    if (ec) {
+      fail("read from", ec);
+    }
+  }
+
+  /// Shuts the link down in both directions: the peer sees end of stream and a read or write
+  /// blocked in another thread returns. Only `shutdown` here, because closing the descriptor
+  /// while another thread uses it could hit a reused descriptor number; the destructor closes.
+  void close() noexcept {
+    if (open_.exchange(false, std::memory_order_acq_rel)) {
+      ::shutdown(fd_, SHUT_RDWR);  // ENOTCONN when the peer already reset it: nothing to do
+    }
+  }
+
+  /// False after `close()` or after a read or write failed (a failed link is shut down).
+  bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
+
+  /// The other end, for logs: "127.0.0.1:51234", "unix:/run/learner.sock#3".
+  const std::string& peer() const noexcept { return peer_; }
+
+  /// The socket's descriptor, for options seedrl does not set (buffer sizes, priorities).
+  int native_handle() const noexcept { return fd_; }
+
+ private:
+  [[noreturn]] void throw_closed(const char* operation) const {
+    throw transport_error(std::string(who_) + ": " + operation + " " + peer_ +
+                              ": the connection was closed on this side",
+                          transport_failure::closed);
+  }
+
+  [[noreturn]] void fail(const char* operation, const boost::system::error_code& ec) {
+    // Read before close(): a close() from another thread is what made the call fail.
+    const bool closed_here = !is_open();
+    close();
+    if (closed_here) {
+      throw_closed(operation);
+    }
+    if (is_peer_gone(ec)) {
+      throw transport_error(std::string(who_) + ": " + operation + " " + peer_ +
+                                " failed: the peer closed the connection (" + ec.message() + ")",
+                            transport_failure::peer_closed);
+    }
+    throw transport_error(
+        std::string(who_) + ": " + operation + " " + peer_ + " failed: " + ec.message(),
+        transport_failure::other);
+  }
+
+  std::shared_ptr<boost::asio::io_context> io_;  // declared first: outlives socket_
+  socket_type socket_;
+  int fd_;  // cached: close() from another thread must not touch socket_
+  std::atomic<bool> open_;
+  std::string peer_;
+  const char* who_;
+};
+
+/// A listening stream socket of `Protocol`; `accept_socket()` blocks for the next client and
+/// `close()` unblocks it from another thread.
+template <class Protocol>
+class socket_listener {
+ public:
+  /// The Asio acceptor this listener owns.
+  using acceptor_type = typename Protocol::acceptor;
+
+  /// Takes a bound, listening acceptor. `where` names the endpoint in messages; `who` is the
+  /// class name that messages start with.
+  socket_listener(std::shared_ptr<boost::asio::io_context> io, acceptor_type acceptor,
+                  std::string where, const char* who)
+      : io_(std::move(io)),
+        acceptor_(std::move(acceptor)),
+        fd_(acceptor_.native_handle()),
+        open_(true),
+        where_(std::move(where)),
+        who_(who) {}
+
+  /// Takes over the acceptor; `other` is left closed.
+  socket_listener(socket_listener&& other) noexcept
+      : io_(std::move(other.io_)),
+        acceptor_(std::move(other.acceptor_)),
+        fd_(std::exchange(other.fd_, -1)),
+        open_(other.open_.exchange(false)),
+        where_(std::move(other.where_)),
+        who_(other.who_) {}
+
+  /// Closes this listener's acceptor and takes over `other`'s; `other` is left closed.
+  socket_listener& operator=(socket_listener&& other) noexcept {
+    if (this != &other) {
+      acceptor_ = std::move(other.acceptor_);  // before io_, as in socket_connection
+      io_ = std::move(other.io_);
+      fd_ = std::exchange(other.fd_, -1);
+      open_.store(other.open_.exchange(false));
+      where_ = std::move(other.where_);
+      who_ = other.who_;
+    }
+    return *this;
+  }
+
+  socket_listener(const socket_listener&) = delete;
+  socket_listener& operator=(const socket_listener&) = delete;
+  /// Stops listening; later connects are refused.
+  ~socket_listener() = default;
+
+  /// Stops listening and makes an `accept()` blocked in another thread throw
+  /// `transport_error` (`transport_failure::closed`). Linux wakes a blocked accept when its
+  /// listening socket is shut down; the descriptor is closed by the destructor.
+  void close() noexcept {
+    if (open_.exchange(false, std::memory_order_acq_rel)) {
+      ::shutdown(fd_, SHUT_RDWR);
+    }
+  }
+
+  /// False after `close()`.
+  bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
+
+ protected:
+  /// Blocks until a client connects; throws `transport_error` when closed or on failure.
+  typename Protocol::socket accept_socket() {
+    for (;;) {
+      if (!is_open()) {
+        throw_closed();
+      }
+      typename Protocol::socket socket(*io_);
+      boost::system::error_code ec;
+      acceptor_.accept(socket, ec);
+      if (!ec) {
+        return socket;
+      }
+      if (!is_open()) {
+        throw_closed();
+      }
+      // A client that gave up between its connect and our accept is its failure, not ours.
+      if (ec == boost::asio::error::connection_aborted) {
+        continue;
+      }
+      throw transport_error(std::string(who_) + ": accept on " + where_ +
+                            " failed: " + ec.message());
+    }
+  }
+
+  /// The io_context accepted sockets belong to.
+  const std::shared_ptr<boost::asio::io_context>& io() const noexcept { return io_; }
+
+  /// The endpoint as named in messages.
+  const std::string& where() const noexcept { return where_; }
+
+ private:
+  [[noreturn]] void throw_closed() const {
+    throw transport_error(std::string(who_) + ": accept on " + where_ + ": the listener was closed",
+                          transport_failure::closed);
+  }
+
+  std::shared_ptr<boost::asio::io_context> io_;  // declared first: outlives acceptor_
+  acceptor_type acceptor_;
+  int fd_;  // cached: close() from another thread must not touch acceptor_
+  std::atomic<bool> open_;
+  std::string where_;
+  const char* who_;
+};
+
+/// "host:port", with brackets around an IPv6 address so that the port stays readable.
+inline std::string format_host_port(const std::string& host, std::uint16_t port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+/// A resolved TCP endpoint as "address:port".
+inline std::string format_tcp_endpoint(const boost::asio::ip::tcp::endpoint& endpoint) {
+  return format_host_port(endpoint.address().to_string(), endpoint.port());
+}
+
+}  // namespace detail
+
+/// Where a TCP learner listens or an actor connects.
+struct tcp_endpoint {
+  /// An IP address or a host name (resolved); empty means every IPv4 interface for `listen`.
+  std::string host = "127.0.0.1";
+  /// 0 lets `listen` pick a free port; `tcp_listener::local_port()` reports it.
+  std::uint16_t port = 0;
+};
+
+/// One TCP link to an actor or to the learner; models `seedrl::Connection`. `peer()` is the
+/// remote "address:port".
+class tcp_connection final : public detail::socket_connection<boost::asio::ip::tcp> {
+ public:
+  /// Wraps a connected socket; `tcp_transport::connect` and `tcp_listener::accept` call this.
+  tcp_connection(std::shared_ptr<boost::asio::io_context> io, boost::asio::ip::tcp::socket socket,
+                 std::string peer)
+      : socket_connection(std::move(io), std::move(socket), std::move(peer),
+                          "seedrl::tcp_connection") {}
+};
+
+/// A listening TCP socket (SO_REUSEADDR, so that a restarted learner can bind its port while
+/// old connections linger in TIME_WAIT).
+class tcp_listener final : public detail::socket_listener<boost::asio::ip::tcp> {
+ public:
+  /// Wraps a bound, listening acceptor whose address is `local`; `tcp_transport::listen` calls
+  /// this.
+  tcp_listener(std::shared_ptr<boost::asio::io_context> io, boost::asio::ip::tcp::acceptor acceptor,
+               const boost::asio::ip::tcp::endpoint& local)
+      : socket_listener(std::move(io), std::move(acceptor), detail::format_tcp_endpoint(local),
+                        "seedrl::tcp_listener"),
+        local_(local) {}
+
+  /// Blocks until an actor connects and returns the link, with TCP_NODELAY set.
+  tcp_connection accept() {
+    auto socket = accept_socket();
+    boost::system::error_code ec;
+    // Best effort: it fails only on a socket the peer already reset, and the first read
+    // reports that with a better message.
+    socket.set_option(boost::asio::ip::tcp::no_delay(true), ec);
+    const auto remote = socket.remote_endpoint(ec);
+    std::string peer = ec ? std::string("(unknown peer)") : detail::format_tcp_endpoint(remote);
+    return tcp_connection(io(), std::move(socket), std::move(peer));
+  }
+
+  /// The bound port: the one picked when the endpoint asked for port 0.
+  std::uint16_t local_port() const noexcept { return local_.port(); }
+
+  /// Where clients reach this listener: the bound address ("0.0.0.0" for every interface, which
+  /// Linux routes to the local host) and port.
+  tcp_endpoint local_endpoint() const { return {local_.address().to_string(), local_.port()}; }
+
+ private:
+  boost::asio::ip::tcp::endpoint local_;
+};
+
+/// TCP over Boost.Asio; models `seedrl::Transport`. Copies share one io_context.
+class tcp_transport {
+ public:
+  /// Host and port.
+  using endpoint_type = tcp_endpoint;
+  /// One link.
+  using connection_type = tcp_connection;
+  /// The learner's listening socket.
+  using listener_type = tcp_listener;
+
+  /// Owns an io_context; the connections and listeners it makes keep it alive.
+  tcp_transport() : io_(std::make_shared<boost::asio::io_context>()) {}
+
+  /// Connects to a listening learner (trying each address the host resolves to), with
+  /// TCP_NODELAY set. Throws `transport_error` naming host:port when nobody listens there
+  /// (`transport_failure::refused`) or the host does not resolve.
+  connection_type connect(const endpoint_type& endpoint) {
+    const std::string where = detail::format_host_port(endpoint.host, endpoint.port);
+    boost::asio::ip::tcp::resolver resolver(*io_);
+    boost::system::error_code ec;
+    const auto results = resolver.resolve(endpoint.host, std::to_string(endpoint.port),
+                                          boost::asio::ip::tcp::resolver::numeric_service, ec);
+    if (ec) {
+      throw transport_error("seedrl::tcp_transport: cannot connect to " + where +
+                            ": cannot resolve the host (" + ec.message() + ")");
+    }
+    boost::asio::ip::tcp::socket socket(*io_);
+    boost::asio::connect(socket, results, ec);
+    if (ec) {
+      const bool refused = ec == boost::asio::error::connection_refused;
+      throw transport_error("seedrl::tcp_transport: cannot connect to " + where + ": " +
+                                ec.message() +
+                                (refused ? " (is the learner listening there?)" : ""),
+                            refused ? transport_failure::refused : transport_failure::other);
+    }
+    socket.set_option(boost::asio::ip::tcp::no_delay(true), ec);
+    if (ec) {
+      throw transport_error("seedrl::tcp_transport: cannot set TCP_NODELAY on the link to " +
+                            where + ": " + ec.message());
+    }
+    const auto remote = socket.remote_endpoint(ec);
+    std::string peer = ec ? where : detail::format_tcp_endpoint(remote);
+    return connection_type(io_, std::move(socket), std::move(peer));
+  }
+
+  /// Binds and listens, with SO_REUSEADDR. A host name is resolved and the first address that
+  /// binds is used. Throws `transport_error` naming host:port when the address cannot be bound
+  /// (in use, not local, no permission).
+  listener_type listen(const endpoint_type& endpoint) {
+    namespace ip = boost::asio::ip;
+    const std::string where = detail::format_host_port(endpoint.host, endpoint.port);
+    boost::system::error_code ec;
+    std::vector<ip::tcp::endpoint> candidates;
+    if (endpoint.host.empty()) {
+      candidates.emplace_back(ip::tcp::v4(), endpoint.port);
+    } else if (const auto address = ip::make_address(endpoint.host, ec); !ec) {
+      candidates.emplace_back(address, endpoint.port);
+    } else {
+      ip::tcp::resolver resolver(*io_);
+      const auto results =
+          resolver.resolve(endpoint.host, std::to_string(endpoint.port),
+                           ip::tcp::resolver::passive | ip::tcp::resolver::numeric_service, ec);
+      if (ec) {
+        throw transport_error("seedrl::tcp_transport: cannot listen on " + where +
+                              ": cannot resolve the host (" + ec.message() + ")");
+      }
+      for (const auto& result : results) {
+        candidates.push_back(result.endpoint());
+      }
+    }
+    for (const auto& candidate : candidates) {
+      ip::tcp::acceptor acceptor(*io_);
+      // Asio's error_code overloads return void here (BOOST_ASIO_NO_DEPRECATED), hence the chain.
+      acceptor.open(candidate.protocol(), ec);
+      if (!ec) {
+        acceptor.set_option(ip::tcp::acceptor::reuse_address(true), ec);
+      }
+      if (!ec) {
+        acceptor.bind(candidate, ec);
+      }
+      if (!ec) {
+        acceptor.listen(boost::asio::socket_base::max_listen_connections, ec);
+      }
+      ip::tcp::endpoint local;
+      if (!ec) {
+        local = acceptor.local_endpoint(ec);
+      }
+      if (!ec) {
+        return listener_type(io_, std::move(acceptor), local);
+      }
+      // Otherwise try the next address; ec keeps the last failure for the message.
+    }
+    throw transport_error("seedrl::tcp_transport: cannot listen on " + where + ": " +
+                          (ec ? ec.message() : std::string("the host has no address")));
+  }
+
+ private:
+  std::shared_ptr<boost::asio::io_context> io_;
+};
+
+static_assert(Connection<tcp_connection>);
+static_assert(Transport<tcp_transport>);
+
+}  // namespace seedrl

@@ -1,0 +1,876 @@
+// The actor <-> learner wire protocol: golden byte vectors (shared with other-language
+// clients), round trips, and every violation a receiver must catch (docs/protocol.md).
+#include "seedrl/protocol/frame.hpp"
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "seedrl/core/random.hpp"
+#include "seedrl/core/spec.hpp"
+
+namespace p = seedrl::protocol;
+using bytes = std::vector<std::byte>;
+using seedrl::dtype;
+using ec = seedrl::protocol::error_code;
+
+namespace {
+
+/// "53 44 52 4C" -> bytes; spaces and newlines are ignored so vectors can be laid out by field.
+bytes from_hex(std::string_view hex) {
+  bytes out;
+  int high = -1;
+  for (char c : hex) {
+    int v = -1;
+    if (c >= '0' && c <= '9') {
+      v = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      v = c - 'a' + 10;
+    } else if (c >= 'A' && c <= 'F') {
+      v = c - 'A' + 10;
+    } else {
+      continue;
+    }
+    if (high < 0) {
+      high = v;
+    } else {
+      out.push_back(static_cast<std::byte>(high * 16 + v));
+      high = -1;
+    }
+  }
+  REQUIRE(high < 0);
+  return out;
+}
+
+std::string to_hex(std::span<const std::byte> b) {
+  static const char* digits = "0123456789ABCDEF";
+  std::string s;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    const auto v = std::to_integer<unsigned>(b[i]);
+    if (i != 0) {
+      s += ' ';
+    }
+    s += digits[v >> 4];
+    s += digits[v & 15];
+  }
+  return s;
+}
+
+std::span<const std::byte> payload_of(const bytes& frame) {
+  return std::span<const std::byte>(frame).subspan(p::header_size);
+}
+
+p::hello cartpole_hello() {
+  p::hello h;
+  h.actor_id = 0x0102030405060708ull;
+  h.num_envs = 2;
+  h.observation = {dtype::float32, {4}};
+  h.action = seedrl::action_spec::discrete(2);
+  h.name = "t";
+  return h;
+}
+
+const char* const cartpole_hello_hex =
+    "53 44 52 4C 01 00 01 00 23 00 00 00 00 00 00 00"  // header: hello, 35 bytes
+    "01 00 00 00"                                      // protocol_version 1, reserved
+    "08 07 06 05 04 03 02 01"                          // actor_id
+    "02 00 00 00"                                      // num_envs 2
+    "03 01 00 00"                                      // float32, rank 1, reserved
+    "04 00 00 00"                                      // dims [4]
+    "01 00 00 00"                                      // discrete, reserved
+    "02 00 00 00"                                      // num_actions 2
+    "01 00 74";                                        // name "t"
+
+const char* const pendulum_hello_hex =
+    "53 44 52 4C 01 00 01 00 36 00 00 00 00 00 00 00"  // header: hello, 54 bytes
+    "01 00 00 00"                                      // protocol_version 1, reserved
+    "07 00 00 00 00 00 00 00"                          // actor_id 7
+    "01 00 00 00"                                      // num_envs 1
+    "03 01 00 00 03 00 00 00"                          // float32 [3]
+    "02 00 00 00"                                      // continuous, reserved
+    "01 00 00 00 01 00 00 00"                          // rank 1, reserved, dims [1]
+    "00 00 00 00 00 00 00 C0"                          // low -2.0
+    "00 00 00 00 00 00 00 40"                          // high 2.0
+    "00 00";                                           // empty name
+
+// Two CartPole envs: env 0 mid-episode, env 1 just truncated.
+const char* const step_hex =
+    "53 44 52 4C 01 00 04 00 4C 00 00 00 00 00 00 00"   // header: step, 76 bytes
+    "02 00 00 00"                                       // num_envs 2
+    "00 00 00 00 00 00 00 00"                           // env 0, flags 0, reserved
+    "EF BE AD DE 00 00 00 00"                           // run_id 0xDEADBEEF
+    "00 00 80 3F"                                       // reward 1.0
+    "00 00 00 3F 00 00 80 BF 00 00 00 40 00 00 00 00"   // obs 0.5 -1 2 0
+    "01 00 00 00 03 00 00 00"                           // env 1, done + truncated
+    "EF CD AB 89 67 45 23 01"                           // run_id 0x0123456789ABCDEF
+    "00 00 00 BF"                                       // reward -0.5
+    "00 00 80 3E 00 00 C0 3F 00 00 00 C0 00 00 40 40";  // obs 0.25 1.5 -2 3
+
+const std::vector<std::uint64_t> step_run_ids = {0xDEADBEEFull, 0x0123456789ABCDEFull};
+const std::vector<float> step_rewards = {1.0f, -0.5f};
+const std::vector<std::uint8_t> step_dones = {0, 1};
+const std::vector<std::uint8_t> step_truncateds = {0, 1};
+const std::vector<float> step_obs = {0.5f, -1.0f, 2.0f, 0.0f, 0.25f, 1.5f, -2.0f, 3.0f};
+
+bytes encode_golden_step() {
+  bytes frame(p::step_frame_size(2, 16));
+  const std::size_t n = p::encode_step(frame, dtype::float32,
+                                       {step_run_ids, step_rewards, step_dones, step_truncateds,
+                                        std::as_bytes(std::span<const float>(step_obs))});
+  REQUIRE(n == frame.size());
+  return frame;
+}
+
+ec decode_hello_frame(const bytes& frame, std::string* why = nullptr) {
+  p::hello h;
+  return p::decode_hello(payload_of(frame), h, why);
+}
+
+ec parse_step_payload(std::span<const std::byte> payload, std::uint32_t envs, std::size_t obs_bytes,
+                      std::string* why = nullptr) {
+  p::step_view v;
+  return p::parse_step(payload, envs, obs_bytes, v, why);
+}
+
+}  // namespace
+
+TEST_CASE("frame header has the documented bytes and round trips", "[protocol]") {
+  std::array<std::byte, p::header_size> h{};
+  p::encode_header(h, p::message_type::step, 76);
+  CHECK(to_hex(h) == "53 44 52 4C 01 00 04 00 4C 00 00 00 00 00 00 00");
+  CHECK(to_hex(std::span<const std::byte>(h).first(4)) == to_hex(from_hex("53 44 52 4C")));
+  for (std::uint16_t t = 1; t <= 8; ++t) {
+    const auto type = static_cast<p::message_type>(t);
+    const std::uint32_t len = type == p::message_type::keepalive ? 0 : 12;
+    p::encode_header(h, type, len);
+    p::frame_header out;
+    REQUIRE(p::decode_header(h, p::default_max_payload, out) == ec::none);
+    CHECK(out.type == type);
+    CHECK(out.payload_length == len);
+  }
+  p::encode_header(h, p::message_type::keepalive, 0);
+  CHECK(to_hex(h) == "53 44 52 4C 01 00 08 00 00 00 00 00 00 00 00 00");
+}
+
+TEST_CASE("decode_header rejects each malformed header with its code", "[protocol]") {
+  std::array<std::byte, p::header_size> h{};
+  p::frame_header out;
+  std::string why;
+  const auto reset = [&] { p::encode_header(h, p::message_type::step, 100); };
+
+  reset();
+  h[0] = std::byte{'G'};
+  CHECK(p::decode_header(h, 1000, out, &why) == ec::bad_magic);
+  CHECK(why.find("47 44 52 4c") != std::string::npos);
+
+  reset();
+  h[4] = std::byte{2};
+  CHECK(p::decode_header(h, 1000, out, &why) == ec::unsupported_version);
+  CHECK(why.find("version 2") != std::string::npos);
+
+  for (std::uint16_t bad_type : {0, 9, 0xFFFF}) {
+    reset();
+    h[6] = static_cast<std::byte>(bad_type & 0xFF);
+    h[7] = static_cast<std::byte>(bad_type >> 8);
+    CHECK(p::decode_header(h, 1000, out) == ec::unknown_message_type);
+  }
+
+  for (std::size_t at = 12; at < 16; ++at) {
+    reset();
+    h[at] = std::byte{1};
+    CHECK(p::decode_header(h, 1000, out) == ec::bad_reserved_bits);
+  }
+
+  // Version is checked before type and reserved bits, whatever else is wrong.
+  reset();
+  h[4] = std::byte{9};
+  h[6] = std::byte{0x7F};
+  h[12] = std::byte{1};
+  CHECK(p::decode_header(h, 1000, out) == ec::unsupported_version);
+
+  // Data frames against the caller's limit; control frames against their fixed cap.
+  p::encode_header(h, p::message_type::step, 1001);
+  CHECK(p::decode_header(h, 1000, out, &why) == ec::frame_too_large);
+  CHECK(why.find("1001") != std::string::npos);
+  p::encode_header(h, p::message_type::step, 1000);
+  CHECK(p::decode_header(h, 1000, out) == ec::none);
+  p::encode_header(h, p::message_type::actions, 1001);
+  CHECK(p::decode_header(h, 1000, out) == ec::frame_too_large);
+  p::encode_header(h, p::message_type::hello, p::max_hello_payload + 1);
+  CHECK(p::decode_header(h, p::default_max_payload, out) == ec::frame_too_large);
+  p::encode_header(h, p::message_type::error, p::max_control_payload);
+  CHECK(p::decode_header(h, 16, out) == ec::none);
+  p::encode_header(h, p::message_type::keepalive, 1);
+  CHECK(p::decode_header(h, p::default_max_payload, out) == ec::frame_too_large);
+  p::encode_header(h, p::message_type::step, 0xFFFFFFFFu);
+  CHECK(p::decode_header(h, p::default_max_payload, out) == ec::frame_too_large);
+}
+
+TEST_CASE("decode_frame needs exactly one whole frame", "[protocol]") {
+  const bytes frame = from_hex(cartpole_hello_hex);
+  p::frame_header h;
+  std::span<const std::byte> payload;
+  REQUIRE(p::decode_frame(frame, p::default_max_payload, h, payload) == ec::none);
+  CHECK(h.type == p::message_type::hello);
+  CHECK(payload.size() == 35);
+  for (std::size_t n = 0; n < frame.size(); ++n) {
+    INFO("prefix of " << n << " bytes");
+    CHECK(p::decode_frame(std::span<const std::byte>(frame).first(n), p::default_max_payload, h,
+                          payload) == ec::truncated_frame);
+  }
+  bytes longer = frame;
+  longer.push_back(std::byte{0});
+  CHECK(p::decode_frame(longer, p::default_max_payload, h, payload) == ec::truncated_frame);
+}
+
+TEST_CASE("hello golden vectors decode and re-encode byte for byte", "[protocol]") {
+  bytes frame;
+  p::encode_hello(cartpole_hello(), frame);
+  CHECK(to_hex(frame) == to_hex(from_hex(cartpole_hello_hex)));
+
+  p::hello h;
+  REQUIRE(p::decode_hello(payload_of(frame), h) == ec::none);
+  CHECK(h.actor_id == 0x0102030405060708ull);
+  CHECK(h.num_envs == 2);
+  CHECK(h.observation == seedrl::observation_spec{dtype::float32, {4}});
+  CHECK(h.action == seedrl::action_spec::discrete(2));
+  CHECK(h.name == "t");
+
+  const bytes pendulum = from_hex(pendulum_hello_hex);
+  REQUIRE(p::decode_hello(payload_of(pendulum), h) == ec::none);
+  CHECK(h.actor_id == 7);
+  CHECK(h.num_envs == 1);
+  CHECK(h.observation == seedrl::observation_spec{dtype::float32, {3}});
+  CHECK(h.action == seedrl::action_spec::continuous({1}, -2.0, 2.0));
+  CHECK(h.name.empty());
+  p::encode_hello(h, frame);
+  CHECK(to_hex(frame) == to_hex(pendulum));
+}
+
+TEST_CASE("hello round trips every dtype and shapes up to max rank", "[protocol]") {
+  for (dtype t : {dtype::uint8, dtype::int32, dtype::float32, dtype::float64}) {
+    p::hello h;
+    h.actor_id = 0xFFFFFFFFFFFFFFFFull;
+    h.num_envs = 0xFFFFFFFFu;
+    h.observation = {t, {84, 84, 1}};
+    h.action = seedrl::action_spec::continuous({2, 1, 1, 1, 1, 3}, -1.0,
+                                               std::numeric_limits<double>::infinity());
+    h.name = std::string(p::max_name_length, 'x');
+    h.name.replace(0, 6, "h\xC3\xA9llo");  // é, two bytes of UTF-8
+    bytes frame;
+    p::encode_hello(h, frame);
+    CHECK(frame.size() - p::header_size <= p::max_hello_payload);
+    p::hello back;
+    REQUIRE(p::decode_hello(payload_of(frame), back) == ec::none);
+    CHECK(back.actor_id == h.actor_id);
+    CHECK(back.num_envs == h.num_envs);
+    CHECK(back.observation == h.observation);
+    CHECK(back.action == h.action);
+    CHECK(back.name == h.name);
+  }
+}
+
+TEST_CASE("hello truncated at every length or with trailing bytes is truncated_frame",
+          "[protocol]") {
+  for (const char* hex : {cartpole_hello_hex, pendulum_hello_hex}) {
+    const bytes frame = from_hex(hex);
+    const auto payload = payload_of(frame);
+    for (std::size_t n = 0; n < payload.size(); ++n) {
+      INFO("prefix of " << n << " bytes");
+      p::hello h;
+      std::string why;
+      CHECK(p::decode_hello(payload.first(n), h, &why) == ec::truncated_frame);
+      CHECK_FALSE(why.empty());
+    }
+    bytes longer(payload.begin(), payload.end());
+    longer.push_back(std::byte{0});
+    p::hello h;
+    CHECK(p::decode_hello(longer, h) == ec::truncated_frame);
+  }
+}
+
+TEST_CASE("decode_hello rejects each malformed field with its code", "[protocol]") {
+  const bytes good = from_hex(cartpole_hello_hex);
+  // Offsets into the frame (header included) of the CartPole hello's fields.
+  constexpr std::size_t version_at = 16, num_envs_at = 28, dtype_at = 32, rank_at = 33, dim_at = 36,
+                        kind_at = 40, num_actions_at = 44, name_len_at = 48;
+  const auto patched = [&](std::size_t at, std::initializer_list<unsigned> values) {
+    bytes f = good;
+    std::size_t i = at;
+    for (unsigned v : values) {
+      f[i++] = static_cast<std::byte>(v);
+    }
+    return f;
+  };
+  std::string why;
+
+  CHECK(decode_hello_frame(patched(version_at, {2}), &why) == ec::unsupported_version);
+  CHECK(decode_hello_frame(patched(num_envs_at, {0}), &why) == ec::bad_handshake);
+  CHECK(why.find("num_envs") != std::string::npos);
+  for (unsigned bad : {0u, 5u, 255u}) {
+    CHECK(decode_hello_frame(patched(dtype_at, {bad}), &why) == ec::bad_handshake);
+    CHECK(why.find("dtype") != std::string::npos);
+  }
+  CHECK(decode_hello_frame(patched(rank_at, {0}), &why) == ec::bad_handshake);
+  CHECK(why.find("rank 0") != std::string::npos);
+  CHECK(decode_hello_frame(patched(rank_at, {7}), &why) == ec::bad_handshake);
+  CHECK(why.find("rank 7") != std::string::npos);
+  CHECK(decode_hello_frame(patched(dim_at, {0, 0, 0, 0}), &why) == ec::bad_handshake);
+  CHECK(why.find("dimension 0 is 0") != std::string::npos);
+  for (unsigned bad : {0u, 3u}) {
+    CHECK(decode_hello_frame(patched(kind_at, {bad}), &why) == ec::bad_handshake);
+    CHECK(why.find("action kind") != std::string::npos);
+  }
+  CHECK(decode_hello_frame(patched(num_actions_at, {0, 0, 0, 0})) == ec::bad_handshake);
+  CHECK(decode_hello_frame(patched(num_actions_at, {0xFF, 0xFF, 0xFF, 0xFF})) == ec::bad_handshake);
+  // Every reserved byte: after the version, the observation rank and the action kind.
+  for (std::size_t at : {18u, 19u, 34u, 35u, 41u, 42u, 43u}) {
+    INFO("reserved byte at " << at);
+    CHECK(decode_hello_frame(patched(at, {1})) == ec::bad_reserved_bits);
+  }
+
+  // Name: too long, invalid UTF-8, control characters.
+  {
+    bytes f(good.begin(), good.begin() + name_len_at);
+    const std::size_t n = p::max_name_length + 1;
+    f.push_back(static_cast<std::byte>(n & 0xFF));
+    f.push_back(static_cast<std::byte>(n >> 8));
+    f.insert(f.end(), n, std::byte{'a'});
+    CHECK(decode_hello_frame(f, &why) == ec::bad_handshake);
+    CHECK(why.find("257") != std::string::npos);
+  }
+  for (std::string_view bad_name :
+       {std::string_view("\xFF"), std::string_view("\xC3"), std::string_view("\xC0\xAF"),
+        std::string_view("\xED\xA0\x80"), std::string_view("a\nb"), std::string_view("\x1B[2J"),
+        std::string_view("\x7F"), std::string_view("\xC2\x9B")}) {
+    bytes f(good.begin(), good.begin() + name_len_at);
+    f.push_back(static_cast<std::byte>(bad_name.size()));
+    f.push_back(std::byte{0});
+    for (char c : bad_name) {
+      f.push_back(static_cast<std::byte>(c));
+    }
+    CHECK(decode_hello_frame(f, &why) == ec::bad_handshake);
+    CHECK(why.find("name") != std::string::npos);
+  }
+
+  // Observation too large to ever fit a frame: [65536, 65536] float32 is 2^34 bytes.
+  {
+    p::hello h = cartpole_hello();
+    h.observation.shape = seedrl::tensor_shape{65536, 65536};
+    bytes f;
+    CHECK_THROWS_AS(p::encode_hello(h, f), std::invalid_argument);
+    bytes raw(good.begin(), good.begin() + rank_at);
+    for (unsigned v : {2u, 0u, 0u, 0u, 0u, 1u, 0u, 0u, 0u, 1u, 0u}) {  // rank 2, [65536, 65536]
+      raw.push_back(static_cast<std::byte>(v));
+    }
+    raw.insert(raw.end(), good.begin() + kind_at, good.end());
+    CHECK(decode_hello_frame(raw, &why) == ec::bad_handshake);
+    CHECK(why.find("2^31") != std::string::npos);
+  }
+
+  // Continuous bounds: low must be below high, and neither NaN.
+  const bytes pendulum = from_hex(pendulum_hello_hex);
+  constexpr std::size_t act_rank_at = 16 + 28, low_at = 16 + 36, high_at = 16 + 44;
+  {
+    bytes f = pendulum;
+    std::memcpy(f.data() + high_at, f.data() + low_at, 8);  // high = low = -2
+    CHECK(decode_hello_frame(f, &why) == ec::bad_handshake);
+    CHECK(why.find("bounds") != std::string::npos);
+    f = pendulum;
+    f[low_at + 6] = std::byte{0xF8};  // low = NaN (0xFFF8...)
+    f[low_at + 7] = std::byte{0xFF};
+    CHECK(decode_hello_frame(f) == ec::bad_handshake);
+    f = pendulum;
+    f[act_rank_at] = std::byte{0};
+    CHECK(decode_hello_frame(f) == ec::bad_handshake);
+    f = pendulum;
+    f[act_rank_at] = std::byte{7};
+    CHECK(decode_hello_frame(f) == ec::bad_handshake);
+    for (std::size_t at = act_rank_at + 1; at < act_rank_at + 4; ++at) {
+      f = pendulum;
+      f[at] = std::byte{1};
+      CHECK(decode_hello_frame(f) == ec::bad_reserved_bits);
+    }
+  }
+
+  // A payload over the hello limit is refused before it is parsed.
+  bytes huge(p::max_hello_payload + 1);
+  p::hello h;
+  CHECK(p::decode_hello(huge, h) == ec::frame_too_large);
+}
+
+TEST_CASE("encode_hello refuses what the learner would refuse", "[protocol]") {
+  bytes f;
+  p::hello h = cartpole_hello();
+  h.num_envs = 0;
+  CHECK_THROWS_AS(p::encode_hello(h, f), std::invalid_argument);
+  h = cartpole_hello();
+  h.observation.shape = {};
+  CHECK_THROWS_AS(p::encode_hello(h, f), std::invalid_argument);
+  h = cartpole_hello();
+  h.name = std::string(p::max_name_length + 1, 'a');
+  CHECK_THROWS_AS(p::encode_hello(h, f), std::invalid_argument);
+  h = cartpole_hello();
+  h.name = "line\nbreak";
+  CHECK_THROWS_AS(p::encode_hello(h, f), std::invalid_argument);
+  h = cartpole_hello();
+  h.action.num_actions = 0;
+  CHECK_THROWS_AS(p::encode_hello(h, f), std::invalid_argument);
+  h = cartpole_hello();
+  h.observation.type = static_cast<dtype>(9);
+  CHECK_THROWS_AS(p::encode_hello(h, f), std::invalid_argument);
+}
+
+TEST_CASE("welcome round trips and has the documented bytes", "[protocol]") {
+  const p::welcome w{8, 2, p::default_max_payload, 1000};
+  bytes frame;
+  p::encode_welcome(w, frame);
+  CHECK(to_hex(frame) == to_hex(from_hex("53 44 52 4C 01 00 02 00 10 00 00 00 00 00 00 00"
+                                         "08 00 00 00 02 00 00 00 00 00 00 04 E8 03 00 00")));
+  p::welcome back;
+  REQUIRE(p::decode_welcome(payload_of(frame), back) == ec::none);
+  CHECK(back.first_env_slot == 8);
+  CHECK(back.num_envs == 2);
+  CHECK(back.max_payload_bytes == p::default_max_payload);
+  CHECK(back.keepalive_interval_ms == 1000);
+
+  const auto payload = payload_of(frame);
+  for (std::size_t n = 0; n < payload.size(); ++n) {
+    CHECK(p::decode_welcome(payload.first(n), back) == ec::truncated_frame);
+  }
+  bytes longer(payload.begin(), payload.end());
+  longer.push_back(std::byte{0});
+  CHECK(p::decode_welcome(longer, back) == ec::truncated_frame);
+  p::encode_welcome({0, 0, 100, 0}, frame);
+  CHECK(p::decode_welcome(payload_of(frame), back) == ec::bad_handshake);
+  p::encode_welcome({0xFFFFFFFFu, 2, 100, 0}, frame);
+  CHECK(p::decode_welcome(payload_of(frame), back) == ec::bad_handshake);
+  p::encode_welcome({0xFFFFFFFEu, 2, 100, 0}, frame);
+  CHECK(p::decode_welcome(payload_of(frame), back) == ec::none);
+}
+
+TEST_CASE("reject error and close frames round trip and cut long text", "[protocol]") {
+  bytes frame;
+  p::encode_error({ec::spec_mismatch, "x"}, frame);
+  CHECK(to_hex(frame) ==
+        to_hex(from_hex("53 44 52 4C 01 00 06 00 05 00 00 00 00 00 00 00 08 00 01 00 78")));
+
+  const std::vector<std::pair<p::message_type, void (*)(const p::status_message&, bytes&)>> kinds =
+      {{p::message_type::reject, &p::encode_reject},
+       {p::message_type::error, &p::encode_error},
+       {p::message_type::close, &p::encode_close}};
+  for (const auto& [type, encode] : kinds) {
+    encode({ec::too_many_envs, "no room for 4096 environments"}, frame);
+    p::frame_header h;
+    std::span<const std::byte> payload;
+    REQUIRE(p::decode_frame(frame, p::default_max_payload, h, payload) == ec::none);
+    CHECK(h.type == type);
+    p::status_message m;
+    REQUIRE(p::decode_status(payload, m) == ec::none);
+    CHECK(m.code == ec::too_many_envs);
+    CHECK(m.message == "no room for 4096 environments");
+    for (std::size_t n = 0; n < payload.size(); ++n) {
+      CHECK(p::decode_status(payload.first(n), m) == ec::truncated_frame);
+    }
+    bytes longer(payload.begin(), payload.end());
+    longer.push_back(std::byte{'!'});
+    CHECK(p::decode_status(longer, m) == ec::truncated_frame);
+  }
+  p::encode_close({ec::none, ""}, frame);
+  CHECK(to_hex(payload_of(frame)) == "00 00 00 00");
+  CHECK_THROWS_AS(p::encode_status(p::message_type::step, {}, frame), std::invalid_argument);
+
+  // Long text is cut at a character boundary: 1023 ASCII bytes then a 2-byte character.
+  std::string text(p::max_message_length - 1, 'a');
+  text += "\xC3\xA9 and more";
+  p::encode_error({ec::internal, text}, frame);
+  p::status_message m;
+  REQUIRE(p::decode_status(payload_of(frame), m) == ec::none);
+  CHECK(m.message == std::string(p::max_message_length - 1, 'a'));
+
+  // A peer's text over the limit; and codes this version does not know are kept.
+  bytes raw = from_hex("63 00 01 04");  // code 99, length 1025
+  raw.insert(raw.end(), 1025, std::byte{'a'});
+  CHECK(p::decode_status(raw, m) == ec::frame_too_large);
+  REQUIRE(p::decode_status(from_hex("63 00 00 00"), m) == ec::none);
+  CHECK(static_cast<unsigned>(m.code) == 99);
+  CHECK(std::string(p::to_string(m.code)) == "unknown");
+}
+
+TEST_CASE("spec mismatch messages name what differs", "[protocol]") {
+  const seedrl::observation_spec f32_4{dtype::float32, {4}};
+  const seedrl::observation_spec u8_4{dtype::uint8, {4}};
+  const seedrl::observation_spec f32_84{dtype::float32, {84, 84, 1}};
+  const auto d2 = seedrl::action_spec::discrete(2);
+  const auto d3 = seedrl::action_spec::discrete(3);
+  const auto box = seedrl::action_spec::continuous({2}, -1.0, 1.0);
+
+  CHECK(p::describe_spec_mismatch(f32_4, d2, f32_4, d2).empty());
+  CHECK(p::describe_spec_mismatch(f32_4, d2, u8_4, d2) ==
+        "observation dtype: actor sends uint8, learner expects float32");
+  CHECK(p::describe_spec_mismatch(f32_4, d2, f32_84, d2) ==
+        "observation shape: actor sends [84, 84, 1], learner expects [4]");
+  CHECK(p::describe_spec_mismatch(f32_4, d2, f32_4, d3) ==
+        "action count: actor has 3, learner expects 2");
+  CHECK(p::describe_spec_mismatch(f32_4, d2, f32_4, box) ==
+        "action kind: actor has continuous, learner expects discrete");
+  CHECK(p::describe_spec_mismatch(f32_4, box, f32_4,
+                                  seedrl::action_spec::continuous({3}, -1.0, 1.0)) ==
+        "action shape: actor has [3], learner expects [2]");
+  CHECK(p::describe_spec_mismatch(f32_4, box, f32_4,
+                                  seedrl::action_spec::continuous({2}, -2.0, 0.5)) ==
+        "action bounds: actor has [-2, 0.5], learner expects [-1, 1]");
+  CHECK(p::describe_spec_mismatch(f32_4, d2, u8_4, d3) ==
+        "observation dtype: actor sends uint8, learner expects float32; "
+        "action count: actor has 3, learner expects 2");
+
+  std::string why;
+  p::hello h = cartpole_hello();
+  CHECK(p::check_hello(h, f32_4, d2, p::default_max_payload, &why) == ec::none);
+  CHECK(p::check_hello(h, u8_4, d2, p::default_max_payload, &why) == ec::spec_mismatch);
+  CHECK(why == "observation dtype: actor sends float32, learner expects uint8");
+  // Two envs of CartPole need a 76-byte step payload.
+  CHECK(p::check_hello(h, f32_4, d2, 76, &why) == ec::none);
+  CHECK(p::check_hello(h, f32_4, d2, 75, &why) == ec::too_many_envs);
+  CHECK(why.find("76") != std::string::npos);
+}
+
+TEST_CASE("step golden vector encodes and parses", "[protocol]") {
+  const bytes frame = encode_golden_step();
+  CHECK(to_hex(frame) == to_hex(from_hex(step_hex)));
+  CHECK(p::step_record_size(16) == 36);
+  CHECK(p::step_payload_size(2, 16) == 76);
+
+  p::step_view v;
+  REQUIRE(p::parse_step(payload_of(frame), 2, 16, v) == ec::none);
+  REQUIRE(v.size() == 2);
+  CHECK(v.observation_bytes() == 16);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(v.env_index(i) == i);
+    CHECK(v.run_id(i) == step_run_ids[i]);
+    CHECK(v.reward(i) == step_rewards[i]);
+    CHECK(v.done(i) == (step_dones[i] != 0));
+    CHECK(v.truncated(i) == (step_truncateds[i] != 0));
+    std::array<float, 4> obs{};
+    v.copy_observation(i, dtype::float32, std::as_writable_bytes(std::span<float>(obs)));
+    for (std::size_t j = 0; j < 4; ++j) {
+      CHECK(obs[j] == step_obs[i * 4 + j]);
+    }
+    CHECK(v.observation(i).size() == 16);
+    CHECK(std::memcmp(v.observation(i).data(), obs.data(), 16) == 0);
+  }
+}
+
+TEST_CASE("step records may come in any order and uint8 observations stay bytes", "[protocol]") {
+  // Three envs of 3-byte uint8 observations, records written as env 2, 0, 1.
+  bytes payload = from_hex("03 00 00 00");
+  const unsigned order[] = {2, 0, 1};
+  for (unsigned env : order) {
+    const bytes rec = from_hex("00 00 00 00 01 00 00 00 07 00 00 00 00 00 00 00 00 00 00 00");
+    payload.insert(payload.end(), rec.begin(), rec.end());
+    payload[payload.size() - 20] = static_cast<std::byte>(env);
+    for (unsigned b = 0; b < 3; ++b) {
+      payload.push_back(static_cast<std::byte>(env * 10 + b));
+    }
+  }
+  p::step_view v;
+  REQUIRE(p::parse_step(payload, 3, 3, v) == ec::none);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(v.env_index(i) == order[i]);
+    CHECK(v.done(i));
+    CHECK_FALSE(v.truncated(i));
+    CHECK(v.run_id(i) == 7);
+    CHECK(v.reward(i) == 0.0f);
+    CHECK(std::to_integer<unsigned>(v.observation(i)[2]) == order[i] * 10 + 2);
+  }
+}
+
+TEST_CASE("parse_step rejects each malformed step with its code", "[protocol]") {
+  const bytes frame = encode_golden_step();
+  const auto good = payload_of(frame);
+  std::string why;
+  REQUIRE(parse_step_payload(good, 2, 16) == ec::none);
+
+  // Every truncation: too short for the count, then too short for the records.
+  for (std::size_t n = 0; n < good.size(); ++n) {
+    INFO("prefix of " << n << " bytes");
+    const ec e = parse_step_payload(good.first(n), 2, 16, &why);
+    CHECK(e == (n < 4 ? ec::truncated_frame : ec::wrong_observation_size));
+  }
+  bytes longer(good.begin(), good.end());
+  longer.push_back(std::byte{0});
+  CHECK(parse_step_payload(longer, 2, 16) == ec::wrong_observation_size);
+
+  // The actor sends 16-byte observations, the learner expects 8 or 32.
+  CHECK(parse_step_payload(good, 2, 8, &why) == ec::wrong_observation_size);
+  CHECK(why.find("look like 16 bytes") != std::string::npos);
+  CHECK(parse_step_payload(good, 2, 32) == ec::wrong_observation_size);
+  // The count field disagrees with the handshake.
+  CHECK(parse_step_payload(good, 3, 16, &why) == ec::bad_env_index);
+  CHECK(why.find("declared 3") != std::string::npos);
+
+  const auto patched = [&](std::size_t at, std::initializer_list<unsigned> values) {
+    bytes f(good.begin(), good.end());
+    std::size_t i = at;
+    for (unsigned v : values) {
+      f[i++] = static_cast<std::byte>(v);
+    }
+    return f;
+  };
+  // Payload offsets of record 1 (record 0 starts at 4, records are 36 bytes).
+  constexpr std::size_t r1 = 4 + 36;
+  CHECK(parse_step_payload(patched(r1, {2}), 2, 16, &why) == ec::bad_env_index);
+  CHECK(why.find("outside [0, 2)") != std::string::npos);
+  CHECK(parse_step_payload(patched(r1, {0xFF, 0xFF, 0xFF, 0xFF}), 2, 16) == ec::bad_env_index);
+  CHECK(parse_step_payload(patched(r1, {0}), 2, 16, &why) == ec::bad_env_index);
+  CHECK(why.find("twice") != std::string::npos);
+  for (unsigned flags : {0x02u, 0x04u, 0x80u, 0xFFu}) {
+    INFO("flags " << flags);
+    CHECK(parse_step_payload(patched(r1 + 4, {flags}), 2, 16) == ec::bad_reserved_bits);
+  }
+  for (std::size_t at = r1 + 5; at < r1 + 8; ++at) {
+    CHECK(parse_step_payload(patched(at, {1}), 2, 16) == ec::bad_reserved_bits);
+  }
+  CHECK(parse_step_payload(patched(r1 + 16, {0x00, 0x00, 0xC0, 0x7F}), 2, 16, &why) ==
+        ec::non_finite_reward);  // NaN
+  CHECK(why.find("nan") != std::string::npos);
+  CHECK(parse_step_payload(patched(r1 + 16, {0x00, 0x00, 0x80, 0xFF}), 2, 16) ==
+        ec::non_finite_reward);  // -inf
+
+  // A failed parse leaves the view empty.
+  p::step_view v;
+  REQUIRE(p::parse_step(good, 2, 16, v) == ec::none);
+  CHECK(p::parse_step(patched(r1, {2}), 2, 16, v) == ec::bad_env_index);
+  CHECK(v.size() == 0);
+}
+
+TEST_CASE("encode_step refuses inputs the learner would refuse", "[protocol]") {
+  bytes frame(p::step_frame_size(2, 16));
+  const auto obs = std::as_bytes(std::span<const float>(step_obs));
+  const std::vector<float> nan_reward = {1.0f, std::numeric_limits<float>::quiet_NaN()};
+  const std::vector<float> inf_reward = {std::numeric_limits<float>::infinity(), 0.0f};
+  const std::vector<std::uint8_t> not_done = {0, 0};
+  const std::vector<std::uint8_t> one = {1};
+  CHECK_THROWS_AS(p::encode_step(frame, dtype::float32,
+                                 {step_run_ids, nan_reward, step_dones, step_truncateds, obs}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(p::encode_step(frame, dtype::float32,
+                                 {step_run_ids, inf_reward, step_dones, step_truncateds, obs}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(p::encode_step(frame, dtype::float32,
+                                 {step_run_ids, step_rewards, not_done, step_truncateds, obs}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(p::encode_step(frame, dtype::float32,
+                                 {step_run_ids, step_rewards, one, step_truncateds, obs}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      p::encode_step(frame, dtype::float32,
+                     {step_run_ids, step_rewards, step_dones, step_truncateds, obs.first(30)}),
+      std::invalid_argument);
+  CHECK_THROWS_AS(
+      p::encode_step(std::span<std::byte>(frame).first(frame.size() - 1), dtype::float32,
+                     {step_run_ids, step_rewards, step_dones, step_truncateds, obs}),
+      std::length_error);
+  // A larger buffer is fine; the returned size says how much was written.
+  bytes big(200);
+  CHECK(p::encode_step(big, dtype::float32,
+                       {step_run_ids, step_rewards, step_dones, step_truncateds, obs}) == 92);
+}
+
+TEST_CASE("a reused step_view parses many steps without growing", "[protocol]") {
+  // Random steps of up to 200 envs of 5-byte observations, each parsed into one view.
+  seedrl::random_generator rng(7);
+  p::step_view v;
+  bytes frame;
+  std::vector<std::uint64_t> run_ids;
+  std::vector<float> rewards;
+  std::vector<std::uint8_t> dones, truncateds;
+  bytes obs;
+  for (int round = 0; round < 50; ++round) {
+    const std::size_t k = 1 + rng.below(200);
+    run_ids.resize(k);
+    rewards.resize(k);
+    dones.resize(k);
+    truncateds.resize(k);
+    obs.resize(k * 5);
+    for (std::size_t i = 0; i < k; ++i) {
+      run_ids[i] = rng();
+      rewards[i] = static_cast<float>(rng.uniform() * 2 - 1);
+      dones[i] = rng.below(4) == 0 ? 1 : 0;
+      truncateds[i] = dones[i] != 0 && rng.below(2) == 0 ? 1 : 0;
+    }
+    for (auto& b : obs) {
+      b = static_cast<std::byte>(rng.below(256));
+    }
+    frame.resize(p::step_frame_size(k, 5));
+    p::encode_step(frame, dtype::uint8, {run_ids, rewards, dones, truncateds, obs});
+    p::frame_header h;
+    std::span<const std::byte> payload;
+    REQUIRE(p::decode_frame(frame, p::default_max_payload, h, payload) == ec::none);
+    REQUIRE(h.type == p::message_type::step);
+    REQUIRE(p::parse_step(payload, static_cast<std::uint32_t>(k), 5, v) == ec::none);
+    REQUIRE(v.size() == k);
+    for (std::size_t i = 0; i < k; ++i) {
+      CHECK(v.env_index(i) == i);
+      CHECK(v.run_id(i) == run_ids[i]);
+      CHECK(v.reward(i) == rewards[i]);
+      CHECK(v.done(i) == (dones[i] != 0));
+      CHECK(v.truncated(i) == (truncateds[i] != 0));
+      CHECK(std::memcmp(v.observation(i).data(), obs.data() + i * 5, 5) == 0);
+    }
+  }
+}
+
+TEST_CASE("actions golden vectors encode and parse", "[protocol]") {
+  const auto d2 = seedrl::action_spec::discrete(2);
+  const std::vector<std::int32_t> acts = {1, 0};
+  bytes frame(p::actions_frame_size(2, d2));
+  CHECK(p::encode_discrete_actions(frame, acts) == frame.size());
+  CHECK(to_hex(frame) == to_hex(from_hex("53 44 52 4C 01 00 05 00 0C 00 00 00 00 00 00 00"
+                                         "02 00 00 00 01 00 00 00 00 00 00 00")));
+  std::vector<std::int32_t> out(2, -1);
+  REQUIRE(p::parse_actions(payload_of(frame), 2, d2, out) == ec::none);
+  CHECK(out == acts);
+
+  const auto box = seedrl::action_spec::continuous({2}, -1.0, 1.0);
+  const std::vector<float> cont = {0.5f, -1.0f};
+  bytes cframe(p::actions_frame_size(1, box));
+  CHECK(p::encode_continuous_actions(cframe, 1, cont) == cframe.size());
+  CHECK(to_hex(cframe) == to_hex(from_hex("53 44 52 4C 01 00 05 00 0C 00 00 00 00 00 00 00"
+                                          "01 00 00 00 00 00 00 3F 00 00 80 BF")));
+  std::vector<float> fout(2);
+  REQUIRE(p::parse_actions(payload_of(cframe), 1, box, fout) == ec::none);
+  CHECK(fout == cont);
+}
+
+TEST_CASE("parse_actions rejects each malformed actions payload with its code", "[protocol]") {
+  const auto d3 = seedrl::action_spec::discrete(3);
+  const std::vector<std::int32_t> acts = {2, 0, 1};
+  bytes frame(p::actions_frame_size(3, d3));
+  p::encode_discrete_actions(frame, acts);
+  const auto good = payload_of(frame);
+  std::vector<std::int32_t> out(3);
+  std::string why;
+  for (std::size_t n = 0; n < good.size(); ++n) {
+    CHECK(p::parse_actions(good.first(n), 3, d3, out) == ec::truncated_frame);
+  }
+  bytes longer(good.begin(), good.end());
+  longer.push_back(std::byte{0});
+  CHECK(p::parse_actions(longer, 3, d3, out) == ec::truncated_frame);
+  std::vector<std::int32_t> out2(2);
+  CHECK(p::parse_actions(good, 2, d3, out2, &why) == ec::bad_env_index);
+  CHECK(why.find("actor has 2") != std::string::npos);
+  for (std::int32_t bad : {-1, 3, std::numeric_limits<std::int32_t>::min()}) {
+    const std::vector<std::int32_t> b = {0, bad, 0};
+    p::encode_discrete_actions(frame, b);
+    CHECK(p::parse_actions(payload_of(frame), 3, d3, out, &why) == ec::bad_action);
+    CHECK(why.find("env 1") != std::string::npos);
+  }
+  CHECK_THROWS_AS(p::parse_actions(good, 3, d3, out2), std::invalid_argument);
+  std::vector<float> fout(3);
+  CHECK_THROWS_AS(p::parse_actions(good, 3, d3, fout), std::invalid_argument);
+
+  const auto box = seedrl::action_spec::continuous({2}, -1.0, 1.0);
+  bytes cframe(p::actions_frame_size(2, box));
+  std::vector<float> cout(4);
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), 1.5f, -1.0001f,
+                    -std::numeric_limits<float>::infinity()}) {
+    const std::vector<float> b = {0.0f, 0.0f, 1.0f, bad};
+    p::encode_continuous_actions(cframe, 2, b);
+    CHECK(p::parse_actions(payload_of(cframe), 2, box, cout, &why) == ec::bad_action);
+    CHECK(why.find("env 1") != std::string::npos);
+  }
+  CHECK_THROWS_AS(p::encode_continuous_actions(cframe, 3, std::vector<float>(4)),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(p::encode_discrete_actions(std::span<std::byte>(frame).first(10), acts),
+                  std::length_error);
+}
+
+TEST_CASE("big-endian hosts swap each element of observations and actions", "[protocol]") {
+  const bytes in = from_hex("01 02 03 04 05 06 07 08");
+  bytes out(8);
+  p::detail::copy_elements_le(out.data(), in.data(), 8, 4, std::endian::big);
+  CHECK(to_hex(out) == "04 03 02 01 08 07 06 05");
+  p::detail::copy_elements_le(out.data(), in.data(), 8, 8, std::endian::big);
+  CHECK(to_hex(out) == "08 07 06 05 04 03 02 01");
+  p::detail::copy_elements_le(out.data(), in.data(), 8, 1, std::endian::big);
+  CHECK(to_hex(out) == to_hex(in));
+  p::detail::copy_elements_le(out.data(), in.data(), 8, 4, std::endian::little);
+  CHECK(to_hex(out) == to_hex(in));
+}
+
+TEST_CASE("names of codes and types and who may send what", "[protocol]") {
+  for (std::uint16_t c = 0; c <= 17; ++c) {
+    CHECK(std::string(p::to_string(static_cast<ec>(c))) != "unknown");
+  }
+  CHECK(std::string(p::to_string(ec::spec_mismatch)) == "spec_mismatch");
+  CHECK(std::string(p::to_string(static_cast<ec>(18))) == "unknown");
+  CHECK(std::string(p::to_string(p::message_type::actions)) == "actions");
+  using t = p::message_type;
+  CHECK(p::actor_may_send(t::hello));
+  CHECK(p::actor_may_send(t::step));
+  CHECK_FALSE(p::actor_may_send(t::welcome));
+  CHECK_FALSE(p::actor_may_send(t::actions));
+  CHECK(p::learner_may_send(t::actions));
+  CHECK_FALSE(p::learner_may_send(t::step));
+  CHECK_FALSE(p::learner_may_send(t::hello));
+  for (t both : {t::error, t::close, t::keepalive}) {
+    CHECK(p::actor_may_send(both));
+    CHECK(p::learner_may_send(both));
+  }
+}
+
+TEST_CASE("random corruption of valid frames never passes unnoticed or crashes", "[protocol]") {
+  // Flip random bytes of each golden frame; every decoder must either accept (the flip hit a
+  // free-form field: ids, rewards, observations) or fail with a reason.
+  seedrl::random_generator rng(11);
+  const std::vector<bytes> frames = {from_hex(cartpole_hello_hex), from_hex(pendulum_hello_hex),
+                                     from_hex(step_hex)};
+  const auto d2 = seedrl::action_spec::discrete(2);
+  for (int round = 0; round < 3000; ++round) {
+    bytes f = frames[rng.below(frames.size())];
+    const int flips = 1 + static_cast<int>(rng.below(3));
+    for (int i = 0; i < flips; ++i) {
+      f[rng.below(f.size())] ^= static_cast<std::byte>(1 + rng.below(255));
+    }
+    if (rng.below(4) == 0) {
+      f.resize(rng.below(f.size() + 1));
+    }
+    p::frame_header h;
+    std::span<const std::byte> payload;
+    std::string why;
+    const ec e = p::decode_frame(f, p::default_max_payload, h, payload, &why);
+    if (e != ec::none) {
+      CHECK_FALSE(why.empty());
+      continue;
+    }
+    why.clear();
+    ec inner = ec::none;
+    if (h.type == p::message_type::hello) {
+      p::hello out;
+      inner = p::decode_hello(payload, out, &why);
+    } else if (h.type == p::message_type::step) {
+      p::step_view v;
+      inner = p::parse_step(payload, 2, 16, v, &why);
+    } else if (h.type == p::message_type::actions) {
+      std::vector<std::int32_t> out(2);
+      inner = p::parse_actions(payload, 2, d2, out, &why);
+    } else if (h.type == p::message_type::welcome) {
+      p::welcome out;
+      inner = p::decode_welcome(payload, out, &why);
+    } else if (h.type != p::message_type::keepalive) {
+      p::status_message out;
+      inner = p::decode_status(payload, out, &why);
+    }
+    CHECK((inner == ec::none) == why.empty());
+  }
+}

@@ -1,0 +1,276 @@
+// Learner runtime pieces without I/O: the dynamic batcher's flush rules, the per-env state
+// store, the unroll builder's overlap and resets, the training queue and parameter publication.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "seedrl/runtime/batcher.hpp"
+#include "seedrl/runtime/bounded_queue.hpp"
+#include "seedrl/runtime/env_state_store.hpp"
+#include "seedrl/runtime/parameter_store.hpp"
+#include "seedrl/runtime/unroll_builder.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+struct rows_payload {
+  std::vector<int> values;  // one int per row: the requester's tag
+};
+
+using test_batcher = seedrl::dynamic_batcher<rows_payload>;
+
+test_batcher make_batcher(std::size_t max_batch, std::chrono::microseconds deadline) {
+  seedrl::batcher_config c;
+  c.max_batch = max_batch;
+  c.deadline = deadline;
+  c.max_request_rows = 8;
+  return test_batcher(c, [](std::size_t cap) { return rows_payload{std::vector<int>(cap, -1)}; });
+}
+
+void submit(test_batcher& b, int tag, std::size_t rows) {
+  REQUIRE(b.submit(reinterpret_cast<void*>(static_cast<std::intptr_t>(tag + 1)), rows,
+                   [&](rows_payload& p, std::size_t first) {
+                     for (std::size_t r = 0; r < rows; ++r)
+                       p.values[first + r] = tag;
+                   }));
+}
+
+}  // namespace
+
+TEST_CASE("batcher flushes when max_batch rows are waiting", "[runtime][batcher]") {
+  auto b = make_batcher(4, std::chrono::seconds(100));
+  b.add_connected(100);  // many envs connected: only the size rule can fire
+  submit(b, 0, 2);
+  submit(b, 1, 2);
+  auto* batch = b.next_batch();
+  REQUIRE(batch != nullptr);
+  CHECK(batch->reason == seedrl::flush_reason::full);
+  CHECK(batch->rows == 4);
+  REQUIRE(batch->entries.size() == 2);
+  CHECK(batch->payload.values[0] == 0);
+  CHECK(batch->payload.values[3] == 1);
+  b.release(batch);
+}
+
+TEST_CASE("batcher puts a request that overflows into the next batch", "[runtime][batcher]") {
+  auto b = make_batcher(4, std::chrono::seconds(100));
+  b.add_connected(100);
+  submit(b, 0, 3);
+  submit(b, 1, 3);  // does not fit beside the first: seals it and starts the next batch
+  auto* first = b.next_batch();
+  CHECK(first->rows == 3);
+  CHECK(first->reason == seedrl::flush_reason::full);
+  b.release(first);
+  submit(b, 2, 1);  // 3 + 1 = 4: full
+  auto* second = b.next_batch();
+  CHECK(second->rows == 4);
+  CHECK(second->payload.values[0] == 1);
+  CHECK(second->payload.values[3] == 2);
+  b.release(second);
+}
+
+TEST_CASE("batcher flushes at the deadline with few actors", "[runtime][batcher]") {
+  auto b = make_batcher(64, std::chrono::milliseconds(20));
+  b.add_connected(100);
+  const auto t0 = std::chrono::steady_clock::now();
+  submit(b, 7, 1);
+  auto* batch = b.next_batch();
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  CHECK(batch->reason == seedrl::flush_reason::deadline);
+  CHECK(batch->rows == 1);
+  CHECK(waited >= 20ms);
+  b.release(batch);
+}
+
+TEST_CASE("batcher flushes when every connected env is waiting", "[runtime][batcher]") {
+  auto b = make_batcher(64, std::chrono::seconds(100));
+  b.add_connected(3);
+  submit(b, 0, 2);
+  submit(b, 1, 1);  // 3 of 3 connected envs wait: no one else can add rows
+  auto* batch = b.next_batch();
+  CHECK(batch->reason == seedrl::flush_reason::all_waiting);
+  CHECK(batch->rows == 3);
+  b.release(batch);
+  // A disconnect can complete the condition too.
+  submit(b, 0, 2);
+  b.add_connected(-1);
+  auto* again = b.next_batch();
+  CHECK(again->reason == seedrl::flush_reason::all_waiting);
+  b.release(again);
+}
+
+TEST_CASE("batcher drains and stops on shutdown", "[runtime][batcher]") {
+  auto b = make_batcher(64, std::chrono::seconds(100));
+  b.add_connected(10);
+  submit(b, 0, 1);
+  b.shutdown();
+  auto* batch = b.next_batch();
+  REQUIRE(batch != nullptr);
+  CHECK(batch->reason == seedrl::flush_reason::shutdown);
+  b.release(batch);
+  CHECK(b.next_batch() == nullptr);
+  CHECK_FALSE(b.submit(nullptr, 1,
+                       [](rows_payload&, std::size_t) { FAIL("must not fill after shutdown"); }));
+}
+
+TEST_CASE("batcher serves many concurrent submitters without losing a row",
+          "[runtime][batcher][concurrency]") {
+  auto b = make_batcher(16, std::chrono::milliseconds(1));
+  const int threads = 8, per_thread = 300;
+  b.add_connected(threads * 2);
+  std::vector<std::thread> producers;
+  std::atomic<int> answered{0};
+  std::vector<std::atomic<int>> pending(threads);
+  for (int t = 0; t < threads; ++t) {
+    producers.emplace_back([&, t] {
+      for (int i = 0; i < per_thread; ++i) {
+        pending[t].store(1);
+        submit(b, t, 2);
+        while (pending[t].load() != 0)
+          std::this_thread::yield();  // one request in flight, like an actor
+      }
+    });
+  }
+  std::size_t rows = 0;
+  while (answered.load() < threads * per_thread) {
+    auto* batch = b.next_batch();
+    REQUIRE(batch != nullptr);
+    REQUIRE(batch->rows <= 16);
+    for (const auto& e : batch->entries) {
+      const int tag = static_cast<int>(reinterpret_cast<std::intptr_t>(e.requester)) - 1;
+      for (std::size_t r = 0; r < e.rows; ++r)
+        REQUIRE(batch->payload.values[e.first_row + r] == tag);
+      rows += e.rows;
+      ++answered;
+      pending[tag].store(0);
+    }
+    b.release(batch);
+  }
+  for (auto& p : producers)
+    p.join();
+  CHECK(rows == static_cast<std::size_t>(threads * per_thread * 2));
+}
+
+TEST_CASE("env_state_store resets on a new run id and accounts episodes", "[runtime][state]") {
+  seedrl::env_state_store<float> store(4, 3);
+  const auto first = store.allocate(2);
+  REQUIRE(first.has_value());
+  CHECK(*first == 0);
+  CHECK(store.in_use() == 2);
+  CHECK(store.observe(0, 11, 0.0, true).run_changed);  // first step of a run
+  auto s = store.state(0);
+  std::fill(s.begin(), s.end(), 1.0f);
+  store.set_prev_action(0, 1);
+  CHECK_FALSE(store.observe(0, 11, 1.0, false).run_changed);
+  const auto end = store.observe(0, 11, 2.0, true);  // terminal reward, episode of 2 steps
+  REQUIRE(end.finished.has_value());
+  CHECK(end.finished->episode_return == 3.0);
+  CHECK(end.finished->length == 2);
+  CHECK(store.prev_action(0) == 0);
+  CHECK(store.state(0)[0] == 1.0f);  // the network resets the state at done, not the store
+  // The actor restarted the env: new run id -> state, stats and previous action cleared.
+  store.set_prev_action(0, 1);
+  CHECK(store.observe(0, 12, 5.0, false).run_changed);
+  CHECK(store.state(0)[0] == 0.0f);
+  CHECK(store.prev_action(0) == 0);
+  CHECK_FALSE(store.observe(0, 12, 1.0, true).finished->episode_return != 1.0);
+  // Slots: 2 left, not 3 in a row.
+  CHECK_FALSE(store.allocate(3).has_value());
+  store.release(0, 2);
+  CHECK(store.allocate(4).has_value());
+}
+
+TEST_CASE("unroll_builder emits T+1 steps with one-step overlap and drops on reset",
+          "[runtime][unroll]") {
+  const std::size_t T = 3;
+  seedrl::unroll_builder<float> builder(2, T, 1, 2, 4);
+  std::vector<seedrl::unroll<float>*> out;
+  auto step = [&](std::size_t slot, int t) {
+    const float obs = static_cast<float>(t);
+    const std::vector<float> state{static_cast<float>(10 * t), 0.0f};
+    return builder.append(slot, std::span<const float>(&obs, 1), static_cast<float>(t), false,
+                          t - 1, t, -0.5f, state);
+  };
+  for (int t = 0; t < 3; ++t)
+    CHECK(step(0, t) == nullptr);
+  auto* u = step(0, 3);
+  REQUIRE(u != nullptr);
+  CHECK(u->length == T + 1);
+  CHECK(u->observations == std::vector<float>{0, 1, 2, 3});
+  CHECK(u->start_state[0] == 0.0f);
+  // The next unroll starts with step 3 and the state from before it.
+  for (int t = 4; t < 6; ++t)
+    CHECK(step(0, t) == nullptr);
+  auto* v = step(0, 6);
+  REQUIRE(v != nullptr);
+  CHECK(v->observations == std::vector<float>{3, 4, 5, 6});
+  CHECK(v->actions[0] == 3);
+  CHECK(v->start_state[0] == 30.0f);
+  builder.recycle(u);
+  builder.recycle(v);
+  // A run-id change drops the partial unroll; the next one starts fresh.
+  CHECK(step(1, 0) == nullptr);
+  CHECK(step(1, 1) == nullptr);
+  CHECK(builder.pending(1) == 2);
+  builder.reset(1);
+  CHECK(builder.pending(1) == 0);
+  for (int t = 10; t < 13; ++t)
+    CHECK(step(1, t) == nullptr);
+  auto* w = step(1, 13);
+  REQUIRE(w != nullptr);
+  CHECK(w->observations == std::vector<float>{10, 11, 12, 13});
+  CHECK(w->start_state[0] == 100.0f);
+}
+
+TEST_CASE("bounded_queue applies backpressure and closes cleanly",
+          "[runtime][queue][concurrency]") {
+  seedrl::bounded_queue<int> q(2);
+  REQUIRE(q.push(1));
+  REQUIRE(q.push(2));
+  std::atomic<bool> pushed{false};
+  std::thread producer([&] {
+    q.push(3);  // blocks until the consumer makes room
+    pushed = true;
+  });
+  std::this_thread::sleep_for(20ms);
+  CHECK_FALSE(pushed.load());
+  CHECK(q.pop() == 1);
+  producer.join();
+  CHECK(pushed.load());
+  CHECK(q.size() == 2);
+  q.close();
+  CHECK_FALSE(q.push(4));
+  CHECK(q.pop() == 2);
+  CHECK(q.pop() == 3);
+  CHECK_FALSE(q.pop().has_value());
+}
+
+TEST_CASE("parameter_store readers never see a torn update", "[runtime][params][concurrency]") {
+  seedrl::parameter_store<float> store;
+  const std::size_t n = 4096;
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    std::vector<float> p(n);
+    for (int v = 1; v <= 200; ++v) {
+      std::fill(p.begin(), p.end(), static_cast<float>(v));
+      store.publish(p);
+    }
+    stop = true;
+  });
+  std::vector<float> mine(n, 0.0f);
+  std::uint64_t version = 0;
+  int updates = 0;
+  while (!stop.load() || store.version() != version) {
+    if (store.update_if_newer(&version, mine)) {
+      ++updates;
+      for (float x : mine)
+        REQUIRE(x == mine[0]);  // every element from the same snapshot
+    }
+  }
+  writer.join();
+  CHECK(updates > 0);
+  CHECK(mine[0] == 200.0f);
+}

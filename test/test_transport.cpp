@@ -1,0 +1,657 @@
+// The transports. The learner is written against the Transport concept only, so the same
+// checks run on TCP, Unix sockets and the in-process pipes (TEMPLATE_TEST_CASE over one "case"
+// type each); what a transport adds of its own follows. Catch2 is not thread-safe: worker
+// threads hand their results back through futures and only the main thread asserts.
+
+// GCC 12 warns under -fsanitize=thread that TSan does not model the std::atomic_thread_fence in
+// Asio's std_fenced_block, which any Asio socket instantiates. Asio only fences around handler
+// invocation on a running io_context, which blocking sockets never do, so the warning says
+// nothing about this code; it must be off before <atomic> is first included. (A tsan build of
+// other code that uses seedrl::asio needs -Wno-tsan likewise.)
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic ignored "-Wtsan"
+#endif
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "seedrl/transport/in_process.hpp"
+#include "seedrl/transport/tcp.hpp"
+#include "seedrl/transport/transport.hpp"
+#include "seedrl/transport/transport_error.hpp"
+#include "seedrl/transport/unix_socket.hpp"
+
+static_assert(seedrl::Transport<seedrl::tcp_transport>);
+static_assert(seedrl::Transport<seedrl::unix_transport>);
+static_assert(seedrl::Transport<seedrl::in_process_transport>);
+
+namespace {
+
+using namespace std::chrono_literals;
+using seedrl::transport_error;
+using seedrl::transport_failure;
+
+// How long a call that close() should unblock may take to return. Generous: the point is
+// "returns at all", and sanitizer builds are slow.
+constexpr auto unblock_limit = 1s;
+
+// Names that no other test, or another test process run by ctest in parallel, uses.
+std::string unique_name() {
+  static std::atomic<int> counter{0};
+  return std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+}
+
+// --- one case per transport: how to make endpoints for it ------------------------------------
+
+struct tcp_case {
+  using transport_type = seedrl::tcp_transport;
+  static constexpr const char* peer_prefix = "127.0.0.1:";
+  static seedrl::tcp_endpoint fresh_endpoint() { return {"127.0.0.1", 0}; }
+  // An endpoint nobody listens on, and what an error about it must name: a port that was just
+  // free (another process taking it in between is vanishingly unlikely).
+  static std::pair<seedrl::tcp_endpoint, std::string> dead_endpoint(transport_type& transport) {
+    const std::uint16_t port = transport.listen(fresh_endpoint()).local_port();
+    return {{"127.0.0.1", port}, "127.0.0.1:" + std::to_string(port)};
+  }
+};
+
+struct unix_case {
+  using transport_type = seedrl::unix_transport;
+  static constexpr const char* peer_prefix = "unix:";
+  static seedrl::unix_endpoint fresh_endpoint() {
+    return {
+        (std::filesystem::temp_directory_path() / ("seedrl-" + unique_name() + ".sock")).string()};
+  }
+  static std::pair<seedrl::unix_endpoint, std::string> dead_endpoint(transport_type&) {
+    auto endpoint = fresh_endpoint();
+    return {endpoint, endpoint.path};
+  }
+};
+
+struct in_process_case {
+  using transport_type = seedrl::in_process_transport;
+  static constexpr const char* peer_prefix = "inproc:";
+  static seedrl::in_process_endpoint fresh_endpoint() { return {"test-" + unique_name()}; }
+  static std::pair<seedrl::in_process_endpoint, std::string> dead_endpoint(transport_type&) {
+    auto endpoint = fresh_endpoint();
+    return {endpoint, endpoint.name};
+  }
+};
+
+// A listener and one connected pair; members are initialised in this order.
+template <class Case>
+struct connected_pair {
+  using transport_type = typename Case::transport_type;
+  transport_type transport;
+  typename transport_type::listener_type listener = transport.listen(Case::fresh_endpoint());
+  typename transport_type::connection_type client = transport.connect(listener.local_endpoint());
+  typename transport_type::connection_type server = listener.accept();
+};
+
+// Runs `f` on scope exit: closes connections before the futures that use them are destroyed
+// (a future from std::async joins its thread), so a failing check cannot hang the test.
+class scope_exit {
+ public:
+  explicit scope_exit(std::function<void()> f) : f_(std::move(f)) {}
+  scope_exit(const scope_exit&) = delete;
+  scope_exit& operator=(const scope_exit&) = delete;
+  ~scope_exit() { f_(); }
+
+ private:
+  std::function<void()> f_;
+};
+
+template <class F>
+std::optional<transport_error> error_of(F&& f) {
+  try {
+    std::forward<F>(f)();
+  } catch (const transport_error& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::byte> pattern(std::size_t size, unsigned seed) {
+  std::vector<std::byte> bytes(size);
+  for (std::size_t i = 0; i < size; ++i) {
+    bytes[i] = static_cast<std::byte>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
+  }
+  return bytes;
+}
+
+// A test frame: an 8-byte length, then the payload in two parts: three buffers, one write.
+template <class C>
+void write_frame(C& connection, std::span<const std::byte> payload) {
+  const std::uint64_t size = payload.size();
+  const std::size_t half = payload.size() / 2;
+  const std::span<const std::byte> parts[] = {std::as_bytes(std::span(&size, 1)),
+                                              payload.first(half), payload.subspan(half)};
+  connection.write(parts);
+}
+
+template <class C>
+std::vector<std::byte> read_frame(C& connection) {
+  std::uint64_t size = 0;
+  connection.read(std::as_writable_bytes(std::span(&size, 1)));
+  std::vector<std::byte> payload(size);
+  connection.read(payload);
+  return payload;
+}
+
+template <class C>
+void write_value(C& connection, std::uint64_t value) {
+  const std::span<const std::byte> parts[] = {std::as_bytes(std::span(&value, 1))};
+  connection.write(parts);
+}
+
+template <class C>
+std::uint64_t read_value(C& connection) {
+  std::uint64_t value = 0;
+  connection.read(std::as_writable_bytes(std::span(&value, 1)));
+  return value;
+}
+
+// Echoes frames until the peer closes; returns how many it echoed.
+template <class C>
+std::size_t echo_until_eof(C& connection) {
+  std::size_t frames = 0;
+  try {
+    for (;;) {
+      const auto payload = read_frame(connection);
+      write_frame(connection, payload);
+      ++frames;
+    }
+  } catch (const transport_error& e) {
+    if (e.failure() != transport_failure::peer_closed) {
+      throw;
+    }
+  }
+  return frames;
+}
+
+}  // namespace
+
+#define SEEDRL_TRANSPORT_CASES tcp_case, unix_case, in_process_case
+
+TEMPLATE_TEST_CASE("a connect is accepted and both ends are open and named", "[transport]",
+                   SEEDRL_TRANSPORT_CASES) {
+  connected_pair<TestType> l;
+  CHECK(l.listener.is_open());
+  CHECK(l.client.is_open());
+  CHECK(l.server.is_open());
+  CHECK_THAT(l.client.peer(), Catch::StartsWith(TestType::peer_prefix));
+  CHECK_THAT(l.server.peer(), Catch::StartsWith(TestType::peer_prefix));
+  write_value(l.client, 41);
+  CHECK(read_value(l.server) == 41);
+  write_value(l.server, 42);
+  CHECK(read_value(l.client) == 42);
+}
+
+TEMPLATE_TEST_CASE("frames of several sizes up to 1 MiB echo intact through gather writes",
+                   "[transport]", SEEDRL_TRANSPORT_CASES) {
+  connected_pair<TestType> l;
+  auto echoed = std::async(std::launch::async, [&] { return echo_until_eof(l.server); });
+  scope_exit unblock([&] {
+    l.client.close();
+    l.server.close();
+  });
+  const std::vector<std::size_t> sizes = {0, 1, 3, 1000, 65536 + 7, 1 << 20};
+  for (const std::size_t size : sizes) {
+    const auto sent = pattern(size, static_cast<unsigned>(size));
+    write_frame(l.client, sent);
+    CHECK(read_frame(l.client) == sent);
+  }
+  l.client.close();
+  CHECK(echoed.get() == sizes.size());
+}
+
+TEMPLATE_TEST_CASE("a thousand round trips between two threads", "[transport]",
+                   SEEDRL_TRANSPORT_CASES) {
+  constexpr std::uint64_t round_trips = 1000;
+  connected_pair<TestType> l;
+  auto ponger = std::async(std::launch::async, [&] {
+    for (std::uint64_t i = 0; i < round_trips; ++i) {
+      write_value(l.server, read_value(l.server) + 1);
+    }
+  });
+  scope_exit unblock([&] {
+    l.client.close();
+    l.server.close();
+  });
+  std::uint64_t value = 0;
+  std::uint64_t wrong = 0;
+  for (std::uint64_t i = 0; i < round_trips; ++i) {
+    write_value(l.client, value);
+    const std::uint64_t answer = read_value(l.client);
+    wrong += answer != value + 1 ? 1 : 0;
+    value = answer;
+  }
+  ponger.get();
+  CHECK(wrong == 0);
+  CHECK(value == round_trips);
+}
+
+TEMPLATE_TEST_CASE("reading past what a closed peer sent throws transport_error", "[transport]",
+                   SEEDRL_TRANSPORT_CASES) {
+  connected_pair<TestType> l;
+  const auto sent = pattern(3, 1);
+  const std::span<const std::byte> parts[] = {sent};
+  l.server.write(parts);
+  l.server.close();
+
+  // What was sent before the close still arrives.
+  std::vector<std::byte> received(3);
+  l.client.read(received);
+  CHECK(received == sent);
+
+  std::byte more[1];
+  const auto error = error_of([&] { l.client.read(more); });
+  REQUIRE(error);
+  CHECK(error->failure() == transport_failure::peer_closed);
+  CHECK_THAT(error->what(), Catch::Contains(l.client.peer()));
+  CHECK_FALSE(l.client.is_open());
+}
+
+TEMPLATE_TEST_CASE("a peer destroyed mid-frame ends the read with transport_error", "[transport]",
+                   SEEDRL_TRANSPORT_CASES) {
+  connected_pair<TestType> l;
+  {
+    auto server = std::move(l.server);
+    const auto half = pattern(2, 2);
+    const std::span<const std::byte> parts[] = {half};
+    server.write(parts);
+  }  // destroyed with two of the four bytes sent
+  std::byte frame[4];
+  const auto error = error_of([&] { l.client.read(frame); });
+  REQUIRE(error);
+  CHECK(error->failure() == transport_failure::peer_closed);
+}
+
+TEMPLATE_TEST_CASE("writing to a closed peer fails with transport_error", "[transport]",
+                   SEEDRL_TRANSPORT_CASES) {
+  connected_pair<TestType> l;
+  l.server.close();
+  const auto chunk = pattern(64 * 1024, 3);
+  const std::span<const std::byte> parts[] = {chunk};
+  // TCP may take the first write into the kernel's buffer before the peer's reset arrives.
+  std::optional<transport_error> error;
+  for (int i = 0; i < 1000 && !error; ++i) {
+    error = error_of([&] { l.client.write(parts); });
+  }
+  REQUIRE(error);
+  CHECK(error->failure() == transport_failure::peer_closed);
+  CHECK_FALSE(l.client.is_open());
+}
+
+TEMPLATE_TEST_CASE("after close on this side calls throw and the peer sees end of stream",
+                   "[transport]", SEEDRL_TRANSPORT_CASES) {
+  connected_pair<TestType> l;
+  l.client.close();
+  l.client.close();  // a second close does nothing
+  CHECK_FALSE(l.client.is_open());
+
+  std::byte byte[1];
+  const std::span<const std::byte> parts[] = {std::span<const std::byte>(byte)};
+  const auto read_error = error_of([&] { l.client.read(byte); });
+  REQUIRE(read_error);
+  CHECK(read_error->failure() == transport_failure::closed);
+  const auto write_error = error_of([&] { l.client.write(parts); });
+  REQUIRE(write_error);
+  CHECK(write_error->failure() == transport_failure::closed);
+
+  const auto peer_error = error_of([&] { l.server.read(byte); });
+  REQUIRE(peer_error);
+  CHECK(peer_error->failure() == transport_failure::peer_closed);
+}
+
+TEMPLATE_TEST_CASE("close from another thread unblocks a blocked read", "[transport]",
+                   SEEDRL_TRANSPORT_CASES) {
+  connected_pair<TestType> l;
+  std::promise<void> reading;
+  auto reader = std::async(std::launch::async, [&] {
+    reading.set_value();
+    return error_of([&] {
+      std::byte frame[8];
+      l.client.read(frame);  // nothing is ever sent
+    });
+  });
+  reading.get_future().wait();
+  // Not synchronisation: it only makes it likely that the read is parked in the kernel (or on
+  // the condition variable) when close() comes, which is the case under test. A close() that
+  // comes first must fail the read just the same.
+  std::this_thread::sleep_for(20ms);
+  l.client.close();
+  const auto status = reader.wait_for(unblock_limit);
+  CHECK(status == std::future_status::ready);
+  if (status != std::future_status::ready) {
+    l.server.close();  // unblock it through end of stream so that the test can end
+  }
+  const auto error = reader.get();
+  REQUIRE(error);
+  CHECK(error->failure() == transport_failure::closed);
+}
+
+TEMPLATE_TEST_CASE("close from another thread unblocks a blocked write", "[transport]",
+                   SEEDRL_TRANSPORT_CASES) {
+  connected_pair<TestType> l;
+  const auto chunk = pattern(1 << 20, 4);
+  std::promise<void> writing;
+  auto writer = std::async(std::launch::async, [&] {
+    writing.set_value();
+    const std::span<const std::byte> parts[] = {chunk};
+    // The peer never reads: the buffers fill and a write blocks, until close() fails it.
+    return error_of([&] {
+      for (;;) {
+        l.client.write(parts);
+      }
+    });
+  });
+  writing.get_future().wait();
+  std::this_thread::sleep_for(50ms);  // as above: lets the writer fill the buffers and block
+  l.client.close();
+  const auto status = writer.wait_for(unblock_limit);
+  CHECK(status == std::future_status::ready);
+  if (status != std::future_status::ready) {
+    l.server.close();
+  }
+  const auto error = writer.get();
+  REQUIRE(error);
+  CHECK(error->failure() == transport_failure::closed);
+}
+
+TEMPLATE_TEST_CASE("close from another thread unblocks a blocked accept", "[transport]",
+                   SEEDRL_TRANSPORT_CASES) {
+  typename TestType::transport_type transport;
+  auto listener = transport.listen(TestType::fresh_endpoint());
+  const auto endpoint = listener.local_endpoint();
+  std::promise<void> accepting;
+  auto acceptor = std::async(std::launch::async, [&] {
+    accepting.set_value();
+    return error_of([&] { listener.accept(); });
+  });
+  accepting.get_future().wait();
+  std::this_thread::sleep_for(20ms);  // as for the blocked read
+  listener.close();
+  const auto status = acceptor.wait_for(unblock_limit);
+  CHECK(status == std::future_status::ready);
+  if (status != std::future_status::ready) {
+    error_of([&] { transport.connect(endpoint); });  // give the accept what it waits for
+  }
+  const auto error = acceptor.get();
+  REQUIRE(error);
+  CHECK(error->failure() == transport_failure::closed);
+  CHECK_FALSE(listener.is_open());
+
+  const auto again = error_of([&] { listener.accept(); });
+  REQUIRE(again);
+  CHECK(again->failure() == transport_failure::closed);
+  const auto refused = error_of([&] { transport.connect(endpoint); });
+  REQUIRE(refused);
+  CHECK(refused->failure() == transport_failure::refused);
+}
+
+TEMPLATE_TEST_CASE("sixteen clients are served concurrently by a thread each", "[transport]",
+                   SEEDRL_TRANSPORT_CASES) {
+  constexpr std::size_t clients = 16;
+  constexpr std::size_t frames = 50;
+  typename TestType::transport_type transport;
+  auto listener = transport.listen(TestType::fresh_endpoint());
+  const auto endpoint = listener.local_endpoint();
+
+  auto served = std::async(std::launch::async, [&] {
+    std::vector<std::future<std::size_t>> handlers;
+    for (std::size_t i = 0; i < clients; ++i) {
+      handlers.push_back(std::async(std::launch::async, [connection = listener.accept()]() mutable {
+        return echo_until_eof(connection);
+      }));
+    }
+    std::size_t total = 0;
+    for (auto& handler : handlers) {
+      total += handler.get();
+    }
+    return total;
+  });
+  scope_exit unblock([&] { listener.close(); });
+
+  std::vector<std::future<std::size_t>> actors;
+  for (std::size_t i = 0; i < clients; ++i) {
+    actors.push_back(std::async(std::launch::async, [&transport, endpoint, i] {
+      auto connection = transport.connect(endpoint);
+      std::size_t intact = 0;
+      for (std::size_t f = 0; f < frames; ++f) {
+        const auto sent = pattern(100 + 37 * i + 911 * f, static_cast<unsigned>(i));
+        write_frame(connection, sent);
+        intact += read_frame(connection) == sent ? 1 : 0;
+      }
+      return intact;
+    }));
+  }
+  for (auto& actor : actors) {
+    CHECK(actor.get() == frames);
+  }
+  CHECK(served.get() == clients * frames);
+}
+
+TEMPLATE_TEST_CASE("connecting where nobody listens fails with a message naming the endpoint",
+                   "[transport]", SEEDRL_TRANSPORT_CASES) {
+  typename TestType::transport_type transport;
+  const auto [endpoint, name] = TestType::dead_endpoint(transport);
+  const auto error = error_of([&] { transport.connect(endpoint); });
+  REQUIRE(error);
+  CHECK(error->failure() == transport_failure::refused);
+  CHECK_THAT(error->what(), Catch::Contains(name));
+}
+
+TEMPLATE_TEST_CASE("a connection never accepted ends when its listener goes", "[transport]",
+                   SEEDRL_TRANSPORT_CASES) {
+  typename TestType::transport_type transport;
+  std::optional<typename TestType::transport_type::listener_type> listener(
+      transport.listen(TestType::fresh_endpoint()));
+  const auto endpoint = listener->local_endpoint();
+  auto client = transport.connect(endpoint);
+  listener.reset();
+  std::byte byte[1];
+  const auto error = error_of([&] { client.read(byte); });
+  REQUIRE(error);
+  CHECK(error->failure() == transport_failure::peer_closed);
+  const auto refused = error_of([&] { transport.connect(endpoint); });
+  REQUIRE(refused);
+  CHECK(refused->failure() == transport_failure::refused);
+}
+
+TEMPLATE_TEST_CASE("connections and listeners move", "[transport]", SEEDRL_TRANSPORT_CASES) {
+  connected_pair<TestType> l;
+  auto client = std::move(l.client);
+  CHECK(client.is_open());
+  CHECK_FALSE(l.client.is_open());  // NOLINT(bugprone-use-after-move): moved-from is closed
+  write_value(client, 7);
+  CHECK(read_value(l.server) == 7);
+
+  // Move assignment closes the link the target held: its peer sees end of stream.
+  auto listener = std::move(l.listener);
+  auto other = l.transport.connect(listener.local_endpoint());
+  auto other_server = listener.accept();
+  other = std::move(client);
+  write_value(other, 8);
+  CHECK(read_value(l.server) == 8);
+  std::byte byte[1];
+  const auto error = error_of([&] { other_server.read(byte); });
+  REQUIRE(error);
+  CHECK(error->failure() == transport_failure::peer_closed);
+}
+
+TEMPLATE_TEST_CASE("a write takes up to eight buffers", "[transport]", SEEDRL_TRANSPORT_CASES) {
+  connected_pair<TestType> l;
+  const std::byte one[1] = {std::byte{5}};
+  std::vector<std::span<const std::byte>> parts(9, std::span<const std::byte>(one));
+  CHECK_THROWS_AS(l.client.write(parts), std::invalid_argument);
+  CHECK(l.client.is_open());  // nothing was sent, the link is fine
+  parts.resize(8);
+  l.client.write(parts);
+  std::byte received[8];
+  l.server.read(received);
+  CHECK(received[7] == std::byte{5});
+}
+
+// --- TCP ---------------------------------------------------------------------------------------
+
+TEST_CASE("tcp sets TCP_NODELAY on both ends and reports the picked port", "[transport]") {
+  connected_pair<tcp_case> l;
+  CHECK(l.listener.local_port() != 0);
+  CHECK(l.listener.local_endpoint().port == l.listener.local_port());
+  for (const int fd : {l.client.native_handle(), l.server.native_handle()}) {
+    int nodelay = 0;
+    socklen_t size = sizeof nodelay;
+    REQUIRE(::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &size) == 0);
+    CHECK(nodelay != 0);
+  }
+}
+
+TEST_CASE("tcp listens and connects by host name", "[transport]") {
+  seedrl::tcp_transport transport;
+  auto listener = transport.listen({"localhost", 0});
+  auto client = transport.connect({"localhost", listener.local_port()});
+  auto server = listener.accept();
+  write_value(client, 3);
+  CHECK(read_value(server) == 3);
+}
+
+TEST_CASE("tcp refuses a second listener on a port in use and names the port", "[transport]") {
+  seedrl::tcp_transport transport;
+  auto listener = transport.listen({});
+  const auto error = error_of([&] { transport.listen({"127.0.0.1", listener.local_port()}); });
+  REQUIRE(error);
+  CHECK_THAT(error->what(), Catch::Contains("127.0.0.1:" + std::to_string(listener.local_port())));
+}
+
+TEST_CASE("tcp connections outlive their transport", "[transport]") {
+  std::optional<seedrl::tcp_transport> transport(std::in_place);
+  auto listener = transport->listen({});
+  auto client = transport->connect(listener.local_endpoint());
+  auto server = listener.accept();
+  transport.reset();  // the io_context lives on in the connections
+  write_value(client, 9);
+  CHECK(read_value(server) == 9);
+}
+
+// --- Unix sockets ------------------------------------------------------------------------------
+
+TEST_CASE("unix listen replaces a stale socket file and removes its own", "[transport]") {
+  const auto endpoint = unix_case::fresh_endpoint();
+  {
+    // A socket file left behind by a listener that died without cleaning up.
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    endpoint.path.copy(address.sun_path, sizeof address.sun_path - 1);
+    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+    ::close(fd);
+  }
+  REQUIRE(std::filesystem::is_socket(endpoint.path));
+  {
+    seedrl::unix_transport transport;
+    auto listener = transport.listen(endpoint);
+    auto client = transport.connect(endpoint);
+    auto server = listener.accept();
+    write_value(client, 5);
+    CHECK(read_value(server) == 5);
+  }
+  CHECK_FALSE(std::filesystem::exists(endpoint.path));
+}
+
+TEST_CASE("unix listen does not take the path of a live listener", "[transport]") {
+  seedrl::unix_transport transport;
+  const auto endpoint = unix_case::fresh_endpoint();
+  auto listener = transport.listen(endpoint);
+  const auto error = error_of([&] { transport.listen(endpoint); });
+  REQUIRE(error);
+  CHECK_THAT(error->what(), Catch::Contains(endpoint.path));
+  // The live listener still has its file. (The probe that found it alive is queued; take it.)
+  CHECK(std::filesystem::is_socket(endpoint.path));
+  auto probe = listener.accept();
+  auto client = transport.connect(endpoint);
+  auto server = listener.accept();
+  write_value(client, 6);
+  CHECK(read_value(server) == 6);
+}
+
+TEST_CASE("unix listen leaves a file that is not a socket alone", "[transport]") {
+  const auto endpoint = unix_case::fresh_endpoint();
+  std::ofstream(endpoint.path) << "not a socket";
+  scope_exit remove([&] { std::filesystem::remove(endpoint.path); });
+  seedrl::unix_transport transport;
+  const auto error = error_of([&] { transport.listen(endpoint); });
+  REQUIRE(error);
+  CHECK_THAT(error->what(), Catch::Contains(endpoint.path));
+  CHECK(std::filesystem::is_regular_file(endpoint.path));
+}
+
+TEST_CASE("unix rejects a socket path longer than the kernel takes", "[transport]") {
+  seedrl::unix_transport transport;
+  const std::string path = "/tmp/" + std::string(200, 'x');
+  const auto error = error_of([&] { transport.listen({path}); });
+  REQUIRE(error);
+  CHECK_THAT(error->what(), Catch::Contains("the limit is"));
+}
+
+// --- in-process --------------------------------------------------------------------------------
+
+TEST_CASE("in-process names are unique among live listeners and free again after", "[transport]") {
+  seedrl::in_process_transport transport;
+  const auto endpoint = in_process_case::fresh_endpoint();
+  {
+    auto listener = transport.listen(endpoint);
+    const auto error = error_of([&] { transport.listen(endpoint); });
+    REQUIRE(error);
+    CHECK_THAT(error->what(), Catch::Contains(endpoint.name));
+  }
+  auto listener = transport.listen(endpoint);
+  auto client = transport.connect(endpoint);
+  auto server = listener.accept();
+  CHECK(server.peer() == client.peer());
+  write_value(client, 10);
+  CHECK(read_value(server) == 10);
+}
+
+TEST_CASE("in-process frames far larger than the pipe wrap around intact", "[transport]") {
+  seedrl::in_process_transport transport(7);  // odd and tiny: every copy wraps the ring
+  auto listener = transport.listen(in_process_case::fresh_endpoint());
+  auto client = transport.connect(listener.local_endpoint());
+  auto server = listener.accept();
+  auto echoed = std::async(std::launch::async, [&] { return echo_until_eof(server); });
+  scope_exit unblock([&] {
+    client.close();
+    server.close();
+  });
+  for (const std::size_t size : {5, 7, 8, 1000, 100003}) {
+    const auto sent = pattern(size, 9);
+    write_frame(client, sent);
+    CHECK(read_frame(client) == sent);
+  }
+  client.close();
+  CHECK(echoed.get() == 5);
+}
+
+TEST_CASE("in-process transport rejects a zero pipe capacity", "[transport]") {
+  CHECK_THROWS_AS(seedrl::in_process_transport(0), std::invalid_argument);
+}
