@@ -85,6 +85,28 @@ TEST_CASE("batcher flushes at the deadline with few actors", "[runtime][batcher]
   b.release(batch);
 }
 
+TEST_CASE("batcher hands over requests that arrive after a deadline flush", "[runtime][batcher]") {
+  // Regression: inference took the batch that was still receiving requests; the next request
+  // then landed in a buffer behind the one inference waited on, and every actor stalled.
+  auto b = make_batcher(64, std::chrono::milliseconds(5));
+  b.add_connected(100);
+  submit(b, 0, 1);
+  auto* first = b.next_batch();
+  REQUIRE(first != nullptr);
+  b.release(first);
+  submit(b, 1, 1);
+  std::thread watchdog([&] {
+    std::this_thread::sleep_for(1s);
+    b.shutdown();  // turns a hang into a failed check below
+  });
+  auto* second = b.next_batch();
+  REQUIRE(second != nullptr);
+  CHECK(second->payload.values[0] == 1);
+  CHECK(second->reason == seedrl::flush_reason::deadline);
+  b.release(second);
+  watchdog.join();
+}
+
 TEST_CASE("batcher flushes when every connected env is waiting", "[runtime][batcher]") {
   auto b = make_batcher(64, std::chrono::seconds(100));
   b.add_connected(3);
