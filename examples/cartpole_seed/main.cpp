@@ -40,7 +40,7 @@ struct options {
   std::size_t unroll_length = 20;
   std::size_t batch_size = 16;
   std::size_t inference_batch = 16;
-  double learning_rate = 2e-3;
+  double learning_rate = 0.0;  // 0: 2e-3 for the MLP core, 5e-4 with --lstm
   double entropy_cost = 0.001;
   std::int64_t total_frames = 8'000'000;
   double target_return = 475.0;
@@ -63,15 +63,14 @@ struct options {
       "  --unroll-length T       steps per unroll (default 20)\n"
       "  --batch-size B          unrolls per training step (default 16)\n"
       "  --inference-batch N     largest inference batch, in envs (default 16)\n"
-      "  --learning-rate LR      Adam learning rate (default 0.002)\n"
+      "  --learning-rate LR      Adam learning rate (default 0.002, or 0.0005 with --lstm)\n"
       "  --entropy-cost C        entropy bonus weight (default 0.001)\n"
       "  --total-frames N        stop after this many env frames (default 8000000)\n"
       "  --target-return R       stop when the mean of the last 100 episodes reaches R (default "
       "475)\n"
       "  --logdir DIR            also write progress.csv there\n"
       "  --seed S                random seed (default 1)\n"
-      "  --lstm                  use the MLP+LSTM network instead of the MLP (experimental "
-      "here)\n");
+      "  --lstm                  use the MLP+LSTM network instead of the MLP\n");
   std::exit(code);
 }
 
@@ -188,7 +187,7 @@ int run_learner(const options& o, const std::vector<pid_t>& children) {
     net_config.lstm_size = 0;
   seedrl::mlp_lstm_agent<float> net(net_config);
   seedrl::adam_config adam;
-  adam.learning_rate = o.learning_rate;
+  adam.learning_rate = o.learning_rate > 0.0 ? o.learning_rate : (o.lstm ? 5e-4 : 2e-3);
   seedrl::impala_loss_config<float> loss;
   loss.entropy_cost = static_cast<float>(o.entropy_cost);
   seedrl::learner_config lc;
