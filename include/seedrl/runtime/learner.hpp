@@ -21,12 +21,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
-#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
@@ -448,6 +446,8 @@ class learner {
     std::vector<std::uint8_t> resets(cap);
     std::vector<std::int32_t> prev_actions(cap), actions(cap);
     std::uint64_t version = 0;
+    std::vector<finished_episode> finished;  // reused: no allocation per batch
+    finished.reserve(cap);
     auto idle_since = std::chrono::steady_clock::now();
     for (;;) {
       auto* batch = batcher_.next_batch();
@@ -458,7 +458,7 @@ class learner {
       params_.update_if_newer(&version, infer_net_.parameters());
       const std::size_t B = batch->rows;
       payload& p = batch->payload;
-      std::vector<finished_episode> finished;
+      finished.clear();
       std::unique_lock slots(slots_mutex_);  // slots cannot be released under our feet
       for (std::size_t r = 0; r < B; ++r) {
         const std::size_t slot = p.slots[r];
@@ -541,14 +541,18 @@ class learner {
       stats_.seconds_inference += std::chrono::duration<double>(t_end - t_start).count();
       for (const auto& f : finished) {
         ++stats_.episodes;
-        recent_returns_.push_back(f.episode_return);
-        if (recent_returns_.size() > 100)
-          recent_returns_.pop_front();
+        // Ring of the last 100 returns with a running sum: O(1) and allocation-free per episode.
+        if (returns_counted_ == recent_returns_.size())
+          returns_sum_ -= recent_returns_[returns_next_];
+        else
+          ++returns_counted_;
+        recent_returns_[returns_next_] = f.episode_return;
+        returns_sum_ += f.episode_return;
+        returns_next_ = (returns_next_ + 1) % recent_returns_.size();
       }
-      if (!recent_returns_.empty()) {
-        stats_.mean_return = std::accumulate(recent_returns_.begin(), recent_returns_.end(), 0.0) /
-                             static_cast<double>(recent_returns_.size());
-        stats_.returns_counted = recent_returns_.size();
+      if (returns_counted_ > 0) {
+        stats_.mean_return = returns_sum_ / static_cast<double>(returns_counted_);
+        stats_.returns_counted = returns_counted_;
       }
       idle_since = t_end;
     }
@@ -647,7 +651,9 @@ class learner {
 
   mutable std::mutex stats_mutex_;
   learner_stats stats_;
-  std::deque<double> recent_returns_;
+  std::array<double, 100> recent_returns_{};
+  std::size_t returns_counted_ = 0, returns_next_ = 0;
+  double returns_sum_ = 0.0;
 };
 
 }  // namespace seedrl
