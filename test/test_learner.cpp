@@ -5,6 +5,10 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -191,4 +195,207 @@ TEST_CASE("learner refuses malformed frames and keeps serving other actors",
     CHECK(r.second == proto::error_code::spec_mismatch);
   }
   CHECK(s.still_served());
+}
+
+namespace {
+
+std::unique_ptr<learner_t> small_learner() {
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 8;
+  seedrl::learner_config lc;
+  lc.unroll_length = 4;
+  lc.batch_size = 2;
+  lc.batching.max_batch = 4;
+  lc.batching.deadline = 1ms;
+  lc.batching.max_request_rows = 8;
+  return std::make_unique<learner_t>(
+      lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+      seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+}
+
+/// An in-process link the test can break from outside while the actor uses it (close() is
+/// safe from another thread).
+struct breakable_connection {
+  std::shared_ptr<seedrl::in_process_connection> c;
+  void write(std::span<const std::span<const std::byte>> b) { c->write(b); }
+  void read(std::span<std::byte> b) { c->read(b); }
+  void close() noexcept { c->close(); }
+  bool is_open() const noexcept { return c->is_open(); }
+};
+
+bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds limit = 5s) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (condition())
+      return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return condition();
+}
+
+}  // namespace
+
+TEST_CASE("actor reconnects after broken links and the learner frees the old connections",
+          "[learner][reconnect]") {
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-reconnect"};
+  auto learner = small_learner();
+  learner->start();
+  learner->serve(transport.listen(endpoint));
+
+  std::mutex m;
+  std::shared_ptr<seedrl::in_process_connection> current;
+  std::vector<std::chrono::steady_clock::time_point> connects;
+  seedrl::actor_config ac;
+  ac.num_envs = 3;
+  ac.initial_backoff = 20ms;
+  ac.max_backoff = 40ms;
+  std::atomic<bool> stop{false};
+  std::thread actor_thread([&] {
+    seedrl::actor<seedrl::cartpole, std::function<breakable_connection()>> a(
+        ac, [](std::size_t) { return seedrl::cartpole{}; },
+        [&] {
+          auto c = std::make_shared<seedrl::in_process_connection>(transport.connect(endpoint));
+          std::lock_guard lock(m);
+          current = c;
+          connects.push_back(std::chrono::steady_clock::now());
+          return breakable_connection{c};
+        });
+    a.run(stop);
+  });
+
+  constexpr int breaks = 5;
+  std::vector<std::chrono::steady_clock::time_point> broke_at;
+  for (int i = 0; i < breaks; ++i) {
+    const auto frames = learner->stats().frames;
+    REQUIRE(wait_for([&] { return learner->stats().frames >= frames + 30; }));
+    std::lock_guard lock(m);
+    broke_at.push_back(std::chrono::steady_clock::now());
+    current->close();
+  }
+  const auto frames = learner->stats().frames;
+  CHECK(wait_for([&] { return learner->stats().frames >= frames + 30; }));
+  stop = true;
+  actor_thread.join();
+
+  std::lock_guard lock(m);
+  REQUIRE(connects.size() == breaks + 1);
+  for (int i = 0; i < breaks; ++i) {
+    // The actor waits out its backoff before each new connection.
+    CHECK(connects[i + 1] - broke_at[i] >= ac.initial_backoff);
+  }
+  // Finished connections are joined and freed as new ones arrive: at most the live one and
+  // the one it replaced are held, not one per reconnect.
+  CHECK(learner->held_connections() <= 2);
+  CHECK(learner->stats().connected_actors <= 1);
+  learner->stop();
+}
+
+TEST_CASE("actor backs off exponentially up to its cap while the learner is away",
+          "[learner][reconnect]") {
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-backoff"};
+  auto learner = small_learner();
+  learner->start();
+  learner->serve(transport.listen(endpoint));
+  std::vector<std::chrono::steady_clock::time_point> attempts;
+  seedrl::actor_config ac;
+  ac.num_envs = 1;
+  ac.initial_backoff = 20ms;
+  ac.max_backoff = 60ms;
+  ac.max_steps = 10;
+  std::vector<std::string> log;
+  ac.log = [&](const std::string& line) { log.push_back(line); };
+  seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
+      ac, [](std::size_t) { return seedrl::cartpole{}; },
+      [&] {
+        attempts.push_back(std::chrono::steady_clock::now());
+        if (attempts.size() <= 5)
+          throw seedrl::transport_error("refused for the test", seedrl::transport_failure::refused);
+        return transport.connect(endpoint);
+      });
+  const std::atomic<bool> stop{false};
+  CHECK(a.run(stop) == 10);
+  REQUIRE(attempts.size() == 6);
+  // Waits of 20, 40, 60 (capped), 60, 60 ms, each plus up to a quarter of jitter.
+  const std::chrono::milliseconds expected[] = {20ms, 40ms, 60ms, 60ms, 60ms};
+  for (std::size_t i = 0; i < 5; ++i) {
+    INFO("wait " << i);
+    CHECK(attempts[i + 1] - attempts[i] >= expected[i]);
+  }
+  REQUIRE(log.size() == 5);
+  CHECK(log[0].find("retrying in 20 ms") != std::string::npos);
+  CHECK(log[2].find("retrying in 60 ms") != std::string::npos);
+  CHECK(log[4].find("retrying in 60 ms") != std::string::npos);
+  learner->stop();
+}
+
+TEST_CASE("learner stop sends every actor a shutting_down close frame", "[learner]") {
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-stop"};
+  auto learner = small_learner();
+  learner->start();
+  learner->serve(transport.listen(endpoint));
+  auto c = transport.connect(endpoint);
+  const auto hello = cartpole_hello();
+  const std::span<const std::byte> bufs[] = {hello};
+  c.write(bufs);
+  auto read_frame = [&](proto::frame_header& h) {
+    std::array<std::byte, proto::header_size> raw{};
+    c.read(raw);
+    REQUIRE(proto::decode_header(raw, proto::default_max_payload, h) == proto::error_code::none);
+    std::vector<std::byte> payload(h.payload_length);
+    if (!payload.empty())
+      c.read(payload);
+    return payload;
+  };
+  proto::frame_header h{};
+  read_frame(h);
+  REQUIRE(h.type == proto::message_type::welcome);
+  learner->stop();
+  const auto payload = read_frame(h);
+  CHECK(h.type == proto::message_type::close);
+  proto::status_message m;
+  REQUIRE(proto::decode_status(payload, m) == proto::error_code::none);
+  CHECK(m.code == proto::error_code::shutting_down);
+}
+
+TEST_CASE("actor time reports reach the learner stats and name the binding stage", "[learner]") {
+  served_learner s("learner-actor-stats");
+  // The good actor reports every second; wait for its first report.
+  REQUIRE(wait_for([&] { return s.learner->stats().actor_steps > 0; }, 5s));
+  const auto st = s.learner->stats();
+  CHECK(st.actor_seconds_env > 0.0);
+  CHECK(st.actor_seconds_waiting > 0.0);
+  CHECK(st.requests > 0);
+  CHECK(st.request_seconds_inference > 0.0);
+  const auto t = seedrl::stage_times_between(seedrl::learner_stats{}, st, 1.0);
+  CHECK(t.env > 0.0);
+  CHECK(t.inference > 0.0);
+  CHECK(seedrl::binding_stage(t) != seedrl::run_bound::unknown);
+}
+
+TEST_CASE("binding stage picks a saturated thread first and else the largest stage", "[learner]") {
+  seedrl::learner_stats a, b;
+  b.actor_steps = 100;
+  b.requests = 100;
+  b.actor_seconds_env = 0.1;           // 1 ms per step on the envs
+  b.actor_seconds_waiting = 0.05;      // 0.5 ms waiting per step
+  b.request_seconds_batching = 0.01;   // 0.1 ms
+  b.request_seconds_inference = 0.02;  // 0.2 ms, so the link took 0.2 ms
+  auto t = seedrl::stage_times_between(a, b, 1.0);
+  CHECK(t.env == Approx(1e-3));
+  CHECK(t.link == Approx(2e-4));
+  CHECK(t.batching == Approx(1e-4));
+  CHECK(t.inference == Approx(2e-4));
+  CHECK(seedrl::binding_stage(t) == seedrl::run_bound::env);
+  b.actor_seconds_waiting = 0.5;  // 5 ms per step: now mostly on the link
+  CHECK(seedrl::binding_stage(seedrl::stage_times_between(a, b, 1.0)) == seedrl::run_bound::link);
+  b.seconds_training = 0.95;  // the trainer worked 95% of the second
+  CHECK(seedrl::binding_stage(seedrl::stage_times_between(a, b, 1.0)) ==
+        seedrl::run_bound::training);
+  CHECK(seedrl::binding_stage(seedrl::stage_times_between(a, a, 1.0)) ==
+        seedrl::run_bound::unknown);
+  CHECK(std::string(seedrl::to_string(seedrl::run_bound::link)) == "link-bound");
 }

@@ -177,7 +177,7 @@ TEST_CASE("decode_header rejects each malformed header with its code", "[protoco
   CHECK(p::decode_header(h, 1000, out, &why) == ec::unsupported_version);
   CHECK(why.find("version 2") != std::string::npos);
 
-  for (std::uint16_t bad_type : {0, 9, 0xFFFF}) {
+  for (std::uint16_t bad_type : {0, 10, 0xFFFF}) {
     reset();
     h[6] = static_cast<std::byte>(bad_type & 0xFF);
     h[7] = static_cast<std::byte>(bad_type >> 8);
@@ -808,12 +808,60 @@ TEST_CASE("big-endian hosts swap each element of observations and actions", "[pr
   CHECK(to_hex(out) == to_hex(in));
 }
 
+TEST_CASE("actor_stats golden frame encodes and decodes", "[protocol]") {
+  // steps 3, env 0.5 s (0x3FE0000000000000), wait 2.0 s (0x4000000000000000), little-endian.
+  const std::string golden =
+      "5344524c"
+      "0100"
+      "0900"
+      "18000000"
+      "00000000"
+      "0300000000000000"
+      "000000000000e03f"
+      "0000000000000040";
+  std::array<std::byte, p::header_size + p::actor_stats_payload_size> frame{};
+  p::encode_actor_stats(frame, {3, 0.5, 2.0});
+  CHECK(to_hex(frame) == to_hex(from_hex(golden)));
+
+  p::frame_header h{};
+  std::span<const std::byte> payload;
+  REQUIRE(p::decode_frame(frame, p::default_max_payload, h, payload) == ec::none);
+  CHECK(h.type == p::message_type::actor_stats);
+  p::actor_stats m;
+  REQUIRE(p::decode_actor_stats(payload, m) == ec::none);
+  CHECK(m.steps == 3);
+  CHECK(m.env_seconds == 0.5);
+  CHECK(m.wait_seconds == 2.0);
+}
+
+TEST_CASE("decode_actor_stats rejects bad sizes and times", "[protocol]") {
+  std::array<std::byte, p::header_size + p::actor_stats_payload_size> frame{};
+  p::actor_stats m;
+  std::string why;
+  // A 25-byte payload is refused by the header check before anything is read.
+  std::array<std::byte, p::header_size> h{};
+  p::encode_header(h, p::message_type::actor_stats, 25);
+  p::frame_header out{};
+  CHECK(p::decode_header(h, p::default_max_payload, out, &why) == ec::frame_too_large);
+  p::encode_actor_stats(frame, {1, 0.1, 0.2});
+  const auto payload = std::span<const std::byte>(frame).subspan(p::header_size);
+  CHECK(p::decode_actor_stats(payload.first(23), m, &why) == ec::truncated_frame);
+  for (const double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    p::encode_actor_stats(frame, {1, bad, 0.2});
+    CHECK(p::decode_actor_stats(payload, m, &why) == ec::bad_actor_stats);
+    CHECK(why.find("not a finite") != std::string::npos);
+    p::encode_actor_stats(frame, {1, 0.1, bad});
+    CHECK(p::decode_actor_stats(payload, m, &why) == ec::bad_actor_stats);
+  }
+}
+
 TEST_CASE("names of codes and types and who may send what", "[protocol]") {
-  for (std::uint16_t c = 0; c <= 17; ++c) {
+  for (std::uint16_t c = 0; c <= 18; ++c) {
     CHECK(std::string(p::to_string(static_cast<ec>(c))) != "unknown");
   }
   CHECK(std::string(p::to_string(ec::spec_mismatch)) == "spec_mismatch");
-  CHECK(std::string(p::to_string(static_cast<ec>(18))) == "unknown");
+  CHECK(std::string(p::to_string(static_cast<ec>(19))) == "unknown");
+  CHECK(std::string(p::to_string(p::message_type::actor_stats)) == "actor_stats");
   CHECK(std::string(p::to_string(p::message_type::actions)) == "actions");
   using t = p::message_type;
   CHECK(p::actor_may_send(t::hello));
@@ -823,6 +871,8 @@ TEST_CASE("names of codes and types and who may send what", "[protocol]") {
   CHECK(p::learner_may_send(t::actions));
   CHECK_FALSE(p::learner_may_send(t::step));
   CHECK_FALSE(p::learner_may_send(t::hello));
+  CHECK(p::actor_may_send(t::actor_stats));
+  CHECK_FALSE(p::learner_may_send(t::actor_stats));
   for (t both : {t::error, t::close, t::keepalive}) {
     CHECK(p::actor_may_send(both));
     CHECK(p::learner_may_send(both));

@@ -27,8 +27,10 @@
 namespace {
 
 std::atomic<bool> stop_requested{false};
+// The first SIGINT/SIGTERM asks for a clean stop; a second one, if the stop hangs, exits now.
 extern "C" void on_signal(int) {
-  stop_requested = true;
+  if (stop_requested.exchange(true))
+    std::_Exit(130);
 }
 
 struct options {
@@ -169,15 +171,6 @@ int run_actor(const options& o) {
   return 0;
 }
 
-/// Which stage limits throughput, from how busy the inference and trainer threads were.
-const char* binding_stage(double inference_busy, double trainer_busy) {
-  if (trainer_busy > 0.9)
-    return "training-bound";
-  if (inference_busy > 0.9)
-    return "inference-bound";
-  return "actor/link-bound";
-}
-
 int run_learner(const options& o, const std::vector<pid_t>& children) {
   seedrl::mlp_lstm_agent_config net_config;  // MLP 64-64, LSTM 64
   net_config.seed = o.seed;
@@ -229,8 +222,8 @@ int run_learner(const options& o, const std::vector<pid_t>& children) {
   if (!o.logdir.empty()) {
     csv.open(o.logdir + "/progress.csv");
     csv << "seconds,frames,frames_per_second,episodes,mean_return,loss,policy_loss,baseline_loss,"
-           "entropy_loss,"
-           "batch_fill,queue_depth\n";
+           "entropy_loss,batch_fill,queue_depth,env_us,link_us,batching_us,inference_us,"
+           "inference_busy,training_busy,bound\n";
   }
   const auto t0 = std::chrono::steady_clock::now();
   seedrl::learner_stats last{};
@@ -250,24 +243,25 @@ int run_learner(const options& o, const std::vector<pid_t>& children) {
                                     static_cast<double>(s.batches - last.batches) /
                                     static_cast<double>(o.inference_batch)
                               : 0.0;
-      const double inf_busy = (s.seconds_inference - last.seconds_inference) / dt;
-      const double train_busy = (s.seconds_training - last.seconds_training) / dt;
+      const auto st = seedrl::stage_times_between(last, s, dt);
       std::printf(
           "frames %9lld  %6.0f f/s  episodes %6lld  return %6.1f  loss %7.3f (pg %6.3f v %6.3f ent "
-          "%7.4f)  "
-          "batch fill %3.0f%%  queue %zu  actors %zu  inference %3.0f%% training %3.0f%% busy: %s  "
-          "grad %.2f steps %lld\n",
+          "%7.4f)  batch fill %3.0f%%  queue %zu  actors %zu  per step: env %.0f us link %.0f us "
+          "batching %.0f us inference %.0f us  busy: inference %3.0f%% training %3.0f%%  %s\n",
           static_cast<long long>(s.frames), fps, static_cast<long long>(s.episodes), s.mean_return,
           s.last_loss.total, s.last_loss.policy, s.last_loss.baseline, s.last_loss.entropy,
-          100 * fill, s.queue_depth, s.connected_actors, 100 * inf_busy, 100 * train_busy,
-          binding_stage(inf_busy, train_busy), s.last_grad_norm,
-          static_cast<long long>(s.train_steps));
+          100 * fill, s.queue_depth, s.connected_actors, 1e6 * st.env, 1e6 * st.link,
+          1e6 * st.batching, 1e6 * st.inference, 100 * st.inference_busy, 100 * st.training_busy,
+          seedrl::to_string(seedrl::binding_stage(st)));
       std::fflush(stdout);
       if (csv) {
         csv << std::chrono::duration<double>(now - t0).count() << ',' << s.frames << ',' << fps
             << ',' << s.episodes << ',' << s.mean_return << ',' << s.last_loss.total << ','
             << s.last_loss.policy << ',' << s.last_loss.baseline << ',' << s.last_loss.entropy
-            << ',' << fill << ',' << s.queue_depth << '\n';
+            << ',' << fill << ',' << s.queue_depth << ',' << 1e6 * st.env << ',' << 1e6 * st.link
+            << ',' << 1e6 * st.batching << ',' << 1e6 * st.inference << ',' << st.inference_busy
+            << ',' << st.training_busy << ',' << seedrl::to_string(seedrl::binding_stage(st))
+            << '\n';
       }
       last = s;
       last_time = now;
@@ -302,6 +296,9 @@ int main(int argc, char** argv) {
   const options o = parse(argc, argv);
   struct sigaction sa {};
   sa.sa_handler = on_signal;
+  // Restart interrupted socket calls: an actor then finishes its round trip and says goodbye
+  // instead of seeing its link fail.
+  sa.sa_flags = SA_RESTART;
   ::sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);

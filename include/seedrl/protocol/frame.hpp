@@ -69,16 +69,20 @@ inline constexpr std::uint8_t flag_done = 0x01;
 /// flag_done.
 inline constexpr std::uint8_t flag_truncated = 0x02;
 
+/// Bytes of an actor_stats payload: u64 steps, f64 env_seconds, f64 wait_seconds.
+inline constexpr std::uint32_t actor_stats_payload_size = 24;
+
 /// What a frame carries. The numeric values are part of the wire protocol.
 enum class message_type : std::uint16_t {
-  hello = 1,      ///< actor -> learner: who I am, what my environments look like
-  welcome = 2,    ///< learner -> actor: handshake accepted, env slots assigned
-  reject = 3,     ///< learner -> actor: handshake refused; the learner then closes
-  step = 4,       ///< actor -> learner: rewards, flags and observations of all envs
-  actions = 5,    ///< learner -> actor: one action per env, answering the last step
-  error = 6,      ///< either way: a protocol violation; the sender then closes
-  close = 7,      ///< either way: orderly goodbye; the sender sends nothing more
-  keepalive = 8,  ///< either way: empty; proves liveness on an idle connection
+  hello = 1,        ///< actor -> learner: who I am, what my environments look like
+  welcome = 2,      ///< learner -> actor: handshake accepted, env slots assigned
+  reject = 3,       ///< learner -> actor: handshake refused; the learner then closes
+  step = 4,         ///< actor -> learner: rewards, flags and observations of all envs
+  actions = 5,      ///< learner -> actor: one action per env, answering the last step
+  error = 6,        ///< either way: a protocol violation; the sender then closes
+  close = 7,        ///< either way: orderly goodbye; the sender sends nothing more
+  keepalive = 8,    ///< either way: empty; proves liveness on an idle connection
+  actor_stats = 9,  ///< actor -> learner: where the actor's time went, for the progress line
 };
 
 /// A readable name, for logs.
@@ -100,6 +104,8 @@ constexpr const char* to_string(message_type t) noexcept {
       return "close";
     case message_type::keepalive:
       return "keepalive";
+    case message_type::actor_stats:
+      return "actor_stats";
   }
   return "unknown";
 }
@@ -107,13 +113,13 @@ constexpr const char* to_string(message_type t) noexcept {
 /// Whether `t` is one of the v1 message types; any other value on the wire is a violation.
 constexpr bool is_known(message_type t) noexcept {
   const auto v = static_cast<std::uint16_t>(t);
-  return v >= 1 && v <= 8;
+  return v >= 1 && v <= 9;
 }
 
 /// Whether an actor may send `t`; the learner answers any other type with unexpected_message.
 constexpr bool actor_may_send(message_type t) noexcept {
   return t == message_type::hello || t == message_type::step || t == message_type::error ||
-         t == message_type::close || t == message_type::keepalive;
+         t == message_type::close || t == message_type::keepalive || t == message_type::actor_stats;
 }
 
 /// Whether the learner may send `t`; the actor treats any other type as unexpected_message.
@@ -129,7 +135,7 @@ enum class error_code : std::uint16_t {
   none = 0,                    ///< no error; the code of a normal close
   bad_magic = 1,               ///< header does not start with "SDRL"
   unsupported_version = 2,     ///< header or hello version is not 1
-  unknown_message_type = 3,    ///< header type is not 1..8
+  unknown_message_type = 3,    ///< header type is not 1..9
   frame_too_large = 4,         ///< payload or a text field exceeds its limit
   truncated_frame = 5,         ///< payload shorter than its fields say, or trailing bytes
   bad_reserved_bits = 6,       ///< a reserved field or undefined flag bit is not zero
@@ -144,6 +150,7 @@ enum class error_code : std::uint16_t {
   internal = 15,               ///< the sender failed for reasons of its own
   bad_action = 16,             ///< actions frame holds an action outside the action spec
   idle_timeout = 17,           ///< nothing arrived for 3 keepalive intervals
+  bad_actor_stats = 18,        ///< an actor_stats time is negative, NaN or infinite
 };
 
 /// The enumerator's name ("bad_magic"), for logs; "unknown" for values this version lacks.
@@ -185,6 +192,8 @@ constexpr const char* to_string(error_code c) noexcept {
       return "bad_action";
     case error_code::idle_timeout:
       return "idle_timeout";
+    case error_code::bad_actor_stats:
+      return "bad_actor_stats";
   }
   return "unknown";
 }
@@ -423,7 +432,7 @@ class field_reader {
 
 /// A decoded frame header; magic, version and the reserved word are checked, not kept.
 struct frame_header {
-  message_type type = message_type::keepalive;  ///< a known type (1..8)
+  message_type type = message_type::keepalive;  ///< a known type (1..9)
   std::uint32_t payload_length = 0;             ///< within payload_limit(type, max_payload)
 };
 
@@ -437,6 +446,8 @@ constexpr std::uint32_t payload_limit(message_type t, std::uint32_t max_payload)
       return max_payload;
     case message_type::keepalive:
       return 0;
+    case message_type::actor_stats:
+      return actor_stats_payload_size;
     default:
       return max_control_payload;
   }
@@ -1383,6 +1394,54 @@ inline error_code parse_actions(std::span<const std::byte> payload, std::uint32_
     }
     out[j] = a;
   }
+  return error_code::none;
+}
+
+// ---------------------------------------------------------------------------------------------
+// actor_stats
+
+/// Where an actor's time went since its previous actor_stats frame (or its welcome): `steps`
+/// round trips, `env_seconds` stepping environments and `wait_seconds` from starting to write
+/// a step until its actions were read (link both ways plus the learner's own time). The
+/// learner subtracts its own time per request to tell link time from batching and inference.
+struct actor_stats {
+  std::uint64_t steps = 0;
+  double env_seconds = 0.0;
+  double wait_seconds = 0.0;
+};
+
+/// Writes a whole actor_stats frame (header included) into `frame`, which must hold
+/// header_size + actor_stats_payload_size bytes; does not allocate.
+inline void encode_actor_stats(std::span<std::byte, header_size + actor_stats_payload_size> frame,
+                               const actor_stats& m) noexcept {
+  encode_header(frame.first<header_size>(), message_type::actor_stats, actor_stats_payload_size);
+  detail::store_u64(frame.data() + header_size, m.steps);
+  detail::store_f64(frame.data() + header_size + 8, m.env_seconds);
+  detail::store_f64(frame.data() + header_size + 16, m.wait_seconds);
+}
+
+/// Decodes an actor_stats payload: exactly 24 bytes (else truncated_frame), and both times
+/// finite and not negative (else bad_actor_stats).
+inline error_code decode_actor_stats(std::span<const std::byte> payload, actor_stats& out,
+                                     std::string* why = nullptr) {
+  using detail::fail;
+  if (payload.size() != actor_stats_payload_size) {
+    return fail(why, error_code::truncated_frame,
+                "actor_stats payload of " + std::to_string(payload.size()) + " bytes, expected " +
+                    std::to_string(actor_stats_payload_size));
+  }
+  actor_stats m;
+  m.steps = detail::load_u64(payload.data());
+  m.env_seconds = detail::load_f64(payload.data() + 8);
+  m.wait_seconds = detail::load_f64(payload.data() + 16);
+  for (const double v : {m.env_seconds, m.wait_seconds}) {
+    if (!std::isfinite(v) || v < 0.0) {
+      return fail(why, error_code::bad_actor_stats,
+                  "actor_stats time " + detail::format_double(v) +
+                      " s is not a finite, non-negative number");
+    }
+  }
+  out = m;
   return error_code::none;
 }
 

@@ -38,6 +38,9 @@ struct actor_config {
   std::chrono::milliseconds initial_backoff{100};
   std::chrono::milliseconds max_backoff{5000};
   std::optional<std::int64_t> max_steps;  ///< stop after this many round trips (tests)
+  /// How often to tell the learner where the actor's time goes (an actor_stats frame); zero
+  /// turns the reports off.
+  std::chrono::milliseconds stats_interval{1000};
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -78,6 +81,8 @@ class actor {
           return steps;
         }
       } catch (const transport_error& e) {
+        if (stop)
+          break;  // a signal interrupted the link: that is the stop, not a failure
         config_.log("seedrl actor " + config_.name + ": link lost (" + e.what() +
                     "); retrying in " + std::to_string(backoff.count()) + " ms");
       }
@@ -147,14 +152,24 @@ class actor {
     std::vector<std::uint8_t> dones(k, 1), truncateds(k, 0);  // first observations start episodes
     std::vector<std::int32_t> actions(k);
     std::int64_t steps = 0;
+    // Where the time goes, reported to the learner every stats_interval.
+    using clock = std::chrono::steady_clock;
+    std::array<std::byte, protocol::header_size + protocol::actor_stats_payload_size> stats_frame{};
+    protocol::actor_stats period;
+    auto last_report = clock::now(), t_env = last_report;
     while (!stop && !done(steps_before + steps)) {
       const auto obs = batch.observations();
       const std::span<const std::byte> obs_bytes_view(
           reinterpret_cast<const std::byte*>(obs.data()), obs.size_bytes());
       const std::size_t n = protocol::encode_step(
           step_frame, obs_spec.type, {run_ids, rewards, dones, truncateds, obs_bytes_view});
+      const auto t_send = clock::now();
+      period.env_seconds += std::chrono::duration<double>(t_send - t_env).count();
       write(conn, std::span<const std::byte>(step_frame).first(n));
       read_frame(conn, h, frame);
+      t_env = clock::now();
+      period.wait_seconds += std::chrono::duration<double>(t_env - t_send).count();
+      ++period.steps;
       if (h.type == protocol::message_type::error || h.type == protocol::message_type::close) {
         protocol::status_message m;
         protocol::decode_status(frame, m);
@@ -177,6 +192,12 @@ class actor {
         truncateds[i] = batch.truncated()[i];
       }
       ++steps;
+      if (config_.stats_interval.count() > 0 && t_env - last_report >= config_.stats_interval) {
+        protocol::encode_actor_stats(stats_frame, period);
+        write(conn, stats_frame);
+        period = {};
+        last_report = t_env;
+      }
     }
     return steps;
   }

@@ -78,7 +78,89 @@ struct learner_stats {
   double seconds_inference = 0.0;          ///< inference thread busy
   double seconds_waiting_for_data = 0.0;   ///< trainer idle
   double seconds_training = 0.0;           ///< trainer busy
+  // Per request (one actor step), from the learner's side: arrival to the start of its batch's
+  // inference, and from there to its actions being written.
+  std::int64_t requests = 0;
+  double request_seconds_batching = 0.0;   ///< summed over requests
+  double request_seconds_inference = 0.0;  ///< summed over requests
+  // As reported by actors (actor_stats messages); round trips, time stepping environments and
+  // time from writing a step until its actions were read (link + batching + inference).
+  std::int64_t actor_steps = 0;
+  double actor_seconds_env = 0.0;
+  double actor_seconds_waiting = 0.0;
 };
+
+/// The stage that limits a run, judged from two snapshots of learner_stats (see
+/// `binding_stage`).
+enum class run_bound : std::uint8_t { unknown, env, link, batching, inference, training };
+
+/// A readable name: "env-bound", "link-bound", ...
+constexpr const char* to_string(run_bound b) noexcept {
+  switch (b) {
+    case run_bound::env:
+      return "env-bound";
+    case run_bound::link:
+      return "link-bound";
+    case run_bound::batching:
+      return "batching-bound";
+    case run_bound::inference:
+      return "inference-bound";
+    case run_bound::training:
+      return "training-bound";
+    case run_bound::unknown:
+      break;
+  }
+  return "unknown";
+}
+
+/// Mean time per actor round trip in each stage between two snapshots, in seconds.
+struct stage_times {
+  double env = 0.0;             ///< actor stepping its environments
+  double link = 0.0;            ///< on the wire both ways (actor's wait minus the learner's time)
+  double batching = 0.0;        ///< in the learner, waiting for the request's batch to start
+  double inference = 0.0;       ///< in the learner, batch inference until the actions are written
+  double inference_busy = 0.0;  ///< fraction of wall time the inference thread worked
+  double training_busy = 0.0;   ///< fraction of wall time the trainer worked
+};
+
+/// Stage times between snapshots `before` and `after`, taken `seconds` apart.
+inline stage_times stage_times_between(const learner_stats& before, const learner_stats& after,
+                                       double seconds) {
+  stage_times t;
+  const auto per = [](double sum, std::int64_t n) {
+    return n > 0 ? sum / static_cast<double>(n) : 0.0;
+  };
+  const std::int64_t steps = after.actor_steps - before.actor_steps;
+  const std::int64_t requests = after.requests - before.requests;
+  t.env = per(after.actor_seconds_env - before.actor_seconds_env, steps);
+  const double wait = per(after.actor_seconds_waiting - before.actor_seconds_waiting, steps);
+  t.batching = per(after.request_seconds_batching - before.request_seconds_batching, requests);
+  t.inference = per(after.request_seconds_inference - before.request_seconds_inference, requests);
+  t.link = std::max(0.0, wait - t.batching - t.inference);
+  if (seconds > 0.0) {
+    t.inference_busy = (after.seconds_inference - before.seconds_inference) / seconds;
+    t.training_busy = (after.seconds_training - before.seconds_training) / seconds;
+  }
+  return t;
+}
+
+/// Which stage limits throughput: training or inference when their thread is busy over 90% of
+/// the time (a saturated thread is the bottleneck whatever the actors see); otherwise the
+/// largest share of an actor's round trip. Unknown before any actor reported its times.
+inline run_bound binding_stage(const stage_times& t) noexcept {
+  if (t.training_busy > 0.9)
+    return run_bound::training;
+  if (t.inference_busy > 0.9)
+    return run_bound::inference;
+  const double parts[] = {t.env, t.link, t.batching, t.inference};
+  if (parts[0] + parts[1] + parts[2] + parts[3] <= 0.0)
+    return run_bound::unknown;
+  const auto i = static_cast<std::size_t>(std::max_element(std::begin(parts), std::end(parts)) -
+                                          std::begin(parts));
+  constexpr run_bound bounds[] = {run_bound::env, run_bound::link, run_bound::batching,
+                                  run_bound::inference};
+  return bounds[i];
+}
 
 /// See the file comment.
 template <class Net, class Opt, class Tr>
@@ -135,8 +217,9 @@ class learner {
   /// Serves one already-connected actor (e.g. from a test) in a thread of its own.
   void serve_connection(connection_type c) { spawn_connection(std::move(c)); }
 
-  /// Graceful shutdown: stop accepting, close every connection, drain the batcher, stop the
-  /// trainer, join every thread. Safe to call twice.
+  /// Graceful shutdown: stop accepting, answer what is already batched, tell every actor with
+  /// a close frame (`shutting_down`, so that it reconnects to the next learner), close every
+  /// connection, stop the trainer, join every thread. Safe to call twice.
   void stop() {
     if (stopping_.exchange(true))
       return;
@@ -144,15 +227,31 @@ class learner {
       std::lock_guard lock(connections_mutex_);
       for (auto& l : listeners_)
         l->close();
-      for (auto& c : connections_)
-        c->conn.close();
     }
     for (auto& t : accept_threads_)
       t.join();
-    batcher_.shutdown();
-    queue_.close();
+    batcher_.shutdown();  // requests already batched are still answered
+    queue_.close();       // so that inference never blocks on a full training queue
     if (inference_thread_.joinable())
       inference_thread_.join();
+    std::vector<std::byte> goodbye;
+    protocol::encode_close({protocol::error_code::shutting_down, "the learner is stopping"},
+                           goodbye);
+    {
+      std::lock_guard lock(connections_mutex_);
+      for (auto& c : connections_) {
+        std::lock_guard write(c->write_mutex);
+        if (c->open && c->conn.is_open()) {
+          try {
+            const std::span<const std::byte> bufs[] = {goodbye};
+            c->conn.write(bufs);
+          } catch (const std::exception&) {
+            // Best effort: the actor may be gone already.
+          }
+        }
+        c->conn.close();
+      }
+    }
     if (trainer_thread_.joinable())
       trainer_thread_.join();
     std::lock_guard lock(connections_mutex_);
@@ -160,6 +259,12 @@ class learner {
       if (c->thread.joinable())
         c->thread.join();
     }
+  }
+
+  /// Connections the learner still holds (open, or finished and not yet joined); for tests.
+  std::size_t held_connections() const {
+    std::lock_guard lock(connections_mutex_);
+    return connections_.size();
   }
 
   /// A consistent copy of the counters.
@@ -202,8 +307,11 @@ class learner {
     std::vector<std::byte> frame;  // incoming frame payload
     std::vector<std::byte> reply;  // outgoing actions frame
     protocol::step_view step;
+    std::chrono::steady_clock::time_point received;  // when the step in the batcher arrived
+    std::mutex write_mutex;  // the inference thread, refusals and stop() may all write
     std::atomic<bool> open{true};
-    std::mutex mutex;  // guards in_flight for the closing handshake
+    std::atomic<bool> finished{false};  // its thread has nothing left to do: may be joined
+    std::mutex mutex;                   // guards in_flight for the closing handshake
     std::condition_variable idle;
     int in_flight = 0;
   };
@@ -236,9 +344,25 @@ class learner {
     std::lock_guard lock(connections_mutex_);
     if (stopping_)
       return;
+    reap_finished_connections();
     connections_.push_back(std::make_unique<connection_state>(std::move(c)));
     connection_state* s = connections_.back().get();
     s->thread = std::thread([this, s] { connection_loop(*s); });
+  }
+
+  /// Joins and frees connections whose thread has finished, so that actors that come and go
+  /// (reconnects, restarts) do not accumulate. A finished connection has no request left in
+  /// any batch (its thread waited for that), so nothing else refers to it. Called with
+  /// connections_mutex_ held.
+  void reap_finished_connections() {
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if ((*it)->finished.load(std::memory_order_acquire)) {
+        (*it)->thread.join();
+        it = connections_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
 
   /// Sends an error (or reject) frame best effort, logs, and closes the connection.
@@ -250,6 +374,7 @@ class learner {
       std::vector<std::byte> frame;
       protocol::encode_status(type, {code, why}, frame);
       const std::span<const std::byte> bufs[] = {frame};
+      std::lock_guard lock(s.write_mutex);
       s.conn.write(bufs);
     } catch (const std::exception&) {
       // The peer may already be gone; the log line above is what matters.
@@ -275,6 +400,12 @@ class learner {
   }
 
   void connection_loop(connection_state& s) {
+    serve_actor(s);
+    s.finished.store(true, std::memory_order_release);
+  }
+
+  /// Handshake, then steps until the actor leaves, misbehaves or the learner stops.
+  void serve_actor(connection_state& s) {
     bool registered = false;
     try {
       protocol::frame_header h{};
@@ -335,6 +466,19 @@ class learner {
           break;
         if (h.type == protocol::message_type::keepalive)
           continue;
+        if (h.type == protocol::message_type::actor_stats) {
+          protocol::actor_stats m;
+          code = protocol::decode_actor_stats(s.frame, m, &why);
+          if (code != protocol::error_code::none) {
+            refuse(s, protocol::message_type::error, code, why);
+            break;
+          }
+          std::lock_guard lock(stats_mutex_);
+          stats_.actor_steps += static_cast<std::int64_t>(m.steps);
+          stats_.actor_seconds_env += m.env_seconds;
+          stats_.actor_seconds_waiting += m.wait_seconds;
+          continue;
+        }
         if (h.type == protocol::message_type::close) {
           log("seedrl learner: actor " + s.name + " said goodbye");
           break;
@@ -361,6 +505,7 @@ class learner {
           std::lock_guard lock(s.mutex);
           ++s.in_flight;
         }
+        s.received = std::chrono::steady_clock::now();
         const bool accepted = batcher_.submit(
             &s, s.num_envs, [&](payload& p, std::size_t first) { fill(s, p, first); });
         if (!accepted) {
@@ -490,18 +635,24 @@ class learner {
                                     std::span<const std::int32_t>(actions).first(B),
                                     std::span(logp).first(B));
       // Answer every request before the slower bookkeeping, to keep the actors' round trip short.
+      double batching_seconds = 0.0, answer_seconds = 0.0;
       for (const auto& e : batch->entries) {
         auto& s = *static_cast<connection_state*>(e.requester);
+        // Read before answering: once answered, the actor's next step overwrites `received`.
+        batching_seconds += std::chrono::duration<double>(t_start - s.received).count();
         if (s.open) {
           try {
             protocol::encode_discrete_actions(
                 s.reply, std::span<const std::int32_t>(actions).subspan(e.first_row, e.rows));
             const std::span<const std::byte> bufs[] = {s.reply};
+            std::lock_guard lock(s.write_mutex);
             s.conn.write(bufs);
           } catch (const std::exception&) {
             s.conn.close();  // its reader notices and cleans up
           }
         }
+        const auto answered = std::chrono::steady_clock::now();
+        answer_seconds += std::chrono::duration<double>(answered - t_start).count();
       }
       slots.lock();
       for (std::size_t r = 0; r < B; ++r) {
@@ -530,6 +681,7 @@ class learner {
         if (--s.in_flight == 0 && !s.open)
           s.idle.notify_all();
       }
+      const auto requests = static_cast<std::int64_t>(batch->entries.size());
       batcher_.release(batch);
       const auto t_end = std::chrono::steady_clock::now();
       std::lock_guard lock(stats_mutex_);
@@ -539,6 +691,9 @@ class learner {
       stats_.seconds_waiting_for_batch +=
           std::chrono::duration<double>(t_start - idle_since).count();
       stats_.seconds_inference += std::chrono::duration<double>(t_end - t_start).count();
+      stats_.requests += requests;
+      stats_.request_seconds_batching += batching_seconds;
+      stats_.request_seconds_inference += answer_seconds;
       for (const auto& f : finished) {
         ++stats_.episodes;
         // Ring of the last 100 returns with a running sum: O(1) and allocation-free per episode.

@@ -1,0 +1,102 @@
+// One learner, written once against the Transport concept, trains over TCP, Unix sockets and
+// the in-process pipes alike: actors connect, are answered, unrolls reach the trainer, and
+// stop() ends everything.
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "seedrl/env/cartpole.hpp"
+#include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/optim/adam.hpp"
+#include "seedrl/runtime/actor.hpp"
+#include "seedrl/runtime/learner.hpp"
+#include "seedrl/transport/in_process.hpp"
+#include "seedrl/transport/tcp.hpp"
+#include "seedrl/transport/unix_socket.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string unique_suffix() {
+  static std::atomic<int> counter{0};
+  return std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+}
+
+struct tcp_link {
+  using transport_type = seedrl::tcp_transport;
+  static seedrl::tcp_endpoint listen_at() { return {"127.0.0.1", 0}; }
+};
+struct unix_link {
+  using transport_type = seedrl::unix_transport;
+  static seedrl::unix_endpoint listen_at() {
+    return {
+        (std::filesystem::temp_directory_path() / ("seedrl-learner-" + unique_suffix() + ".sock"))
+            .string()};
+  }
+};
+struct in_process_link {
+  using transport_type = seedrl::in_process_transport;
+  static seedrl::in_process_endpoint listen_at() { return {"learner-" + unique_suffix()}; }
+};
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("the learner trains with actors over each transport", "[learner][links]",
+                   tcp_link, unix_link, in_process_link) {
+  using transport_t = typename TestType::transport_type;
+  using net_t = seedrl::mlp_lstm_agent<float>;
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, transport_t>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {16};
+  nc.lstm_size = 16;
+  seedrl::learner_config lc;
+  lc.unroll_length = 5;
+  lc.batch_size = 4;
+  lc.batching.max_batch = 8;
+  lc.batching.deadline = 1ms;
+  lc.batching.max_request_rows = 8;
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  transport_t transport;
+  auto listener = transport.listen(TestType::listen_at());
+  const auto endpoint = listener.local_endpoint();
+  learner.start();
+  learner.serve(std::move(listener));
+
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> actors;
+  for (int i = 0; i < 2; ++i) {
+    actors.emplace_back([&, i] {
+      seedrl::actor_config ac;
+      ac.num_envs = 3;
+      ac.seed = static_cast<std::uint64_t>(i) + 1;
+      seedrl::actor<seedrl::cartpole, std::function<typename transport_t::connection_type()>> a(
+          ac, [](std::size_t) { return seedrl::cartpole{}; },
+          [&] { return transport.connect(endpoint); });
+      a.run(stop);
+    });
+  }
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < until &&
+         (learner.stats().train_steps < 5 || learner.stats().connected_actors < 2))
+    std::this_thread::sleep_for(1ms);
+  const auto s = learner.stats();
+  CHECK(s.connected_actors == 2);
+  CHECK(s.train_steps >= 5);
+  // Every unroll holds T steps of 6 envs; 5 training steps of 4 unrolls need >= 100 frames.
+  CHECK(s.frames >= 100);
+  CHECK(learner.parameter_version() > 1);
+  stop = true;
+  for (auto& t : actors)
+    t.join();
+  learner.stop();
+  CHECK(learner.stats().connected_actors == 0);
+}
