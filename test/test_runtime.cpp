@@ -6,10 +6,12 @@
 #include <thread>
 #include <vector>
 
+#include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/runtime/batcher.hpp"
 #include "seedrl/runtime/bounded_queue.hpp"
 #include "seedrl/runtime/env_state_store.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
+#include "seedrl/runtime/policy.hpp"
 #include "seedrl/runtime/unroll_builder.hpp"
 
 namespace {
@@ -301,4 +303,56 @@ TEST_CASE("parameter_store readers never see a torn update", "[runtime][params][
   writer.join();
   CHECK(updates > 0);
   CHECK(mine[0] == 200.0f);
+}
+
+TEST_CASE("policy keeps per-env LSTM state and resets it where an episode starts",
+          "[runtime][policy]") {
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 6;
+  nc.seed = 4;
+  using net_t = seedrl::mlp_lstm_agent<double>;
+  const net_t net(nc);
+  constexpr std::size_t B = 3, O = 4, A = 2;
+  seedrl::policy<net_t> policy(net, B);
+
+  // Reference: the same network driven by hand, one environment at a time, with the state
+  // and previous action kept here.
+  net_t ref(net);
+  std::vector<net_t::state_type> states;
+  for (std::size_t i = 0; i < B; ++i)
+    states.push_back(ref.initial_state(1));
+  std::vector<std::int32_t> prev(B, 0);
+  seedrl::random_generator rng(9);
+  std::vector<double> obs(B * O), rewards(B);
+  std::vector<std::uint8_t> dones(B, 1);
+  for (int t = 0; t < 12; ++t) {
+    for (auto& x : obs)
+      x = rng.uniform() - 0.5;
+    for (auto& r : rewards)
+      r = rng.uniform();
+    if (t == 5)
+      dones[1] = 1;  // env 1 starts a new episode mid-run
+    const auto actions = policy.act(obs, rewards, dones);
+    for (std::size_t i = 0; i < B; ++i) {
+      if (dones[i] != 0)
+        prev[i] = 0;
+      std::vector<double> logits(A), value(1);
+      seedrl::agent_step_output<double> out{logits, value};
+      const std::int32_t p = prev[i];
+      const std::uint8_t d = dones[i];
+      ref.infer(
+          {std::span<const double>(obs).subspan(i * O, O),
+           std::span<const double>(rewards).subspan(i, 1), std::span(&d, 1), std::span(&p, 1)},
+          states[i], out);
+      const std::int32_t greedy = logits[1] > logits[0] ? 1 : 0;
+      INFO("step " << t << " env " << i);
+      CHECK(actions[i] == greedy);
+      CHECK(policy.values()[i] == Approx(value[0]).epsilon(1e-12));
+      prev[i] = actions[i];
+    }
+    std::fill(dones.begin(), dones.end(), 0);
+  }
+  CHECK_THROWS_AS(policy.act(obs, std::span<const double>(rewards).first(2), dones),
+                  std::invalid_argument);
 }
