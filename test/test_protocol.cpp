@@ -177,7 +177,7 @@ TEST_CASE("decode_header rejects each malformed header with its code", "[protoco
   CHECK(p::decode_header(h, 1000, out, &why) == ec::unsupported_version);
   CHECK(why.find("version 2") != std::string::npos);
 
-  for (std::uint16_t bad_type : {0, 10, 0xFFFF}) {
+  for (std::uint16_t bad_type : {0, 14, 0xFFFF}) {
     reset();
     h[6] = static_cast<std::byte>(bad_type & 0xFF);
     h[7] = static_cast<std::byte>(bad_type >> 8);
@@ -375,6 +375,22 @@ TEST_CASE("decode_hello rejects each malformed field with its code", "[protocol]
     raw.insert(raw.end(), good.begin() + kind_at, good.end());
     CHECK(decode_hello_frame(raw, &why) == ec::bad_handshake);
     CHECK(why.find("2^31") != std::string::npos);
+  }
+
+  // Found by fuzzing: [2^32-1, 2^32-1] saturates the element count at 2^63, and 2^63 times a
+  // 2-, 4- or 8-byte element wraps to 0, which passed the byte limit. Still too large.
+  {
+    bytes raw(good.begin(), good.begin() + rank_at);
+    for (unsigned v : {2u, 0u, 0u, 0xFFu, 0xFFu, 0xFFu, 0xFFu, 0xFFu, 0xFFu, 0xFFu, 0xFFu}) {
+      raw.push_back(static_cast<std::byte>(v));  // rank 2, [2^32-1, 2^32-1]
+    }
+    raw.insert(raw.end(), good.begin() + kind_at, good.end());
+    CHECK(decode_hello_frame(raw, &why) == ec::bad_handshake);
+    CHECK(why.find("2^31") != std::string::npos);
+    p::hello h = cartpole_hello();
+    h.observation.shape = seedrl::tensor_shape{4294967295, 4294967295};
+    bytes f;
+    CHECK_THROWS_AS(p::encode_hello(h, f), std::invalid_argument);
   }
 
   // Continuous bounds: low must be below high, and neither NaN.
@@ -855,12 +871,61 @@ TEST_CASE("decode_actor_stats rejects bad sizes and times", "[protocol]") {
   }
 }
 
+TEST_CASE("authentication frames encode to their documented bytes and decode back", "[protocol]") {
+  std::array<std::byte, 32> a{}, b{};
+  for (std::size_t i = 0; i < 32; ++i) {
+    a[i] = static_cast<std::byte>(i);
+    b[i] = static_cast<std::byte>(0x20 + i);
+  }
+  bytes f;
+  p::encode_auth_request(f);
+  CHECK(to_hex(f) == to_hex(from_hex("5344524c 0100 0a00 04000000 00000000 0100 0000")));
+  p::frame_header h{};
+  std::span<const std::byte> payload;
+  REQUIRE(p::decode_frame(f, p::default_max_payload, h, payload) == ec::none);
+  CHECK(p::decode_auth_request(payload) == ec::none);
+
+  p::encode_auth_challenge(a, f);
+  REQUIRE(f.size() == 16 + 36);
+  CHECK(to_hex(std::span<const std::byte>(f).first(20)) ==
+        to_hex(from_hex("5344524c 0100 0b00 24000000 00000000 0100 0000")));
+  REQUIRE(p::decode_frame(f, p::default_max_payload, h, payload) == ec::none);
+  std::array<std::byte, 32> n{}, q{};
+  REQUIRE(p::decode_auth_challenge(payload, n) == ec::none);
+  CHECK(n == a);
+
+  p::encode_auth_response(a, b, f);
+  REQUIRE(p::decode_frame(f, p::default_max_payload, h, payload) == ec::none);
+  CHECK(h.type == p::message_type::auth_response);
+  REQUIRE(p::decode_auth_response(payload, n, q) == ec::none);
+  CHECK(n == a);
+  CHECK(q == b);
+
+  p::encode_auth_confirm(b, f);
+  REQUIRE(p::decode_frame(f, p::default_max_payload, h, payload) == ec::none);
+  REQUIRE(p::decode_auth_confirm(payload, q) == ec::none);
+  CHECK(q == b);
+
+  // One valid size each: longer is refused from the header, shorter by the decoder.
+  std::array<std::byte, p::header_size> hdr{};
+  p::encode_header(hdr, p::message_type::auth_confirm, 33);
+  CHECK(p::decode_header(hdr, p::default_max_payload, h) == ec::frame_too_large);
+  CHECK(p::decode_auth_confirm(payload.first(31), q) == ec::truncated_frame);
+  // Version and reserved words are checked.
+  p::encode_auth_request(f);
+  f[16] = std::byte{2};
+  CHECK(p::decode_auth_request(payload_of(f)) == ec::unsupported_version);
+  f[16] = std::byte{1};
+  f[18] = std::byte{1};
+  CHECK(p::decode_auth_request(payload_of(f)) == ec::bad_reserved_bits);
+}
+
 TEST_CASE("names of codes and types and who may send what", "[protocol]") {
-  for (std::uint16_t c = 0; c <= 18; ++c) {
+  for (std::uint16_t c = 0; c <= 20; ++c) {
     CHECK(std::string(p::to_string(static_cast<ec>(c))) != "unknown");
   }
   CHECK(std::string(p::to_string(ec::spec_mismatch)) == "spec_mismatch");
-  CHECK(std::string(p::to_string(static_cast<ec>(19))) == "unknown");
+  CHECK(std::string(p::to_string(static_cast<ec>(21))) == "unknown");
   CHECK(std::string(p::to_string(p::message_type::actor_stats)) == "actor_stats");
   CHECK(std::string(p::to_string(p::message_type::actions)) == "actions");
   using t = p::message_type;
@@ -873,6 +938,14 @@ TEST_CASE("names of codes and types and who may send what", "[protocol]") {
   CHECK_FALSE(p::learner_may_send(t::hello));
   CHECK(p::actor_may_send(t::actor_stats));
   CHECK_FALSE(p::learner_may_send(t::actor_stats));
+  for (t a : {t::auth_request, t::auth_response}) {
+    CHECK(p::actor_may_send(a));
+    CHECK_FALSE(p::learner_may_send(a));
+  }
+  for (t l : {t::auth_challenge, t::auth_confirm}) {
+    CHECK(p::learner_may_send(l));
+    CHECK_FALSE(p::actor_may_send(l));
+  }
   for (t both : {t::error, t::close, t::keepalive}) {
     CHECK(p::actor_may_send(both));
     CHECK(p::learner_may_send(both));

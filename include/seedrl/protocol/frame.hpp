@@ -71,18 +71,31 @@ inline constexpr std::uint8_t flag_truncated = 0x02;
 
 /// Bytes of an actor_stats payload: u64 steps, f64 env_seconds, f64 wait_seconds.
 inline constexpr std::uint32_t actor_stats_payload_size = 24;
+/// Bytes of a handshake nonce or proof (docs/security.md).
+inline constexpr std::size_t auth_field_size = 32;
+/// The authenticated handshake's version, sent in auth_request and auth_challenge.
+inline constexpr std::uint16_t auth_version = 1;
+/// Exact payload sizes of the four authentication messages (docs/security.md).
+inline constexpr std::uint32_t auth_request_payload_size = 4;
+inline constexpr std::uint32_t auth_challenge_payload_size = 36;
+inline constexpr std::uint32_t auth_response_payload_size = 64;
+inline constexpr std::uint32_t auth_confirm_payload_size = 32;
 
 /// What a frame carries. The numeric values are part of the wire protocol.
 enum class message_type : std::uint16_t {
-  hello = 1,        ///< actor -> learner: who I am, what my environments look like
-  welcome = 2,      ///< learner -> actor: handshake accepted, env slots assigned
-  reject = 3,       ///< learner -> actor: handshake refused; the learner then closes
-  step = 4,         ///< actor -> learner: rewards, flags and observations of all envs
-  actions = 5,      ///< learner -> actor: one action per env, answering the last step
-  error = 6,        ///< either way: a protocol violation; the sender then closes
-  close = 7,        ///< either way: orderly goodbye; the sender sends nothing more
-  keepalive = 8,    ///< either way: empty; proves liveness on an idle connection
-  actor_stats = 9,  ///< actor -> learner: where the actor's time went, for the progress line
+  hello = 1,            ///< actor -> learner: who I am, what my environments look like
+  welcome = 2,          ///< learner -> actor: handshake accepted, env slots assigned
+  reject = 3,           ///< learner -> actor: handshake refused; the learner then closes
+  step = 4,             ///< actor -> learner: rewards, flags and observations of all envs
+  actions = 5,          ///< learner -> actor: one action per env, answering the last step
+  error = 6,            ///< either way: a protocol violation; the sender then closes
+  close = 7,            ///< either way: orderly goodbye; the sender sends nothing more
+  keepalive = 8,        ///< either way: empty; proves liveness on an idle connection
+  actor_stats = 9,      ///< actor -> learner: where the actor's time went, for the progress line
+  auth_request = 10,    ///< actor -> learner: start of the authenticated handshake
+  auth_challenge = 11,  ///< learner -> actor: the learner's nonce
+  auth_response = 12,   ///< actor -> learner: the actor's nonce and proof
+  auth_confirm = 13,    ///< learner -> actor: the learner's proof
 };
 
 /// A readable name, for logs.
@@ -106,6 +119,14 @@ constexpr const char* to_string(message_type t) noexcept {
       return "keepalive";
     case message_type::actor_stats:
       return "actor_stats";
+    case message_type::auth_request:
+      return "auth_request";
+    case message_type::auth_challenge:
+      return "auth_challenge";
+    case message_type::auth_response:
+      return "auth_response";
+    case message_type::auth_confirm:
+      return "auth_confirm";
   }
   return "unknown";
 }
@@ -113,19 +134,22 @@ constexpr const char* to_string(message_type t) noexcept {
 /// Whether `t` is one of the v1 message types; any other value on the wire is a violation.
 constexpr bool is_known(message_type t) noexcept {
   const auto v = static_cast<std::uint16_t>(t);
-  return v >= 1 && v <= 9;
+  return v >= 1 && v <= 13;
 }
 
 /// Whether an actor may send `t`; the learner answers any other type with unexpected_message.
 constexpr bool actor_may_send(message_type t) noexcept {
   return t == message_type::hello || t == message_type::step || t == message_type::error ||
-         t == message_type::close || t == message_type::keepalive || t == message_type::actor_stats;
+         t == message_type::close || t == message_type::keepalive ||
+         t == message_type::actor_stats || t == message_type::auth_request ||
+         t == message_type::auth_response;
 }
 
 /// Whether the learner may send `t`; the actor treats any other type as unexpected_message.
 constexpr bool learner_may_send(message_type t) noexcept {
   return t == message_type::welcome || t == message_type::reject || t == message_type::actions ||
-         t == message_type::error || t == message_type::close || t == message_type::keepalive;
+         t == message_type::error || t == message_type::close || t == message_type::keepalive ||
+         t == message_type::auth_challenge || t == message_type::auth_confirm;
 }
 
 /// Why a frame or a connection was refused. Sent as u16 in reject, error and close frames; the
@@ -135,7 +159,7 @@ enum class error_code : std::uint16_t {
   none = 0,                    ///< no error; the code of a normal close
   bad_magic = 1,               ///< header does not start with "SDRL"
   unsupported_version = 2,     ///< header or hello version is not 1
-  unknown_message_type = 3,    ///< header type is not 1..9
+  unknown_message_type = 3,    ///< header type is not 1..13
   frame_too_large = 4,         ///< payload or a text field exceeds its limit
   truncated_frame = 5,         ///< payload shorter than its fields say, or trailing bytes
   bad_reserved_bits = 6,       ///< a reserved field or undefined flag bit is not zero
@@ -151,6 +175,8 @@ enum class error_code : std::uint16_t {
   bad_action = 16,             ///< actions frame holds an action outside the action spec
   idle_timeout = 17,           ///< nothing arrived for 3 keepalive intervals
   bad_actor_stats = 18,        ///< an actor_stats time is negative, NaN or infinite
+  auth_failed = 19,            ///< a handshake proof did not verify (docs/security.md)
+  auth_required = 20,          ///< the learner requires authentication; hello came first
 };
 
 /// The enumerator's name ("bad_magic"), for logs; "unknown" for values this version lacks.
@@ -194,6 +220,10 @@ constexpr const char* to_string(error_code c) noexcept {
       return "idle_timeout";
     case error_code::bad_actor_stats:
       return "bad_actor_stats";
+    case error_code::auth_failed:
+      return "auth_failed";
+    case error_code::auth_required:
+      return "auth_required";
   }
   return "unknown";
 }
@@ -379,6 +409,13 @@ class frame_writer {
   void f64(double v) {
     grow(8, [&](std::byte* p) { store_f64(p, v); });
   }
+  void bytes(std::span<const std::byte> b) {
+    grow(b.size(), [&](std::byte* p) {
+      if (!b.empty()) {
+        std::memcpy(p, b.data(), b.size());
+      }
+    });
+  }
   void bytes(std::string_view s) {
     grow(s.size(), [&](std::byte* p) {
       if (!s.empty()) {
@@ -432,7 +469,7 @@ class field_reader {
 
 /// A decoded frame header; magic, version and the reserved word are checked, not kept.
 struct frame_header {
-  message_type type = message_type::keepalive;  ///< a known type (1..9)
+  message_type type = message_type::keepalive;  ///< a known type (1..13)
   std::uint32_t payload_length = 0;             ///< within payload_limit(type, max_payload)
 };
 
@@ -448,6 +485,14 @@ constexpr std::uint32_t payload_limit(message_type t, std::uint32_t max_payload)
       return 0;
     case message_type::actor_stats:
       return actor_stats_payload_size;
+    case message_type::auth_request:
+      return auth_request_payload_size;
+    case message_type::auth_challenge:
+      return auth_challenge_payload_size;
+    case message_type::auth_response:
+      return auth_response_payload_size;
+    case message_type::auth_confirm:
+      return auth_confirm_payload_size;
     default:
       return max_control_payload;
   }
@@ -670,9 +715,9 @@ inline error_code check_hello_fields(const hello& h, std::string* why) {
   if (!check_wire_shape(h.observation.shape, "observation", &problem)) {
     return fail(why, error_code::bad_handshake, "hello: " + problem);
   }
-  const std::uint64_t obs_bytes =
-      saturating_elements(h.observation.shape) * size_of(h.observation.type);
-  if (obs_bytes > max_observation_bytes) {
+  // Compare element counts, not bytes: a saturated count times the element size would wrap.
+  if (saturating_elements(h.observation.shape) >
+      max_observation_bytes / size_of(h.observation.type)) {
     return fail(why, error_code::bad_handshake,
                 "hello: observation of " + h.observation.shape.to_string() + " " +
                     to_string(h.observation.type) + " exceeds 2^31 bytes");
@@ -1442,6 +1487,121 @@ inline error_code decode_actor_stats(std::span<const std::byte> payload, actor_s
     }
   }
   out = m;
+  return error_code::none;
+}
+
+// ---------------------------------------------------------------------------------------------
+// authenticated handshake (docs/security.md): the byte layouts only; the proofs are computed
+// by seedrl/security/challenge.hpp.
+
+/// 32 bytes of a nonce or a proof.
+using auth_bytes = std::span<const std::byte, auth_field_size>;
+
+/// Writes a whole auth_request frame into `frame`, replacing its contents.
+inline void encode_auth_request(std::vector<std::byte>& frame) {
+  detail::frame_writer w(frame, message_type::auth_request);
+  w.u16(auth_version);
+  w.u16(0);
+  w.finish();
+}
+
+/// Writes a whole auth_challenge frame carrying the learner's nonce.
+inline void encode_auth_challenge(auth_bytes learner_nonce, std::vector<std::byte>& frame) {
+  detail::frame_writer w(frame, message_type::auth_challenge);
+  w.u16(auth_version);
+  w.u16(0);
+  w.bytes(learner_nonce);
+  w.finish();
+}
+
+/// Writes a whole auth_response frame: the actor's nonce, then its proof.
+inline void encode_auth_response(auth_bytes actor_nonce, auth_bytes actor_proof,
+                                 std::vector<std::byte>& frame) {
+  detail::frame_writer w(frame, message_type::auth_response);
+  w.bytes(actor_nonce);
+  w.bytes(actor_proof);
+  w.finish();
+}
+
+/// Writes a whole auth_confirm frame carrying the learner's proof.
+inline void encode_auth_confirm(auth_bytes learner_proof, std::vector<std::byte>& frame) {
+  detail::frame_writer w(frame, message_type::auth_confirm);
+  w.bytes(learner_proof);
+  w.finish();
+}
+
+namespace detail {
+
+/// Each authentication payload has exactly one valid size.
+inline error_code check_auth_size(std::span<const std::byte> payload, std::uint32_t want,
+                                  const char* what, std::string* why) {
+  if (payload.size() != want) {
+    return fail(why, error_code::truncated_frame,
+                std::string(what) + " payload of " + std::to_string(payload.size()) +
+                    " bytes, expected " + std::to_string(want));
+  }
+  return error_code::none;
+}
+
+/// Version and reserved word of auth_request and auth_challenge.
+inline error_code check_auth_version(std::span<const std::byte> payload, const char* what,
+                                     std::string* why) {
+  const std::uint16_t v = load_u16(payload.data());
+  if (v != auth_version) {
+    return fail(why, error_code::unsupported_version,
+                std::string(what) + " has authentication version " + std::to_string(v) +
+                    ", this peer speaks " + std::to_string(auth_version));
+  }
+  if (load_u16(payload.data() + 2) != 0)
+    return fail(why, error_code::bad_reserved_bits, std::string(what) + " reserved field is not 0");
+  return error_code::none;
+}
+
+}  // namespace detail
+
+/// Checks an auth_request payload: 4 bytes, version 1, reserved 0.
+inline error_code decode_auth_request(std::span<const std::byte> payload,
+                                      std::string* why = nullptr) {
+  if (auto e = detail::check_auth_size(payload, auth_request_payload_size, "auth_request", why);
+      e != error_code::none)
+    return e;
+  return detail::check_auth_version(payload, "auth_request", why);
+}
+
+/// Decodes an auth_challenge payload into the learner's nonce.
+inline error_code decode_auth_challenge(std::span<const std::byte> payload,
+                                        std::span<std::byte, auth_field_size> learner_nonce,
+                                        std::string* why = nullptr) {
+  if (auto e = detail::check_auth_size(payload, auth_challenge_payload_size, "auth_challenge", why);
+      e != error_code::none)
+    return e;
+  if (auto e = detail::check_auth_version(payload, "auth_challenge", why); e != error_code::none)
+    return e;
+  std::copy_n(payload.data() + 4, auth_field_size, learner_nonce.data());
+  return error_code::none;
+}
+
+/// Decodes an auth_response payload into the actor's nonce and proof.
+inline error_code decode_auth_response(std::span<const std::byte> payload,
+                                       std::span<std::byte, auth_field_size> actor_nonce,
+                                       std::span<std::byte, auth_field_size> actor_proof,
+                                       std::string* why = nullptr) {
+  if (auto e = detail::check_auth_size(payload, auth_response_payload_size, "auth_response", why);
+      e != error_code::none)
+    return e;
+  std::copy_n(payload.data(), auth_field_size, actor_nonce.data());
+  std::copy_n(payload.data() + auth_field_size, auth_field_size, actor_proof.data());
+  return error_code::none;
+}
+
+/// Decodes an auth_confirm payload into the learner's proof.
+inline error_code decode_auth_confirm(std::span<const std::byte> payload,
+                                      std::span<std::byte, auth_field_size> learner_proof,
+                                      std::string* why = nullptr) {
+  if (auto e = detail::check_auth_size(payload, auth_confirm_payload_size, "auth_confirm", why);
+      e != error_code::none)
+    return e;
+  std::copy_n(payload.data(), auth_field_size, learner_proof.data());
   return error_code::none;
 }
 

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -25,6 +26,8 @@
 #include "seedrl/env/env_batch.hpp"
 #include "seedrl/env/environment.hpp"
 #include "seedrl/protocol/frame.hpp"
+#include "seedrl/security/challenge.hpp"
+#include "seedrl/security/shared_secret.hpp"
 #include "seedrl/transport/transport_error.hpp"
 
 namespace seedrl {
@@ -41,6 +44,9 @@ struct actor_config {
   /// How often to tell the learner where the actor's time goes (an actor_stats frame); zero
   /// turns the reports off.
   std::chrono::milliseconds stats_interval{1000};
+  /// When set, the actor authenticates with docs/security.md's challenge-response before
+  /// hello, and refuses a learner that cannot prove it knows the same secret.
+  std::shared_ptr<const security::shared_secret> auth_secret;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -128,18 +134,16 @@ class actor {
     const auto obs_spec = batch.observation_spec();
     const auto act_spec = batch.action_spec();
     std::vector<std::byte> frame;
+    protocol::frame_header h{};
+    if (config_.auth_secret)
+      authenticate(conn, frame);
     protocol::encode_hello({config_.actor_id, static_cast<std::uint32_t>(config_.num_envs),
                             obs_spec, act_spec, config_.name},
                            frame);
     write(conn, frame);
-    protocol::frame_header h{};
     read_frame(conn, h, frame);
-    if (h.type == protocol::message_type::reject) {
-      protocol::status_message m;
-      protocol::decode_status(frame, m);
-      throw actor_rejected("seedrl actor " + config_.name + ": the learner refused us: " +
-                           protocol::to_string(m.code) + ": " + m.message);
-    }
+    if (h.type == protocol::message_type::reject)
+      handle_reject(frame);
     if (h.type != protocol::message_type::welcome) {
       throw transport_error(std::string("expected welcome, got ") + protocol::to_string(h.type));
     }
@@ -200,6 +204,62 @@ class actor {
       }
     }
     return steps;
+  }
+
+  /// A reject ends this connection. Codes that can clear up (the learner is full, stopping or
+  /// timed us out) are retried with backoff; any other means this actor cannot be served as
+  /// configured (wrong specs, wrong secret), so it stops with the learner's reason.
+  [[noreturn]] void handle_reject(std::span<const std::byte> payload) {
+    protocol::status_message m;
+    protocol::decode_status(payload, m);
+    const std::string what =
+        std::string("the learner refused us: ") + protocol::to_string(m.code) + ": " + m.message;
+    using protocol::error_code;
+    if (m.code == error_code::too_many_envs || m.code == error_code::shutting_down ||
+        m.code == error_code::idle_timeout) {
+      throw transport_error(what);
+    }
+    throw actor_rejected("seedrl actor " + config_.name + ": " + what);
+  }
+
+  /// The actor's side of docs/security.md's challenge-response.
+  template <class C>
+  void authenticate(C& conn, std::vector<std::byte>& frame) {
+    protocol::encode_auth_request(frame);
+    write(conn, frame);
+    protocol::frame_header h{};
+    read_frame(conn, h, frame);
+    if (h.type == protocol::message_type::reject)
+      handle_reject(frame);
+    if (h.type != protocol::message_type::auth_challenge) {
+      throw transport_error(std::string("expected auth_challenge, got ") +
+                            protocol::to_string(h.type));
+    }
+    security::auth_nonce learner_nonce{};
+    std::string why;
+    if (protocol::decode_auth_challenge(frame, learner_nonce, &why) != protocol::error_code::none)
+      throw actor_rejected("seedrl actor " + config_.name + ": bad auth_challenge: " + why);
+    security::actor_handshake handshake(*config_.auth_secret);
+    const auto response = handshake.respond(learner_nonce);
+    protocol::encode_auth_response(response.actor_nonce, response.actor_proof, frame);
+    write(conn, frame);
+    read_frame(conn, h, frame);
+    if (h.type == protocol::message_type::reject)
+      handle_reject(frame);
+    security::auth_proof learner_proof{};
+    if (h.type != protocol::message_type::auth_confirm ||
+        protocol::decode_auth_confirm(frame, learner_proof, &why) != protocol::error_code::none ||
+        !handshake.verify_learner(learner_proof)) {
+      try {
+        protocol::encode_error({protocol::error_code::auth_failed, "authentication failed"}, frame);
+        write(conn, frame);
+      } catch (const std::exception&) {
+      }
+      conn.close();
+      throw actor_rejected("seedrl actor " + config_.name +
+                           ": the learner did not prove that it knows the shared secret; it is "
+                           "not the learner this actor was configured for");
+    }
   }
 
   template <class C>

@@ -43,6 +43,8 @@
 #include "seedrl/runtime/env_state_store.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
 #include "seedrl/runtime/unroll_builder.hpp"
+#include "seedrl/security/challenge.hpp"
+#include "seedrl/security/shared_secret.hpp"
 #include "seedrl/transport/transport_error.hpp"
 
 namespace seedrl {
@@ -57,6 +59,13 @@ struct learner_config {
   double max_grad_norm = 40.0;     ///< global-norm clipping
   std::uint32_t max_payload = protocol::default_max_payload;
   std::uint64_t seed = 0;  ///< action sampling
+  /// When set, every actor must pass the challenge-response of docs/security.md before hello.
+  std::shared_ptr<const security::shared_secret> auth_secret;
+  /// Longest time from accepting a connection to its welcome; a silent or slow peer is refused
+  /// with idle_timeout so it cannot hold a connection thread.
+  std::chrono::milliseconds handshake_timeout{10000};
+  /// Most connections held at once (open or in handshake); more are refused at accept.
+  std::size_t max_connections = 4096;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -204,6 +213,7 @@ class learner {
   void start() {
     inference_thread_ = std::thread([this] { inference_loop(); });
     trainer_thread_ = std::thread([this] { trainer_loop(); });
+    watchdog_thread_ = std::thread([this] { watchdog_loop(); });
   }
 
   /// Accepts actors on `listener` in a thread of its own until `stop()`.
@@ -228,6 +238,9 @@ class learner {
       for (auto& l : listeners_)
         l->close();
     }
+    watchdog_wake_.notify_all();
+    if (watchdog_thread_.joinable())
+      watchdog_thread_.join();
     for (auto& t : accept_threads_)
       t.join();
     batcher_.shutdown();  // requests already batched are still answered
@@ -298,7 +311,8 @@ class learner {
   /// One actor connection. Kept until the learner stops, so that a batch in flight can still
   /// point at it after its actor has gone.
   struct connection_state {
-    explicit connection_state(connection_type c) : conn(std::move(c)) {}
+    explicit connection_state(connection_type c)
+        : conn(std::move(c)), accepted(std::chrono::steady_clock::now()) {}
     connection_type conn;
     std::thread thread;
     std::string name;
@@ -311,6 +325,8 @@ class learner {
     std::mutex write_mutex;  // the inference thread, refusals and stop() may all write
     std::atomic<bool> open{true};
     std::atomic<bool> finished{false};  // its thread has nothing left to do: may be joined
+    std::chrono::steady_clock::time_point accepted;
+    std::atomic<bool> welcomed{false};  // handshake done: the watchdog leaves it alone
     std::mutex mutex;                   // guards in_flight for the closing handshake
     std::condition_variable idle;
     int in_flight = 0;
@@ -345,6 +361,13 @@ class learner {
     if (stopping_)
       return;
     reap_finished_connections();
+    if (connections_.size() >= config_.max_connections) {
+      connection_state refused(std::move(c));
+      refuse(refused, protocol::message_type::reject, protocol::error_code::too_many_envs,
+             "the learner already holds its maximum of " + std::to_string(config_.max_connections) +
+                 " connections");
+      return;
+    }
     connections_.push_back(std::make_unique<connection_state>(std::move(c)));
     connection_state* s = connections_.back().get();
     s->thread = std::thread([this, s] { connection_loop(*s); });
@@ -368,6 +391,10 @@ class learner {
   /// Sends an error (or reject) frame best effort, logs, and closes the connection.
   void refuse(connection_state& s, protocol::message_type type, protocol::error_code code,
               const std::string& why) {
+    if (type == protocol::message_type::reject) {
+      std::lock_guard lock(stats_mutex_);
+      ++stats_.rejected_connections;
+    }
     log("seedrl learner: closing " + s.conn.peer() + (s.name.empty() ? "" : " (" + s.name + ")") +
         ": " + protocol::to_string(code) + ": " + why);
     try {
@@ -399,6 +426,88 @@ class learner {
     return true;
   }
 
+  /// The learner's side of docs/security.md's challenge-response; true once the actor proved
+  /// it knows the secret and the learner's own proof was sent. Refuses and returns false
+  /// otherwise, so a peer without the secret never reaches hello, let alone the batcher.
+  bool authenticate(connection_state& s) {
+    protocol::frame_header h{};
+    if (!read_frame(s, h, false))
+      return false;
+    if (h.type == protocol::message_type::hello) {
+      refuse(s, protocol::message_type::reject, protocol::error_code::auth_required,
+             "this learner requires authentication: give the actor the shared secret "
+             "(SEEDRL_AUTH_SECRET or a secret file)");
+      return false;
+    }
+    if (h.type != protocol::message_type::auth_request) {
+      refuse(s, protocol::message_type::reject, protocol::error_code::unexpected_message,
+             std::string("expected auth_request first, got ") + protocol::to_string(h.type));
+      return false;
+    }
+    std::string why;
+    if (const auto code = protocol::decode_auth_request(s.frame, &why);
+        code != protocol::error_code::none) {
+      refuse(s, protocol::message_type::reject, code, why);
+      return false;
+    }
+    security::learner_handshake handshake(*config_.auth_secret);
+    std::vector<std::byte> frame;
+    protocol::encode_auth_challenge(handshake.challenge(), frame);
+    write_frame(s, frame);
+    if (!read_frame(s, h, false))
+      return false;
+    if (h.type != protocol::message_type::auth_response) {
+      refuse(s, protocol::message_type::reject, protocol::error_code::unexpected_message,
+             std::string("expected auth_response, got ") + protocol::to_string(h.type));
+      return false;
+    }
+    security::auth_nonce actor_nonce{};
+    security::auth_proof actor_proof{};
+    if (const auto code = protocol::decode_auth_response(s.frame, actor_nonce, actor_proof, &why);
+        code != protocol::error_code::none) {
+      refuse(s, protocol::message_type::reject, code, why);
+      return false;
+    }
+    const auto learner_proof = handshake.verify_actor(actor_nonce, actor_proof);
+    if (!learner_proof) {
+      // The same text whatever failed: the peer learns nothing from it.
+      refuse(s, protocol::message_type::reject, protocol::error_code::auth_failed,
+             "authentication failed");
+      return false;
+    }
+    protocol::encode_auth_confirm(*learner_proof, frame);
+    write_frame(s, frame);
+    return true;
+  }
+
+  void write_frame(connection_state& s, std::span<const std::byte> frame) {
+    const std::span<const std::byte> bufs[] = {frame};
+    std::lock_guard lock(s.write_mutex);
+    s.conn.write(bufs);
+  }
+
+  /// Refuses connections whose handshake takes longer than handshake_timeout: without it a
+  /// peer that connects and sends nothing would hold a thread until the learner stops.
+  void watchdog_loop() {
+    std::unique_lock wake_lock(watchdog_mutex_);
+    while (!stopping_) {
+      watchdog_wake_.wait_for(wake_lock, std::chrono::milliseconds(20));
+      if (stopping_)
+        break;
+      const auto now = std::chrono::steady_clock::now();
+      std::lock_guard lock(connections_mutex_);
+      for (auto& c : connections_) {
+        if (!c->welcomed && c->open && !c->finished &&
+            now - c->accepted > config_.handshake_timeout) {
+          c->open = false;
+          refuse(*c, protocol::message_type::reject, protocol::error_code::idle_timeout,
+                 "no complete handshake within " +
+                     std::to_string(config_.handshake_timeout.count()) + " ms");
+        }
+      }
+    }
+  }
+
   void connection_loop(connection_state& s) {
     serve_actor(s);
     s.finished.store(true, std::memory_order_release);
@@ -409,11 +518,17 @@ class learner {
     bool registered = false;
     try {
       protocol::frame_header h{};
+      if (config_.auth_secret && !authenticate(s))
+        return;
       if (!read_frame(s, h, false))
         return;
       if (h.type != protocol::message_type::hello) {
-        refuse(s, protocol::message_type::reject, protocol::error_code::unexpected_message,
-               std::string("expected hello first, got ") + protocol::to_string(h.type));
+        std::string why = std::string("expected hello first, got ") + protocol::to_string(h.type);
+        if (h.type == protocol::message_type::auth_request)
+          why +=
+              ": this learner runs without authentication (give it the shared secret too, or "
+              "start the actor without one)";
+        refuse(s, protocol::message_type::reject, protocol::error_code::unexpected_message, why);
         return;
       }
       protocol::hello hello;
@@ -455,13 +570,14 @@ class learner {
         const std::span<const std::byte> bufs[] = {frame};
         s.conn.write(bufs);
       }
+      s.welcomed = true;
       ++connected_;
       batcher_.add_connected(static_cast<std::ptrdiff_t>(s.num_envs));
       log("seedrl learner: actor " + s.name + " from " + s.conn.peer() + " connected with " +
           std::to_string(s.num_envs) + " envs");
       const std::size_t obs_bytes = obs_spec_.num_bytes();
       const std::size_t expected = protocol::step_payload_size(s.num_envs, obs_bytes);
-      while (!stopping_) {
+      for (;;) {  // until the actor leaves or stop() closes the link (after its goodbye)
         if (!read_frame(s, h, true))
           break;
         if (h.type == protocol::message_type::keepalive)
@@ -508,9 +624,18 @@ class learner {
         s.received = std::chrono::steady_clock::now();
         const bool accepted = batcher_.submit(
             &s, s.num_envs, [&](payload& p, std::size_t first) { fill(s, p, first); });
-        if (!accepted) {
-          std::lock_guard lock(s.mutex);
-          --s.in_flight;
+        if (!accepted) {  // the learner is stopping: tell the actor, as stop() does
+          {
+            std::lock_guard lock(s.mutex);
+            --s.in_flight;
+          }
+          std::vector<std::byte> goodbye;
+          protocol::encode_close({protocol::error_code::shutting_down, "the learner is stopping"},
+                                 goodbye);
+          try {
+            write_frame(s, goodbye);
+          } catch (const std::exception&) {
+          }
           break;
         }
       }
@@ -800,7 +925,9 @@ class learner {
   std::list<std::unique_ptr<connection_state>> connections_;
   std::vector<std::unique_ptr<listener_type>> listeners_;
   std::vector<std::thread> accept_threads_;
-  std::thread inference_thread_, trainer_thread_;
+  std::thread inference_thread_, trainer_thread_, watchdog_thread_;
+  std::mutex watchdog_mutex_;
+  std::condition_variable watchdog_wake_;
   std::atomic<bool> stopping_{false};
   std::atomic<std::size_t> connected_{0};
 
