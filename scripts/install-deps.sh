@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what seedrl's build needs on Debian 12, skipping what is already there.
 #   scripts/install-deps.sh              compiler, CMake, Eigen, Boost, Catch2, Google Benchmark
-#   scripts/install-deps.sh --test-tools also clang-format and Conan (from PyPI, into .venv)
+#   scripts/install-deps.sh --test-tools also clang-format, Conan, TensorBoard and matplotlib
+#                                        (the last three from PyPI, into .venv)
 # Runs apt-get through sudo when not root. The CUDA toolkit is optional and not installed
 # here: with nvcc on PATH the CUDA backend is built too.
 set -euo pipefail
@@ -12,7 +13,8 @@ test_tools=0
 packages=(build-essential cmake git pkg-config libeigen3-dev libboost-dev catch2 nlohmann-json3-dev
           libbenchmark-dev python3)
 if [ "$test_tools" = 1 ]; then
-  packages+=(clang-format python3-venv python3-pip)
+  # clang, libFuzzer's runtime (libclang_rt.fuzzer) and llvm-symbolizer: scripts/fuzz.sh.
+  packages+=(clang-format python3-venv python3-pip clang libclang-rt-dev llvm)
 fi
 
 # A python3 from elsewhere (e.g. pyenv) is as good as Debian's, with working venv and pip.
@@ -43,5 +45,15 @@ if [ "$test_tools" = 1 ] && [ ! -x "$root/.venv/bin/conan" ]; then
     echo "seedrl: Conan installed into .venv"
   else
     echo "seedrl: could not install Conan; the conan packaging test will be skipped" >&2
+  fi
+fi
+
+if [ "$test_tools" = 1 ] && ! "$root/.venv/bin/python3" -c "import tensorboard, matplotlib" 2>/dev/null; then
+  # The metrics tests read event files with TensorBoard's reader and draw with matplotlib; a
+  # failure here makes those tests skip, not the build fail.
+  if python3 -m venv "$root/.venv" && "$root/.venv/bin/pip" install -q tensorboard matplotlib; then
+    echo "seedrl: TensorBoard and matplotlib installed into .venv"
+  else
+    echo "seedrl: could not install TensorBoard and matplotlib; the metrics tests will skip" >&2
   fi
 fi

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Draws learning curves from seedrl's metrics.jsonl (seedrl::metrics_log) into a PNG.
+
+    python3 tools/plot_metrics.py RUN [RUN ...] [--tags TAG ...] [--x step|TAG]
+                                  [--smooth N] [--output curves.png]
+
+RUN is a log directory (its metrics.jsonl is read) or a .jsonl file; several runs are drawn in
+the same panels, labelled by directory name, to compare them. Each tag gets its own panel,
+against the step (default) or against another logged tag such as `frames` (--x frames). Values
+that were not finite (null in the file) leave gaps. --smooth N draws the mean of the last N
+points. Default tags: all that the runs logged; default output: metrics.png in the first run's
+directory. Needs matplotlib (`pip install matplotlib`; scripts/install-deps.sh --test-tools puts
+it in .venv).
+"""
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+RESERVED = ("step", "wall_time")
+
+
+def load_run(arg):
+    """(label, rows) for one run: rows are the decoded JSON objects, in file order."""
+    path = Path(arg)
+    if path.is_dir():
+        path = path / "metrics.jsonl"
+    if not path.is_file():
+        sys.exit(f"plot_metrics: {path} does not exist (pass a log directory or a .jsonl file)")
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                # A run killed mid-write can leave a partial last line; earlier lines are whole.
+                print(f"plot_metrics: {path}:{n}: skipping a line that is not JSON ({e})",
+                      file=sys.stderr)
+    label = path.parent.name if path.name == "metrics.jsonl" else path.stem
+    return label, rows
+
+
+def series(rows, tag, x_key, smooth):
+    """The (x, y) points of `tag`, NaN where the value was null so that the line breaks."""
+    xs, ys = [], []
+    for row in rows:
+        if tag not in row or row.get(x_key) is None:
+            continue
+        xs.append(row[x_key])
+        ys.append(math.nan if row[tag] is None else float(row[tag]))
+    if smooth > 1:
+        out, window = [], []
+        for y in ys:
+            window = (window + [y])[-smooth:]
+            finite = [v for v in window if math.isfinite(v)]
+            out.append(sum(finite) / len(finite) if finite and math.isfinite(y) else math.nan)
+        ys = out
+    return xs, ys
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", help="log directories or metrics.jsonl files")
+    p.add_argument("--tags", nargs="+", help="tags to draw (default: all)")
+    p.add_argument("--x", default="step", help="x axis: step (default) or a logged tag, e.g. frames")
+    p.add_argument("--smooth", type=int, default=1, help="moving average over N points")
+    p.add_argument("--output", "-o", help="PNG to write (default: RUN/metrics.png)")
+    args = p.parse_args()
+
+    runs = [load_run(r) for r in args.runs]
+    logged = []
+    for _, rows in runs:
+        for row in rows:
+            logged += [k for k in row if k not in RESERVED and k not in logged]
+    # By default, the tags that were logged together with the x axis (all, for the step).
+    tags = args.tags or [t for t in logged if t != args.x and any(
+        t in row and row.get(args.x) is not None for _, rows in runs for row in rows)]
+    missing = [t for t in tags + ([] if args.x == "step" else [args.x]) if t not in logged]
+    if missing:
+        sys.exit(f"plot_metrics: no run logged {missing}; logged tags: {logged}")
+    if not tags:
+        sys.exit("plot_metrics: nothing to draw: the runs logged no tags")
+
+    try:
+        import matplotlib
+        matplotlib.use("Agg")  # files only: no display needed
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        sys.exit(f"plot_metrics: matplotlib is not installed for {sys.executable} ({e}); "
+                 "run `pip install matplotlib` or scripts/install-deps.sh --test-tools")
+
+    output = Path(args.output) if args.output else \
+        (Path(args.runs[0]) if Path(args.runs[0]).is_dir() else Path(args.runs[0]).parent) \
+        / "metrics.png"
+    cols = min(len(tags), 2)
+    rows_n = math.ceil(len(tags) / cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(6 * cols, 3.5 * rows_n), squeeze=False)
+    points = 0
+    for ax, tag in zip(axes.flat, tags):
+        for label, rows in runs:
+            xs, ys = series(rows, tag, args.x, args.smooth)
+            points += len(xs)
+            if xs:
+                ax.plot(xs, ys, label=label, linewidth=1.2)
+        ax.set_title(tag)
+        ax.set_xlabel(args.x)
+        ax.grid(True, alpha=0.3)
+        if len(runs) > 1:
+            ax.legend(fontsize="small")
+    for ax in list(axes.flat)[len(tags):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    fig.savefig(output, dpi=100)
+    print(f"wrote {output}: {len(tags)} tags, {len(runs)} runs, {points} points")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
