@@ -1,9 +1,12 @@
 // The learner on the in-process transport: every kind of malformed input gets a clear error
 // frame and closes only that connection, while a well-behaved actor keeps being served.
+#include <unistd.h>
+
 #include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "seedrl/env/cartpole.hpp"
+#include "seedrl/io/checkpoint.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/protocol/frame.hpp"
@@ -289,6 +293,8 @@ TEST_CASE("actor reconnects after broken links and the learner frees the old con
   // the one it replaced are held, not one per reconnect.
   CHECK(learner->held_connections() <= 2);
   CHECK(learner->stats().connected_actors <= 1);
+  // Each broken link threw away its envs' partial unrolls.
+  CHECK(learner->stats().dropped_unroll_steps >= breaks);
   learner->stop();
 }
 
@@ -538,4 +544,95 @@ TEST_CASE("a silent peer is refused after the handshake timeout", "[learner]") {
   CHECK(type_c == proto::message_type::reject);
   CHECK(m_c.message.find("maximum of 2 connections") != std::string::npos);
   learner.stop();
+}
+
+TEST_CASE("learner checkpoints while training and a new learner resumes from them",
+          "[learner][checkpoint]") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("seedrl-learner-ckpt-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  seedrl::in_process_transport transport;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 8;
+  seedrl::learner_config lc;
+  lc.unroll_length = 4;
+  lc.batch_size = 2;
+  lc.batching.max_batch = 4;
+  lc.batching.deadline = 1ms;
+  lc.batching.max_request_rows = 8;
+  lc.checkpoint_dir = dir;
+  lc.checkpointing = {3, std::nullopt, true};
+  lc.keep_checkpoints = 2;
+  lc.checkpoint_meta["network"] = "test net";
+  const seedrl::in_process_endpoint endpoint{"learner-ckpt"};
+  std::vector<float> final_params;
+  seedrl::learner_stats saved{};
+  {
+    learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                      seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+    learner.start();
+    learner.serve(transport.listen(endpoint));
+    std::atomic<bool> stop{false};
+    std::thread actor_thread([&] {
+      seedrl::actor_config ac;
+      ac.num_envs = 2;
+      seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
+          ac, [](std::size_t) { return seedrl::cartpole{}; },
+          [&] { return transport.connect(endpoint); });
+      a.run(stop);
+    });
+    REQUIRE(wait_for([&] { return learner.stats().checkpoints_saved >= 3; }, 20s));
+    stop = true;
+    actor_thread.join();
+    learner.stop();  // saves once more, at exit
+    saved = learner.stats();
+    net_t copy(nc);
+    learner.copy_parameters(copy);
+    final_params.assign(copy.parameters().begin(), copy.parameters().end());
+  }
+  // keep_checkpoints = 2: only the two newest remain, the newest from stop().
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    files += e.path().extension() == ".seedrl" ? 1 : 0;
+  CHECK(files == 2);
+  const auto latest = seedrl::read_latest_checkpoint(dir);
+  REQUIRE(latest);
+  CHECK(latest->step == saved.train_steps);
+  CHECK(latest->int_counter("frames") == saved.frames);
+  CHECK(latest->meta_value("network") == std::optional<std::string>("test net"));
+
+  SECTION("resume restores parameters and counters") {
+    learner_t resumed(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                      seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+    resumed.restore(*latest);
+    CHECK(resumed.stats().frames == saved.frames);
+    CHECK(resumed.stats().train_steps == saved.train_steps);
+    net_t copy(nc);
+    resumed.copy_parameters(copy);
+    CHECK(std::equal(final_params.begin(), final_params.end(), copy.parameters().begin()));
+  }
+  SECTION("init from weights only leaves the counters at zero") {
+    learner_t fresh(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+    fresh.restore(*latest, true);
+    CHECK(fresh.stats().frames == 0);
+    net_t copy(nc);
+    fresh.copy_parameters(copy);
+    CHECK(std::equal(final_params.begin(), final_params.end(), copy.parameters().begin()));
+  }
+  SECTION("a checkpoint of another network is refused and changes nothing") {
+    auto other_nc = nc;
+    other_nc.hidden_sizes = {16};
+    learner_t other(lc, net_t(other_nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+    net_t before(other_nc), after(other_nc);
+    other.copy_parameters(before);
+    CHECK_THROWS_AS(other.restore(*latest), seedrl::checkpoint_error);
+    other.copy_parameters(after);
+    CHECK(std::equal(before.parameters().begin(), before.parameters().end(),
+                     after.parameters().begin()));
+    CHECK(other.stats().frames == 0);
+  }
+  std::filesystem::remove_all(dir);
 }

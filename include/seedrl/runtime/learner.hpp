@@ -21,8 +21,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,6 +36,8 @@
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/core/spec.hpp"
+#include "seedrl/io/checkpoint.hpp"
+#include "seedrl/io/checkpoint_schedule.hpp"
 #include "seedrl/net/agent_io.hpp"
 #include "seedrl/net/categorical.hpp"
 #include "seedrl/optim/clip.hpp"
@@ -66,6 +70,15 @@ struct learner_config {
   std::chrono::milliseconds handshake_timeout{10000};
   /// Most connections held at once (open or in handshake); more are refused at accept.
   std::size_t max_connections = 4096;
+  /// Where the trainer saves checkpoints (docs/checkpoints.md); empty turns them off.
+  std::filesystem::path checkpoint_dir;
+  /// When to save: every N training steps and/or S seconds, and at stop().
+  checkpoint_schedule_config checkpointing{1000, 60.0, true};
+  /// Checkpoints kept in checkpoint_dir, the newest included (0 keeps all).
+  std::size_t keep_checkpoints = 5;
+  /// Strings stored in every checkpoint, e.g. "network" describing the architecture so that
+  /// an evaluation program can rebuild it.
+  std::map<std::string, std::string, std::less<>> checkpoint_meta;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -73,13 +86,18 @@ struct learner_config {
 struct learner_stats {
   std::int64_t frames = 0;  ///< env steps answered
   std::int64_t episodes = 0;
-  double mean_return = 0.0;         ///< over the last 100 episodes
-  std::size_t returns_counted = 0;  ///< how many of those 100 exist
-  std::int64_t batches = 0;         ///< inference batches
+  double mean_return = 0.0;          ///< over the last 100 episodes
+  double mean_episode_length = 0.0;  ///< over the last 100 episodes
+  std::size_t returns_counted = 0;   ///< how many of those 100 exist
+  std::int64_t batches = 0;          ///< inference batches
   std::int64_t batch_rows = 0;  ///< rows over all inference batches (fill = rows / batches / max)
   std::int64_t train_steps = 0;
   loss_terms last_loss{};
-  double last_grad_norm = 0.0;
+  double last_grad_norm = 0.0;  ///< before clipping
+  double learning_rate = 0.0;   ///< of the last training step, when the optimizer reports it
+  std::int64_t checkpoints_saved = 0;
+  /// Steps of partial unrolls thrown away because their actor left or restarted (run id).
+  std::int64_t dropped_unroll_steps = 0;
   std::size_t queue_depth = 0;       ///< now
   std::size_t connected_actors = 0;  ///< now
   std::int64_t rejected_connections = 0;
@@ -209,8 +227,40 @@ class learner {
   learner& operator=(const learner&) = delete;
   ~learner() { stop(); }
 
+  /// Restores a checkpoint; call before start(). Always the parameters (checked against this
+  /// network's size and scalar type); unless `weights_only`, also the optimizer state (so its
+  /// step count and learning-rate schedule continue) and the frame, episode and training-step
+  /// counters. Throws checkpoint_error and changes nothing on a mismatch.
+  void restore(const checkpoint& c, bool weights_only = false) {
+    Net restored(train_net_);
+    restore_parameters(c, restored);
+    Opt optimizer = optimizer_;
+    std::int64_t frames = 0, episodes = 0, steps = 0;
+    if (!weights_only) {
+      restore_optimizer(c, optimizer);
+      frames = c.int_counter("frames");
+      episodes = c.int_counter("episodes");
+      steps = c.int_counter("train_steps");
+    }
+    // Everything parsed and checked: now apply it all.
+    std::copy(restored.parameters().begin(), restored.parameters().end(),
+              train_net_.parameters().begin());
+    std::copy(restored.parameters().begin(), restored.parameters().end(),
+              infer_net_.parameters().begin());
+    params_.publish(train_net_.parameters());
+    if (!weights_only) {
+      optimizer_ = std::move(optimizer);
+      std::lock_guard lock(stats_mutex_);
+      stats_.frames = frames;
+      stats_.episodes = episodes;
+      stats_.train_steps = steps;
+    }
+  }
+
   /// Starts the inference and trainer threads.
   void start() {
+    if (!config_.checkpoint_dir.empty())
+      checkpoints_.emplace(config_.checkpointing, stats().train_steps);
     inference_thread_ = std::thread([this] { inference_loop(); });
     trainer_thread_ = std::thread([this] { trainer_loop(); });
     watchdog_thread_ = std::thread([this] { watchdog_loop(); });
@@ -267,6 +317,8 @@ class learner {
     }
     if (trainer_thread_.joinable())
       trainer_thread_.join();
+    if (checkpoints_ && checkpoints_->due_at_exit(stats().train_steps) != checkpoint_reason::none)
+      save_checkpoint("at exit");
     std::lock_guard lock(connections_mutex_);
     for (auto& c : connections_) {
       if (c->thread.joinable())
@@ -701,8 +753,10 @@ class learner {
       std::lock_guard lock(slots_mutex_);
       todo.swap(releases_);
       for (const auto& [first, k] : todo) {
-        for (std::size_t j = first; j < first + k; ++j)
+        for (std::size_t j = first; j < first + k; ++j) {
+          dropped_steps_ += static_cast<std::int64_t>(builder_.pending(j));
           builder_.reset(j);  // drop partial unrolls
+        }
         store_.release(first, k);
       }
     }
@@ -734,8 +788,10 @@ class learner {
         const std::size_t slot = p.slots[r];
         const auto seen =
             store_.observe(slot, p.run_ids[r], static_cast<double>(p.rewards[r]), p.dones[r] != 0);
-        if (seen.run_changed)
+        if (seen.run_changed) {
+          dropped_steps_ += static_cast<std::int64_t>(builder_.pending(slot));
           builder_.reset(slot);
+        }
         if (seen.finished)
           finished.push_back(*seen.finished);
         resets[r] = static_cast<std::uint8_t>(p.dones[r] != 0 || seen.run_changed);
@@ -817,21 +873,27 @@ class learner {
           std::chrono::duration<double>(t_start - idle_since).count();
       stats_.seconds_inference += std::chrono::duration<double>(t_end - t_start).count();
       stats_.requests += requests;
+      stats_.dropped_unroll_steps = dropped_steps_;
       stats_.request_seconds_batching += batching_seconds;
       stats_.request_seconds_inference += answer_seconds;
       for (const auto& f : finished) {
         ++stats_.episodes;
         // Ring of the last 100 returns with a running sum: O(1) and allocation-free per episode.
-        if (returns_counted_ == recent_returns_.size())
+        if (returns_counted_ == recent_returns_.size()) {
           returns_sum_ -= recent_returns_[returns_next_];
-        else
+          lengths_sum_ -= recent_lengths_[returns_next_];
+        } else {
           ++returns_counted_;
+        }
         recent_returns_[returns_next_] = f.episode_return;
+        recent_lengths_[returns_next_] = static_cast<double>(f.length);
         returns_sum_ += f.episode_return;
+        lengths_sum_ += static_cast<double>(f.length);
         returns_next_ = (returns_next_ + 1) % recent_returns_.size();
       }
       if (returns_counted_ > 0) {
         stats_.mean_return = returns_sum_ / static_cast<double>(returns_counted_);
+        stats_.mean_episode_length = lengths_sum_ / static_cast<double>(returns_counted_);
         stats_.returns_counted = returns_counted_;
       }
       idle_since = t_end;
@@ -893,12 +955,54 @@ class learner {
       }
       params_.publish(train_net_.parameters());
       const auto t_end = std::chrono::steady_clock::now();
-      std::lock_guard lock(stats_mutex_);
-      stats_.train_steps += 1;
-      stats_.last_loss = terms;
-      stats_.last_grad_norm = norm;
-      stats_.seconds_waiting_for_data += std::chrono::duration<double>(t_start - t_wait).count();
-      stats_.seconds_training += std::chrono::duration<double>(t_end - t_start).count();
+      std::int64_t steps = 0;
+      {
+        std::lock_guard lock(stats_mutex_);
+        steps = ++stats_.train_steps;
+        stats_.last_loss = terms;
+        stats_.last_grad_norm = norm;
+        if constexpr (requires { optimizer_.learning_rate(); })
+          stats_.learning_rate = static_cast<double>(optimizer_.learning_rate());
+        stats_.seconds_waiting_for_data += std::chrono::duration<double>(t_start - t_wait).count();
+        stats_.seconds_training += std::chrono::duration<double>(t_end - t_start).count();
+      }
+      // The trainer thread owns the parameters and optimizer, so its checkpoints are consistent.
+      if (checkpoints_ && checkpoints_->due(steps) != checkpoint_reason::none)
+        save_checkpoint(to_string(checkpoints_->due(steps)));
+    }
+  }
+
+  /// Writes a checkpoint of the training parameters, optimizer and counters. Called by the
+  /// trainer thread, or by stop() once it has joined; a failure (disk full) is logged and
+  /// training goes on.
+  void save_checkpoint(const std::string& why) {
+    const learner_stats s = stats();
+    checkpoint c;
+    c.step = s.train_steps;
+    store_parameters(c, train_net_);
+    store_optimizer(c, optimizer_);
+    c.counters["frames"] = s.frames;
+    c.counters["episodes"] = s.episodes;
+    c.counters["train_steps"] = s.train_steps;
+    c.counters["mean_return"] = s.mean_return;
+    for (const auto& [key, value] : config_.checkpoint_meta)
+      c.meta[key] = value;
+    try {
+      checkpoint_write_options options;
+      options.keep_last = config_.keep_checkpoints;
+      options.report = [this](const std::filesystem::path& file, const std::string& reason) {
+        log("seedrl learner: checkpoint " + file.string() + ": " + reason);
+      };
+      const auto path = write_checkpoint(config_.checkpoint_dir, c, options);
+      checkpoints_->saved(c.step);
+      {
+        std::lock_guard lock(stats_mutex_);
+        ++stats_.checkpoints_saved;
+      }
+      log("seedrl learner: saved " + path.string() + " (" + why + ", " + std::to_string(s.frames) +
+          " frames)");
+    } catch (const std::exception& e) {
+      log(std::string("seedrl learner: could not save a checkpoint: ") + e.what());
     }
   }
 
@@ -925,6 +1029,7 @@ class learner {
   std::list<std::unique_ptr<connection_state>> connections_;
   std::vector<std::unique_ptr<listener_type>> listeners_;
   std::vector<std::thread> accept_threads_;
+  std::optional<checkpoint_schedule<>> checkpoints_;  // set when checkpoint_dir is
   std::thread inference_thread_, trainer_thread_, watchdog_thread_;
   std::mutex watchdog_mutex_;
   std::condition_variable watchdog_wake_;
@@ -933,9 +1038,10 @@ class learner {
 
   mutable std::mutex stats_mutex_;
   learner_stats stats_;
-  std::array<double, 100> recent_returns_{};
+  std::array<double, 100> recent_returns_{}, recent_lengths_{};
   std::size_t returns_counted_ = 0, returns_next_ = 0;
-  double returns_sum_ = 0.0;
+  double returns_sum_ = 0.0, lengths_sum_ = 0.0;
+  std::int64_t dropped_steps_ = 0;  // inference thread only; copied into stats_
 };
 
 }  // namespace seedrl
