@@ -493,3 +493,44 @@ TEST_CASE("agent network plus IMPALA loss gradients match central differences",
   const std::vector<double> analytic(net.gradients().begin(), net.gradients().end());
   require_close(gradcheck(net.parameters(), analytic, loss));
 }
+
+TEST_CASE("mlp_lstm_agent description round trips and bad ones are refused", "[network]") {
+  seedrl::mlp_lstm_agent_config c;
+  c.observation_size = 7;
+  c.num_actions = 5;
+  c.hidden_sizes = {32, 16, 8};
+  c.lstm_size = 24;
+  c.lstm_layers = 2;
+  c.reward_and_action_inputs = false;
+  c.max_abs_input_reward = 1.0;
+  const std::string text = seedrl::describe(c);
+  CHECK(text ==
+        "mlp_lstm_agent obs=7 actions=5 hidden=32,16,8 lstm=24 layers=2 reward_action_inputs=0 "
+        "max_abs_input_reward=1.000000");
+  const auto back = seedrl::parse_mlp_lstm_agent_description(text);
+  CHECK(back.observation_size == 7);
+  CHECK(back.num_actions == 5);
+  CHECK(back.hidden_sizes == std::vector<std::ptrdiff_t>{32, 16, 8});
+  CHECK(back.lstm_size == 24);
+  CHECK(back.lstm_layers == 2);
+  CHECK_FALSE(back.reward_and_action_inputs);
+  REQUIRE(back.max_abs_input_reward);
+  CHECK(*back.max_abs_input_reward == 1.0);
+  // The rebuilt network has the same parameter count.
+  CHECK(seedrl::mlp_lstm_agent<float>(back).parameters().size() ==
+        seedrl::mlp_lstm_agent<float>(c).parameters().size());
+  CHECK(seedrl::parse_mlp_lstm_agent_description(seedrl::describe({})).hidden_sizes ==
+        std::vector<std::ptrdiff_t>{64, 64});
+  for (const char* bad :
+       {"cnn obs=4", "mlp_lstm_agent obs=4",
+        "mlp_lstm_agent obs=-1 actions=2 hidden=1 lstm=0 "
+        "layers=1 reward_action_inputs=1 "
+        "max_abs_input_reward=none",
+        "mlp_lstm_agent obs=4 actions=2 hidden=64,x lstm=0 layers=1 reward_action_inputs=1 "
+        "max_abs_input_reward=none",
+        "mlp_lstm_agent obs=4 actions=2 hidden=64 lstm=0 layers=1 reward_action_inputs=1 "
+        "max_abs_input_reward=none colour=blue"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(seedrl::parse_mlp_lstm_agent_description(bad), std::invalid_argument);
+  }
+}

@@ -12,6 +12,7 @@
 /// the batcher owns `num_buffers` of them and never allocates after construction.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -85,8 +86,8 @@ class dynamic_batcher {
   void add_connected(std::ptrdiff_t delta) {
     std::lock_guard lock(mutex_);
     connected_ = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(connected_) + delta);
-    maybe_seal_all_waiting();
-    ready_.notify_one();
+    if (maybe_seal_all_waiting() && buffers_[filling_].writers == 0)
+      wake_inference();
   }
 
   /// Reserves `rows` rows for `requester`, calls `fill(payload, first_row)` outside the lock to
@@ -112,6 +113,8 @@ class dynamic_batcher {
               (cur.rows == 0 || cur.rows + rows <= config_.max_batch))
             break;
           seal(cur, flush_reason::full);  // the excess goes to the next batch
+          if (cur.writers == 0)
+            wake_inference();
         }
         // Move on to the next buffer if it is free; otherwise wait for inference to return one.
         batch& next = buffers_[(filling_ + 1) % buffers_.size()];
@@ -138,8 +141,8 @@ class dynamic_batcher {
       --b->writers;
       // Wake inference when a sealed batch is complete, or on a batch's first request so that
       // an idle inference thread starts the deadline clock; never once per request otherwise.
-      if ((b->sealed && b->writers == 0) || first == 0)
-        ready_.notify_one();
+      if ((b->sealed && b->writers == 0) || (first == 0 && inference_idle_))
+        wake_inference();
     }
     return true;
   }
@@ -171,19 +174,24 @@ class dynamic_batcher {
       if (!b.in_inference && b.rows > 0 && !b.sealed) {
         ready_.wait_until(lock, b.first_request + config_.deadline);
       } else {
+        inference_idle_ = true;
         ready_.wait(lock);
+        inference_idle_ = false;
       }
     }
   }
 
   /// Gives a batch back after inference has answered every request in it.
   void release(batch* b) {
-    std::lock_guard lock(mutex_);
-    b->rows = 0;
-    b->writers = 0;
-    b->sealed = false;
-    b->in_inference = false;
-    b->entries.clear();
+    {
+      std::lock_guard lock(mutex_);
+      b->rows = 0;
+      b->writers = 0;
+      b->sealed = false;
+      b->in_inference = false;
+      b->entries.clear();
+    }
+    // After unlocking: woken submitters would otherwise block at once on the mutex we hold.
     space_.notify_all();
   }
 
@@ -192,11 +200,19 @@ class dynamic_batcher {
     std::lock_guard lock(mutex_);
     shutdown_ = true;
     space_.notify_all();
+    count_inference_wakeup();
     ready_.notify_all();
   }
 
   std::size_t capacity() const noexcept {
     return std::max(config_.max_batch, config_.max_request_rows);
+  }
+
+  /// How many times the inference thread has been notified so far: every notify on the
+  /// condition variable `next_batch` waits on, whether or not it was waiting. The design goal
+  /// is at most one per batch; benchmarks divide by batches taken. Readable from any thread.
+  std::uint64_t inference_wakeups() const noexcept {
+    return inference_wakeups_.load(std::memory_order_relaxed);
   }
 
  private:
@@ -205,15 +221,27 @@ class dynamic_batcher {
       return;
     b.sealed = true;
     b.reason = why;
+  }
+
+  // Both run under mutex_: the mutex orders the writers, so a plain load and store suffice and
+  // the atomic is only there for lock-free readers of inference_wakeups().
+  void count_inference_wakeup() noexcept {
+    inference_wakeups_.store(inference_wakeups_.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_relaxed);
+  }
+  void wake_inference() noexcept {
+    count_inference_wakeup();
     ready_.notify_one();
   }
 
-  void maybe_seal_all_waiting() {
+  bool maybe_seal_all_waiting() {
     batch& cur = buffers_[filling_];
     if (!cur.sealed && !cur.in_inference && cur.rows > 0 && connected_ > 0 &&
         waiting_rows() >= connected_) {
       seal(cur, flush_reason::all_waiting);
+      return true;
     }
+    return false;
   }
 
   /// Rows waiting for an answer: everything submitted and not yet released. When this covers
@@ -231,9 +259,11 @@ class dynamic_batcher {
   std::size_t taking_ = 0;   // next buffer to hand to inference
   std::size_t connected_ = 0;
   bool shutdown_ = false;
+  bool inference_idle_ = false;  // next_batch waits with no batch started
   std::mutex mutex_;
   std::condition_variable ready_;  // inference waits here
   std::condition_variable space_;  // submitters wait here when every buffer is busy
+  std::atomic<std::uint64_t> inference_wakeups_{0};  // see inference_wakeups()
 };
 
 }  // namespace seedrl

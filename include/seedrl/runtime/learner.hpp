@@ -317,7 +317,9 @@ class learner {
     }
     if (trainer_thread_.joinable())
       trainer_thread_.join();
-    if (checkpoints_ && checkpoints_->due_at_exit(stats().train_steps) != checkpoint_reason::none)
+    // Always at exit (when asked for), even with no new training step: the frame and episode
+    // counters moved on, and a resumed run should continue from them.
+    if (checkpoints_ && config_.checkpointing.at_exit)
       save_checkpoint("at exit");
     std::lock_guard lock(connections_mutex_);
     for (auto& c : connections_) {
