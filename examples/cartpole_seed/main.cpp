@@ -4,6 +4,10 @@
 //   seedrl_cartpole_seed local   [--actors 4] ...        learner + N actor processes on loopback
 //   seedrl_cartpole_seed learner [--host H] [--port P] ... learner only; actors connect to it
 //   seedrl_cartpole_seed actor   --learner H:P [--envs-per-actor K] ...
+//
+// The link is authenticated with a shared secret from SEEDRL_AUTH_SECRET or --auth-secret-file
+// (local mode makes one up for its own actors); --logdir writes metrics for TensorBoard;
+// --checkpoint-dir saves checkpoints that --resume continues from.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,16 +16,21 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "seedrl/env/cartpole.hpp"
+#include "seedrl/io/checkpoint.hpp"
+#include "seedrl/metrics/metrics_log.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/actor.hpp"
 #include "seedrl/runtime/learner.hpp"
+#include "seedrl/security/challenge.hpp"
+#include "seedrl/security/shared_secret.hpp"
 #include "seedrl/transport/tcp.hpp"
 
 namespace {
@@ -49,6 +58,13 @@ struct options {
   std::string logdir;
   std::uint64_t seed = 1;
   bool lstm = false;
+  std::string checkpoint_dir;
+  std::int64_t checkpoint_every_steps = 500;
+  double checkpoint_every_seconds = 60.0;
+  bool resume = false;
+  std::string init_checkpoint;
+  std::string auth_secret_file;
+  bool no_auth = false;
 };
 
 [[noreturn]] void usage(int code) {
@@ -70,9 +86,20 @@ struct options {
       "  --total-frames N        stop after this many env frames (default 8000000)\n"
       "  --target-return R       stop when the mean of the last 100 episodes reaches R (default "
       "475)\n"
-      "  --logdir DIR            also write progress.csv there\n"
+      "  --logdir DIR            write metrics there: metrics.jsonl and TensorBoard event files\n"
       "  --seed S                random seed (default 1)\n"
-      "  --lstm                  use the MLP+LSTM network instead of the MLP\n");
+      "  --lstm                  use the MLP+LSTM network instead of the MLP\n"
+      "checkpoints (learner and local modes):\n"
+      "  --checkpoint-dir DIR    save checkpoints there (one directory per run)\n"
+      "  --checkpoint-every-steps N    every N training steps (default 500; 0 = off)\n"
+      "  --checkpoint-every-seconds S  every S seconds (default 60; 0 = off); always at exit\n"
+      "  --resume                continue from the newest good checkpoint in --checkpoint-dir\n"
+      "  --init-checkpoint PATH  start from a checkpoint's weights only (file or directory)\n"
+      "authentication:\n"
+      "  the shared secret comes from the SEEDRL_AUTH_SECRET environment variable, or\n"
+      "  --auth-secret-file FILE (mode 0600), never from the command line. Local mode makes a\n"
+      "  random one for its actors when neither is given.\n"
+      "  --no-auth               run the link without authentication\n");
   std::exit(code);
 }
 
@@ -133,6 +160,20 @@ options parse(int argc, char** argv) {
       o.seed = std::stoull(next());
     else if (a == "--lstm")
       o.lstm = true;
+    else if (a == "--checkpoint-dir")
+      o.checkpoint_dir = next();
+    else if (a == "--checkpoint-every-steps")
+      o.checkpoint_every_steps = std::stoll(next());
+    else if (a == "--checkpoint-every-seconds")
+      o.checkpoint_every_seconds = std::stod(next());
+    else if (a == "--resume")
+      o.resume = true;
+    else if (a == "--init-checkpoint")
+      o.init_checkpoint = next();
+    else if (a == "--auth-secret-file")
+      o.auth_secret_file = next();
+    else if (a == "--no-auth")
+      o.no_auth = true;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       usage(2);
@@ -143,6 +184,14 @@ options parse(int argc, char** argv) {
     std::fprintf(stderr, "counts and sizes must be positive\n");
     std::exit(2);
   }
+  if (o.resume && o.checkpoint_dir.empty()) {
+    std::fprintf(stderr, "--resume needs --checkpoint-dir\n");
+    std::exit(2);
+  }
+  if (o.resume && !o.init_checkpoint.empty()) {
+    std::fprintf(stderr, "--resume and --init-checkpoint exclude each other\n");
+    std::exit(2);
+  }
   return o;
 }
 
@@ -150,8 +199,37 @@ void log_line(const std::string& s) {
   std::fprintf(stderr, "%s\n", s.c_str());
 }
 
-int run_actor(const options& o) {
+using secret_ptr = std::shared_ptr<const seedrl::security::shared_secret>;
+
+/// The link's shared secret: --auth-secret-file, else SEEDRL_AUTH_SECRET, else (local mode) a
+/// random one handed to the actor processes through their environment, never their argv.
+secret_ptr load_secret(const options& o) {
+  namespace sec = seedrl::security;
+  if (o.no_auth)
+    return nullptr;
+  if (!o.auth_secret_file.empty())
+    return std::make_shared<const sec::shared_secret>(
+        sec::shared_secret::from_file(o.auth_secret_file));
+  if (std::getenv(sec::default_secret_env) != nullptr)
+    return std::make_shared<const sec::shared_secret>(
+        sec::shared_secret::from_env(sec::default_secret_env));
+  if (o.mode != "local")
+    return nullptr;
+  std::array<std::byte, 32> raw{};
+  sec::secure_random_bytes(raw);
+  std::string hex;
+  for (std::byte b : raw) {
+    hex += "0123456789abcdef"[std::to_integer<unsigned>(b) >> 4];
+    hex += "0123456789abcdef"[std::to_integer<unsigned>(b) & 15];
+  }
+  ::setenv(sec::default_secret_env, hex.c_str(), 1);  // inherited by the actors we start
+  return std::make_shared<const sec::shared_secret>(
+      sec::shared_secret::from_env(sec::default_secret_env));
+}
+
+int run_actor(const options& o, secret_ptr secret) {
   seedrl::actor_config c;
+  c.auth_secret = std::move(secret);
   c.num_envs = o.envs_per_actor;
   c.seed = o.seed;
   c.actor_id = o.seed;
@@ -171,11 +249,11 @@ int run_actor(const options& o) {
   return 0;
 }
 
-int run_learner(const options& o, const std::vector<pid_t>& children) {
+int run_learner(const options& o, secret_ptr secret) {
   seedrl::mlp_lstm_agent_config net_config;  // MLP 64-64, LSTM 64
   net_config.seed = o.seed;
-  // CartPole is Markov: a feed-forward core (SEED's MuJoCo setting) learns it fastest. The LSTM
-  // core trains in examples/cartpole_train but not yet through this learner (see docs).
+  // CartPole is Markov: a feed-forward core (SEED's MuJoCo setting) learns it fastest; the LSTM
+  // core (--lstm) learns too, more slowly and at a smaller learning rate.
   if (!o.lstm)
     net_config.lstm_size = 0;
   seedrl::mlp_lstm_agent<float> net(net_config);
@@ -190,10 +268,60 @@ int run_learner(const options& o, const std::vector<pid_t>& children) {
   lc.batching.max_request_rows = std::max<std::size_t>(o.envs_per_actor, 256);
   lc.seed = o.seed;
   lc.log = log_line;
+  const bool loopback = o.host == "127.0.0.1" || o.host == "localhost" || o.host == "::1";
+  if (!secret && !loopback) {
+    std::fprintf(stderr,
+                 "warning: listening on %s without authentication: anyone who reaches it can "
+                 "join; set SEEDRL_AUTH_SECRET or --auth-secret-file\n",
+                 o.host.c_str());
+  }
+  lc.auth_secret = secret;
+  lc.checkpoint_dir = o.checkpoint_dir;
+  lc.checkpointing.every_steps = o.checkpoint_every_steps > 0
+                                     ? std::optional<std::int64_t>(o.checkpoint_every_steps)
+                                     : std::nullopt;
+  lc.checkpointing.every_seconds = o.checkpoint_every_seconds > 0
+                                       ? std::optional<double>(o.checkpoint_every_seconds)
+                                       : std::nullopt;
+  lc.checkpoint_meta["network"] = seedrl::describe(net_config);
+  lc.checkpoint_meta["environment"] = "cartpole";
   using learner_t =
       seedrl::learner<seedrl::mlp_lstm_agent<float>, seedrl::adam<float>, seedrl::tcp_transport>;
   learner_t learner(lc, net, seedrl::adam<float>(adam), seedrl::impala_loss<float>(loss),
                     seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  if (o.resume || !o.init_checkpoint.empty()) {
+    const auto report = [](const std::filesystem::path& f, const std::string& why) {
+      std::fprintf(stderr, "skipping checkpoint %s: %s\n", f.c_str(), why.c_str());
+    };
+    std::optional<seedrl::checkpoint> c;
+    const std::filesystem::path from = o.resume ? o.checkpoint_dir : o.init_checkpoint;
+    if (std::filesystem::is_directory(from))
+      c = seedrl::read_latest_checkpoint(from, report);
+    else if (!o.resume)
+      c = seedrl::read_checkpoint(from);
+    if (!c && !o.resume) {
+      std::fprintf(stderr, "no valid checkpoint in %s\n", from.c_str());
+      return 2;
+    }
+    if (c) {
+      const auto held = c->meta_value("network");
+      if (held && *held != seedrl::describe(net_config)) {
+        std::fprintf(stderr,
+                     "%s holds a different network:\n  checkpoint: %s\n  this run:   %s\n"
+                     "(was it trained with%s --lstm?)\n",
+                     c->source.c_str(), held->c_str(), seedrl::describe(net_config).c_str(),
+                     o.lstm ? "out" : "");
+        return 2;
+      }
+      learner.restore(*c, !o.resume);
+      std::printf("%s %s: training step %lld, %lld frames\n",
+                  o.resume ? "resumed from" : "initial weights from", c->source.c_str(),
+                  static_cast<long long>(c->step),
+                  static_cast<long long>(o.resume ? c->int_counter("frames") : 0));
+    } else {
+      std::printf("no checkpoint in %s yet: starting afresh\n", from.c_str());
+    }
+  }
   seedrl::tcp_transport transport;
   auto listener = transport.listen({o.host, o.port});
   const auto port = listener.local_port();
@@ -201,7 +329,7 @@ int run_learner(const options& o, const std::vector<pid_t>& children) {
   std::fflush(stdout);
   learner.start();
   learner.serve(std::move(listener));
-  std::vector<pid_t> kids = children;
+  std::vector<pid_t> kids;
   if (o.mode == "local") {
     for (int i = 0; i < o.actors; ++i) {
       const pid_t pid = ::fork();
@@ -218,15 +346,11 @@ int run_learner(const options& o, const std::vector<pid_t>& children) {
     }
     std::printf("started %d actor processes with %zu envs each\n", o.actors, o.envs_per_actor);
   }
-  std::ofstream csv;
-  if (!o.logdir.empty()) {
-    csv.open(o.logdir + "/progress.csv");
-    csv << "seconds,frames,frames_per_second,episodes,mean_return,loss,policy_loss,baseline_loss,"
-           "entropy_loss,batch_fill,queue_depth,env_us,link_us,batching_us,inference_us,"
-           "inference_busy,training_busy,bound\n";
-  }
+  std::unique_ptr<seedrl::metrics_log> metrics;
+  if (!o.logdir.empty())
+    metrics = std::make_unique<seedrl::metrics_log>(o.logdir);
   const auto t0 = std::chrono::steady_clock::now();
-  seedrl::learner_stats last{};
+  seedrl::learner_stats last = learner.stats();  // a resumed run starts from its counters
   auto last_time = t0;
   int rc = 1;
   while (!stop_requested) {
@@ -254,14 +378,31 @@ int run_learner(const options& o, const std::vector<pid_t>& children) {
           1e6 * st.batching, 1e6 * st.inference, 100 * st.inference_busy, 100 * st.training_busy,
           seedrl::to_string(seedrl::binding_stage(st)));
       std::fflush(stdout);
-      if (csv) {
-        csv << std::chrono::duration<double>(now - t0).count() << ',' << s.frames << ',' << fps
-            << ',' << s.episodes << ',' << s.mean_return << ',' << s.last_loss.total << ','
-            << s.last_loss.policy << ',' << s.last_loss.baseline << ',' << s.last_loss.entropy
-            << ',' << fill << ',' << s.queue_depth << ',' << 1e6 * st.env << ',' << 1e6 * st.link
-            << ',' << 1e6 * st.batching << ',' << 1e6 * st.inference << ',' << st.inference_busy
-            << ',' << st.training_busy << ',' << seedrl::to_string(seedrl::binding_stage(st))
-            << '\n';
+      if (metrics) {
+        // Step = env frames, as SEED RL plots its curves.
+        const seedrl::metric_value values[] = {
+            {"episode/return", s.mean_return},
+            {"episode/length", s.mean_episode_length},
+            {"episodes", static_cast<double>(s.episodes)},
+            {"frames_per_second", fps},
+            {"loss/total", s.last_loss.total},
+            {"loss/policy", s.last_loss.policy},
+            {"loss/baseline", s.last_loss.baseline},
+            {"loss/entropy", s.last_loss.entropy},
+            {"train/learning_rate", s.learning_rate},
+            {"train/grad_norm", s.last_grad_norm},
+            {"train/steps", static_cast<double>(s.train_steps)},
+            {"learner/batch_fill", fill},
+            {"learner/queue_depth", static_cast<double>(s.queue_depth)},
+            {"learner/actors", static_cast<double>(s.connected_actors)},
+            {"stage_us/env", 1e6 * st.env},
+            {"stage_us/link", 1e6 * st.link},
+            {"stage_us/batching", 1e6 * st.batching},
+            {"stage_us/inference", 1e6 * st.inference},
+            {"busy/inference", st.inference_busy},
+            {"busy/training", st.training_busy},
+        };
+        metrics->log(s.frames, values);
       }
       last = s;
       last_time = now;
@@ -303,7 +444,19 @@ int main(int argc, char** argv) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);  // a vanished peer shows up as a write error instead
-  if (o.mode == "actor")
-    return run_actor(o);
-  return run_learner(o, {});
+  secret_ptr secret;
+  try {
+    secret = load_secret(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  try {
+    if (o.mode == "actor")
+      return run_actor(o, secret);
+    return run_learner(o, secret);
+  } catch (const seedrl::checkpoint_error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
 }
