@@ -279,6 +279,41 @@ void on_actor_stats(std::span<const std::byte> frame, std::span<const std::byte>
   check(same_bytes(out, frame), "actor_stats re-encodes to other bytes");
 }
 
+/// The four authentication frames: fixed sizes, decoded fields re-encode to the same bytes.
+void on_auth(session& s, p::message_type type, std::span<const std::byte> frame,
+             std::span<const std::byte> payload) {
+  std::array<std::byte, p::auth_field_size> a{}, b{};
+  std::string why;
+  p::error_code e = p::error_code::none;
+  switch (type) {
+    case p::message_type::auth_request:
+      e = p::decode_auth_request(payload, &why);
+      if (e == p::error_code::none)
+        p::encode_auth_request(s.buffer);
+      break;
+    case p::message_type::auth_challenge:
+      e = p::decode_auth_challenge(payload, a, &why);
+      if (e == p::error_code::none)
+        p::encode_auth_challenge(a, s.buffer);
+      break;
+    case p::message_type::auth_response:
+      e = p::decode_auth_response(payload, a, b, &why);
+      if (e == p::error_code::none)
+        p::encode_auth_response(a, b, s.buffer);
+      break;
+    default:
+      e = p::decode_auth_confirm(payload, a, &why);
+      if (e == p::error_code::none)
+        p::encode_auth_confirm(a, s.buffer);
+      break;
+  }
+  if (e != p::error_code::none) {
+    check_refused(e, why, "an authentication frame refused without a reason");
+    return;
+  }
+  check(same_bytes(s.buffer, frame), "an authentication frame re-encodes to other bytes");
+}
+
 void run(std::span<const std::byte> in) {
   session s;
   // Frame after frame, as a connection delivers them. A bad header ends the stream, as it does
@@ -343,6 +378,12 @@ void run(std::span<const std::byte> in) {
         break;
       case p::message_type::actor_stats:
         on_actor_stats(frame, payload);
+        break;
+      case p::message_type::auth_request:
+      case p::message_type::auth_challenge:
+      case p::message_type::auth_response:
+      case p::message_type::auth_confirm:
+        on_auth(s, h.type, frame, payload);
         break;
       case p::message_type::keepalive:
         check(payload.empty(), "keepalive with a payload passed the header check");

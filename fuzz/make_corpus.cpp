@@ -214,6 +214,25 @@ void make_frame_corpus(const std::filesystem::path& dir) {
                      "env_index 7 is outside [0, 4) \xc3\xa9\xe2\x82\xac"));
   write(dir, "keepalive", keepalive_frame());
   write(dir, "actor_stats", actor_stats_frame(0.5, 1.25));
+  {
+    // The authenticated handshake before hello (docs/security.md).
+    std::array<std::byte, p::auth_field_size> nonce{}, proof{};
+    for (std::size_t i = 0; i < nonce.size(); ++i) {
+      nonce[i] = static_cast<std::byte>(i);
+      proof[i] = static_cast<std::byte>(0xA0 + i);
+    }
+    bytes s, f;
+    p::encode_auth_request(f);
+    s += f;
+    p::encode_auth_challenge(nonce, f);
+    s += f;
+    p::encode_auth_response(nonce, proof, f);
+    s += f;
+    p::encode_auth_confirm(proof, f);
+    s += f;
+    s += cartpole_hello(1);
+    write(dir, "session_auth", s);
+  }
 
   // Whole conversations, as the learner's side of the link sees them.
   {

@@ -1,8 +1,11 @@
 // One learner, written once against the Transport concept, trains over TCP, Unix sockets and
 // the in-process pipes alike: actors connect, are answered, unrolls reach the trainer, and
 // stop() ends everything.
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -15,6 +18,7 @@
 #include "seedrl/env/cartpole.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
+#include "seedrl/protocol/frame.hpp"
 #include "seedrl/runtime/actor.hpp"
 #include "seedrl/runtime/learner.hpp"
 #include "seedrl/transport/in_process.hpp"
@@ -97,6 +101,78 @@ TEMPLATE_TEST_CASE("the learner trains with actors over each transport", "[learn
   stop = true;
   for (auto& t : actors)
     t.join();
+  learner.stop();
+  CHECK(learner.stats().connected_actors == 0);
+}
+
+TEST_CASE("a thousand idle actor connections are held while one actor is served without stalls",
+          "[learner][links][many]") {
+  constexpr std::size_t idle = 1000;
+  // Both ends of every connection live in this process: about 2 descriptors per link.
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < 2 * idle + 64) {
+    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, 2 * idle + 256);
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (limit.rlim_cur < 2 * idle + 64) {
+    WARN("skipped: this process may open only " << limit.rlim_cur << " files");
+    return;
+  }
+  using net_t = seedrl::mlp_lstm_agent<float>;
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::tcp_transport>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {16};
+  nc.lstm_size = 0;
+  seedrl::learner_config lc;
+  lc.max_envs = idle + 8;
+  lc.max_connections = idle + 8;
+  lc.unroll_length = 5;
+  lc.batch_size = 4;
+  lc.batching.max_batch = 64;
+  lc.batching.deadline = 1ms;
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  seedrl::tcp_transport transport;
+  auto listener = transport.listen({"127.0.0.1", 0});
+  const auto endpoint = listener.local_endpoint();
+  learner.start();
+  learner.serve(std::move(listener));
+
+  // Connections that say hello and then never step.
+  std::vector<seedrl::tcp_connection> held;
+  held.reserve(idle);
+  std::vector<std::byte> hello;
+  seedrl::protocol::encode_hello(
+      {1, 1, seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec(), "idle"}, hello);
+  std::array<std::byte, seedrl::protocol::header_size + 16> welcome{};
+  for (std::size_t i = 0; i < idle; ++i) {
+    held.push_back(transport.connect(endpoint));
+    const std::span<const std::byte> bufs[] = {hello};
+    held.back().write(bufs);
+    held.back().read(welcome);
+  }
+  CHECK(learner.stats().connected_actors == idle);
+
+  // One real actor: with a thousand silent envs "everyone is waiting" never holds, so only the
+  // deadline flushes its batches. It must keep stepping, a batch every ~1 ms.
+  std::atomic<bool> stop{false};
+  std::thread actor_thread([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = 1;
+    seedrl::actor<seedrl::cartpole, std::function<seedrl::tcp_connection()>> a(
+        ac, [](std::size_t) { return seedrl::cartpole{}; },
+        [&] { return transport.connect(endpoint); });
+    a.run(stop);
+  });
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < until && learner.stats().frames < 300)
+    std::this_thread::sleep_for(5ms);
+  CHECK(learner.stats().frames >= 300);
+  CHECK(learner.stats().connected_actors == idle + 1);
+  stop = true;
+  actor_thread.join();
   learner.stop();
   CHECK(learner.stats().connected_actors == 0);
 }
