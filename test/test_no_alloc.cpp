@@ -94,3 +94,66 @@ TEST_CASE("wide LSTM inference allocates nothing in steady state", "[alloc]") {
   config.lstm_size = 256;
   CHECK(allocations_during_inference(config, 64, 10) == 0);
 }
+
+#ifdef SEEDRL_ALLOC_TEST_TCP
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "seedrl/env/cartpole.hpp"
+#include "seedrl/optim/adam.hpp"
+#include "seedrl/runtime/actor.hpp"
+#include "seedrl/runtime/learner.hpp"
+#include "seedrl/transport/tcp.hpp"
+
+TEST_CASE("the step path over TCP allocates nothing in steady state", "[alloc]") {
+  // Actor, TCP link both ways, the learner's connection and inference threads, the unroll
+  // builder and the training queue: every thread of the process is counted. The trainer is
+  // kept idle (its batch never fills) because the loss allocates scratch per training step.
+  using namespace std::chrono_literals;
+  using net_t = seedrl::mlp_lstm_agent<float>;
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::tcp_transport>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {16};
+  nc.lstm_size = 16;
+  seedrl::learner_config lc;
+  lc.unroll_length = 4;
+  lc.batch_size = 1000;  // never reached in this test
+  lc.queue_batches = 1;
+  lc.batching.max_batch = 4;
+  lc.batching.deadline = 1ms;
+  lc.batching.max_request_rows = 4;
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  seedrl::tcp_transport transport;
+  auto listener = transport.listen({"127.0.0.1", 0});
+  const auto endpoint = listener.local_endpoint();
+  learner.start();
+  learner.serve(std::move(listener));
+  std::atomic<bool> stop{false};
+  std::thread actor_thread([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = 2;
+    ac.stats_interval = 5ms;  // its reports are on the measured path too
+    seedrl::actor<seedrl::cartpole, std::function<seedrl::tcp_connection()>> a(
+        ac, [](std::size_t) { return seedrl::cartpole{}; },
+        [&] { return transport.connect(endpoint); });
+    a.run(stop);
+  });
+  auto frames_reach = [&](std::int64_t n) {
+    const auto until = std::chrono::steady_clock::now() + 20s;
+    while (learner.stats().frames < n && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(1ms);
+    return learner.stats().frames >= n;
+  };
+  REQUIRE(frames_reach(200));  // warm-up: connection set up, buffers grown
+  const long before = allocations.load();
+  const auto start = learner.stats().frames;
+  REQUIRE(frames_reach(start + 600));
+  const long during = allocations.load() - before;
+  stop = true;
+  actor_thread.join();
+  learner.stop();
+  CHECK(during == 0);
+}
+#endif

@@ -911,6 +911,7 @@ class learner {
     std::vector<std::int32_t> prev_actions(T1 * B), actions(T1 * B);
     std::vector<scalar> logits(T1 * B * A), values(T1 * B), d_logits(T1 * B * A), d_values(T1 * B);
     std::vector<unroll<scalar>*> batch;
+    batch.reserve(B);
     for (;;) {
       const auto t_wait = std::chrono::steady_clock::now();
       batch.clear();
