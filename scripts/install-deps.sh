@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what seedrl's build needs on Debian 12, skipping what is already there.
 #   scripts/install-deps.sh              compiler, CMake, Eigen, Boost, Catch2, Google Benchmark
-#   scripts/install-deps.sh --test-tools also clang-format, Conan, TensorBoard and matplotlib
-#                                        (the last three from PyPI, into .venv)
+#   scripts/install-deps.sh --test-tools also clang-format, Conan, TensorBoard, matplotlib,
+#                                        numpy and gymnasium (all but the first from PyPI,
+#                                        into .venv)
 # Runs apt-get through sudo when not root. The CUDA toolkit is optional and not installed
 # here: with nvcc on PATH the CUDA backend is built too.
 set -euo pipefail
@@ -55,5 +56,15 @@ if [ "$test_tools" = 1 ] && ! "$root/.venv/bin/python3" -c "import tensorboard, 
     echo "seedrl: TensorBoard and matplotlib installed into .venv"
   else
     echo "seedrl: could not install TensorBoard and matplotlib; the metrics tests will skip" >&2
+  fi
+fi
+
+if [ "$test_tools" = 1 ] && ! "$root/.venv/bin/python3" -c "import numpy, gymnasium" 2>/dev/null; then
+  # The Python actor's tests (python/tests) step gymnasium environments; a failure here makes
+  # them skip, not the build fail.
+  if python3 -m venv "$root/.venv" && "$root/.venv/bin/pip" install -q numpy gymnasium; then
+    echo "seedrl: numpy and gymnasium installed into .venv"
+  else
+    echo "seedrl: could not install numpy and gymnasium; the Python actor tests will skip" >&2
   fi
 fi
