@@ -1,0 +1,652 @@
+// End-to-end SEED throughput on CartPole against each stage run alone, all in one run.
+//
+//   1 env-only        A threads, each stepping an env_batch of K cartpoles with random actions
+//                     and encoding the step frame: the actors' work without the link.
+//   2 inference-only  one thread: mlp_lstm_agent::infer on N rows, action sampling and log
+//                     probs: the learner's inference work without the link or bookkeeping.
+//   3 training-only   one thread: forward_unroll, IMPALA loss, backward, clipping, Adam on a
+//                     [T+1, B] batch, as the learner's trainer does; frames = T * B per step.
+//   4 end-to-end      a real seedrl::learner on loopback TCP with A actor processes (this binary
+//                     re-executed with --actor-child; or threads with --actor-threads);
+//                     frames/s from learner.stats().frames.
+//
+// Stages run interleaved (1 2 3 4, 1 2 3 4, ...) so that drift in a shared machine's load hits
+// them alike; each figure is the median over --repeats runs, and the headline is the ratio of
+// end-to-end frames/s to the slowest stage alone. The end-to-end rows also show where the time
+// went: batch fill, inference and trainer busy fractions, and per thread group (inference,
+// trainer, connection threads, actors) CPU use, CPU per frame and time spent waiting for a CPU,
+// from /proc schedstat. CPU per frame changes least when other work shares the machine.
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/core/random.hpp"
+#include "seedrl/env/cartpole.hpp"
+#include "seedrl/env/env_batch.hpp"
+#include "seedrl/net/categorical.hpp"
+#include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/optim/adam.hpp"
+#include "seedrl/optim/clip.hpp"
+#include "seedrl/protocol/frame.hpp"
+#include "seedrl/runtime/actor.hpp"
+#include "seedrl/runtime/learner.hpp"
+#include "seedrl/transport/tcp.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct options {
+  int actors = 4;
+  std::size_t envs_per_actor = 4;
+  std::size_t inference_batch = 16;
+  std::size_t batch_size = 16;
+  std::size_t unroll_length = 20;
+  double seconds = 10.0;       // end-to-end measuring window
+  double warmup = 2.0;         // end-to-end warm-up before the window
+  double stage_seconds = 2.0;  // each stage-alone measurement
+  int repeats = 3;
+  bool lstm = false;
+  bool actor_threads = false;
+  bool e2e_only = false;  // skip the stages alone, e.g. under perf record
+  std::uint64_t seed = 1;
+};
+
+[[noreturn]] void usage(int code) {
+  std::printf(
+      "usage: seedrl_bench_e2e [options]\n"
+      "  --actors A            actor processes (default 4)\n"
+      "  --envs-per-actor K    environments per actor (default 4)\n"
+      "  --inference-batch N   learner's largest inference batch (default 16)\n"
+      "  --batch-size B        unrolls per training step (default 16)\n"
+      "  --unroll-length T     steps per unroll (default 20)\n"
+      "  --seconds S           end-to-end measuring window (default 10)\n"
+      "  --warmup S            end-to-end warm-up before the window (default 2)\n"
+      "  --stage-seconds S     each stage-alone measurement (default 2)\n"
+      "  --repeats R           runs of every stage; medians are reported (default 3)\n"
+      "  --lstm                MLP+LSTM core instead of the MLP (as cartpole_seed --lstm)\n"
+      "  --actor-threads       actors as threads of this process instead of processes\n"
+      "  --e2e-only            run only the end-to-end stage (e.g. under perf record)\n"
+      "  --seed S              seed (default 1)\n");
+  std::exit(code);
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h")
+      usage(0);
+    else if (a == "--actors")
+      o.actors = std::stoi(next());
+    else if (a == "--envs-per-actor")
+      o.envs_per_actor = std::stoul(next());
+    else if (a == "--inference-batch")
+      o.inference_batch = std::stoul(next());
+    else if (a == "--batch-size")
+      o.batch_size = std::stoul(next());
+    else if (a == "--unroll-length")
+      o.unroll_length = std::stoul(next());
+    else if (a == "--seconds")
+      o.seconds = std::stod(next());
+    else if (a == "--warmup")
+      o.warmup = std::stod(next());
+    else if (a == "--stage-seconds")
+      o.stage_seconds = std::stod(next());
+    else if (a == "--repeats")
+      o.repeats = std::stoi(next());
+    else if (a == "--lstm")
+      o.lstm = true;
+    else if (a == "--actor-threads")
+      o.actor_threads = true;
+    else if (a == "--e2e-only")
+      o.e2e_only = true;
+    else if (a == "--seed")
+      o.seed = std::stoull(next());
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      usage(2);
+    }
+  }
+  if (o.actors < 1 || o.envs_per_actor < 1 || o.inference_batch < 1 || o.batch_size < 1 ||
+      o.unroll_length < 1 || o.repeats < 1 || o.seconds <= 0 || o.stage_seconds <= 0) {
+    std::fprintf(stderr, "counts, sizes and times must be positive\n");
+    std::exit(2);
+  }
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+/// The demo's network: MLP 64-64, with an LSTM 64 core only under --lstm.
+seedrl::mlp_lstm_agent_config net_config(const options& o) {
+  seedrl::mlp_lstm_agent_config c;
+  c.seed = o.seed;
+  if (!o.lstm)
+    c.lstm_size = 0;
+  return c;
+}
+
+std::vector<float> random_floats(std::size_t n, seedrl::random_generator& rng, double lo,
+                                 double hi) {
+  std::vector<float> v(n);
+  for (auto& x : v)
+    x = static_cast<float>(rng.uniform(lo, hi));
+  return v;
+}
+
+/// A stage alone: its rate, and the share of its wall time its threads got a CPU (below 1 when
+/// other work on a shared machine preempted them).
+struct stage_result {
+  double frames_per_second = 0;
+  double cpu_share = 0;
+};
+
+double cpu_clock(clockid_t id) {
+  timespec ts{};
+  ::clock_gettime(id, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+/// Calls `body()` (which returns frames done) until `seconds` pass, after a short warm-up that
+/// fills caches and workspaces.
+template <class Body>
+stage_result frames_per_second(double seconds, Body&& body) {
+  const auto warm = clock_type::now();
+  while (seconds_since(warm) < std::min(0.2, seconds / 4))
+    body();
+  std::int64_t frames = 0;
+  const auto t0 = clock_type::now();
+  const double cpu0 = cpu_clock(CLOCK_THREAD_CPUTIME_ID);
+  double dt = 0.0;
+  do {
+    for (int i = 0; i < 8; ++i)  // check the clock every few calls only
+      frames += body();
+    dt = seconds_since(t0);
+  } while (dt < seconds);
+  return {static_cast<double>(frames) / dt, (cpu_clock(CLOCK_THREAD_CPUTIME_ID) - cpu0) / dt};
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. env-only
+
+stage_result env_only(const options& o) {
+  std::atomic<bool> go{false}, stop{false};
+  std::vector<std::int64_t> frames(static_cast<std::size_t>(o.actors), 0);
+  std::vector<std::thread> threads;
+  for (int a = 0; a < o.actors; ++a) {
+    threads.emplace_back([&, a] {
+      const std::size_t k = o.envs_per_actor;
+      auto batch = seedrl::env_batch<seedrl::cartpole>::create(
+          k, [](std::size_t) { return seedrl::cartpole{}; }, o.seed * 100 + a);
+      seedrl::random_generator rng(o.seed * 1000 + static_cast<std::uint64_t>(a));
+      const auto spec = batch.observation_spec();
+      // The actor also encodes every step into a frame; count that as its work.
+      std::vector<std::byte> frame(seedrl::protocol::step_frame_size(k, spec.num_bytes()));
+      std::vector<std::uint64_t> run_ids(k, 7);
+      std::vector<std::int32_t> actions(k);
+      std::int64_t n = 0;
+      while (!go)
+        std::this_thread::yield();
+      while (!stop) {
+        for (auto& x : actions)
+          x = static_cast<std::int32_t>(rng.below(2));
+        batch.step(actions);
+        const auto obs = batch.observations();
+        seedrl::protocol::encode_step(
+            frame, spec.type,
+            {run_ids, batch.rewards(), batch.dones(), batch.truncated(),
+             std::as_bytes(std::span<const float>(obs.data(), obs.size()))});
+        ++n;
+      }
+      frames[static_cast<std::size_t>(a)] = n * static_cast<std::int64_t>(k);
+    });
+  }
+  const auto t0 = clock_type::now();
+  const double cpu0 = cpu_clock(CLOCK_PROCESS_CPUTIME_ID);
+  go = true;
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.stage_seconds));
+  stop = true;
+  const double dt = seconds_since(t0);
+  const double cpu = cpu_clock(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+  for (auto& t : threads)
+    t.join();
+  std::int64_t total = 0;
+  for (auto f : frames)
+    total += f;
+  const double usable = std::min<double>(o.actors, std::thread::hardware_concurrency());
+  return {static_cast<double>(total) / dt, cpu / dt / usable};
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. inference-only
+
+stage_result inference_only(const options& o) {
+  seedrl::mlp_lstm_agent<float> net(net_config(o));
+  const std::size_t B = o.inference_batch, A = 2;
+  seedrl::random_generator rng(o.seed);
+  const auto obs = random_floats(B * 4, rng, -1, 1);
+  const auto rewards = random_floats(B, rng, 0, 1);
+  std::vector<std::uint8_t> dones(B, 0);
+  std::vector<std::int32_t> prev_actions(B, 0), actions(B);
+  std::vector<float> logits(B * A), values(B), logp(B);
+  auto state = net.initial_state(B);
+  return frames_per_second(o.stage_seconds, [&] {
+    seedrl::agent_step_output<float> out{logits, values};
+    net.infer({obs, rewards, dones, prev_actions}, state, out);
+    seedrl::sample_actions<float>(logits, B, A, rng, actions);
+    seedrl::categorical_log_probs<float>(logits, B, A, actions, logp);
+    prev_actions.swap(actions);
+    return static_cast<std::int64_t>(B);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. training-only
+
+stage_result training_only(const options& o) {
+  seedrl::mlp_lstm_agent<float> net(net_config(o));
+  const std::size_t T = o.unroll_length, T1 = T + 1, B = o.batch_size, A = 2;
+  seedrl::adam_config adam;
+  adam.learning_rate = o.lstm ? 5e-4 : 2e-3;
+  seedrl::adam<float> optimizer(adam);
+  seedrl::impala_loss_config<float> lc;
+  lc.entropy_cost = 0.001f;
+  seedrl::impala_loss<float> loss(lc);
+  seedrl::random_generator rng(o.seed);
+  const auto obs = random_floats(T1 * B * 4, rng, -1, 1);
+  const auto rewards = random_floats(T1 * B, rng, 0, 1);
+  const auto behaviour = random_floats(T1 * B, rng, -1.5, -0.1);
+  std::vector<std::uint8_t> dones(T1 * B);
+  std::vector<std::int32_t> prev_actions(T1 * B), actions(T1 * B);
+  for (std::size_t i = 0; i < T1 * B; ++i) {
+    dones[i] = rng.below(20) == 0;
+    actions[i] = static_cast<std::int32_t>(rng.below(A));
+    prev_actions[i] = i >= B ? actions[i - B] : 0;
+  }
+  const std::vector<float> start(B * static_cast<std::size_t>(net.state_size()), 0.0f);
+  std::vector<float> logits(T1 * B * A), values(T1 * B), d_logits(T1 * B * A), d_values(T1 * B);
+  return frames_per_second(o.stage_seconds, [&] {
+    seedrl::agent_unroll_output<float> out{logits, values};
+    net.forward_unroll({T1, B, obs, rewards, dones, prev_actions, start}, out);
+    seedrl::impala_gradients<float> grads{d_logits, d_values};
+    loss({T, B, A, logits, values, actions, behaviour, rewards, dones}, grads);
+    net.zero_gradients();
+    net.backward_unroll({d_logits, d_values});
+    seedrl::clip_by_global_norm<float>(net.gradients(), 40.0);
+    optimizer.step(net.parameters(), net.gradients());
+    return static_cast<std::int64_t>(T * B);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. end-to-end
+
+std::atomic<bool> child_stop{false};
+extern "C" void on_term(int) {
+  child_stop = true;
+}
+
+/// A thread's CPU time and time spent runnable but waiting for a CPU, from schedstat: on a
+/// shared 2-core machine the second tells preemption apart from work.
+struct sched_time {
+  double cpu = 0;
+  double wait = 0;
+};
+
+sched_time read_schedstat(const std::string& path) {
+  std::ifstream f(path);
+  double run_ns = 0, wait_ns = 0;
+  if (!(f >> run_ns >> wait_ns))
+    return {};  // gone
+  return {run_ns * 1e-9, wait_ns * 1e-9};
+}
+
+std::vector<long> own_threads() {
+  std::vector<long> tids;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+    tids.push_back(std::stol(e.path().filename().string()));
+  std::sort(tids.begin(), tids.end());
+  return tids;
+}
+
+seedrl::actor_config actor_settings(std::size_t envs, std::uint64_t seed) {
+  seedrl::actor_config c;
+  c.num_envs = envs;
+  c.seed = seed;
+  c.actor_id = seed;
+  c.name = "bench-actor:" + std::to_string(seed);
+  return c;
+}
+
+using tcp_actor = seedrl::actor<seedrl::cartpole, std::function<seedrl::tcp_connection()>>;
+
+/// `seedrl_bench_e2e --actor-child PORT K SEED`: one actor process, stopped by SIGTERM.
+int actor_child(std::uint16_t port, std::size_t envs, std::uint64_t seed) {
+  struct sigaction sa {};
+  sa.sa_handler = on_term;
+  ::sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  seedrl::tcp_transport transport;
+  tcp_actor a(
+      actor_settings(envs, seed), [](std::size_t) { return seedrl::cartpole{}; },
+      [&] {
+        return transport.connect({"127.0.0.1", port});
+      });
+  try {
+    a.run(child_stop);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench actor: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+struct e2e_result {
+  double frames_per_second = 0;
+  double train_frames_per_second = 0;  // train steps * T * B per second
+  double batch_fill = 0;               // mean rows per inference batch / max batch
+  double inference_busy = 0;           // fraction of the window
+  double training_busy = 0;
+  double trainer_waiting = 0;
+  // CPU seconds and run-queue waiting seconds per second of the window, by thread group.
+  sched_time inference, trainer, link;  // link: connection, accept and main threads
+  sched_time actors;
+  int connected = 0;
+};
+
+e2e_result end_to_end(const options& o, const char* self) {
+  seedrl::adam_config adam;
+  adam.learning_rate = o.lstm ? 5e-4 : 2e-3;
+  seedrl::impala_loss_config<float> loss;
+  loss.entropy_cost = 0.001f;
+  seedrl::learner_config lc;
+  lc.unroll_length = o.unroll_length;
+  lc.batch_size = o.batch_size;
+  lc.batching.max_batch = o.inference_batch;
+  lc.batching.max_request_rows = std::max<std::size_t>(o.envs_per_actor, 256);
+  lc.seed = o.seed;
+  lc.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
+  const seedrl::mlp_lstm_agent<float> net(net_config(o));
+  seedrl::learner<seedrl::mlp_lstm_agent<float>, seedrl::adam<float>, seedrl::tcp_transport>
+      learner(lc, net, seedrl::adam<float>(adam), seedrl::impala_loss<float>(loss),
+              seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  seedrl::tcp_transport transport;
+  auto listener = transport.listen({"127.0.0.1", 0});
+  const std::uint16_t port = listener.local_port();
+  // The first two threads start() adds are, in creation (and so tid) order, inference and
+  // trainer; a sanitizer may add a helper thread of its own after them.
+  const auto before = own_threads();
+  learner.start();
+  std::vector<long> started;
+  for (long t : own_threads()) {
+    if (!std::binary_search(before.begin(), before.end(), t))
+      started.push_back(t);
+  }
+  const long inference_tid = started.size() >= 2 ? started[0] : -1;
+  const long trainer_tid = started.size() >= 2 ? started[1] : -1;
+  learner.serve(std::move(listener));
+
+  std::vector<pid_t> children;
+  std::vector<std::thread> threads;
+  std::vector<std::atomic<long>> tids(static_cast<std::size_t>(o.actors));
+  std::atomic<bool> stop_threads{false};
+  for (int i = 0; i < o.actors; ++i) {
+    const std::uint64_t seed = o.seed * 1000 + static_cast<std::uint64_t>(i) + 1;
+    if (o.actor_threads) {
+      threads.emplace_back([&, i, seed] {
+        tids[static_cast<std::size_t>(i)] = ::syscall(SYS_gettid);
+        seedrl::tcp_transport t;
+        tcp_actor a(
+            actor_settings(o.envs_per_actor, seed), [](std::size_t) { return seedrl::cartpole{}; },
+            [&] {
+              return t.connect({"127.0.0.1", port});
+            });
+        a.run(stop_threads);
+      });
+      continue;
+    }
+    // Built before fork: only exec runs in the child of this multi-threaded process.
+    const std::string p = std::to_string(port), k = std::to_string(o.envs_per_actor),
+                      s = std::to_string(seed);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execl(self, self, "--actor-child", p.c_str(), k.c_str(), s.c_str(),
+              static_cast<char*>(nullptr));
+      std::_Exit(127);
+    }
+    children.push_back(pid);
+  }
+
+  struct snapshot {
+    sched_time inference, trainer, link, actors;
+  };
+  const auto sample = [&] {
+    snapshot x;
+    std::vector<long> actor_tids;
+    for (auto& t : tids)
+      actor_tids.push_back(t.load());
+    const auto add = [](sched_time& to, const sched_time& v) {
+      to.cpu += v.cpu;
+      to.wait += v.wait;
+    };
+    for (long t : own_threads()) {
+      const auto v = read_schedstat("/proc/self/task/" + std::to_string(t) + "/schedstat");
+      if (t == inference_tid)
+        x.inference = v;
+      else if (t == trainer_tid)
+        x.trainer = v;
+      else if (std::find(actor_tids.begin(), actor_tids.end(), t) != actor_tids.end())
+        add(x.actors, v);
+      else
+        add(x.link, v);
+    }
+    for (pid_t pid : children)
+      add(x.actors, read_schedstat("/proc/" + std::to_string(pid) + "/schedstat"));
+    return x;
+  };
+
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup));
+  const auto s0 = learner.stats();
+  const auto t0 = clock_type::now();
+  const auto c0 = sample();
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+  const auto s1 = learner.stats();
+  const double dt = seconds_since(t0);
+  const auto c1 = sample();
+
+  for (pid_t pid : children)
+    ::kill(pid, SIGTERM);
+  stop_threads = true;
+  learner.stop();
+  for (pid_t pid : children)
+    ::waitpid(pid, nullptr, 0);
+  for (auto& t : threads)
+    t.join();
+
+  e2e_result r;
+  const auto T = static_cast<double>(o.unroll_length), B = static_cast<double>(o.batch_size);
+  r.frames_per_second = static_cast<double>(s1.frames - s0.frames) / dt;
+  r.train_frames_per_second = static_cast<double>(s1.train_steps - s0.train_steps) * T * B / dt;
+  if (s1.batches > s0.batches) {
+    r.batch_fill = static_cast<double>(s1.batch_rows - s0.batch_rows) /
+                   static_cast<double>(s1.batches - s0.batches) /
+                   static_cast<double>(o.inference_batch);
+  }
+  r.inference_busy = (s1.seconds_inference - s0.seconds_inference) / dt;
+  r.training_busy = (s1.seconds_training - s0.seconds_training) / dt;
+  r.trainer_waiting = (s1.seconds_waiting_for_data - s0.seconds_waiting_for_data) / dt;
+  const auto rate = [dt](const sched_time& a, const sched_time& b) {
+    return sched_time{(b.cpu - a.cpu) / dt, (b.wait - a.wait) / dt};
+  };
+  r.inference = rate(c0.inference, c1.inference);
+  r.trainer = rate(c0.trainer, c1.trainer);
+  r.link = rate(c0.link, c1.link);
+  r.actors = rate(c0.actors, c1.actors);
+  r.connected = static_cast<int>(s1.connected_actors);
+  return r;
+}
+
+std::string si(double v) {
+  char buf[32];
+  if (v >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2f M", v / 1e6);
+  else if (v >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.1f k", v / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 5 && std::string(argv[1]) == "--actor-child") {
+    return actor_child(static_cast<std::uint16_t>(std::stoi(argv[2])), std::stoul(argv[3]),
+                       std::stoull(argv[4]));
+  }
+  ::signal(SIGPIPE, SIG_IGN);  // a vanished actor shows up as a write error instead
+  const options o = parse(argc, argv);
+  // The real path, not /proc/self/exe, so that actor processes show under our name in perf.
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::printf(
+      "seedrl_bench_e2e: %d actor %s x %zu envs, inference batch %zu, training batch %zu x T %zu, "
+      "%s core, %d repeats (stages %.1f s, end-to-end %.1f s after %.1f s warm-up), %u CPUs\n",
+      o.actors, o.actor_threads ? "threads" : "processes", o.envs_per_actor, o.inference_batch,
+      o.batch_size, o.unroll_length, o.lstm ? "MLP+LSTM" : "MLP", o.repeats, o.stage_seconds,
+      o.seconds, o.warmup, std::thread::hardware_concurrency());
+  std::fflush(stdout);
+
+  std::vector<stage_result> env, inf, train;
+  std::vector<double> e2e;
+  std::vector<e2e_result> runs;
+  for (int r = 0; r < o.repeats; ++r) {
+    env.push_back(o.e2e_only ? stage_result{} : env_only(o));
+    inf.push_back(o.e2e_only ? stage_result{} : inference_only(o));
+    train.push_back(o.e2e_only ? stage_result{} : training_only(o));
+    runs.push_back(end_to_end(o, self.c_str()));
+    e2e.push_back(runs.back().frames_per_second);
+    std::printf(
+        "  run %d: env %s  inference %s  training %s  end-to-end %s f/s (fill %.0f%%, inference "
+        "%.0f%%, training %.0f%% busy, trainer CPU %.2f, %d actors connected)\n",
+        r + 1, si(env.back().frames_per_second).c_str(), si(inf.back().frames_per_second).c_str(),
+        si(train.back().frames_per_second).c_str(), si(e2e.back()).c_str(),
+        100 * runs.back().batch_fill, 100 * runs.back().inference_busy,
+        100 * runs.back().training_busy, runs.back().trainer.cpu, runs.back().connected);
+    std::fflush(stdout);
+  }
+  const auto rate = [](const std::vector<stage_result>& v) {
+    std::vector<double> x;
+    for (const auto& r : v)
+      x.push_back(r.frames_per_second);
+    return median(x);
+  };
+  const auto share = [](const std::vector<stage_result>& v) {
+    std::vector<double> x;
+    for (const auto& r : v)
+      x.push_back(r.cpu_share);
+    return median(x);
+  };
+  const double m_env = rate(env), m_inf = rate(inf), m_train = rate(train), m_e2e = median(e2e);
+  const double slowest = std::min({m_env, m_inf, m_train});
+  const char* slowest_name = slowest == m_train ? "training"
+                             : slowest == m_inf ? "inference"
+                                                : "env";
+  auto field = [&](auto get) {
+    std::vector<double> v;
+    for (const auto& x : runs)
+      v.push_back(get(x));
+    return median(v);
+  };
+
+  if (o.e2e_only) {
+    std::printf("\nend-to-end: %s frames/s (median of %d; stages alone skipped)\n",
+                si(m_e2e).c_str(), o.repeats);
+  } else {
+    // CPU share: how much of the wall time the stage's threads ran; below 1, other work on the
+    // machine took the rest and the stage-alone figure is low by that much.
+    std::printf(
+        "\n| stage | frames/s (median of %d) | CPU share while measured | / slowest stage alone "
+        "|\n",
+        o.repeats);
+    std::printf("| --- | ---: | ---: | ---: |\n");
+    std::printf("| 1 env-only (%d threads x %zu envs) | %s | %.2f | %.2f |\n", o.actors,
+                o.envs_per_actor, si(m_env).c_str(), share(env), m_env / slowest);
+    std::printf("| 2 inference-only (%zu rows) | %s | %.2f | %.2f |\n", o.inference_batch,
+                si(m_inf).c_str(), share(inf), m_inf / slowest);
+    std::printf("| 3 training-only (T %zu x B %zu) | %s | %.2f | %.2f |\n", o.unroll_length,
+                o.batch_size, si(m_train).c_str(), share(train), m_train / slowest);
+    std::printf("| 4 end-to-end (%d x %zu, %s) | %s | | **%.2f** |\n", o.actors, o.envs_per_actor,
+                o.actor_threads ? "threads" : "processes", si(m_e2e).c_str(), m_e2e / slowest);
+    std::printf("\nend-to-end / %s-only = %.2f (target >= 0.7)\n", slowest_name, m_e2e / slowest);
+  }
+  std::printf(
+      "\nend-to-end, medians over runs: trained frames/s %s, inference batch fill %.0f%%; busy "
+      "(wall) inference %.0f%%, trainer %.0f%%, trainer waiting for data %.0f%%\n",
+      si(field([](const e2e_result& r) { return r.train_frames_per_second; })).c_str(),
+      100 * field([](const e2e_result& r) { return r.batch_fill; }),
+      100 * field([](const e2e_result& r) { return r.inference_busy; }),
+      100 * field([](const e2e_result& r) { return r.training_busy; }),
+      100 * field([](const e2e_result& r) { return r.trainer_waiting; }));
+  // CPU per frame is what a busy shared machine changes least; from it follow the bounds an
+  // idle machine would set: all CPUs shared by every thread, and the trainer's single thread.
+  std::printf(
+      "\n| threads (end-to-end) | CPU, cores | CPU per frame, us | runnable, waiting for a CPU, "
+      "cores |\n");
+  std::printf("| --- | ---: | ---: | ---: |\n");
+  const std::pair<const char*, sched_time e2e_result::*> groups[] = {
+      {"learner inference thread", &e2e_result::inference},
+      {"learner trainer thread", &e2e_result::trainer},
+      {"learner connection + accept + main threads", &e2e_result::link},
+      {"actors", &e2e_result::actors}};
+  double total_cpu = 0, total_per_frame = 0, trainer_per_frame = 0;
+  for (const auto& [name, member] : groups) {
+    const double cpu = field([m = member](const e2e_result& r) { return (r.*m).cpu; });
+    const double per_frame =
+        field([m = member](const e2e_result& r) { return 1e6 * (r.*m).cpu / r.frames_per_second; });
+    const double wait = field([m = member](const e2e_result& r) { return (r.*m).wait; });
+    total_cpu += cpu;
+    total_per_frame += per_frame;
+    if (member == &e2e_result::trainer)
+      trainer_per_frame = per_frame;
+    std::printf("| %s | %.2f | %.2f | %.2f |\n", name, cpu, per_frame, wait);
+  }
+  const unsigned cpus = std::thread::hardware_concurrency();
+  std::printf("| total | %.2f of %u | %.2f | |\n", total_cpu, cpus, total_per_frame);
+  std::printf(
+      "\nbounds from CPU per frame: all %u CPUs busy at %s frames/s; the trainer thread alone at "
+      "%s frames/s\n",
+      cpus, si(1e6 * cpus / total_per_frame).c_str(),
+      trainer_per_frame > 0 ? si(1e6 / trainer_per_frame).c_str() : "n/a");
+  return 0;
+}
