@@ -614,19 +614,20 @@ class learner {
         }
         s.first_slot = *first;
       }
+      // Counted before the welcome goes out: the cleanup below undoes exactly this if the write
+      // fails, and an actor that has its welcome is already in the counters.
       registered = true;
+      s.welcomed = true;
+      ++connected_;
+      batcher_.add_connected(static_cast<std::ptrdiff_t>(s.num_envs));
       s.reply.resize(protocol::actions_frame_size(s.num_envs, act_spec_));
       {
         std::vector<std::byte> frame;
         protocol::encode_welcome({static_cast<std::uint32_t>(s.first_slot),
                                   static_cast<std::uint32_t>(s.num_envs), config_.max_payload, 0},
                                  frame);
-        const std::span<const std::byte> bufs[] = {frame};
-        s.conn.write(bufs);
+        write_frame(s, frame);
       }
-      s.welcomed = true;
-      ++connected_;
-      batcher_.add_connected(static_cast<std::ptrdiff_t>(s.num_envs));
       log("seedrl learner: actor " + s.name + " from " + s.conn.peer() + " connected with " +
           std::to_string(s.num_envs) + " envs");
       const std::size_t obs_bytes = obs_spec_.num_bytes();
