@@ -1,12 +1,15 @@
 #pragma once
 // Central-difference gradient checking for the numerics tests (float64 only).
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
 #include <functional>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "seedrl/core/random.hpp"
 
 namespace seedrl_test {
 
@@ -45,6 +48,31 @@ inline gradcheck_result gradcheck(std::span<double> x, std::span<const double> a
   }
   r.norm_relative_error = std::sqrt(diff2) / std::max({std::sqrt(a2), std::sqrt(n2), 1e-300});
   return r;
+}
+
+/// `n` values uniform in [-scale, scale].
+inline std::vector<double> random_vector(std::size_t n, seedrl::random_generator& rng,
+                                         double scale = 1.0) {
+  std::vector<double> v(n);
+  for (auto& x : v)
+    x = rng.uniform(-scale, scale);
+  return v;
+}
+
+/// Plain dot product, for scalar losses of the form <weights, output>.
+inline double dot(std::span<const double> a, std::span<const double> b) {
+  double s = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+/// Checks a gradcheck result against the tolerances every numerics test uses.
+inline void require_close(const seedrl_test::gradcheck_result& r) {
+  INFO("checked " << r.checked << " elements; worst at " << r.worst_index);
+  CHECK(r.checked > 0);
+  CHECK(r.norm_relative_error < 1e-6);
+  CHECK(r.worst_element_error < 1e-6);
 }
 
 }  // namespace seedrl_test

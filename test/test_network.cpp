@@ -24,27 +24,9 @@ using seedrl::cview;
 using seedrl::view;
 using seedrl_test::gradcheck;
 
-std::vector<double> random_vector(std::size_t n, seedrl::random_generator& rng,
-                                  double scale = 1.0) {
-  std::vector<double> v(n);
-  for (auto& x : v)
-    x = rng.uniform(-scale, scale);
-  return v;
-}
-
-double dot(std::span<const double> a, std::span<const double> b) {
-  double s = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    s += a[i] * b[i];
-  return s;
-}
-
-void require_close(const seedrl_test::gradcheck_result& r) {
-  INFO("checked " << r.checked << " elements; worst at " << r.worst_index);
-  CHECK(r.checked > 0);
-  CHECK(r.norm_relative_error < 1e-6);
-  CHECK(r.worst_element_error < 1e-6);
-}
+using seedrl_test::dot;
+using seedrl_test::random_vector;
+using seedrl_test::require_close;
 
 }  // namespace
 
