@@ -31,6 +31,17 @@ namespace proto = seedrl::protocol;
 using net_t = seedrl::mlp_lstm_agent<float>;
 using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport>;
 
+/// Short unrolls, small batches and a 1 ms deadline: tests see training steps quickly.
+seedrl::learner_config small_learner_config() {
+  seedrl::learner_config lc;
+  lc.unroll_length = 4;
+  lc.batch_size = 2;
+  lc.batching.max_batch = 4;
+  lc.batching.deadline = 1ms;
+  lc.batching.max_request_rows = 8;
+  return lc;
+}
+
 /// A learner with one good actor (2 CartPoles) running against it.
 struct served_learner {
   seedrl::in_process_transport transport;
@@ -43,12 +54,7 @@ struct served_learner {
     seedrl::mlp_lstm_agent_config nc;
     nc.hidden_sizes = {8};
     nc.lstm_size = 0;
-    seedrl::learner_config lc;
-    lc.unroll_length = 4;
-    lc.batch_size = 2;
-    lc.batching.max_batch = 4;
-    lc.batching.deadline = 1ms;
-    lc.batching.max_request_rows = 8;
+    seedrl::learner_config lc = small_learner_config();
     lc.max_payload = 1 << 16;
     learner = std::make_unique<learner_t>(
         lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
@@ -207,12 +213,7 @@ std::unique_ptr<learner_t> small_learner() {
   seedrl::mlp_lstm_agent_config nc;
   nc.hidden_sizes = {8};
   nc.lstm_size = 8;
-  seedrl::learner_config lc;
-  lc.unroll_length = 4;
-  lc.batch_size = 2;
-  lc.batching.max_batch = 4;
-  lc.batching.deadline = 1ms;
-  lc.batching.max_request_rows = 8;
+  seedrl::learner_config lc = small_learner_config();
   return std::make_unique<learner_t>(
       lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
       seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
@@ -439,12 +440,7 @@ TEST_CASE(
   seedrl::mlp_lstm_agent_config nc;
   nc.hidden_sizes = {8};
   nc.lstm_size = 0;
-  seedrl::learner_config lc;
-  lc.unroll_length = 4;
-  lc.batch_size = 2;
-  lc.batching.max_batch = 4;
-  lc.batching.deadline = 1ms;
-  lc.batching.max_request_rows = 8;
+  seedrl::learner_config lc = small_learner_config();
   lc.auth_secret = secret_of("correct horse battery staple");
   std::mutex log_mutex;
   std::vector<std::string> log;
@@ -555,12 +551,7 @@ TEST_CASE("learner checkpoints while training and a new learner resumes from the
   seedrl::mlp_lstm_agent_config nc;
   nc.hidden_sizes = {8};
   nc.lstm_size = 8;
-  seedrl::learner_config lc;
-  lc.unroll_length = 4;
-  lc.batch_size = 2;
-  lc.batching.max_batch = 4;
-  lc.batching.deadline = 1ms;
-  lc.batching.max_request_rows = 8;
+  seedrl::learner_config lc = small_learner_config();
   lc.checkpoint_dir = dir;
   lc.checkpointing = {3, std::nullopt, true};
   lc.keep_checkpoints = 2;
