@@ -61,6 +61,7 @@ struct options {
   double warmup = 2.0;         // end-to-end warm-up before the window
   double stage_seconds = 2.0;  // each stage-alone measurement
   int repeats = 3;
+  std::size_t queue_batches = 2;  // learner's training queue, in training batches
   bool lstm = false;
   bool actor_threads = false;
   bool e2e_only = false;  // skip the stages alone, e.g. under perf record
@@ -75,6 +76,7 @@ struct options {
       "  --inference-batch N   learner's largest inference batch (default 16)\n"
       "  --batch-size B        unrolls per training step (default 16)\n"
       "  --unroll-length T     steps per unroll (default 20)\n"
+      "  --queue-batches Q     training queue capacity, in training batches (default 2)\n"
       "  --seconds S           end-to-end measuring window (default 10)\n"
       "  --warmup S            end-to-end warm-up before the window (default 2)\n"
       "  --stage-seconds S     each stage-alone measurement (default 2)\n"
@@ -109,6 +111,8 @@ options parse(int argc, char** argv) {
       o.batch_size = std::stoul(next());
     else if (a == "--unroll-length")
       o.unroll_length = std::stoul(next());
+    else if (a == "--queue-batches")
+      o.queue_batches = std::stoul(next());
     else if (a == "--seconds")
       o.seconds = std::stod(next());
     else if (a == "--warmup")
@@ -131,7 +135,8 @@ options parse(int argc, char** argv) {
     }
   }
   if (o.actors < 1 || o.envs_per_actor < 1 || o.inference_batch < 1 || o.batch_size < 1 ||
-      o.unroll_length < 1 || o.repeats < 1 || o.seconds <= 0 || o.stage_seconds <= 0) {
+      o.unroll_length < 1 || o.queue_batches < 1 || o.repeats < 1 || o.seconds <= 0 ||
+      o.stage_seconds <= 0) {
     std::fprintf(stderr, "counts, sizes and times must be positive\n");
     std::exit(2);
   }
@@ -393,6 +398,7 @@ e2e_result end_to_end(const options& o, const char* self) {
   seedrl::learner_config lc;
   lc.unroll_length = o.unroll_length;
   lc.batch_size = o.batch_size;
+  lc.queue_batches = o.queue_batches;
   lc.batching.max_batch = o.inference_batch;
   lc.batching.max_request_rows = std::max<std::size_t>(o.envs_per_actor, 256);
   lc.seed = o.seed;
