@@ -2,8 +2,8 @@
 # Installs what seedrl's build needs on Debian 12, skipping what is already there.
 #   scripts/install-deps.sh              compiler, CMake, Eigen, Boost, Catch2, Google Benchmark
 #   scripts/install-deps.sh --test-tools also clang-format, Conan, TensorBoard, matplotlib,
-#                                        numpy and gymnasium (all but the first from PyPI,
-#                                        into .venv)
+#                                        numpy, gymnasium and ale-py (all but the first
+#                                        from PyPI, into .venv)
 # Runs apt-get through sudo when not root. The CUDA toolkit is optional and not installed
 # here: with nvcc on PATH the CUDA backend is built too.
 set -euo pipefail
@@ -66,5 +66,15 @@ if [ "$test_tools" = 1 ] && ! "$root/.venv/bin/python3" -c "import numpy, gymnas
     echo "seedrl: numpy and gymnasium installed into .venv"
   else
     echo "seedrl: could not install numpy and gymnasium; the Python actor tests will skip" >&2
+  fi
+fi
+
+if [ "$test_tools" = 1 ] && ! "$root/.venv/bin/python3" -c "import ale_py" 2>/dev/null; then
+  # The Atari tests (python/tests/test_atari.py) run the real emulator through ale-py, which
+  # ships the ROMs; a failure here makes those tests skip, not the build fail.
+  if python3 -m venv "$root/.venv" && "$root/.venv/bin/pip" install -q ale-py; then
+    echo "seedrl: ale-py installed into .venv"
+  else
+    echo "seedrl: could not install ale-py; the Atari tests will skip" >&2
   fi
 fi

@@ -11,7 +11,7 @@ import json
 import os
 import signal
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
 
 from . import __version__
 from .auth import SECRET_ENV, SecretError, load_secret
@@ -31,6 +31,20 @@ def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def _probability(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
     return value
 
 
@@ -63,8 +77,8 @@ def parser() -> argparse.ArgumentParser:
                "--auth-secret-file (mode 0600), never from the command line. Exit status: 0 "
                "after a clean stop, 1 when the learner refuses the actor, 2 for usage or "
                "configuration errors.")
-    ap.add_argument("--learner", required=True, type=_address, metavar="HOST:PORT",
-                    help="the learner's address")
+    ap.add_argument("--learner", type=_address, metavar="HOST:PORT",
+                    help="the learner's address (required unless --print-spec)")
     ap.add_argument("--env", required=True, metavar="ID",
                     help="gymnasium environment id, e.g. CartPole-v1 or ALE/Pong-v5")
     ap.add_argument("--envs", type=_positive, default=1, metavar="K",
@@ -84,12 +98,93 @@ def parser() -> argparse.ArgumentParser:
                     help="stop after N round trips (for tests)")
     ap.add_argument("--max-backoff", type=float, default=5.0, metavar="SECONDS",
                     help="longest wait between reconnection attempts (default 5)")
+    atari = ap.add_argument_group(
+        "Atari (ALE/ ids)",
+        "ALE/ environments get the literature's preprocessing (docs/python-actor.md#atari): "
+        "84x84 grayscale uint8 frames [84, 84], frame skip with a max-pool over the step's last "
+        "two screens, no-op starts, a 108,000-frame episode limit, unclipped rewards")
+    atari.add_argument("--frame-skip", type=_positive, default=None, metavar="N",
+                       help="emulator frames per action (default 4)")
+    atari.add_argument("--noop-max", type=_non_negative, default=None, metavar="N",
+                       help="up to N no-op actions after each reset (default 30; 0: none)")
+    atari.add_argument("--sticky-actions", type=_probability, default=None, metavar="P",
+                       help="ALE's repeat_action_probability per emulator frame (default 0: "
+                            "none; Machado et al. use 0.25)")
+    atari.add_argument("--full-action-space", action="store_true", default=None,
+                       help="all 18 Atari actions instead of the game's minimal set")
+    atari.add_argument("--max-episode-frames", type=_non_negative, default=None, metavar="N",
+                       help="truncate episodes after N emulator frames (default 108000; 0: no "
+                            "limit)")
+    atari.add_argument("--no-atari-preprocessing", action="store_true",
+                       help="step the ALE environment as gymnasium.make returns it")
+    ap.add_argument("--print-spec", action="store_true",
+                    help="print the specs the hello would carry as JSON on stdout and exit "
+                         "(no learner needed), e.g. {\"observation\": {\"dtype\": \"uint8\", "
+                         "\"shape\": [84, 84]}, \"actions\": 6}")
     ap.add_argument("--version", action="version", version=f"seedrl-actor {__version__}")
     return ap
 
 
+_ATARI_OPTIONS = {"frame_skip": "--frame-skip", "noop_max": "--noop-max",
+                  "sticky_actions": "--sticky-actions",
+                  "full_action_space": "--full-action-space",
+                  "max_episode_frames": "--max-episode-frames"}
+
+
+def _env_factory(args: argparse.Namespace) -> Callable[[int], object]:
+    """make_env(i) for the actor: ALE/ ids with the Atari preprocessing unless asked not to.
+    Raises ValueError for Atari options that would not apply."""
+    kwargs = dict(args.env_arg)
+    given = [flag for name, flag in _ATARI_OPTIONS.items() if getattr(args, name) is not None]
+    atari = args.env.startswith("ALE/") and not args.no_atari_preprocessing
+    if given and not atari:
+        raise ValueError(f"{', '.join(given)}: only for ALE/ environments with the Atari "
+                         "preprocessing")
+    if not atari:
+        from .actor import make_env
+
+        return lambda i: make_env(args.env, **kwargs)
+    from .atari import MAX_EPISODE_FRAMES, make_atari
+
+    options = dict(
+        frame_skip=4 if args.frame_skip is None else args.frame_skip,
+        noop_max=30 if args.noop_max is None else args.noop_max,
+        sticky_action_probability=args.sticky_actions or 0.0,
+        full_action_space=bool(args.full_action_space),
+        max_episode_frames=(MAX_EPISODE_FRAMES if args.max_episode_frames is None
+                            else args.max_episode_frames or None))
+    return lambda i: make_atari(args.env, **options, make_kwargs=kwargs)
+
+
+def _print_spec(args: argparse.Namespace) -> int:
+    """--print-spec: the hello's specs for --env and its options, as one line of JSON."""
+    from .actor import SpaceError, specs_from_spaces
+
+    try:
+        env = _env_factory(args)(0)
+        try:
+            obs, act = specs_from_spaces(env.observation_space, env.action_space)
+        finally:
+            env.close()
+    except (SpaceError, ValueError) as e:
+        print(f"seedrl actor: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # gymnasium's errors for unknown ids, missing extras, ...
+        print(f"seedrl actor: cannot make {args.env}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps({"env": args.env,
+                      "observation": {"dtype": obs.dtype.name.lower(), "shape": list(obs.shape)},
+                      "actions": act.num_actions}), flush=True)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    ap = parser()
+    args = ap.parse_args(argv)
+    if args.print_spec:
+        return _print_spec(args)
+    if args.learner is None:
+        ap.error("the following arguments are required: --learner")
     if args.no_auth and args.auth_secret_file:
         print("--no-auth and --auth-secret-file exclude each other", file=sys.stderr)
         return 2
@@ -99,16 +194,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(e, file=sys.stderr)
         return 2
     # Imported here so that --help and secret errors do not wait for gymnasium.
-    from .actor import Actor, ActorConfig, ActorRejected, SpaceError, make_env
+    from .actor import Actor, ActorConfig, ActorRejected, SpaceError
 
     host, port = args.learner
     config = ActorConfig(host=host, port=port, seed=args.seed, actor_id=args.actor_id,
                          secret=secret, max_steps=args.max_steps, max_backoff=args.max_backoff)
     if args.name is not None:
         config.name = args.name
-    kwargs = dict(args.env_arg)
     try:
-        actor = Actor(config, lambda i: make_env(args.env, **kwargs), args.envs)
+        actor = Actor(config, _env_factory(args), args.envs)
     except (SpaceError, ValueError) as e:
         print(f"seedrl actor: {e}", file=sys.stderr)
         return 2
