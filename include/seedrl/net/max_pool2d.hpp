@@ -168,24 +168,25 @@ class max_pool2d {
   /// Rows and widths of the input-side and output-side batches, and the argmax buffer's size.
   void check(const char* fn, std::ptrdiff_t in_rows, std::ptrdiff_t in_cols,
              std::ptrdiff_t out_rows, std::ptrdiff_t out_cols, const std::size_t* indices) const {
-    const std::string where = std::string("seedrl::max_pool2d::") + fn + ": ";
+    // Built only on failure: inference calls this every step and must not allocate.
+    const auto where = [fn] { return std::string("seedrl::max_pool2d::") + fn + ": "; };
     if (in_cols != input_size()) {
       throw std::invalid_argument(
-          where + "the input-side batch has " + std::to_string(in_cols) +
+          where() + "the input-side batch has " + std::to_string(in_cols) +
           " columns per image, expected C*H*W = " + std::to_string(input_size()));
     }
     if (out_cols != output_size()) {
       throw std::invalid_argument(
-          where + "the output-side batch has " + std::to_string(out_cols) +
+          where() + "the output-side batch has " + std::to_string(out_cols) +
           " columns per image, expected C*OH*OW = " + std::to_string(output_size()));
     }
     if (in_rows != out_rows) {
-      throw std::invalid_argument(where + "input-side and output-side batches have " +
+      throw std::invalid_argument(where() + "input-side and output-side batches have " +
                                   std::to_string(in_rows) + " and " + std::to_string(out_rows) +
                                   " rows");
     }
     if (indices && *indices < static_cast<std::size_t>(out_rows * output_size())) {
-      throw std::invalid_argument(where + "argmax has " + std::to_string(*indices) +
+      throw std::invalid_argument(where() + "argmax has " + std::to_string(*indices) +
                                   " elements, the batch needs " +
                                   std::to_string(out_rows * output_size()));
     }
