@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "seedrl/core/random.hpp"
+#include "seedrl/detail/gemm_tiled.hpp"
 #include "seedrl/detail/lstm_math.hpp"
 #include "seedrl/net/tensor.hpp"
 
@@ -309,7 +310,7 @@ class lstm {
 
   /// Pre-activations z = [x, h] W^T + b.
   void layer_gates(std::ptrdiff_t l, const_matrix_view<S> xh, matrix_view<S> z) const {
-    z.noalias() = xh * weight(l).transpose();
+    detail::gemm_stack_tiled(z, xh, weight(l).transpose(), false);  // no malloc at large H
     const S* b = params_ + offset(l) + 4 * hidden_size() * cols(l);
     z.rowwise() += Eigen::Map<const Eigen::Matrix<S, 1, Eigen::Dynamic>>(b, 4 * hidden_size());
   }
