@@ -37,6 +37,7 @@
 #include "seedrl/algo/loss.hpp"
 #include "seedrl/algo/vtrace.hpp"
 #include "seedrl/core/config.hpp"
+#include "seedrl/detail/impala_math.hpp"
 #include "seedrl/net/categorical.hpp"
 
 namespace seedrl {
@@ -75,28 +76,6 @@ struct impala_gradients {
   std::span<S> logits;  ///< [(T+1)*B*A]
   std::span<S> values;  ///< [(T+1)*B]
 };
-
-namespace detail {
-
-/// r clipped to [-max_abs, max_abs]; +infinity disables clipping. NaN stays NaN.
-template <std::floating_point S>
-SEEDRL_HOST_DEVICE S impala_clip_reward(S reward, S max_abs) {
-  return reward > max_abs ? max_abs : (reward < -max_abs ? -max_abs : reward);
-}
-
-/// gamma_t = discount * (1 - done_{t+1}): no bootstrapping across an episode end.
-template <std::floating_point S>
-SEEDRL_HOST_DEVICE S impala_discount(S discount, std::uint8_t next_done) {
-  return next_done != 0 ? S(0) : discount;
-}
-
-/// d baseline / d V_t = -baseline_cost * (vs_t - V_t) / N, with inv_n = 1 / N.
-template <std::floating_point S>
-SEEDRL_HOST_DEVICE S impala_value_gradient(S baseline_cost, S vs, S value, S inv_n) {
-  return -baseline_cost * (vs - value) * inv_n;
-}
-
-}  // namespace detail
 
 /// SEED RL's IMPALA loss; see the file comment for the formulas.
 template <std::floating_point S = float>

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "seedrl/core/config.hpp"
-#include "seedrl/net/activation.hpp"
+#include "seedrl/net/activation_math.hpp"
 
 namespace seedrl::detail {
 

@@ -1,0 +1,32 @@
+#pragma once
+/// \file
+/// The per-element pieces of the IMPALA loss (`seedrl/algo/impala_loss.hpp`) that are not
+/// V-trace or categorical math, as `SEEDRL_HOST_DEVICE` functions without Eigen, so the CUDA
+/// loss kernel (`seedrl/cuda/impala_loss.cuh`) runs the arithmetic the CPU loss runs.
+
+#include <concepts>
+#include <cstdint>
+
+#include "seedrl/core/config.hpp"
+
+namespace seedrl::detail {
+
+/// r clipped to [-max_abs, max_abs]; +infinity disables clipping. NaN stays NaN.
+template <std::floating_point S>
+SEEDRL_HOST_DEVICE S impala_clip_reward(S reward, S max_abs) {
+  return reward > max_abs ? max_abs : (reward < -max_abs ? -max_abs : reward);
+}
+
+/// gamma_t = discount * (1 - done_{t+1}): no bootstrapping across an episode end.
+template <std::floating_point S>
+SEEDRL_HOST_DEVICE S impala_discount(S discount, std::uint8_t next_done) {
+  return next_done != 0 ? S(0) : discount;
+}
+
+/// d baseline / d V_t = -baseline_cost * (vs_t - V_t) / N, with inv_n = 1 / N.
+template <std::floating_point S>
+SEEDRL_HOST_DEVICE S impala_value_gradient(S baseline_cost, S vs, S value, S inv_n) {
+  return -baseline_cost * (vs - value) * inv_n;
+}
+
+}  // namespace seedrl::detail

@@ -1,0 +1,221 @@
+// The GPU side of the tests: see gpu_runners.hpp. Compiled by nvcc; includes no Eigen.
+
+#include "gpu_runners.hpp"
+
+#include "seedrl/cuda/device.cuh"
+#include "seedrl/cuda/impala_loss.cuh"
+#include "seedrl/cuda/lstm_backward.cuh"
+#include "seedrl/cuda/lstm_step.cuh"
+#include "seedrl/cuda/memory.cuh"
+#include "seedrl/cuda/optimizer.cuh"
+#include "seedrl/cuda/vtrace.cuh"
+
+namespace seedrl::test_gpu {
+
+namespace {
+
+template <class T>
+cuda::device_buffer<T> up(const std::vector<T>& v) {
+  return cuda::device_buffer<T>(std::span<const T>(v));
+}
+
+void sync() {
+  SEEDRL_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+}  // namespace
+
+std::vector<float> lstm_step(lstm_path path, const std::vector<float>& weight,
+                             const std::vector<float>& bias, int I, int H, int B,
+                             const std::vector<float>& x, const std::vector<std::uint8_t>& dones,
+                             const std::vector<float>& state) {
+  auto d_w = up(weight);
+  auto d_b = up(bias);
+  auto d_x = up(x);
+  auto d_dones = up(dones);
+  auto d_in = up(state);
+  cuda::device_buffer<float> d_out(state.size());
+  // NaN everywhere first: a kernel that skips an element shows up in the comparison.
+  SEEDRL_CUDA_CHECK(cudaMemset(d_out.data(), 0xff, d_out.size_bytes()));
+  cuda::lstm_layer_device<float> layer{d_w.data(), d_b.data(), I, H};
+  cuda::lstm_step_operands<float> op;
+  op.batch = B;
+  op.x = d_x.data();
+  op.x_stride = I;
+  op.dones = dones.empty() ? nullptr : d_dones.data();
+  op.h_prev = d_in.data();
+  op.c_prev = d_in.data() + H;
+  op.prev_stride = 2 * H;
+  op.h = d_out.data();
+  op.c = d_out.data() + H;
+  op.out_stride = 2 * H;
+  if (path == lstm_path::fused) {
+    cuda::lstm_step_fused(layer, op);
+  } else if (path == lstm_path::gemm) {
+    cuda::blas_handle blas;
+    cuda::device_buffer<float> ws(cuda::lstm_step_gemm_workspace<float>(B, H));
+    cuda::lstm_step_gemm(blas.get(), layer, op, ws.data());
+    sync();
+  } else {
+    cuda::lstm_step_runner<float> runner;
+    runner.step(layer, op);
+    sync();
+  }
+  sync();
+  return d_out.to_host();
+}
+
+bool lstm_persistent(const std::vector<float>& weight, const std::vector<float>& bias, int I, int H,
+                     int B, int steps, const std::vector<float>& x,
+                     const std::vector<std::uint8_t>& dones, std::vector<float>& state,
+                     std::vector<float>& y) {
+  const cuda::device_info dev = cuda::get_device_info(0);
+  if (cuda::lstm_persistent_plan<float>(B, I, H, dev).blocks == 0) {
+    return false;
+  }
+  auto d_w = up(weight);
+  auto d_b = up(bias);
+  auto d_x = up(x);
+  auto d_dones = up(dones);
+  auto d_state = up(state);
+  cuda::device_buffer<float> d_y(static_cast<std::size_t>(steps) * B * H);
+  cuda::device_buffer<float> d_h(static_cast<std::size_t>(2) * B * H);
+  cuda::lstm_layer_device<float> layer{d_w.data(), d_b.data(), I, H};
+  cuda::lstm_persistent_steps(layer, steps, B, d_x.data(), dones.empty() ? nullptr : d_dones.data(),
+                              d_state.data(), 2 * H, d_y.data(), d_h.data(), dev);
+  sync();
+  state = d_state.to_host();
+  y = d_y.to_host();
+  return true;
+}
+
+void lstm_backward_pointwise(int rows, int H, const std::vector<float>& gates,
+                             const std::vector<float>& tanh_c, const std::vector<float>& c_prev,
+                             const std::vector<float>& dh, std::vector<float>& dc,
+                             std::vector<float>& dz) {
+  auto d_gates = up(gates);
+  auto d_tanh_c = up(tanh_c);
+  auto d_c_prev = up(c_prev);
+  auto d_dh = up(dh);
+  auto d_dc = up(dc);
+  cuda::device_buffer<float> d_dz(static_cast<std::size_t>(rows) * 4 * H);
+  cuda::lstm_backward_operands<float> op;
+  op.rows = rows;
+  op.hidden_size = H;
+  op.gates = d_gates.data();
+  op.tanh_c = d_tanh_c.data();
+  op.c_prev = d_c_prev.data();
+  op.dh = d_dh.data();
+  op.dc = d_dc.data();
+  op.dz = d_dz.data();
+  cuda::lstm_backward_pointwise(op);
+  sync();
+  dc = d_dc.to_host();
+  dz = d_dz.to_host();
+}
+
+template <class S>
+void vtrace(const detail::vtrace_coefficients<S>& k, int T, int B, const std::vector<S>& log_rhos,
+            const std::vector<S>& discounts, const std::vector<S>& rewards,
+            const std::vector<S>& values, const std::vector<S>& bootstrap, std::vector<S>& vs,
+            std::vector<S>& pg_advantages) {
+  auto d_lr = up(log_rhos);
+  auto d_disc = up(discounts);
+  auto d_rew = up(rewards);
+  auto d_val = up(values);
+  auto d_boot = up(bootstrap);
+  cuda::device_buffer<S> d_vs(log_rhos.size());
+  cuda::device_buffer<S> d_pg(log_rhos.size());
+  cuda::vtrace_operands<S> op;
+  op.T = T;
+  op.B = B;
+  op.log_rhos = d_lr.data();
+  op.discounts = d_disc.data();
+  op.rewards = d_rew.data();
+  op.values = d_val.data();
+  op.bootstrap = d_boot.data();
+  op.vs = d_vs.data();
+  op.pg_advantages = d_pg.data();
+  cuda::vtrace(k, op);
+  sync();
+  vs = d_vs.to_host();
+  pg_advantages = d_pg.to_host();
+}
+
+template void vtrace<float>(const detail::vtrace_coefficients<float>&, int, int,
+                            const std::vector<float>&, const std::vector<float>&,
+                            const std::vector<float>&, const std::vector<float>&,
+                            const std::vector<float>&, std::vector<float>&, std::vector<float>&);
+template void vtrace<double>(const detail::vtrace_coefficients<double>&, int, int,
+                             const std::vector<double>&, const std::vector<double>&,
+                             const std::vector<double>&, const std::vector<double>&,
+                             const std::vector<double>&, std::vector<double>&,
+                             std::vector<double>&);
+
+loss_terms impala_loss(const impala_scalars& k, int T, int B, int A,
+                       const std::vector<float>& logits, const std::vector<float>& values,
+                       const std::vector<std::int32_t>& actions,
+                       const std::vector<float>& behaviour_log_probs,
+                       const std::vector<float>& rewards, const std::vector<std::uint8_t>& dones,
+                       std::vector<float>& grad_logits, std::vector<float>& grad_values) {
+  auto d_logits = up(logits);
+  auto d_values = up(values);
+  auto d_actions = up(actions);
+  auto d_blp = up(behaviour_log_probs);
+  auto d_rewards = up(rewards);
+  auto d_dones = up(dones);
+  cuda::device_buffer<float> d_gl(logits.size());
+  cuda::device_buffer<float> d_gv(values.size());
+  SEEDRL_CUDA_CHECK(cudaMemset(d_gl.data(), 0xff, d_gl.size_bytes()));
+  SEEDRL_CUDA_CHECK(cudaMemset(d_gv.data(), 0xff, d_gv.size_bytes()));
+  cuda::impala_loss_coefficients<float> c{k.discount, k.baseline_cost, k.entropy_cost,
+                                          k.max_abs_reward, k.vtrace};
+  cuda::impala_loss_operands<float> op;
+  op.T = T;
+  op.B = B;
+  op.A = A;
+  op.logits = d_logits.data();
+  op.values = d_values.data();
+  op.actions = d_actions.data();
+  op.behaviour_log_probs = d_blp.data();
+  op.rewards = d_rewards.data();
+  op.dones = d_dones.data();
+  op.grad_logits = d_gl.data();
+  op.grad_values = d_gv.data();
+  cuda::impala_loss_workspace<float> ws;
+  const loss_terms terms = cuda::impala_loss_forward_backward(c, op, ws);
+  grad_logits = d_gl.to_host();
+  grad_values = d_gv.to_host();
+  return terms;
+}
+
+void adam_step(const detail::adam_coefficients<float>& k, std::vector<float>& params,
+               std::vector<float>& m, std::vector<float>& v, const std::vector<float>& grads) {
+  auto d_p = up(params);
+  auto d_m = up(m);
+  auto d_v = up(v);
+  auto d_g = up(grads);
+  cuda::adam_step(k, params.size(), d_p.data(), d_m.data(), d_v.data(), d_g.data());
+  sync();
+  params = d_p.to_host();
+  m = d_m.to_host();
+  v = d_v.to_host();
+}
+
+void rmsprop_step(const detail::rmsprop_coefficients<float>& k, std::vector<float>& params,
+                  std::vector<float>& v, std::vector<float>& buf, const std::vector<float>& grads) {
+  auto d_p = up(params);
+  auto d_v = up(v);
+  auto d_buf = up(buf);
+  auto d_g = up(grads);
+  cuda::rmsprop_step(k, params.size(), d_p.data(), d_v.data(), buf.empty() ? nullptr : d_buf.data(),
+                     d_g.data());
+  sync();
+  params = d_p.to_host();
+  v = d_v.to_host();
+  if (!buf.empty()) {
+    buf = d_buf.to_host();
+  }
+}
+
+}  // namespace seedrl::test_gpu
