@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,7 @@
 #include "seedrl/protocol/frame.hpp"
 #include "seedrl/runtime/actor.hpp"
 #include "seedrl/runtime/learner.hpp"
+#include "seedrl/runtime/progress.hpp"
 #include "seedrl/transport/in_process.hpp"
 
 namespace {
@@ -405,6 +407,46 @@ TEST_CASE("binding stage picks a saturated thread first and else the largest sta
   CHECK(seedrl::binding_stage(seedrl::stage_times_between(a, a, 1.0)) ==
         seedrl::run_bound::unknown);
   CHECK(std::string(seedrl::to_string(seedrl::run_bound::link)) == "link-bound");
+}
+
+TEST_CASE("progress reports rates between two snapshots and logs every figure", "[learner]") {
+  seedrl::learner_stats a, b;
+  a.frames = 1000;
+  a.batches = 10;
+  a.batch_rows = 80;
+  b.frames = 5000;  // 4000 frames in 2 s
+  b.batches = 30;   // 20 batches of 16 rows out of 32: half full
+  b.batch_rows = 400;
+  b.episodes = 7;
+  b.mean_return = 12.5;
+  b.queue_depth = 3;
+  b.seconds_training = 1.9;  // 95% of the window: training-bound
+  const auto p = seedrl::progress_between(a, b, 2.0, 32);
+  CHECK(p.frames_per_second == Approx(2000.0));
+  CHECK(p.batch_fill == Approx(0.5));
+  CHECK(p.bound == seedrl::run_bound::training);
+  const std::string line = seedrl::progress_line(p);
+  CHECK_THAT(line, Catch::Contains("frames      5000") && Catch::Contains("2000 f/s") &&
+                       Catch::Contains("episodes      7") && Catch::Contains("return   12.5") &&
+                       Catch::Contains("batch fill  50%") && Catch::Contains("queue 3") &&
+                       Catch::Contains("training-bound"));
+  // No batches in the window: fill 0, not a division by zero.
+  CHECK(seedrl::progress_between(b, b, 1.0, 32).batch_fill == 0.0);
+
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("seedrl_progress_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  {
+    seedrl::metrics_log log(dir);
+    seedrl::log_progress(log, p);
+  }
+  std::ifstream in(dir / "metrics.jsonl");
+  std::string record;
+  REQUIRE(std::getline(in, record));
+  CHECK_THAT(record, Catch::Contains("\"frames_per_second\"") &&
+                         Catch::Contains("\"learner/batch_fill\"") &&
+                         Catch::Contains("\"busy/training\""));
+  std::filesystem::remove_all(dir);
 }
 
 namespace {

@@ -29,9 +29,13 @@
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/actor.hpp"
 #include "seedrl/runtime/learner.hpp"
+#include "seedrl/runtime/progress.hpp"
 #include "seedrl/security/challenge.hpp"
 #include "seedrl/security/shared_secret.hpp"
 #include "seedrl/transport/tcp.hpp"
+#if defined(SEEDRL_HAS_CUDA)
+#include "seedrl/cuda/device.cuh"
+#endif
 
 namespace {
 
@@ -65,6 +69,7 @@ struct options {
   std::string init_checkpoint;
   std::string auth_secret_file;
   bool no_auth = false;
+  std::string device = "cpu";
 };
 
 [[noreturn]] void usage(int code) {
@@ -89,6 +94,8 @@ struct options {
       "  --logdir DIR            write metrics there: metrics.jsonl and TensorBoard event files\n"
       "  --seed S                random seed (default 1)\n"
       "  --lstm                  use the MLP+LSTM network instead of the MLP\n"
+      "  --device cpu|cuda       where the learner computes (default cpu; cuda is not wired up "
+      "yet)\n"
       "checkpoints (learner and local modes):\n"
       "  --checkpoint-dir DIR    save checkpoints there (one directory per run)\n"
       "  --checkpoint-every-steps N    every N training steps (default 500; 0 = off)\n"
@@ -101,6 +108,29 @@ struct options {
       "  random one for its actors when neither is given.\n"
       "  --no-auth               run the link without authentication\n");
   std::exit(code);
+}
+
+// --device cuda: say plainly why the learner cannot run there. The CUDA kernels exist
+// (seedrl/cuda/), but this learner's GPU training path is not written yet.
+[[noreturn]] void require_cuda_learner() {
+#if defined(SEEDRL_HAS_CUDA)
+  const seedrl::cuda::device_presence gpus = seedrl::cuda::query_devices();
+  if (gpus.count == 0) {
+    std::fprintf(stderr,
+                 "--device cuda: no usable CUDA GPU on this machine (%s); use --device cpu\n",
+                 gpus.reason.c_str());
+  } else {
+    std::fprintf(stderr,
+                 "--device cuda: found %d CUDA GPU(s), but this learner has no GPU training path "
+                 "yet; use --device cpu\n",
+                 gpus.count);
+  }
+#else
+  std::fprintf(stderr,
+               "--device cuda: this seedrl_cartpole_seed was built without CUDA (configure with "
+               "nvcc on PATH, or -DSEEDRL_ENABLE_CUDA=ON); use --device cpu\n");
+#endif
+  std::exit(2);
 }
 
 options parse(int argc, char** argv) {
@@ -174,6 +204,8 @@ options parse(int argc, char** argv) {
       o.auth_secret_file = next();
     else if (a == "--no-auth")
       o.no_auth = true;
+    else if (a == "--device")
+      o.device = next();
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       usage(2);
@@ -192,6 +224,12 @@ options parse(int argc, char** argv) {
     std::fprintf(stderr, "--resume and --init-checkpoint exclude each other\n");
     std::exit(2);
   }
+  if (o.device != "cpu" && o.device != "cuda") {
+    std::fprintf(stderr, "--device takes cpu or cuda, got %s\n", o.device.c_str());
+    std::exit(2);
+  }
+  if (o.device == "cuda" && o.mode != "actor")
+    require_cuda_learner();
   return o;
 }
 
@@ -361,49 +399,11 @@ int run_learner(const options& o, secret_ptr secret) {
     const bool out_of_frames = s.frames >= o.total_frames;
     if (now - last_time >= std::chrono::seconds(2) || solved || out_of_frames) {
       const double dt = std::chrono::duration<double>(now - last_time).count();
-      const double fps = static_cast<double>(s.frames - last.frames) / dt;
-      const double fill = s.batches > last.batches
-                              ? static_cast<double>(s.batch_rows - last.batch_rows) /
-                                    static_cast<double>(s.batches - last.batches) /
-                                    static_cast<double>(o.inference_batch)
-                              : 0.0;
-      const auto st = seedrl::stage_times_between(last, s, dt);
-      std::printf(
-          "frames %9lld  %6.0f f/s  episodes %6lld  return %6.1f  loss %7.3f (pg %6.3f v %6.3f ent "
-          "%7.4f)  batch fill %3.0f%%  queue %zu  actors %zu  per step: env %.0f us link %.0f us "
-          "batching %.0f us inference %.0f us  busy: inference %3.0f%% training %3.0f%%  %s\n",
-          static_cast<long long>(s.frames), fps, static_cast<long long>(s.episodes), s.mean_return,
-          s.last_loss.total, s.last_loss.policy, s.last_loss.baseline, s.last_loss.entropy,
-          100 * fill, s.queue_depth, s.connected_actors, 1e6 * st.env, 1e6 * st.link,
-          1e6 * st.batching, 1e6 * st.inference, 100 * st.inference_busy, 100 * st.training_busy,
-          seedrl::to_string(seedrl::binding_stage(st)));
+      const auto p = seedrl::progress_between(last, s, dt, o.inference_batch);
+      std::printf("%s\n", seedrl::progress_line(p).c_str());
       std::fflush(stdout);
-      if (metrics) {
-        // Step = env frames, as SEED RL plots its curves.
-        const seedrl::metric_value values[] = {
-            {"episode/return", s.mean_return},
-            {"episode/length", s.mean_episode_length},
-            {"episodes", static_cast<double>(s.episodes)},
-            {"frames_per_second", fps},
-            {"loss/total", s.last_loss.total},
-            {"loss/policy", s.last_loss.policy},
-            {"loss/baseline", s.last_loss.baseline},
-            {"loss/entropy", s.last_loss.entropy},
-            {"train/learning_rate", s.learning_rate},
-            {"train/grad_norm", s.last_grad_norm},
-            {"train/steps", static_cast<double>(s.train_steps)},
-            {"learner/batch_fill", fill},
-            {"learner/queue_depth", static_cast<double>(s.queue_depth)},
-            {"learner/actors", static_cast<double>(s.connected_actors)},
-            {"stage_us/env", 1e6 * st.env},
-            {"stage_us/link", 1e6 * st.link},
-            {"stage_us/batching", 1e6 * st.batching},
-            {"stage_us/inference", 1e6 * st.inference},
-            {"busy/inference", st.inference_busy},
-            {"busy/training", st.training_busy},
-        };
-        metrics->log(s.frames, values);
-      }
+      if (metrics)
+        seedrl::log_progress(*metrics, p);
       last = s;
       last_time = now;
     }

@@ -51,8 +51,13 @@ struct mlp_lstm_agent_config {
 /// a restored network gets its parameters from the checkpoint.
 inline std::string describe(const mlp_lstm_agent_config& c) {
   std::string hidden;
-  for (std::size_t i = 0; i < c.hidden_sizes.size(); ++i)
-    hidden += (i == 0 ? "" : ",") + std::to_string(c.hidden_sizes[i]);
+  for (std::size_t i = 0; i < c.hidden_sizes.size(); ++i) {
+    // Appended piecewise: GCC 12 at -O3 warns (-Wrestrict, a false positive) about
+    // `"," + std::to_string(...)`.
+    if (i > 0)
+      hidden += ',';
+    hidden += std::to_string(c.hidden_sizes[i]);
+  }
   return "mlp_lstm_agent obs=" + std::to_string(c.observation_size) +
          " actions=" + std::to_string(c.num_actions) + " hidden=" + hidden +
          " lstm=" + std::to_string(c.lstm_size) + " layers=" + std::to_string(c.lstm_layers) +

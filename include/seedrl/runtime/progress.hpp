@@ -1,0 +1,97 @@
+#pragma once
+/// \file
+/// The learner's progress line and its metrics, computed from two `learner_stats` snapshots, so
+/// that every training program reports the same figures the same way:
+///
+///   auto p = seedrl::progress_between(last, learner.stats(), seconds, max_batch);
+///   std::puts(seedrl::progress_line(p).c_str());
+///   if (log) seedrl::log_progress(*log, p);
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "seedrl/metrics/metrics_log.hpp"
+#include "seedrl/runtime/learner.hpp"
+
+namespace seedrl {
+
+/// Rates and stage times over one reporting window.
+struct progress_report {
+  learner_stats stats;             ///< the snapshot at the window's end
+  double seconds = 0.0;            ///< window length
+  double frames_per_second = 0.0;  ///< env frames answered per second
+  double batch_fill = 0.0;         ///< mean inference batch rows / max_batch, 0..1
+  stage_times stages;
+  run_bound bound = run_bound::unknown;
+};
+
+/// The window between snapshots `before` and `after`, taken `seconds` apart; `max_batch` is the
+/// learner's largest inference batch (for the fill).
+inline progress_report progress_between(const learner_stats& before, const learner_stats& after,
+                                        double seconds, std::size_t max_batch) {
+  progress_report p;
+  p.stats = after;
+  p.seconds = seconds;
+  if (seconds > 0.0)
+    p.frames_per_second = static_cast<double>(after.frames - before.frames) / seconds;
+  const std::int64_t batches = after.batches - before.batches;
+  if (batches > 0 && max_batch > 0) {
+    p.batch_fill = static_cast<double>(after.batch_rows - before.batch_rows) /
+                   static_cast<double>(batches) / static_cast<double>(max_batch);
+  }
+  p.stages = stage_times_between(before, after, seconds);
+  p.bound = binding_stage(p.stages);
+  return p;
+}
+
+/// One line: frames, frames/s, episodes, mean return, loss terms, batch fill, queue depth,
+/// actors, time per stage, busy fractions and the binding stage.
+inline std::string progress_line(const progress_report& p) {
+  const learner_stats& s = p.stats;
+  const stage_times& st = p.stages;
+  char line[512];
+  std::snprintf(
+      line, sizeof line,
+      "frames %9lld  %6.0f f/s  episodes %6lld  return %6.1f  loss %7.3f (pg %6.3f v %6.3f ent "
+      "%7.4f)  batch fill %3.0f%%  queue %zu  actors %zu  per step: env %.0f us link %.0f us "
+      "batching %.0f us inference %.0f us  busy: inference %3.0f%% training %3.0f%%  %s",
+      static_cast<long long>(s.frames), p.frames_per_second, static_cast<long long>(s.episodes),
+      s.mean_return, s.last_loss.total, s.last_loss.policy, s.last_loss.baseline,
+      s.last_loss.entropy, 100 * p.batch_fill, s.queue_depth, s.connected_actors, 1e6 * st.env,
+      1e6 * st.link, 1e6 * st.batching, 1e6 * st.inference, 100 * st.inference_busy,
+      100 * st.training_busy, to_string(p.bound));
+  return line;
+}
+
+/// Writes the window's figures to `log` at step = env frames (as SEED RL plots its curves).
+inline void log_progress(metrics_log& log, const progress_report& p) {
+  const learner_stats& s = p.stats;
+  const stage_times& st = p.stages;
+  const metric_value values[] = {
+      {"episode/return", s.mean_return},
+      {"episode/length", s.mean_episode_length},
+      {"episodes", static_cast<double>(s.episodes)},
+      {"frames_per_second", p.frames_per_second},
+      {"loss/total", s.last_loss.total},
+      {"loss/policy", s.last_loss.policy},
+      {"loss/baseline", s.last_loss.baseline},
+      {"loss/entropy", s.last_loss.entropy},
+      {"train/learning_rate", s.learning_rate},
+      {"train/grad_norm", s.last_grad_norm},
+      {"train/steps", static_cast<double>(s.train_steps)},
+      {"learner/batch_fill", p.batch_fill},
+      {"learner/queue_depth", static_cast<double>(s.queue_depth)},
+      {"learner/actors", static_cast<double>(s.connected_actors)},
+      {"stage_us/env", 1e6 * st.env},
+      {"stage_us/link", 1e6 * st.link},
+      {"stage_us/batching", 1e6 * st.batching},
+      {"stage_us/inference", 1e6 * st.inference},
+      {"busy/inference", st.inference_busy},
+      {"busy/training", st.training_busy},
+  };
+  log.log(s.frames, values);
+}
+
+}  // namespace seedrl
