@@ -58,9 +58,12 @@ struct learner_config {
   std::size_t max_envs = 4096;     ///< environment slots across all actors
   std::size_t unroll_length = 20;  ///< T; unrolls hold T + 1 steps
   std::size_t batch_size = 16;     ///< unrolls per training step
-  std::size_t queue_batches = 2;   ///< training queue capacity, in training batches
-  batcher_config batching{};       ///< inference batch size and deadline
-  double max_grad_norm = 40.0;     ///< global-norm clipping
+  /// Training queue capacity, in training batches. Every env of an actor finishes an unroll
+  /// on the same step, so size it to hold such a burst (actors x envs per actor / batch_size):
+  /// a full queue blocks inference and starves the trainer (docs/performance.md, (d)).
+  std::size_t queue_batches = 2;
+  batcher_config batching{};    ///< inference batch size and deadline
+  double max_grad_norm = 40.0;  ///< global-norm clipping
   std::uint32_t max_payload = protocol::default_max_payload;
   std::uint64_t seed = 0;  ///< action sampling
   /// When set, every actor must pass the challenge-response of docs/security.md before hello.
