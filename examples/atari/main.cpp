@@ -62,6 +62,7 @@ struct options {
   std::size_t envs_per_actor = 8;
   std::size_t unroll_length = 20;
   std::size_t batch_size = 32;
+  std::size_t queue_batches = 2;
   std::size_t inference_batch = 32;
   std::size_t max_envs = 256;
   std::string network = "nature";
@@ -106,6 +107,8 @@ struct options {
       "  --unroll-length T       steps per unroll (default 20)\n"
       "  --batch-size B          unrolls per training step (default 32)\n"
       "  --inference-batch N     largest inference batch, in envs (default 32)\n"
+      "  --queue-batches Q       training queue, in training batches (default 2; hold an unroll\n"
+      "                          burst: actors x envs per actor / batch size)\n"
       "  --learning-rate LR      Adam learning rate (default 0.00048)\n"
       "  --entropy-cost C        entropy bonus weight (default 0.01)\n"
       "  --total-frames N        stop after this many agent steps (default 50000000)\n"
@@ -186,6 +189,8 @@ options parse(int argc, char** argv) {
       o.unroll_length = std::stoul(next());
     else if (a == "--batch-size")
       o.batch_size = std::stoul(next());
+    else if (a == "--queue-batches")
+      o.queue_batches = std::stoul(next());
     else if (a == "--inference-batch")
       o.inference_batch = std::stoul(next());
     else if (a == "--learning-rate")
@@ -218,8 +223,8 @@ options parse(int argc, char** argv) {
     }
   }
   if (o.actors < 1 || o.envs_per_actor < 1 || o.unroll_length < 1 || o.batch_size < 1 ||
-      o.inference_batch < 1 || o.max_envs < 1 || o.frame_stack < 1 || o.lstm_size < 0 ||
-      o.dense_size < 0) {
+      o.inference_batch < 1 || o.queue_batches < 1 || o.max_envs < 1 || o.frame_stack < 1 ||
+      o.lstm_size < 0 || o.dense_size < 0) {
     std::fprintf(stderr, "counts and sizes must be positive\n");
     std::exit(2);
   }
@@ -400,6 +405,7 @@ int train(const options& o, secret_ptr secret, const Agent& net, const std::stri
   lc.max_envs = o.max_envs;
   lc.unroll_length = o.unroll_length;
   lc.batch_size = o.batch_size;
+  lc.queue_batches = o.queue_batches;
   lc.batching.max_batch = o.inference_batch;
   lc.batching.max_request_rows = std::max<std::size_t>(o.envs_per_actor, 256);
   lc.seed = o.seed;

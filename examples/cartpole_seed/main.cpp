@@ -54,6 +54,7 @@ struct options {
   std::size_t envs_per_actor = 4;
   std::size_t unroll_length = 20;
   std::size_t batch_size = 16;
+  std::size_t queue_batches = 2;
   std::size_t inference_batch = 16;
   double learning_rate = 0.0;  // 0: 2e-3 for the MLP core, 5e-4 with --lstm
   double entropy_cost = 0.001;
@@ -86,6 +87,8 @@ struct options {
       "  --unroll-length T       steps per unroll (default 20)\n"
       "  --batch-size B          unrolls per training step (default 16)\n"
       "  --inference-batch N     largest inference batch, in envs (default 16)\n"
+      "  --queue-batches Q       training queue, in training batches (default 2; hold an unroll\n"
+      "                          burst: actors x envs per actor / batch size)\n"
       "  --learning-rate LR      Adam learning rate (default 0.002, or 0.0005 with --lstm)\n"
       "  --entropy-cost C        entropy bonus weight (default 0.001)\n"
       "  --total-frames N        stop after this many env frames (default 8000000)\n"
@@ -174,6 +177,8 @@ options parse(int argc, char** argv) {
       o.unroll_length = std::stoul(next());
     else if (a == "--batch-size")
       o.batch_size = std::stoul(next());
+    else if (a == "--queue-batches")
+      o.queue_batches = std::stoul(next());
     else if (a == "--inference-batch")
       o.inference_batch = std::stoul(next());
     else if (a == "--learning-rate")
@@ -212,7 +217,7 @@ options parse(int argc, char** argv) {
     }
   }
   if (o.actors < 1 || o.envs_per_actor < 1 || o.unroll_length < 1 || o.batch_size < 1 ||
-      o.inference_batch < 1) {
+      o.inference_batch < 1 || o.queue_batches < 1) {
     std::fprintf(stderr, "counts and sizes must be positive\n");
     std::exit(2);
   }
@@ -302,6 +307,7 @@ int run_learner(const options& o, secret_ptr secret) {
   seedrl::learner_config lc;
   lc.unroll_length = o.unroll_length;
   lc.batch_size = o.batch_size;
+  lc.queue_batches = o.queue_batches;
   lc.batching.max_batch = o.inference_batch;
   lc.batching.max_request_rows = std::max<std::size_t>(o.envs_per_actor, 256);
   lc.seed = o.seed;
