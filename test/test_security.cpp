@@ -339,6 +339,15 @@ TEST_CASE("secure_random_bytes gives distinct nonces", "[security]") {
   CHECK(std::count(big.begin(), big.end(), std::byte{0}) < 30);
 }
 
+TEST_CASE("random_secret_hex gives 64 hex digits a secret accepts, fresh each time", "[security]") {
+  const std::string a = sec::random_secret_hex(), b = sec::random_secret_hex();
+  CHECK(a.size() == 64);
+  CHECK(a.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(a != b);
+  // Accepted as is: the learner and actors use the variable's 64 bytes as the secret.
+  CHECK(sec::shared_secret::from_bytes(std::as_bytes(std::span(a)), "test").size() == 64);
+}
+
 TEST_CASE("auth proofs match the test vector of docs/security.md", "[security]") {
   const auto secret = secret_of("seedrl-example-secret-0123456789");
   const auto nl = nonce_counting_from(0x00);

@@ -280,14 +280,7 @@ secret_ptr load_secret(const options& o) {
   if (std::getenv(sec::default_secret_env) == nullptr) {
     if (o.mode != "local")
       return nullptr;
-    std::array<std::byte, 32> raw{};
-    sec::secure_random_bytes(raw);
-    std::string hex;
-    for (std::byte b : raw) {
-      hex += "0123456789abcdef"[std::to_integer<unsigned>(b) >> 4];
-      hex += "0123456789abcdef"[std::to_integer<unsigned>(b) & 15];
-    }
-    ::setenv(sec::default_secret_env, hex.c_str(), 1);
+    ::setenv(sec::default_secret_env, sec::random_secret_hex().c_str(), 1);
   }
   return std::make_shared<const sec::shared_secret>(
       sec::shared_secret::from_env(sec::default_secret_env));

@@ -27,6 +27,7 @@
 #include <optional>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <system_error>
 
@@ -100,6 +101,19 @@ inline auth_nonce make_nonce() {
   auth_nonce n{};
   secure_random_bytes(n);
   return n;
+}
+
+/// 32 fresh random bytes as 64 hex digits: a shared secret for processes a program starts
+/// itself (handed to them through SEEDRL_AUTH_SECRET, never their argv).
+inline std::string random_secret_hex() {
+  std::array<std::byte, 32> raw{};
+  secure_random_bytes(raw);
+  std::string hex;
+  for (std::byte b : raw) {
+    hex += "0123456789abcdef"[std::to_integer<unsigned>(b) >> 4];
+    hex += "0123456789abcdef"[std::to_integer<unsigned>(b) & 15];
+  }
+  return hex;
 }
 
 namespace detail {
