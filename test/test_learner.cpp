@@ -669,3 +669,94 @@ TEST_CASE("learner checkpoints while training and a new learner resumes from the
   }
   std::filesystem::remove_all(dir);
 }
+
+namespace {
+
+/// A Trainer that runs the CPU step and counts what the learner asks of it; after `fail_after`
+/// steps it throws, as a GPU trainer does on a device error.
+struct counting_trainer {
+  struct counters {
+    std::atomic<int> steps{0}, syncs{0}, loads{0};
+    std::atomic<std::size_t> last_batch{0};
+    int fail_after = 1 << 30;
+  };
+  std::shared_ptr<counters> n = std::make_shared<counters>();
+  seedrl::host_trainer cpu;
+
+  template <class Net, class Opt, class S>
+  seedrl::train_step_result train_step(const seedrl::training_batch<S>& batch, Net& net, Opt& opt,
+                                       const seedrl::impala_loss<S>& loss, double max_norm) {
+    if (n->steps >= n->fail_after)
+      throw std::runtime_error("simulated device failure");
+    n->last_batch = batch.B;
+    ++n->steps;
+    return cpu.train_step(batch, net, opt, loss, max_norm);
+  }
+  template <class Net, class Opt>
+  void sync_to_host(Net&, Opt&) {
+    ++n->syncs;
+  }
+  template <class Net, class Opt>
+  void load_from_host(Net&, Opt&) {
+    ++n->loads;
+  }
+};
+
+static_assert(seedrl::Trainer<counting_trainer, net_t, seedrl::adam<float>>);
+static_assert(seedrl::Trainer<seedrl::host_trainer, net_t, seedrl::adam<float>>);
+
+}  // namespace
+
+TEST_CASE("the learner trains through its Trainer, and a failing trainer stops training only",
+          "[learner][trainer]") {
+  using counting_learner =
+      seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport, counting_trainer>;
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-trainer"};
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 0;
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("seedrl-trainer-test-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  seedrl::learner_config lc = small_learner_config();
+  lc.checkpoint_dir = dir.string();
+  lc.checkpointing.every_steps = 3;
+  counting_trainer trainer;
+  auto counters = trainer.n;
+  counters->fail_after = 6;
+  counting_learner learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                           seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec(),
+                           trainer);
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  std::atomic<bool> stop{false};
+  std::thread actor([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = 2;
+    seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
+        ac, [](std::size_t) { return seedrl::cartpole{}; },
+        [&] { return transport.connect(endpoint); });
+    a.run(stop);
+  });
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (learner.stats().trainer_error.empty() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  const auto s = learner.stats();
+  CHECK(s.trainer_error == "simulated device failure");
+  CHECK(counters->steps == 6);
+  CHECK(s.train_steps == 6);
+  CHECK(counters->last_batch == lc.batch_size);
+  CHECK(counters->syncs >= 2);  // a checkpoint every 3 steps asks for the trainer's state first
+  // Inference goes on without training.
+  const auto frames = learner.stats().frames;
+  const auto served_until = std::chrono::steady_clock::now() + 5s;
+  while (learner.stats().frames < frames + 20 && std::chrono::steady_clock::now() < served_until)
+    std::this_thread::sleep_for(1ms);
+  CHECK(learner.stats().frames >= frames + 20);
+  CHECK(learner.stats().train_steps == 6);
+  stop = true;
+  actor.join();
+  learner.stop();
+  std::filesystem::remove_all(dir);
+}

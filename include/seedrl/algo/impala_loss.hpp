@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "seedrl/algo/impala_loss_config.hpp"
 #include "seedrl/algo/loss.hpp"
 #include "seedrl/algo/vtrace.hpp"
 #include "seedrl/core/config.hpp"
@@ -41,18 +42,6 @@
 #include "seedrl/net/categorical.hpp"
 
 namespace seedrl {
-
-/// The IMPALA loss's hyper-parameters; defaults are SEED RL's (Atari) values.
-template <std::floating_point S = float>
-struct impala_loss_config {
-  S discount = S(0.99);         ///< gamma, applied where the next step is not an episode end
-  S baseline_cost = S(0.5);     ///< weight of the value regression term
-  S entropy_cost = S(0.00025);  ///< weight of the entropy bonus
-  S lambda = S(1);              ///< V-trace lambda
-  std::optional<S> clip_rho_threshold = S(1);      ///< V-trace rho-bar; empty: no clipping
-  std::optional<S> clip_pg_rho_threshold = S(1);   ///< rho clip in pg_adv; empty: no clipping
-  std::optional<S> max_abs_reward = std::nullopt;  ///< clip rewards to +-this; empty: off
-};
 
 /// A training batch as views, time-major [(T+1)][B] (logits [(T+1)][B][A]); see the file
 /// comment for how steps line up.

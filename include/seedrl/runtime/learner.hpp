@@ -11,7 +11,9 @@
 /// actions to it, so no lock is taken per request beyond the batcher's row reservation.
 ///
 /// `Net` is an agent network with `agent_io.hpp`'s inputs and outputs (e.g. mlp_lstm_agent);
-/// `Opt` models Optimizer; `Tr` models Transport.
+/// `Opt` models Optimizer; `Tr` models Transport; `Trn` models Trainer
+/// (seedrl/runtime/trainer.hpp): where training steps run, `host_trainer` (the CPU, the default) or
+/// e.g. `cuda::mlp_lstm_trainer` (a GPU).
 
 #include <algorithm>
 #include <array>
@@ -46,6 +48,7 @@
 #include "seedrl/runtime/bounded_queue.hpp"
 #include "seedrl/runtime/env_state_store.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
+#include "seedrl/runtime/trainer.hpp"
 #include "seedrl/runtime/unroll_builder.hpp"
 #include "seedrl/security/challenge.hpp"
 #include "seedrl/security/shared_secret.hpp"
@@ -99,6 +102,9 @@ struct learner_stats {
   double last_grad_norm = 0.0;  ///< before clipping
   double learning_rate = 0.0;   ///< of the last training step, when the optimizer reports it
   std::int64_t checkpoints_saved = 0;
+  /// Set when the trainer failed (e.g. a GPU error): training has stopped, inference goes on
+  /// with the last parameters. Programs should report it and exit.
+  std::string trainer_error;
   /// Steps of partial unrolls thrown away because their actor left or restarted (run id).
   std::int64_t dropped_unroll_steps = 0;
   std::size_t queue_depth = 0;       ///< now
@@ -193,16 +199,21 @@ inline run_bound binding_stage(const stage_times& t) noexcept {
 }
 
 /// See the file comment.
-template <class Net, class Opt, class Tr>
+template <class Net, class Opt, class Tr, class Trn = host_trainer>
 class learner {
+  static_assert(Trainer<Trn, Net, Opt>,
+                "seedrl::learner: the trainer type does not model seedrl::Trainer for this "
+                "network and optimizer (see seedrl/runtime/trainer.hpp)");
+
  public:
   using scalar = typename Net::scalar_type;
   using connection_type = typename Tr::connection_type;
   using listener_type = typename Tr::listener_type;
 
   /// `net` gives the architecture and initial parameters (copied for training and inference).
+  /// `trainer` runs the training steps (the CPU by default).
   learner(const learner_config& config, const Net& net, Opt optimizer, impala_loss<scalar> loss,
-          observation_spec obs_spec, action_spec act_spec)
+          observation_spec obs_spec, action_spec act_spec, Trn trainer = Trn())
       : config_(config),
         obs_spec_(obs_spec),
         act_spec_(act_spec),
@@ -211,6 +222,7 @@ class learner {
         infer_net_(net),
         train_net_(net),
         optimizer_(std::move(optimizer)),
+        trainer_(std::move(trainer)),
         loss_(std::move(loss)),
         store_(config.max_envs, net.state_size()),
         builder_(config.max_envs, config.unroll_length, obs_size_,
@@ -250,9 +262,11 @@ class learner {
               train_net_.parameters().begin());
     std::copy(restored.parameters().begin(), restored.parameters().end(),
               infer_net_.parameters().begin());
+    if (!weights_only)
+      optimizer_ = std::move(optimizer);
+    trainer_.load_from_host(train_net_, optimizer_);
     params_.publish(train_net_.parameters());
     if (!weights_only) {
-      optimizer_ = std::move(optimizer);
       std::lock_guard lock(stats_mutex_);
       stats_.frames = frames;
       stats_.episodes = episodes;
@@ -913,7 +927,6 @@ class learner {
     std::vector<scalar> obs(T1 * B * obs_size_), rewards(T1 * B), behaviour(T1 * B), start(B * W);
     std::vector<std::uint8_t> dones(T1 * B);
     std::vector<std::int32_t> prev_actions(T1 * B), actions(T1 * B);
-    std::vector<scalar> logits(T1 * B * A), values(T1 * B), d_logits(T1 * B * A), d_values(T1 * B);
     std::vector<unroll<scalar>*> batch;
     batch.reserve(B);
     for (;;) {
@@ -946,30 +959,34 @@ class learner {
                   start.begin() + static_cast<std::ptrdiff_t>(b * W));
         builder_.recycle(batch[b]);
       }
-      agent_unroll_output<scalar> out{logits, values};
-      train_net_.forward_unroll({T1, B, obs, rewards, dones, prev_actions, start}, out);
-      impala_gradients<scalar> grads{d_logits, d_values};
-      const loss_terms terms =
-          loss_({T, B, A, logits, values, actions, behaviour, rewards, dones}, grads);
-      train_net_.zero_gradients();
-      train_net_.backward_unroll({d_logits, d_values});
-      double norm = 0.0;
+      const training_batch<scalar> tb{T,       B,         A,    obs, rewards, dones, prev_actions,
+                                      actions, behaviour, start};
+      train_step_result r;
       try {
-        norm = clip_by_global_norm<scalar>(train_net_.gradients(), config_.max_grad_norm);
-        optimizer_.step(train_net_.parameters(), train_net_.gradients());
-      } catch (const std::domain_error& e) {
-        log(std::string("seedrl learner: skipped a training step: ") + e.what());
+        r = trainer_.train_step(tb, train_net_, optimizer_, loss_, config_.max_grad_norm);
+      } catch (const std::exception& e) {
+        // A trainer that fails (e.g. a GPU error) stops training, not the process: inference
+        // goes on with the last parameters and the log says why.
+        log(std::string("seedrl learner: training stopped: ") + e.what());
+        {
+          std::lock_guard lock(stats_mutex_);
+          stats_.trainer_error = e.what();
+        }
+        queue_.close();
+        return;
       }
+      if (!r.applied)
+        log("seedrl learner: skipped a training step: " + r.skipped);
       params_.publish(train_net_.parameters());
       const auto t_end = std::chrono::steady_clock::now();
       std::int64_t steps = 0;
       {
         std::lock_guard lock(stats_mutex_);
         steps = ++stats_.train_steps;
-        stats_.last_loss = terms;
-        stats_.last_grad_norm = norm;
-        if constexpr (requires { optimizer_.learning_rate(); })
-          stats_.learning_rate = static_cast<double>(optimizer_.learning_rate());
+        stats_.last_loss = r.terms;
+        stats_.last_grad_norm = r.grad_norm;
+        if (r.learning_rate == r.learning_rate)  // not NaN: the trainer knows it
+          stats_.learning_rate = r.learning_rate;
         stats_.seconds_waiting_for_data += std::chrono::duration<double>(t_start - t_wait).count();
         stats_.seconds_training += std::chrono::duration<double>(t_end - t_start).count();
       }
@@ -986,6 +1003,14 @@ class learner {
     const learner_stats s = stats();
     checkpoint c;
     c.step = s.train_steps;
+    try {
+      trainer_.sync_to_host(train_net_, optimizer_);
+    } catch (const std::exception& e) {  // e.g. the GPU failed: its state is out of reach
+      log(std::string("seedrl learner: could not save a checkpoint: the trainer's state could "
+                      "not be read: ") +
+          e.what());
+      return;
+    }
     store_parameters(c, train_net_);
     store_optimizer(c, optimizer_);
     c.counters["frames"] = s.frames;
@@ -1021,6 +1046,7 @@ class learner {
   Net infer_net_;
   Net train_net_;
   Opt optimizer_;
+  Trn trainer_;
   impala_loss<scalar> loss_;
   env_state_store<scalar> store_;
   unroll_builder<scalar> builder_;

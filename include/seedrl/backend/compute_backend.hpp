@@ -1,0 +1,85 @@
+#pragma once
+/// \file
+/// The ComputeBackend plug point: where a backend-generic trainer (`seedrl/train/`) keeps its
+/// arrays and runs its arithmetic. The trainer is written once against these few primitives;
+/// `host_backend` (seedrl/backend/host_backend.hpp) runs them on the CPU and
+/// `cuda::cuda_backend` (seedrl/cuda/cuda_backend.cuh) on a GPU, so the CPU tests check the
+/// trainer's whole data flow (offsets, transposes, resets, back-propagation through time) and
+/// the GPU adds only kernel launches and cuBLAS calls.
+///
+/// A type `B` models `seedrl::ComputeBackend` when an object `b` of it provides:
+///   - `template <class T> using buffer = ...;` an owning array in the backend's memory with
+///     `T* data()`, `const T* data() const` and `std::size_t size() const`; movable;
+///   - `b.template allocate<T>(n)`: a `buffer<T>` of n elements, every one zero;
+///   - `b.upload(std::span<const T> host, T* dst)`, `b.download(const T* src, std::span<T> host)`:
+///     copies between host memory and the backend's (download waits for earlier work);
+///   - `b.copy(const T* src, T* dst, n)` and `b.fill(T* dst, n, T value)` within the backend;
+///   - `b.for_each(n, f)`: calls `f(i)` for every i in [0, n), in any order and possibly in
+///     parallel. `f` is a trivially copyable functor whose `operator()(std::size_t) const` is
+///     `SEEDRL_HOST_DEVICE` and which holds only values and backend pointers;
+///   - `b.gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)`: row-major
+///     C[m, n] = alpha op(A) op(B) + beta C, with op(A) [m, k], op(B) [k, n] and the row strides
+///     of the matrices as stored (the convention of `cuda::gemm_row_major`); beta = 0 ignores
+///     what C held (NaN included);
+///   - `b.sum_of_squares(const S* x, n)`: the sum of x_i^2 accumulated in double, returned to
+///     the host (a synchronisation point);
+///   - `b.impala_loss(config, operands)`: SEED's IMPALA loss (`seedrl/algo/impala_loss.hpp`) on
+///     backend arrays, writing both gradients and returning the terms;
+///   - `b.synchronize()`: waits until all work given so far is done.
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "seedrl/algo/impala_loss_config.hpp"
+#include "seedrl/algo/loss.hpp"
+#include "seedrl/core/config.hpp"
+
+namespace seedrl {
+
+/// Backend pointers for `impala_loss`: a time-major [(T+1)][B] batch (logits [(T+1)][B][A]) and
+/// where the gradients go, as in `seedrl::impala_batch` / `seedrl::impala_gradients`.
+template <class S>
+struct impala_loss_operands {
+  int T = 0;
+  int B = 0;
+  int A = 0;
+  const S* logits = nullptr;
+  const S* values = nullptr;
+  const std::int32_t* actions = nullptr;
+  const S* behaviour_log_probs = nullptr;
+  const S* rewards = nullptr;
+  const std::uint8_t* dones = nullptr;
+  S* grad_logits = nullptr;  ///< out [(T+1)*B*A]
+  S* grad_values = nullptr;  ///< out [(T+1)*B]
+};
+
+namespace detail {
+/// A for_each body that does nothing, for the concept check.
+struct no_op_body {
+  SEEDRL_HOST_DEVICE void operator()(std::size_t) const {}
+};
+}  // namespace detail
+
+/// Where a backend-generic trainer computes; see the file comment.
+template <class B>
+concept ComputeBackend = requires(B& b, float* p, const float* cp, std::span<float> host,
+                                  std::span<const float> chost,
+                                  const impala_loss_config<float>& loss_config,
+                                  const impala_loss_operands<float>& loss_operands) {
+  {
+    b.template allocate<float>(std::size_t{1})
+    } -> std::same_as<typename B::template buffer<float>>;
+  b.upload(chost, p);
+  b.download(cp, host);
+  b.copy(cp, p, std::size_t{1});
+  b.fill(p, std::size_t{1}, 0.0f);
+  b.for_each(std::size_t{1}, detail::no_op_body{});
+  b.gemm(false, false, 1, 1, 1, 1.0f, cp, 1, cp, 1, 0.0f, p, 1);
+  { b.sum_of_squares(cp, std::size_t{1}) } -> std::same_as<double>;
+  { b.impala_loss(loss_config, loss_operands) } -> std::same_as<loss_terms>;
+  b.synchronize();
+};
+
+}  // namespace seedrl

@@ -1,0 +1,126 @@
+#pragma once
+/// \file
+/// `host_backend`: the CPU model of `seedrl::ComputeBackend` (seedrl/backend/compute_backend.hpp).
+/// Buffers are std::vector, `for_each` is a loop, GEMMs are Eigen products and the IMPALA loss
+/// is the CPU `seedrl::impala_loss`. It is what the CPU tests run a backend-generic trainer on,
+/// and a reference for the GPU backend's primitives.
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/backend/compute_backend.hpp"
+
+namespace seedrl {
+
+/// Runs the ComputeBackend primitives on the calling thread; see the file comment.
+class host_backend {
+ public:
+  template <class T>
+  using buffer = std::vector<T>;
+
+  template <class T>
+  buffer<T> allocate(std::size_t n) const {
+    return buffer<T>(n, T{});
+  }
+
+  template <class T>
+  void upload(std::span<const T> host, T* dst) const {
+    std::copy(host.begin(), host.end(), dst);
+  }
+  template <class T>
+  void upload(std::span<T> host, T* dst) const {
+    upload(std::span<const T>(host), dst);
+  }
+
+  template <class T>
+  void download(const T* src, std::span<T> host) const {
+    std::copy_n(src, host.size(), host.begin());
+  }
+
+  template <class T>
+  void copy(const T* src, T* dst, std::size_t n) const {
+    std::copy_n(src, n, dst);
+  }
+
+  template <class T>
+  void fill(T* dst, std::size_t n, T value) const {
+    std::fill_n(dst, n, value);
+  }
+
+  template <class F>
+  void for_each(std::size_t n, const F& f) const {
+    for (std::size_t i = 0; i < n; ++i)
+      f(i);
+  }
+
+  /// Row-major C[m, n] = alpha op(A) op(B) + beta C; see compute_backend.hpp.
+  template <class S>
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, S alpha, const S* a, int lda,
+            const S* b, int ldb, S beta, S* c, int ldc) const {
+    using matrix = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    using cmap = Eigen::Map<const matrix, 0, Eigen::OuterStride<>>;
+    using map = Eigen::Map<matrix, 0, Eigen::OuterStride<>>;
+    if (m <= 0 || n <= 0)
+      return;
+    map C(c, m, n, Eigen::OuterStride<>(ldc));
+    if (beta == S(0))
+      C.setZero();  // beta = 0 ignores C, NaN included, as BLAS does
+    else if (beta != S(1))
+      C *= beta;
+    if (k <= 0 || alpha == S(0))
+      return;
+    const cmap A(a, trans_a ? k : m, trans_a ? m : k, Eigen::OuterStride<>(lda));
+    const cmap Bm(b, trans_b ? n : k, trans_b ? k : n, Eigen::OuterStride<>(ldb));
+    if (trans_a && trans_b)
+      C.noalias() += alpha * (A.transpose() * Bm.transpose());
+    else if (trans_a)
+      C.noalias() += alpha * (A.transpose() * Bm);
+    else if (trans_b)
+      C.noalias() += alpha * (A * Bm.transpose());
+    else
+      C.noalias() += alpha * (A * Bm);
+  }
+
+  template <class S>
+  double sum_of_squares(const S* x, std::size_t n) const {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double d = static_cast<double>(x[i]);
+      sum += d * d;
+    }
+    return sum;
+  }
+
+  template <class S>
+  loss_terms impala_loss(const impala_loss_config<S>& config,
+                         const impala_loss_operands<S>& op) const {
+    const auto T = static_cast<std::size_t>(op.T), B = static_cast<std::size_t>(op.B),
+               A = static_cast<std::size_t>(op.A);
+    const std::size_t rows = (T + 1) * B;
+    impala_batch<S> batch;
+    batch.T = T;
+    batch.B = B;
+    batch.num_actions = A;
+    batch.logits = {op.logits, rows * A};
+    batch.values = {op.values, rows};
+    batch.actions = {op.actions, rows};
+    batch.behaviour_log_probs = {op.behaviour_log_probs, rows};
+    batch.rewards = {op.rewards, rows};
+    batch.dones = {op.dones, rows};
+    impala_gradients<S> grads{{op.grad_logits, rows * A}, {op.grad_values, rows}};
+    return seedrl::impala_loss<S>(config)(batch, grads);
+  }
+
+  void synchronize() const noexcept {}
+};
+
+static_assert(ComputeBackend<host_backend>);
+
+}  // namespace seedrl

@@ -1,0 +1,124 @@
+#pragma once
+/// \file
+/// The shape of an `mlp_lstm_agent` (seedrl/net/mlp_lstm_agent.hpp) and its one-line
+/// description, apart from the network so that code which only needs the shape (a GPU trainer
+/// compiled by nvcc, a checkpoint reader) does not pull in Eigen.
+
+#include <algorithm>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace seedrl {
+
+/// Shape of an `mlp_lstm_agent`.
+struct mlp_lstm_agent_config {
+  std::ptrdiff_t observation_size = 4;
+  std::int32_t num_actions = 2;
+  std::vector<std::ptrdiff_t> hidden_sizes{64, 64};  ///< MLP torso, ReLU after each layer
+  std::ptrdiff_t lstm_size = 64;                     ///< 0: no LSTM, heads read the torso
+  std::ptrdiff_t lstm_layers = 1;
+  double forget_bias = 1.0;
+  bool reward_and_action_inputs = true;  ///< feed reward and one-hot previous action to the core
+  std::optional<double> max_abs_input_reward;  ///< clip the reward fed to the core
+  std::uint64_t seed = 0;                      ///< initialisation
+};
+
+/// The architecture as one line, e.g. "mlp_lstm_agent obs=4 actions=2 hidden=64,64 lstm=64
+/// layers=1 reward_action_inputs=1 max_abs_input_reward=none": stored in checkpoints so that an
+/// evaluation program can rebuild the network. Initialisation (seed, forget bias) is left out:
+/// a restored network gets its parameters from the checkpoint.
+inline std::string describe(const mlp_lstm_agent_config& c) {
+  std::string hidden;
+  for (std::size_t i = 0; i < c.hidden_sizes.size(); ++i) {
+    // Appended piecewise: GCC 12 at -O3 warns (-Wrestrict, a false positive) about
+    // `"," + std::to_string(...)`.
+    if (i > 0)
+      hidden += ',';
+    hidden += std::to_string(c.hidden_sizes[i]);
+  }
+  return "mlp_lstm_agent obs=" + std::to_string(c.observation_size) +
+         " actions=" + std::to_string(c.num_actions) + " hidden=" + hidden +
+         " lstm=" + std::to_string(c.lstm_size) + " layers=" + std::to_string(c.lstm_layers) +
+         " reward_action_inputs=" + (c.reward_and_action_inputs ? "1" : "0") +
+         " max_abs_input_reward=" +
+         (c.max_abs_input_reward ? std::to_string(*c.max_abs_input_reward) : "none");
+}
+
+/// Reads what `describe` wrote; throws std::invalid_argument naming the bad field.
+inline mlp_lstm_agent_config parse_mlp_lstm_agent_description(std::string_view text) {
+  const auto fail = [&](const std::string& why) -> std::invalid_argument {
+    return std::invalid_argument("seedrl: bad mlp_lstm_agent description \"" + std::string(text) +
+                                 "\": " + why);
+  };
+  const auto integer = [&](std::string_view v, std::string_view key) {
+    std::int64_t x = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+    if (ec != std::errc() || end != v.data() + v.size() || x < 0)
+      throw fail(std::string(key) + " is not a non-negative integer");
+    return x;
+  };
+  constexpr std::string_view kind = "mlp_lstm_agent";
+  if (text.substr(0, kind.size()) != kind)
+    throw fail("it does not start with mlp_lstm_agent");
+  mlp_lstm_agent_config c;
+  c.hidden_sizes.clear();
+  int seen = 0;
+  std::size_t at = kind.size();
+  while (at < text.size()) {
+    if (text[at] == ' ') {
+      ++at;
+      continue;
+    }
+    const std::size_t end = std::min(text.find(' ', at), text.size());
+    const std::string_view field = text.substr(at, end - at);
+    at = end;
+    const std::size_t eq = field.find('=');
+    if (eq == std::string_view::npos)
+      throw fail("field \"" + std::string(field) + "\" has no '='");
+    const std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
+    ++seen;
+    if (key == "obs") {
+      c.observation_size = static_cast<std::ptrdiff_t>(integer(value, key));
+    } else if (key == "actions") {
+      c.num_actions = static_cast<std::int32_t>(integer(value, key));
+    } else if (key == "hidden") {
+      for (std::size_t p = 0; p <= value.size();) {
+        const std::size_t comma = std::min(value.find(',', p), value.size());
+        c.hidden_sizes.push_back(
+            static_cast<std::ptrdiff_t>(integer(value.substr(p, comma - p), key)));
+        p = comma + 1;
+      }
+    } else if (key == "lstm") {
+      c.lstm_size = static_cast<std::ptrdiff_t>(integer(value, key));
+    } else if (key == "layers") {
+      c.lstm_layers = static_cast<std::ptrdiff_t>(integer(value, key));
+    } else if (key == "reward_action_inputs") {
+      c.reward_and_action_inputs = integer(value, key) != 0;
+    } else if (key == "max_abs_input_reward") {
+      if (value == "none") {
+        c.max_abs_input_reward.reset();
+      } else {
+        try {
+          c.max_abs_input_reward = std::stod(std::string(value));
+        } catch (const std::exception&) {
+          throw fail("max_abs_input_reward is not a number");
+        }
+      }
+    } else {
+      throw fail("unknown field \"" + std::string(key) + "\"");
+    }
+  }
+  if (seen != 7)
+    throw fail("expected 7 fields, got " + std::to_string(seen));
+  return c;
+}
+
+}  // namespace seedrl

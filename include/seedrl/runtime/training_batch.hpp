@@ -1,0 +1,41 @@
+#pragma once
+/// \file
+/// What the learner hands a Trainer (seedrl/runtime/trainer.hpp) and what it gets back, apart
+/// from the trainers so that headers compiled by nvcc can take them without Eigen.
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+
+#include "seedrl/algo/loss.hpp"
+
+namespace seedrl {
+
+/// A batch of B unrolls of T+1 steps on the host, time-major: step t of unroll b is row
+/// t * B + b. Step 0 repeats the last step of the unroll before (SEED's overlap).
+template <class S>
+struct training_batch {
+  std::size_t T = 0;                           ///< unroll length (the arrays hold T+1 steps)
+  std::size_t B = 0;                           ///< unrolls
+  std::size_t num_actions = 0;                 ///< A
+  std::span<const S> observations;             ///< [(T+1)*B*observation size]
+  std::span<const S> rewards;                  ///< [(T+1)*B]
+  std::span<const std::uint8_t> dones;         ///< [(T+1)*B]
+  std::span<const std::int32_t> prev_actions;  ///< [(T+1)*B] the action before step t
+  std::span<const std::int32_t> actions;       ///< [(T+1)*B] the action taken at step t
+  std::span<const S> behaviour_log_probs;      ///< [(T+1)*B] log mu(a_t)
+  std::span<const S> start_state;              ///< [B * state width] recurrent state at step 0
+};
+
+/// What one training step did.
+struct train_step_result {
+  loss_terms terms;        ///< the loss on the batch (before the update)
+  double grad_norm = 0.0;  ///< global gradient norm before clipping
+  bool applied = true;     ///< false: the update was skipped (see `skipped`)
+  std::string skipped;     ///< why, when not applied
+  double learning_rate = std::numeric_limits<double>::quiet_NaN();  ///< of this step, if known
+};
+
+}  // namespace seedrl

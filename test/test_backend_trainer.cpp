@@ -1,0 +1,569 @@
+// backend_mlp_lstm_trainer on host_backend against the reference training step: mlp_lstm_agent +
+// host_trainer (impala_loss, clip_by_global_norm) + adam / rmsprop, on random batches with
+// episode resets at t = 0 and mid-unroll and non-zero start states.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/backend/host_backend.hpp"
+#include "seedrl/core/random.hpp"
+#include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/optim/adam.hpp"
+#include "seedrl/optim/rmsprop.hpp"
+#include "seedrl/runtime/trainer.hpp"
+#include "seedrl/train/mlp_lstm_trainer.hpp"
+
+namespace {
+
+template <class S>
+using trainer_t = seedrl::backend_mlp_lstm_trainer<seedrl::host_backend, S>;
+
+/// A random training batch that owns its arrays.
+template <class S>
+struct random_batch {
+  std::size_t T = 0, B = 0, A = 0;
+  std::vector<S> obs, rewards, behaviour, start;
+  std::vector<std::uint8_t> dones;
+  std::vector<std::int32_t> prev_actions, actions;
+
+  seedrl::training_batch<S> view() const {
+    return {T, B, A, obs, rewards, dones, prev_actions, actions, behaviour, start};
+  }
+};
+
+/// Random observations, rewards in [-2, 2] (so an input-reward clip of 1 bites), about one reset
+/// in five plus a forced one at t = 0 (environment 0) and one mid-unroll (the last environment),
+/// environment 1 never reset at t = 0 (its start state matters), random actions and log mu.
+template <class S>
+random_batch<S> make_batch(const seedrl::mlp_lstm_agent_config& c, std::size_t state_size,
+                           std::size_t T, std::size_t B, seedrl::random_generator& rng) {
+  random_batch<S> d;
+  d.T = T;
+  d.B = B;
+  d.A = static_cast<std::size_t>(c.num_actions);
+  const std::size_t rows = (T + 1) * B;
+  const auto uniform = [&](std::vector<S>& v, std::size_t n, double lo, double hi) {
+    for (std::size_t i = 0; i < n; ++i)
+      v.push_back(static_cast<S>(rng.uniform(lo, hi)));
+  };
+  uniform(d.obs, rows * static_cast<std::size_t>(c.observation_size), -1.0, 1.0);
+  uniform(d.rewards, rows, -2.0, 2.0);
+  uniform(d.start, B * state_size, -0.5, 0.5);
+  for (std::size_t i = 0; i < rows; ++i) {
+    d.dones.push_back(rng.below(5) == 0 ? 1 : 0);
+    d.prev_actions.push_back(static_cast<std::int32_t>(rng.below(d.A)));
+    d.actions.push_back(static_cast<std::int32_t>(rng.below(d.A)));
+    d.behaviour.push_back(static_cast<S>(std::log(rng.uniform(0.05, 1.0))));
+  }
+  d.dones[0] = 1;
+  if (B > 1)
+    d.dones[1] = 0;
+  d.dones[(T / 2 + 1) * B + (B - 1)] = 1;
+  return d;
+}
+
+/// max_i |got_i - want_i| / (max(|got_i|, |want_i|) + 1e-2 max_j |want_j|): relative error per
+/// element, with elements far below the array's scale judged against 1% of that scale.
+template <class S>
+double max_difference(std::span<const S> got, std::span<const S> want) {
+  REQUIRE(got.size() == want.size());
+  double scale = 0.0;
+  for (const S w : want)
+    scale = std::max(scale, std::abs(static_cast<double>(w)));
+  double worst = 0.0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
+    const double e = std::abs(g - w) / (std::max(std::abs(g), std::abs(w)) + 1e-2 * scale + 1e-300);
+    worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : std::max(worst, e);
+  }
+  return worst;
+}
+
+double relative(double got, double want) {
+  const double d = std::abs(got - want) / std::max({std::abs(got), std::abs(want), 1e-300});
+  return std::isnan(d) ? std::numeric_limits<double>::infinity() : d;
+}
+
+template <class S>
+std::vector<S> parameters_of(const trainer_t<S>& t) {
+  std::vector<S> p(t.num_parameters());
+  t.get_parameters(p);
+  return p;
+}
+
+template <class S>
+std::vector<S> gradients_of(const trainer_t<S>& t) {
+  std::vector<S> g(t.num_parameters());
+  t.get_gradients(g);
+  return g;
+}
+
+template <class S>
+std::vector<std::span<const S>> cpu_state(const seedrl::adam<S>& o) {
+  return {o.first_moment(), o.second_moment()};
+}
+
+template <class S>
+std::vector<std::span<const S>> cpu_state(const seedrl::rmsprop<S>& o) {
+  if (o.momentum_buffer().empty())
+    return {o.mean_square()};
+  return {o.mean_square(), o.momentum_buffer()};
+}
+
+struct run_options {
+  std::size_t T = 5, B = 3;
+  double max_grad_norm = 1e9;  ///< effectively no clipping
+  int steps = 3;
+  double tolerance = 1e-10;  ///< loss terms, norms, gradients, parameters, optimizer state
+  std::uint64_t seed = 1;
+};
+
+/// Trains the reference and the backend trainer side by side on the same batches and checks
+/// they agree after every step; returns the reference's gradient norms. The second step has a
+/// larger T and B (the trainer's buffers grow) and the third the first's again (reuse).
+template <class S, class Opt>
+std::vector<double> compare_with_reference(const seedrl::mlp_lstm_agent_config& net_config,
+                                           const typename Opt::config_type& opt_config,
+                                           const seedrl::impala_loss_config<S>& loss_config,
+                                           const run_options& o) {
+  seedrl::mlp_lstm_agent<S> net(net_config);
+  Opt opt(opt_config);
+  seedrl::host_trainer reference;
+  const seedrl::impala_loss<S> loss(loss_config);
+  seedrl::host_backend backend;
+  trainer_t<S> trainer(backend, net_config);
+  REQUIRE(trainer.num_parameters() == net.parameters().size());
+  REQUIRE(trainer.state_size() == static_cast<std::size_t>(net.state_size()));
+  trainer.set_parameters(net.parameters());
+  trainer.set_optimizer(opt_config, 0);
+  CHECK(parameters_of(trainer) == std::vector<S>(net.parameters().begin(), net.parameters().end()));
+  const std::vector<S> initial(net.parameters().begin(), net.parameters().end());
+  seedrl::random_generator rng(o.seed);
+  std::vector<double> norms;
+  for (int step = 0; step < o.steps; ++step) {
+    INFO("step " << step);
+    const std::size_t T = o.T + (step == 1 ? 3 : 0), B = o.B + (step == 1 ? 2 : 0);
+    const auto batch = make_batch<S>(net_config, trainer.state_size(), T, B, rng);
+    const auto want = reference.train_step(batch.view(), net, opt, loss, o.max_grad_norm);
+    const auto got = trainer.train_step(batch.view(), loss_config, o.max_grad_norm);
+    REQUIRE(want.applied);
+    REQUIRE(got.applied);
+    CHECK(got.skipped.empty());
+    CHECK(relative(got.terms.total, want.terms.total) < o.tolerance);
+    CHECK(relative(got.terms.policy, want.terms.policy) < o.tolerance);
+    CHECK(relative(got.terms.baseline, want.terms.baseline) < o.tolerance);
+    CHECK(relative(got.terms.entropy, want.terms.entropy) < o.tolerance);
+    CHECK(relative(got.grad_norm, want.grad_norm) < o.tolerance);
+    CHECK(got.learning_rate == want.learning_rate);
+    CHECK(max_difference<S>(gradients_of(trainer), net.gradients()) < o.tolerance);
+    CHECK(max_difference<S>(parameters_of(trainer), net.parameters()) < o.tolerance);
+    CHECK(trainer.optimizer_step_count() == opt.step_count());
+    CHECK(trainer.learning_rate() == opt.learning_rate());
+    const auto state = trainer.optimizer_state();
+    const auto cpu = cpu_state(opt);
+    REQUIRE(state.size() == cpu.size());
+    for (std::size_t k = 0; k < cpu.size(); ++k) {
+      INFO("optimizer array " << k);
+      CHECK(max_difference<S>(state[k], cpu[k]) < o.tolerance);
+    }
+    norms.push_back(want.grad_norm);
+  }
+  // The steps moved every parameter block (so the comparisons compared trained values).
+  double moved = 0.0;
+  for (std::size_t i = 0; i < initial.size(); ++i)
+    moved = std::max(moved, std::abs(static_cast<double>(net.parameters()[i] - initial[i])));
+  CHECK(moved > 1e-5);
+  return norms;
+}
+
+seedrl::mlp_lstm_agent_config small_config() {
+  seedrl::mlp_lstm_agent_config c;
+  c.observation_size = 4;
+  c.num_actions = 3;
+  c.hidden_sizes = {8};
+  c.lstm_size = 6;
+  c.lstm_layers = 1;
+  c.seed = 3;
+  return c;
+}
+
+seedrl::impala_loss_config<double> loss_config() {
+  seedrl::impala_loss_config<double> l;
+  l.entropy_cost = 0.01;
+  l.max_abs_reward = 1.5;
+  return l;
+}
+
+seedrl::adam_config adam_lr(double lr) {
+  seedrl::adam_config a;
+  a.learning_rate = lr;
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("backend trainer matches the reference: one LSTM layer, Adam, no clipping",
+          "[backend_trainer]") {
+  run_options o;
+  const auto norms = compare_with_reference<double, seedrl::adam<double>>(
+      small_config(), adam_lr(1e-3), loss_config(), o);
+  for (const double n : norms)
+    CHECK(n < o.max_grad_norm);  // clipping never bit
+}
+
+TEST_CASE("backend trainer matches the reference: two LSTM layers, two torso layers, clipping",
+          "[backend_trainer]") {
+  auto c = small_config();
+  c.hidden_sizes = {7, 5};
+  c.lstm_size = 4;
+  c.lstm_layers = 2;
+  c.num_actions = 4;
+  auto a = adam_lr(2e-3);
+  a.lr_decay_steps = 5;  // the schedule moves between steps
+  run_options o;
+  o.max_grad_norm = 0.05;
+  o.seed = 2;
+  const auto norms = compare_with_reference<double, seedrl::adam<double>>(c, a, loss_config(), o);
+  for (const double n : norms)
+    CHECK(n > o.max_grad_norm);  // every step was clipped
+}
+
+TEST_CASE("backend trainer matches the reference: no LSTM, RMSProp without momentum",
+          "[backend_trainer]") {
+  auto c = small_config();
+  c.lstm_size = 0;
+  c.hidden_sizes = {6, 9};
+  seedrl::rmsprop_config r;
+  r.learning_rate = 1e-3;
+  run_options o;
+  o.seed = 3;
+  o.max_grad_norm = 0.2;
+  compare_with_reference<double, seedrl::rmsprop<double>>(c, r, loss_config(), o);
+}
+
+TEST_CASE("backend trainer matches the reference: no reward/action inputs, RMSProp momentum",
+          "[backend_trainer]") {
+  auto c = small_config();
+  c.reward_and_action_inputs = false;
+  c.lstm_layers = 2;
+  seedrl::rmsprop_config r;
+  r.learning_rate = 1e-3;
+  r.momentum = 0.9;
+  r.lr_decay_steps = 10;
+  run_options o;
+  o.seed = 4;
+  o.max_grad_norm = std::numeric_limits<double>::infinity();  // never clips
+  compare_with_reference<double, seedrl::rmsprop<double>>(c, r, loss_config(), o);
+}
+
+TEST_CASE("backend trainer matches the reference: clipped input reward, Adam beta1 = 0",
+          "[backend_trainer]") {
+  auto c = small_config();
+  c.max_abs_input_reward = 0.5;
+  c.hidden_sizes = {5, 8, 6};
+  auto a = adam_lr(1e-3);
+  a.beta1 = 0.0;
+  auto l = loss_config();
+  l.max_abs_reward.reset();
+  l.lambda = 0.9;
+  run_options o;
+  o.seed = 5;
+  o.B = 1;  // a single environment
+  compare_with_reference<double, seedrl::adam<double>>(c, a, l, o);
+}
+
+TEST_CASE("backend trainer matches the reference in float", "[backend_trainer]") {
+  auto c = small_config();
+  c.lstm_layers = 2;
+  c.hidden_sizes = {8, 6};
+  seedrl::impala_loss_config<float> l;
+  l.entropy_cost = 0.01f;
+  run_options o;
+  o.seed = 6;
+  o.max_grad_norm = 0.1;
+  o.tolerance = 1e-3;
+  // RMSProp's eps = 0.01 keeps the update a smooth function of the gradient, so float rounding
+  // differences stay small in the parameters too.
+  seedrl::rmsprop_config r;
+  r.learning_rate = 1e-3;
+  r.momentum = 0.5;
+  compare_with_reference<float, seedrl::rmsprop<float>>(c, r, l, o);
+  seedrl::adam_config a = adam_lr(1e-3);
+  a.epsilon = 1e-2;
+  compare_with_reference<float, seedrl::adam<float>>(c, a, l, o);
+}
+
+TEST_CASE("backend trainer comparison notices a wrong parameter in every block",
+          "[backend_trainer]") {
+  // Guards the tests above: a parameter off by 1e-6 anywhere (torso, LSTM input and recurrent
+  // weights and biases of both layers, policy, value) shows in the gradients well above 1e-10.
+  auto c = small_config();
+  c.hidden_sizes = {5, 4};
+  c.lstm_layers = 2;
+  c.lstm_size = 3;
+  seedrl::mlp_lstm_agent<double> net(c);
+  seedrl::host_trainer reference;
+  seedrl::adam<double> opt(adam_lr(1e-3));
+  const seedrl::impala_loss<double> loss(loss_config());
+  seedrl::random_generator rng(9);
+  const auto batch = make_batch<double>(c, static_cast<std::size_t>(net.state_size()), 4, 3, rng);
+  const std::vector<double> p0(net.parameters().begin(), net.parameters().end());
+  reference.train_step(batch.view(), net, opt, loss, 1e9);
+  const std::vector<double> want(net.gradients().begin(), net.gradients().end());
+  const std::size_t P = p0.size();
+  // Blocks of mlp_lstm_agent's layout; an LSTM weight is split into its input and recurrent
+  // columns. Each block's probe is its element of largest gradient: one that reaches the loss
+  // (a ReLU unit that is off for the whole batch would hide a perturbation).
+  struct block {
+    const char* name;
+    std::size_t size, cols, col_lo, col_hi;  ///< elements; columns of a row; probed columns
+  };
+  const std::size_t I0 = 4 + 1 + 3, H = 3;
+  const block blocks[] = {{"torso 0 W", 5 * 4, 4, 0, 4},
+                          {"torso 0 b", 5, 5, 0, 5},
+                          {"torso 1 W", 4 * 5, 5, 0, 5},
+                          {"torso 1 b", 4, 4, 0, 4},
+                          {"LSTM 0 W_ih", 4 * H * (I0 + H), I0 + H, 0, I0},
+                          {"LSTM 0 W_hh", 0, I0 + H, I0, I0 + H},
+                          {"LSTM 0 b", 4 * H, 4 * H, 0, 4 * H},
+                          {"LSTM 1 W_ih", 4 * H * 2 * H, 2 * H, 0, H},
+                          {"LSTM 1 W_hh", 0, 2 * H, H, 2 * H},
+                          {"LSTM 1 b", 4 * H, 4 * H, 0, 4 * H},
+                          {"policy W", 3 * H, H, 0, H},
+                          {"policy b", 3, 3, 0, 3},
+                          {"value W", H, H, 0, H},
+                          {"value b", 1, 1, 0, 1}};
+  std::vector<std::pair<std::string, std::size_t>> probes;
+  std::size_t at = 0, begin = 0;
+  for (const block& b : blocks) {
+    if (b.size != 0) {  // size 0: other columns of the block before
+      begin = at;
+      at += b.size;
+    }
+    std::size_t best = begin + b.col_lo;
+    for (std::size_t i = begin; i < at; ++i) {
+      const std::size_t col = (i - begin) % b.cols;
+      if (col >= b.col_lo && col < b.col_hi && std::abs(want[i]) > std::abs(want[best]))
+        best = i;
+    }
+    probes.emplace_back(b.name, best);
+  }
+  REQUIRE(at == P);
+  seedrl::host_backend backend;
+  for (const auto& [name, probe] : probes) {
+    INFO(name << ": parameter " << probe);
+    CHECK(want[probe] != 0.0);
+    trainer_t<double> trainer(backend, c);
+    trainer.set_optimizer(adam_lr(1e-3), 0);
+    auto p = p0;
+    trainer.set_parameters(p);
+    trainer.train_step(batch.view(), loss_config(), 1e9);
+    CHECK(max_difference<double>(gradients_of(trainer), want) < 1e-10);
+    p[probe] += 1e-6;
+    trainer.set_parameters(p);
+    trainer.train_step(batch.view(), loss_config(), 1e9);
+    CHECK(max_difference<double>(gradients_of(trainer), want) > 1e-9);
+  }
+}
+
+TEST_CASE("backend trainer skips a non-finite gradient as the reference does",
+          "[backend_trainer]") {
+  const auto c = small_config();
+  seedrl::mlp_lstm_agent<double> net(c);
+  seedrl::adam<double> opt(adam_lr(1e-3));
+  seedrl::host_trainer reference;
+  const seedrl::impala_loss<double> loss(loss_config());
+  seedrl::host_backend backend;
+  trainer_t<double> trainer(backend, c);
+  trainer.set_parameters(net.parameters());
+  trainer.set_optimizer(adam_lr(1e-3), 0);
+  seedrl::random_generator rng(11);
+  auto bad = make_batch<double>(c, trainer.state_size(), 4, 2, rng);
+  bad.rewards[5] = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> before(net.parameters().begin(), net.parameters().end());
+  const auto want = reference.train_step(bad.view(), net, opt, loss, 1.0);
+  const auto got = trainer.train_step(bad.view(), loss_config(), 1.0);
+  REQUIRE_FALSE(want.applied);
+  CHECK_FALSE(got.applied);
+  CHECK(got.skipped == want.skipped);
+  CHECK(got.skipped.find("not finite") != std::string::npos);
+  CHECK(got.grad_norm == want.grad_norm);
+  CHECK(got.learning_rate == want.learning_rate);
+  CHECK(std::vector<double>(net.parameters().begin(), net.parameters().end()) == before);
+  CHECK(parameters_of(trainer) == before);
+  CHECK(trainer.optimizer_step_count() == 0);
+  CHECK(opt.step_count() == 0);
+  for (const auto& a : trainer.optimizer_state())
+    CHECK(a.empty());  // still a fresh optimizer, as the CPU one
+  // A good batch afterwards trains both the same way: the skipped step left nothing behind.
+  const auto good = make_batch<double>(c, trainer.state_size(), 4, 2, rng);
+  const auto want2 = reference.train_step(good.view(), net, opt, loss, 1.0);
+  const auto got2 = trainer.train_step(good.view(), loss_config(), 1.0);
+  REQUIRE(got2.applied);
+  CHECK(relative(got2.grad_norm, want2.grad_norm) < 1e-10);
+  CHECK(max_difference<double>(parameters_of(trainer), net.parameters()) < 1e-10);
+  CHECK(parameters_of(trainer) != before);
+}
+
+TEST_CASE("backend trainer continues from a CPU optimizer's state", "[backend_trainer]") {
+  auto c = small_config();
+  c.lstm_layers = 2;
+  seedrl::random_generator rng(13);
+  const seedrl::impala_loss<double> loss(loss_config());
+  seedrl::host_trainer reference;
+  seedrl::host_backend backend;
+  SECTION("adam") {
+    auto a = adam_lr(1e-3);
+    a.lr_decay_steps = 4;
+    seedrl::mlp_lstm_agent<double> net(c);
+    seedrl::adam<double> opt(a);
+    for (int i = 0; i < 2; ++i) {
+      const auto b = make_batch<double>(c, static_cast<std::size_t>(net.state_size()), 3, 2, rng);
+      reference.train_step(b.view(), net, opt, loss, 1.0);
+    }
+    trainer_t<double> trainer(backend, c);
+    trainer.set_parameters(net.parameters());
+    const auto cpu = cpu_state(opt);
+    trainer.set_optimizer(a, opt.step_count(), cpu);
+    CHECK(trainer.optimizer_step_count() == 2);
+    CHECK(trainer.learning_rate() == opt.learning_rate());
+    const auto b = make_batch<double>(c, trainer.state_size(), 3, 2, rng);
+    const auto want = reference.train_step(b.view(), net, opt, loss, 1.0);
+    const auto got = trainer.train_step(b.view(), loss_config(), 1.0);
+    CHECK(got.learning_rate == want.learning_rate);
+    CHECK(max_difference<double>(parameters_of(trainer), net.parameters()) < 1e-10);
+    const auto state = trainer.optimizer_state();
+    REQUIRE(state.size() == 2);
+    CHECK(max_difference<double>(state[0], opt.first_moment()) < 1e-10);
+    CHECK(max_difference<double>(state[1], opt.second_moment()) < 1e-10);
+    // Without the state (zeros) the same step lands elsewhere: the state was used.
+    trainer_t<double> fresh(backend, c);
+    std::vector<double> p(fresh.num_parameters());
+    fresh.set_parameters(std::vector<double>(p.size(), 0.25));
+    fresh.set_optimizer(a, 2);
+    trainer.set_parameters(std::vector<double>(p.size(), 0.25));
+    trainer.set_optimizer(a, 2, cpu);
+    fresh.train_step(b.view(), loss_config(), 1.0);
+    trainer.train_step(b.view(), loss_config(), 1.0);
+    CHECK(max_difference<double>(parameters_of(trainer), parameters_of(fresh)) > 1e-6);
+  }
+  SECTION("rmsprop with momentum") {
+    seedrl::rmsprop_config r;
+    r.learning_rate = 1e-3;
+    r.momentum = 0.8;
+    seedrl::mlp_lstm_agent<double> net(c);
+    seedrl::rmsprop<double> opt(r);
+    const auto b0 = make_batch<double>(c, static_cast<std::size_t>(net.state_size()), 3, 2, rng);
+    reference.train_step(b0.view(), net, opt, loss, 1.0);
+    trainer_t<double> trainer(backend, c);
+    trainer.set_parameters(net.parameters());
+    trainer.set_optimizer(r, opt.step_count(), cpu_state(opt));
+    const auto b = make_batch<double>(c, trainer.state_size(), 3, 2, rng);
+    reference.train_step(b.view(), net, opt, loss, 1.0);
+    trainer.train_step(b.view(), loss_config(), 1.0);
+    CHECK(max_difference<double>(parameters_of(trainer), net.parameters()) < 1e-10);
+    const auto state = trainer.optimizer_state();
+    REQUIRE(state.size() == 2);
+    CHECK(max_difference<double>(state[0], opt.mean_square()) < 1e-10);
+    CHECK(max_difference<double>(state[1], opt.momentum_buffer()) < 1e-10);
+  }
+}
+
+TEST_CASE("backend trainer refuses bad configurations, sizes and calls", "[backend_trainer]") {
+  seedrl::host_backend backend;
+  auto c = small_config();
+  {
+    auto bad = c;
+    bad.hidden_sizes.clear();
+    CHECK_THROWS_AS(trainer_t<double>(backend, bad), std::invalid_argument);
+    bad = c;
+    bad.num_actions = 0;
+    CHECK_THROWS_AS(trainer_t<double>(backend, bad), std::invalid_argument);
+    bad = c;
+    bad.lstm_size = -1;
+    CHECK_THROWS_AS(trainer_t<double>(backend, bad), std::invalid_argument);
+  }
+  trainer_t<double> trainer(backend, c);
+  const seedrl::mlp_lstm_agent<double> net(c);
+  const std::size_t P = trainer.num_parameters();
+  seedrl::random_generator rng(17);
+  auto batch = make_batch<double>(c, trainer.state_size(), 3, 2, rng);
+  const auto l = loss_config();
+
+  // No optimizer yet.
+  CHECK_THROWS_AS(trainer.train_step(batch.view(), l, 1.0), std::logic_error);
+  CHECK_THROWS_AS(trainer.learning_rate(), std::logic_error);
+  CHECK(trainer.optimizer_state().empty());
+
+  CHECK_THROWS_AS(trainer.set_parameters(std::vector<double>(P + 1)), std::invalid_argument);
+  std::vector<double> short_host(P - 1);
+  CHECK_THROWS_AS(trainer.get_parameters(short_host), std::invalid_argument);
+  CHECK_THROWS_AS(trainer.get_gradients(short_host), std::invalid_argument);
+  trainer.set_parameters(net.parameters());
+
+  // Optimizer configs and states.
+  auto bad_adam = adam_lr(1e-3);
+  bad_adam.beta2 = 1.0;
+  CHECK_THROWS_AS(trainer.set_optimizer(bad_adam, 0), std::invalid_argument);
+  CHECK_THROWS_AS(trainer.set_optimizer(adam_lr(1e-3), -1), std::invalid_argument);
+  const std::vector<double> full(P, 0.1), wrong(P + 1, 0.1);
+  const std::span<const double> one[] = {full};
+  const std::span<const double> two[] = {full, full};
+  const std::span<const double> mismatched[] = {full, wrong};
+  CHECK_THROWS_AS(trainer.set_optimizer(adam_lr(1e-3), 3, one), std::invalid_argument);
+  CHECK_THROWS_AS(trainer.set_optimizer(adam_lr(1e-3), 3, mismatched), std::invalid_argument);
+  CHECK_THROWS_AS(trainer.set_optimizer(adam_lr(1e-3), 0, two), std::invalid_argument);
+  seedrl::rmsprop_config no_momentum;
+  CHECK_THROWS_AS(trainer.set_optimizer(no_momentum, 3, two), std::invalid_argument);
+  CHECK_THROWS_AS(trainer.learning_rate(), std::logic_error);  // failed calls set nothing
+  trainer.set_optimizer(no_momentum, 3, one);
+  CHECK(trainer.optimizer_state().size() == 1);
+  trainer.set_optimizer(adam_lr(1e-3), 0);
+  REQUIRE(trainer.optimizer_state().size() == 2);
+  CHECK(trainer.optimizer_state()[0].empty());  // as a fresh seedrl::adam holds
+
+  CHECK_THROWS_AS(trainer.train_step(batch.view(), l, 0.0), std::invalid_argument);
+  CHECK_THROWS_AS(trainer.train_step(batch.view(), l, std::nan("")), std::invalid_argument);
+
+  const auto throws_on = [&](auto mutate) {
+    auto b = batch;
+    mutate(b);
+    CHECK_THROWS_AS(trainer.train_step(b.view(), l, 1.0), std::invalid_argument);
+  };
+  throws_on([](random_batch<double>& b) { b.obs.pop_back(); });
+  throws_on([](random_batch<double>& b) { b.start.pop_back(); });
+  throws_on([](random_batch<double>& b) { b.rewards.pop_back(); });
+  throws_on([](random_batch<double>& b) { b.dones.push_back(0); });
+  throws_on([](random_batch<double>& b) { b.actions.pop_back(); });
+  throws_on([](random_batch<double>& b) { b.behaviour.pop_back(); });
+  throws_on([](random_batch<double>& b) { b.prev_actions.pop_back(); });
+  throws_on([](random_batch<double>& b) { b.A = 2; });
+  throws_on([](random_batch<double>& b) { b.T = 0; });
+  throws_on([](random_batch<double>& b) { b.prev_actions[4] = 3; });
+  throws_on([](random_batch<double>& b) { b.prev_actions[0] = -1; });
+  throws_on([](random_batch<double>& b) { b.actions[1] = 3; });
+  // Nothing above changed the parameters or the optimizer.
+  CHECK(parameters_of(trainer) ==
+        std::vector<double>(net.parameters().begin(), net.parameters().end()));
+  CHECK(trainer.optimizer_step_count() == 0);
+
+  // Without reward/action inputs the previous actions are not read, as in the agent.
+  auto c2 = c;
+  c2.reward_and_action_inputs = false;
+  trainer_t<double> plain(backend, c2);
+  plain.set_optimizer(adam_lr(1e-3), 0);
+  auto b2 = make_batch<double>(c2, plain.state_size(), 3, 2, rng);
+  b2.prev_actions[0] = 7;
+  CHECK(plain.train_step(b2.view(), l, 1.0).applied);
+  // The step of the last action (t = T) is never used, as in the loss.
+  b2.actions.back() = -5;
+  CHECK(plain.train_step(b2.view(), l, 1.0).applied);
+}
