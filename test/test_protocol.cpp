@@ -75,7 +75,7 @@ p::hello cartpole_hello() {
   h.num_envs = 2;
   h.observation = {dtype::float32, {4}};
   h.action = seedrl::action_spec::discrete(2);
-  h.name = "t";
+  h.name.assign(1, 't');  // not = "t": GCC 12 -O3 warns falsely (-Wrestrict, PR 105329)
   return h;
 }
 
