@@ -567,3 +567,52 @@ TEST_CASE("backend trainer refuses bad configurations, sizes and calls", "[backe
   b2.actions.back() = -5;
   CHECK(plain.train_step(b2.view(), l, 1.0).applied);
 }
+
+TEST_CASE("host_backend gemm matches a float64 loop for every transpose and stride",
+          "[backend_trainer]") {
+  const seedrl::host_backend b;
+  seedrl::random_generator rng(11);
+  const int m = 5, n = 4, k = 3, pad = 2;
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      for (const double beta : {0.0, 1.0, 0.5}) {
+        // Stored A is [m, k] or [k, m], B [k, n] or [n, k]; each row padded by `pad`.
+        const int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+        std::vector<double> a(static_cast<std::size_t>((ta ? k : m) * lda)),
+            bm(static_cast<std::size_t>((tb ? n : k) * ldb)), c(static_cast<std::size_t>(m * ldc));
+        for (auto* v : {&a, &bm, &c})
+          for (double& x : *v)
+            x = rng.uniform(-1.0, 1.0);
+        auto want = c;
+        if (beta == 0.0)
+          c[0] = std::numeric_limits<double>::quiet_NaN();  // beta = 0 must ignore it
+        for (int i = 0; i < m; ++i) {
+          for (int j = 0; j < n; ++j) {
+            double sum = 0.0;
+            for (int p = 0; p < k; ++p) {
+              const double x = ta ? a[static_cast<std::size_t>(p * lda + i)]
+                                  : a[static_cast<std::size_t>(i * lda + p)];
+              const double y = tb ? bm[static_cast<std::size_t>(j * ldb + p)]
+                                  : bm[static_cast<std::size_t>(p * ldb + j)];
+              sum += x * y;
+            }
+            auto& w = want[static_cast<std::size_t>(i * ldc + j)];
+            w = 0.75 * sum + (beta == 0.0 ? 0.0 : beta * w);
+          }
+        }
+        b.gemm(ta, tb, m, n, k, 0.75, a.data(), lda, bm.data(), ldb, beta, c.data(), ldc);
+        INFO("trans_a " << ta << " trans_b " << tb << " beta " << beta);
+        for (std::size_t i = 0; i < c.size(); ++i)
+          REQUIRE(c[i] == Approx(want[i]).margin(1e-14));
+      }
+    }
+  }
+  // What cuBLAS would refuse, refused here too.
+  std::vector<double> x(64);
+  CHECK_THROWS_AS(b.gemm(false, false, 2, 3, 4, 1.0, x.data(), 3, x.data(), 3, 0.0, x.data(), 3),
+                  std::invalid_argument);  // lda 3 < k 4
+  CHECK_THROWS_AS(b.gemm(false, true, 2, 3, 4, 1.0, x.data(), 4, x.data(), 3, 0.0, x.data(), 3),
+                  std::invalid_argument);  // ldb 3 < k 4 (B stored [n, k])
+  CHECK_THROWS_AS(b.gemm(false, false, 2, 3, 4, 1.0, x.data(), 4, x.data(), 3, 0.0, x.data(), 2),
+                  std::invalid_argument);  // ldc 2 < n 3
+}

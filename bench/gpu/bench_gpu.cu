@@ -8,6 +8,8 @@
 //                per-batch-size choice, and (where it fits) the persistent kernel per step;
 //                against the roofline max(bytes / copy bandwidth, empty launch)
 //   vtrace       T = 80, B = 65536: achieved bandwidth against the copy bandwidth
+//   train step   one mlp_lstm_agent training step (CartPole-sized and Atari-core-sized) on the
+//                GPU against the same step on one CPU thread (bench_train_step.cpp)
 //
 // Usage: seedrl_bench_gpu [--quick]   (--quick: fewer repetitions, for a smoke run)
 
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_train_step.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/cuda/device.cuh"
 #include "seedrl/cuda/error.cuh"
@@ -311,7 +314,8 @@ void bench_vtrace(const ceilings& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--quick") == 0) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  if (quick) {
     g_repeats = 5;
     g_inner = 5;
   }
@@ -328,6 +332,7 @@ int main(int argc, char** argv) {
     const ceilings c = measure_ceilings(dev);
     bench_lstm(c, dev);
     bench_vtrace(c);
+    seedrl::bench_gpu::bench_train_step(quick);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "seedrl_bench_gpu: %s\n", e.what());
     return 1;

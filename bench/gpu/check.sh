@@ -3,9 +3,12 @@
 # 16-core H200 device machine, where it must finish within 8 minutes):
 #   1. configure a Release build for sm_90 only, with CUDA on and the CPU-only examples and
 #      benchmarks off;
-#   2. build just the GPU targets, seedrl_cuda_tests and seedrl_bench_gpu (two nvcc units);
-#   3. run the gpu-labelled tests (ctest -L gpu), then the GPU benchmarks;
-#   4. print a short table.
+#   2. build just the GPU targets, seedrl_cuda_tests and seedrl_bench_gpu (four nvcc units and
+#      two C++ ones, built in parallel);
+#   3. run the gpu-labelled tests (ctest -L gpu), then the GPU benchmarks, which include one
+#      mlp_lstm_agent training step on the GPU against the same step on one CPU thread, measured
+#      in the same program on the same machine (bench/gpu/bench_train_step.cpp);
+#   4. print a short table, and the training-step rows again as a GPU-vs-CPU summary.
 # Header-only dependencies (Eigen 3.4, Catch2 2.13, nlohmann_json 3.10+) come from the system or
 # from $SEEDRL_GPU_DEPS (default: .gpu-deps/ in the repository), which bench/gpu/stage-deps.sh
 # fills on a machine that has them; the device machine has none of them and cannot download.
@@ -73,5 +76,8 @@ echo
 echo "GPU tests: $tests"
 echo "GPU benchmarks (exit $bench_rc; full output in $logs/bench.txt):"
 cat "$logs/bench.txt"
+echo
+echo "Training step, GPU (cuda::mlp_lstm_trainer) vs CPU (one thread), samples/s = T*B per step:"
+grep -E '^\| train ' "$logs/bench.txt" || echo "(no training-step rows)"
 echo "elapsed: $((SECONDS - start)) s"
 [[ $test_rc -eq 0 && $bench_rc -eq 0 ]]

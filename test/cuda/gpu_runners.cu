@@ -2,6 +2,12 @@
 
 #include "gpu_runners.hpp"
 
+#include <cstring>
+#include <limits>
+#include <span>
+#include <stdexcept>
+
+#include "seedrl/cuda/cuda_backend.cuh"
 #include "seedrl/cuda/device.cuh"
 #include "seedrl/cuda/impala_loss.cuh"
 #include "seedrl/cuda/lstm_backward.cuh"
@@ -216,6 +222,129 @@ void rmsprop_step(const detail::rmsprop_coefficients<float>& k, std::vector<floa
   if (!buf.empty()) {
     buf = d_buf.to_host();
   }
+}
+
+// --- cuda_backend ------------------------------------------------------------------------
+
+namespace {
+
+// A backend buffer holding a copy of `host`.
+template <class T>
+cuda::device_buffer<T> backend_up(const cuda::cuda_backend& be, const std::vector<T>& host) {
+  auto d = be.allocate<T>(host.size());
+  be.upload(std::span<const T>(host), d.data());
+  return d;
+}
+
+template <class T>
+std::vector<T> backend_down(const cuda::cuda_backend& be, const cuda::device_buffer<T>& d) {
+  std::vector<T> host(d.size());
+  be.download(d.data(), std::span<T>(host));
+  return host;
+}
+
+}  // namespace
+
+template <class S>
+std::vector<S> backend_gemm(bool trans_a, bool trans_b, int m, int n, int k, S alpha,
+                            const std::vector<S>& a, int lda, const std::vector<S>& b, int ldb,
+                            S beta, const std::vector<S>& c, int ldc) {
+  cuda::cuda_backend be;
+  auto d_a = backend_up(be, a);
+  auto d_b = backend_up(be, b);
+  auto d_c = backend_up(be, c);
+  be.gemm(trans_a, trans_b, m, n, k, alpha, static_cast<const S*>(d_a.data()), lda,
+          static_cast<const S*>(d_b.data()), ldb, beta, d_c.data(), ldc);
+  return backend_down(be, d_c);
+}
+
+template std::vector<float> backend_gemm<float>(bool, bool, int, int, int, float,
+                                                const std::vector<float>&, int,
+                                                const std::vector<float>&, int, float,
+                                                const std::vector<float>&, int);
+template std::vector<double> backend_gemm<double>(bool, bool, int, int, int, double,
+                                                  const std::vector<double>&, int,
+                                                  const std::vector<double>&, int, double,
+                                                  const std::vector<double>&, int);
+
+std::vector<float> backend_for_each_axpy(float a, const std::vector<float>& x,
+                                         const std::vector<float>& y) {
+  cuda::cuda_backend be;
+  auto d_x = backend_up(be, x);
+  auto d_y = backend_up(be, y);
+  be.for_each(x.size(), axpy_body{a, d_x.data(), d_y.data()});
+  return backend_down(be, d_y);
+}
+
+template <class T>
+std::vector<T> backend_fill(std::size_t n, std::size_t offset, std::size_t count, T value) {
+  cuda::cuda_backend be;
+  auto d = be.allocate<T>(n);
+  // allocate must give zeros even where cudaMalloc left garbage: check before filling.
+  const std::vector<T> zeros = backend_down(be, d);
+  for (const T& z : zeros) {
+    T zero{};
+    if (std::memcmp(&z, &zero, sizeof(T)) != 0) {
+      throw std::runtime_error("backend_fill: allocate did not return zeros");
+    }
+  }
+  be.fill(d.data() + offset, count, value);
+  auto d2 = be.allocate<T>(n);
+  be.copy(static_cast<const T*>(d.data()), d2.data(), n);
+  return backend_down(be, d2);
+}
+
+template std::vector<float> backend_fill<float>(std::size_t, std::size_t, std::size_t, float);
+template std::vector<std::int32_t> backend_fill<std::int32_t>(std::size_t, std::size_t, std::size_t,
+                                                              std::int32_t);
+template std::vector<std::uint8_t> backend_fill<std::uint8_t>(std::size_t, std::size_t, std::size_t,
+                                                              std::uint8_t);
+
+template <class S>
+double backend_sum_of_squares(const std::vector<S>& x) {
+  cuda::cuda_backend be;
+  auto d = backend_up(be, x);
+  return be.sum_of_squares(static_cast<const S*>(d.data()), x.size());
+}
+
+template double backend_sum_of_squares<float>(const std::vector<float>&);
+template double backend_sum_of_squares<double>(const std::vector<double>&);
+
+loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, int B, int A,
+                               const std::vector<float>& logits, const std::vector<float>& values,
+                               const std::vector<std::int32_t>& actions,
+                               const std::vector<float>& behaviour_log_probs,
+                               const std::vector<float>& rewards,
+                               const std::vector<std::uint8_t>& dones,
+                               std::vector<float>& grad_logits, std::vector<float>& grad_values) {
+  cuda::cuda_backend be;
+  auto d_logits = backend_up(be, logits);
+  auto d_values = backend_up(be, values);
+  auto d_actions = backend_up(be, actions);
+  auto d_blp = backend_up(be, behaviour_log_probs);
+  auto d_rewards = backend_up(be, rewards);
+  auto d_dones = backend_up(be, dones);
+  auto d_gl = be.allocate<float>(logits.size());
+  auto d_gv = be.allocate<float>(values.size());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  be.fill(d_gl.data(), d_gl.size(), nan);
+  be.fill(d_gv.data(), d_gv.size(), nan);
+  seedrl::impala_loss_operands<float> op;
+  op.T = T;
+  op.B = B;
+  op.A = A;
+  op.logits = d_logits.data();
+  op.values = d_values.data();
+  op.actions = d_actions.data();
+  op.behaviour_log_probs = d_blp.data();
+  op.rewards = d_rewards.data();
+  op.dones = d_dones.data();
+  op.grad_logits = d_gl.data();
+  op.grad_values = d_gv.data();
+  const loss_terms terms = be.impala_loss(config, op);
+  grad_logits = backend_down(be, d_gl);
+  grad_values = backend_down(be, d_gv);
+  return terms;
 }
 
 }  // namespace seedrl::test_gpu

@@ -4,10 +4,13 @@
 // Eigen) and the kernels (gpu_runners.cu, compiled by nvcc without Eigen) stay in separate
 // translation units. Each function copies its inputs to the device, runs, and copies back.
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "seedrl/algo/impala_loss_config.hpp"
 #include "seedrl/algo/loss.hpp"
+#include "seedrl/core/config.hpp"
 #include "seedrl/detail/optimizer_math.hpp"
 #include "seedrl/detail/vtrace_step.hpp"
 
@@ -64,5 +67,47 @@ void adam_step(const detail::adam_coefficients<float>& k, std::vector<float>& pa
 /// One fused RMSProp step in place; an empty `buf` means no momentum.
 void rmsprop_step(const detail::rmsprop_coefficients<float>& k, std::vector<float>& params,
                   std::vector<float>& v, std::vector<float>& buf, const std::vector<float>& grads);
+
+// --- cuda::cuda_backend's primitives (seedrl/cuda/cuda_backend.cuh) -------------------------
+
+/// backend.gemm on device copies of a, b and c; returns c afterwards (the whole buffer, so
+/// that elements outside the m x n block show whether they were left alone).
+template <class S>
+std::vector<S> backend_gemm(bool trans_a, bool trans_b, int m, int n, int k, S alpha,
+                            const std::vector<S>& a, int lda, const std::vector<S>& b, int ldb,
+                            S beta, const std::vector<S>& c, int ldc);
+
+/// A for_each body for the backend test: y[i] = a * x[i] + (i % 7) * y[i]. The same functor runs
+/// on host_backend (compiled by g++) and in cuda_backend's kernel (compiled by nvcc).
+struct axpy_body {
+  float a;
+  const float* x;
+  float* y;
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    y[i] = a * x[i] + static_cast<float>(i % 7) * y[i];
+  }
+};
+
+/// backend.for_each(x.size(), axpy_body{a, x, y}) on device copies; returns y.
+std::vector<float> backend_for_each_axpy(float a, const std::vector<float>& x,
+                                         const std::vector<float>& y);
+
+/// allocate(n) (must be zeros), fill [offset, offset + count) with `value`, then copy that
+/// buffer into a second one allocated by the backend; returns the copy.
+template <class T>
+std::vector<T> backend_fill(std::size_t n, std::size_t offset, std::size_t count, T value);
+
+/// backend.sum_of_squares(x) on a device copy.
+template <class S>
+double backend_sum_of_squares(const std::vector<S>& x);
+
+/// backend.impala_loss on device copies; gradients (NaN-filled first) written back.
+loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, int B, int A,
+                               const std::vector<float>& logits, const std::vector<float>& values,
+                               const std::vector<std::int32_t>& actions,
+                               const std::vector<float>& behaviour_log_probs,
+                               const std::vector<float>& rewards,
+                               const std::vector<std::uint8_t>& dones,
+                               std::vector<float>& grad_logits, std::vector<float>& grad_values);
 
 }  // namespace seedrl::test_gpu

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -22,12 +23,16 @@
 #include "gpu_runners.hpp"
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/vtrace.hpp"
+#include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/cuda/device.cuh"
+#include "seedrl/cuda/mlp_lstm_trainer.hpp"
 #include "seedrl/detail/lstm_math.hpp"
 #include "seedrl/net/lstm.hpp"
+#include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
+#include "seedrl/runtime/trainer.hpp"
 
 #if defined(SEEDRL_HAS_CUDNN)
 #include "seedrl/cuda/cudnn_conv.cuh"
@@ -386,6 +391,450 @@ TEST_CASE("cuda fused rmsprop: two steps match seedrl::rmsprop, with and without
       CHECK(first_mismatch(params, cpu_params, 1e-6, 1e-5).empty());
     }
   }
+}
+
+// --- cuda::cuda_backend against host_backend ----------------------------------------------
+
+namespace {
+
+template <class S>
+std::vector<S> random_scalars(seedrl::random_generator& rng, std::size_t n, double lo, double hi) {
+  std::vector<S> v(n);
+  for (S& x : v) {
+    x = static_cast<S>(rng.uniform(lo, hi));
+  }
+  return v;
+}
+
+// One GEMM through both backends: A, B and C are sub-matrices of larger row-major buffers
+// (row strides lda, ldb, ldc above the widths), C's block starts NaN when beta is 0 and C's
+// padding holds a sentinel that both must leave alone.
+template <class S>
+void check_backend_gemm(bool ta, bool tb, int m, int n, int k, S alpha, S beta,
+                        std::uint64_t seed) {
+  CAPTURE(ta, tb, m, n, k, alpha, beta);
+  seedrl::random_generator rng(seed);
+  const int a_rows = ta ? k : m, a_cols = ta ? m : k;
+  const int b_rows = tb ? n : k, b_cols = tb ? k : n;
+  const int lda = a_cols + 3, ldb = b_cols + 2, ldc = n + 5;
+  const auto a = random_scalars<S>(rng, static_cast<std::size_t>(a_rows) * lda, -1, 1);
+  const auto b = random_scalars<S>(rng, static_cast<std::size_t>(b_rows) * ldb, -1, 1);
+  std::vector<S> c(static_cast<std::size_t>(m) * ldc, S(7));
+  for (int r = 0; r < m; ++r) {
+    for (int j = 0; j < n; ++j) {
+      c[static_cast<std::size_t>(r) * ldc + j] =
+          beta == S(0) ? std::numeric_limits<S>::quiet_NaN() : static_cast<S>(rng.uniform(-1, 1));
+    }
+  }
+  std::vector<S> want = c;
+  seedrl::host_backend host;
+  host.gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, want.data(), ldc);
+  const auto got =
+      seedrl::test_gpu::backend_gemm<S>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  // Sums of k products in [-1, 1] in another order; float GEMMs must not use TF32 (whose
+  // 10-bit mantissa would miss this by orders of magnitude).
+  const double abs = sizeof(S) == 4 ? 4e-7 * (k + 1) : 1e-13 * (k + 1);
+  const double rel = sizeof(S) == 4 ? 1e-5 : 1e-12;
+  INFO(first_mismatch(got, want, abs, rel));
+  CHECK(first_mismatch(got, want, abs, rel).empty());
+}
+
+template <class S>
+void check_backend_gemms() {
+  std::uint64_t seed = 100;
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      check_backend_gemm<S>(ta, tb, 37, 29, 53, S(1), S(0), ++seed);
+      check_backend_gemm<S>(ta, tb, 37, 29, 53, S(-0.75), S(1), ++seed);
+      check_backend_gemm<S>(ta, tb, 5, 64, 33, S(1), S(0.5), ++seed);
+      check_backend_gemm<S>(ta, tb, 300, 257, 129, S(1), S(1), ++seed);
+      check_backend_gemm<S>(ta, tb, 1, 1, 1, S(2), S(0), ++seed);
+    }
+  }
+  // k = 0 (and alpha = 0): C = beta C; beta = 0 clears NaN. m or n = 0: nothing happens.
+  check_backend_gemm<S>(false, false, 6, 7, 0, S(1), S(0), ++seed);
+  check_backend_gemm<S>(false, true, 6, 7, 0, S(1), S(0.5), ++seed);
+  check_backend_gemm<S>(true, false, 6, 7, 4, S(0), S(0), ++seed);
+  check_backend_gemm<S>(true, true, 6, 7, 4, S(0), S(-2), ++seed);
+  check_backend_gemm<S>(false, false, 0, 7, 4, S(1), S(0), ++seed);
+  check_backend_gemm<S>(false, false, 6, 0, 4, S(1), S(0), ++seed);
+}
+
+}  // namespace
+
+TEST_CASE("cuda_backend gemm matches host_backend: all transposes, strided, beta 0 / 1 / k = 0",
+          "[cuda][backend]") {
+  SECTION("float") {
+    check_backend_gemms<float>();
+  }
+  SECTION("double") {
+    check_backend_gemms<double>();
+  }
+}
+
+TEST_CASE("cuda_backend for_each runs a functor over every index like host_backend",
+          "[cuda][backend]") {
+  // The last size is past the elementwise grid's cap (65535 * 4 blocks of 256), so some
+  // threads take a second turn of the grid-stride loop; it gets cheap inputs.
+  const std::size_t big = std::size_t{256} * 65535 * 4 + 17;
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{100003}, big}) {
+    CAPTURE(n);
+    seedrl::random_generator rng(n + 1);
+    std::vector<float> x, y;
+    if (n == big) {
+      x.resize(n);
+      y.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        x[i] = static_cast<float>(i % 1000) * 0.001f - 0.5f;
+        y[i] = static_cast<float>(i % 997) * 0.002f - 1.0f;
+      }
+    } else {
+      x = random_floats(rng, n, -1, 1);
+      y = random_floats(rng, n, -1, 1);
+    }
+    std::vector<float> want = y;
+    seedrl::host_backend host;
+    host.for_each(n, seedrl::test_gpu::axpy_body{0.375f, x.data(), want.data()});
+    const auto got = seedrl::test_gpu::backend_for_each_axpy(0.375f, x, y);
+    // Only a contracted multiply-add may round differently.
+    INFO(first_mismatch(got, want, 1e-6, 1e-6));
+    CHECK(first_mismatch(got, want, 1e-6, 1e-6).empty());
+  }
+}
+
+TEST_CASE("cuda_backend allocate zeroes, fill and copy", "[cuda][backend]") {
+  const std::size_t n = 1000, offset = 10, count = 977;
+  const auto check = [&](const auto& got, auto value) {
+    using T = decltype(value);
+    REQUIRE(got.size() == n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const bool inside = i >= offset && i < offset + count;
+      const T want = inside ? value : T{};
+      if (std::memcmp(&got[i], &want, sizeof(T)) != 0) {
+        FAIL("element " << i << " is " << +got[i] << ", expected " << +want);
+      }
+    }
+  };
+  check(seedrl::test_gpu::backend_fill<float>(n, offset, count, 2.5f), 2.5f);
+  check(seedrl::test_gpu::backend_fill<float>(n, offset, count, -0.0f),
+        -0.0f);                                                                // not all zero bytes
+  check(seedrl::test_gpu::backend_fill<float>(n, offset, count, 0.0f), 0.0f);  // the memset path
+  check(seedrl::test_gpu::backend_fill<std::int32_t>(n, offset, count, -3), std::int32_t{-3});
+  check(seedrl::test_gpu::backend_fill<std::uint8_t>(n, offset, count, 255), std::uint8_t{255});
+  CHECK(seedrl::test_gpu::backend_fill<float>(0, 0, 0, 1.0f).empty());
+}
+
+TEST_CASE("cuda_backend sum_of_squares matches a double loop and is deterministic",
+          "[cuda][backend]") {
+  for (const std::size_t n :
+       {std::size_t{0}, std::size_t{1}, std::size_t{1000}, (std::size_t{1} << 20) + 3}) {
+    CAPTURE(n);
+    seedrl::random_generator rng(n + 7);
+    const auto xf = random_scalars<float>(rng, n, -3, 3);
+    const auto xd = random_scalars<double>(rng, n, -3, 3);
+    double want_f = 0.0, want_d = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      want_f += static_cast<double>(xf[i]) * static_cast<double>(xf[i]);
+      want_d += xd[i] * xd[i];
+    }
+    const double got_f = seedrl::test_gpu::backend_sum_of_squares(xf);
+    const double got_d = seedrl::test_gpu::backend_sum_of_squares(xd);
+    // Positive terms summed in double in two orders: rounding only.
+    CHECK(got_f == Approx(want_f).epsilon(1e-11).margin(0));
+    CHECK(got_d == Approx(want_d).epsilon(1e-11).margin(0));
+    CHECK(seedrl::host_backend{}.sum_of_squares(xf.data(), n) == want_f);
+    // Same input, same bits.
+    CHECK(seedrl::test_gpu::backend_sum_of_squares(xf) == got_f);
+    CHECK(seedrl::test_gpu::backend_sum_of_squares(xd) == got_d);
+  }
+}
+
+TEST_CASE("cuda_backend impala_loss matches the CPU loss, with and without clipping",
+          "[cuda][backend]") {
+  const int T = 19;
+  const int B = 7;
+  const int A = 5;
+  const std::size_t steps = static_cast<std::size_t>(T + 1) * B;
+  seedrl::random_generator rng(77);
+  const auto logits = random_floats(rng, steps * A, -3, 3);
+  const auto values = random_floats(rng, steps, -2, 2);
+  const auto behaviour = random_floats(rng, steps, -3, -0.1);
+  const auto rewards = random_floats(rng, steps, -2, 2);
+  std::vector<std::int32_t> actions(steps);
+  std::vector<std::uint8_t> dones(steps);
+  for (std::size_t i = 0; i < steps; ++i) {
+    actions[i] = static_cast<std::int32_t>(rng() % A);
+    dones[i] = rng.uniform() < 0.15 ? 1 : 0;
+  }
+  seedrl::impala_loss_config<float> clipped;
+  clipped.entropy_cost = 0.01f;
+  clipped.max_abs_reward = 1.0f;
+  seedrl::impala_loss_config<float> unclipped;
+  unclipped.clip_rho_threshold = std::nullopt;
+  unclipped.clip_pg_rho_threshold = std::nullopt;
+  unclipped.lambda = 0.9f;
+  unclipped.discount = 0.97f;
+  unclipped.baseline_cost = 0.25f;
+  seedrl::impala_loss_config<float> mixed;
+  mixed.clip_rho_threshold = 2.0f;
+  mixed.clip_pg_rho_threshold = 0.5f;
+  mixed.max_abs_reward = 0.5f;
+  const seedrl::impala_loss_config<float> configs[] = {clipped, unclipped, mixed};
+  for (std::size_t which = 0; which < 3; ++which) {
+    CAPTURE(which);
+    const seedrl::impala_loss_config<float>& config = configs[which];
+    std::vector<float> want_gl(logits.size()), want_gv(values.size());
+    seedrl::impala_loss_operands<float> op;
+    op.T = T;
+    op.B = B;
+    op.A = A;
+    op.logits = logits.data();
+    op.values = values.data();
+    op.actions = actions.data();
+    op.behaviour_log_probs = behaviour.data();
+    op.rewards = rewards.data();
+    op.dones = dones.data();
+    op.grad_logits = want_gl.data();
+    op.grad_values = want_gv.data();
+    const seedrl::loss_terms want = seedrl::host_backend{}.impala_loss(config, op);
+    std::vector<float> gl, gv;
+    const seedrl::loss_terms got = seedrl::test_gpu::backend_impala_loss(
+        config, T, B, A, logits, values, actions, behaviour, rewards, dones, gl, gv);
+    INFO(first_mismatch(gl, want_gl, 1e-7, 1e-4));
+    CHECK(first_mismatch(gl, want_gl, 1e-7, 1e-4).empty());
+    INFO(first_mismatch(gv, want_gv, 1e-7, 1e-4));
+    CHECK(first_mismatch(gv, want_gv, 1e-7, 1e-4).empty());
+    CHECK(got.policy == Approx(want.policy).epsilon(1e-4).margin(1e-6));
+    CHECK(got.baseline == Approx(want.baseline).epsilon(1e-4).margin(1e-6));
+    CHECK(got.entropy == Approx(want.entropy).epsilon(1e-4).margin(1e-8));
+    CHECK(got.total == Approx(want.total).epsilon(1e-4).margin(1e-6));
+  }
+}
+
+// --- cuda::mlp_lstm_trainer against host_trainer + mlp_lstm_agent -----------------------------
+
+static_assert(seedrl::Trainer<seedrl::cuda::mlp_lstm_trainer<float>, seedrl::mlp_lstm_agent<float>,
+                              seedrl::adam<float>>);
+static_assert(seedrl::Trainer<seedrl::cuda::mlp_lstm_trainer<float>, seedrl::mlp_lstm_agent<float>,
+                              seedrl::rmsprop<float>>);
+
+namespace {
+
+// A random batch of B unrolls of T+1 steps with episode ends (also at step 0, so that the start
+// state is reset for some environments) and a random start state.
+struct owned_batch {
+  std::vector<float> observations, rewards, behaviour_log_probs, start_state;
+  std::vector<std::uint8_t> dones;
+  std::vector<std::int32_t> prev_actions, actions;
+  seedrl::training_batch<float> view;
+
+  owned_batch(const seedrl::mlp_lstm_agent<float>& net, std::size_t T, std::size_t B,
+              std::uint64_t seed) {
+    seedrl::random_generator rng(seed);
+    const std::size_t rows = (T + 1) * B;
+    const auto A = static_cast<std::size_t>(net.num_actions());
+    const auto obs = static_cast<std::size_t>(net.config().observation_size);
+    observations = random_floats(rng, rows * obs, -1, 1);
+    rewards = random_floats(rng, rows, -1.5, 1.5);
+    behaviour_log_probs = random_floats(rng, rows, -2.5, -0.05);
+    start_state = random_floats(rng, B * static_cast<std::size_t>(net.state_size()), -0.5, 0.5);
+    dones.resize(rows);
+    prev_actions.resize(rows);
+    actions.resize(rows);
+    for (std::size_t i = 0; i < rows; ++i) {
+      dones[i] = rng.uniform() < 0.12 ? 1 : 0;
+      prev_actions[i] = static_cast<std::int32_t>(rng() % A);
+      actions[i] = static_cast<std::int32_t>(rng() % A);
+    }
+    view.T = T;
+    view.B = B;
+    view.num_actions = A;
+    view.observations = observations;
+    view.rewards = rewards;
+    view.dones = dones;
+    view.prev_actions = prev_actions;
+    view.actions = actions;
+    view.behaviour_log_probs = behaviour_log_probs;
+    view.start_state = start_state;
+  }
+};
+
+template <class T>
+std::vector<float> to_vector(std::span<T> s) {
+  return std::vector<float>(s.begin(), s.end());
+}
+
+// Optimizer arrays agree when every element is within abs = scale * max |want| + rel * |want|:
+// moments of near-zero gradients carry the gradients' absolute rounding, not a relative one.
+std::string state_mismatch(std::span<const float> got, std::span<const float> want, double scale,
+                           double rel) {
+  double max_abs = 0.0;
+  for (const float w : want) {
+    max_abs = std::max(max_abs, std::abs(static_cast<double>(w)));
+  }
+  return first_mismatch(to_vector(got), to_vector(want), scale * max_abs, rel);
+}
+
+void check_state(const seedrl::adam<float>& got, const seedrl::adam<float>& want) {
+  CHECK(got.step_count() == want.step_count());
+  INFO("m: " << state_mismatch(got.first_moment(), want.first_moment(), 1e-4, 1e-3));
+  CHECK(state_mismatch(got.first_moment(), want.first_moment(), 1e-4, 1e-3).empty());
+  INFO("v: " << state_mismatch(got.second_moment(), want.second_moment(), 1e-4, 1e-3));
+  CHECK(state_mismatch(got.second_moment(), want.second_moment(), 1e-4, 1e-3).empty());
+}
+
+void check_state(const seedrl::rmsprop<float>& got, const seedrl::rmsprop<float>& want) {
+  CHECK(got.step_count() == want.step_count());
+  INFO("v: " << state_mismatch(got.mean_square(), want.mean_square(), 1e-4, 1e-3));
+  CHECK(state_mismatch(got.mean_square(), want.mean_square(), 1e-4, 1e-3).empty());
+  REQUIRE(got.momentum_buffer().size() == want.momentum_buffer().size());
+  INFO("buf: " << state_mismatch(got.momentum_buffer(), want.momentum_buffer(), 1e-4, 1e-3));
+  CHECK(state_mismatch(got.momentum_buffer(), want.momentum_buffer(), 1e-4, 1e-3).empty());
+}
+
+// Trains two identical networks, one with host_trainer on the CPU and one with
+// cuda::mlp_lstm_trainer, on the same random batches, and compares what each step reports,
+// the parameters after steps 1 and 3, and the optimizer state that sync_to_host brings back;
+// then reloads the GPU from the synced host objects and compares one more step.
+//
+// Tolerances: the GPU sums GEMMs in another order (cuBLAS, no TF32) and splits the LSTM's
+// products into input and recurrent parts, so activations and gradients differ by float
+// rounding (~1e-6 relative). The loss terms and the gradient norm inherit that. A parameter
+// moves by lr * m / (sqrt(v) + eps): for a gradient much larger than eps that is ~lr * sign(g),
+// insensitive to rounding, but near g = 0 its sensitivity is lr / eps; the Adam tests use
+// eps = 1e-5 (not 1e-8) so that a rounding difference of 1e-8 in a vanishing gradient moves a
+// parameter by at most ~1e-6 instead of ~lr.
+template <class Opt>
+void compare_training(const seedrl::mlp_lstm_agent_config& config,
+                      const typename Opt::config_type& opt_config,
+                      const seedrl::impala_loss_config<float>& loss_config, std::size_t T,
+                      std::size_t B, double max_grad_norm, std::uint64_t seed) {
+  seedrl::mlp_lstm_agent<float> cpu_net(config), gpu_net(config);
+  Opt cpu_opt(opt_config), gpu_opt(opt_config);
+  const seedrl::impala_loss<float> loss(loss_config);
+  seedrl::host_trainer cpu;
+  seedrl::cuda::mlp_lstm_trainer<float> gpu;
+  const double p_abs = 1e-5, p_rel = 1e-4;
+  for (int step = 1; step <= 4; ++step) {
+    CAPTURE(step);
+    if (step == 4) {
+      // The GPU's state, through the host objects and back: what a checkpoint and a resume do.
+      gpu.sync_to_host(gpu_net, gpu_opt);
+      {
+        INFO("synced parameters: " << first_mismatch(
+                 to_vector(gpu_net.parameters()), to_vector(cpu_net.parameters()), p_abs, p_rel));
+        CHECK(first_mismatch(to_vector(gpu_net.parameters()), to_vector(cpu_net.parameters()),
+                             p_abs, p_rel)
+                  .empty());
+      }
+      check_state(gpu_opt, cpu_opt);
+      gpu.load_from_host(gpu_net, gpu_opt);
+    }
+    const owned_batch batch(cpu_net, T, B, seed + static_cast<std::uint64_t>(step));
+    const seedrl::train_step_result want =
+        cpu.train_step(batch.view, cpu_net, cpu_opt, loss, max_grad_norm);
+    const seedrl::train_step_result got =
+        gpu.train_step(batch.view, gpu_net, gpu_opt, loss, max_grad_norm);
+    REQUIRE(want.applied);
+    CHECK(got.applied);
+    CHECK(got.skipped.empty());
+    CHECK(got.terms.policy == Approx(want.terms.policy).epsilon(1e-4).margin(1e-6));
+    CHECK(got.terms.baseline == Approx(want.terms.baseline).epsilon(1e-4).margin(1e-6));
+    CHECK(got.terms.entropy == Approx(want.terms.entropy).epsilon(1e-4).margin(1e-8));
+    CHECK(got.terms.total == Approx(want.terms.total).epsilon(1e-4).margin(1e-6));
+    CHECK(got.grad_norm == Approx(want.grad_norm).epsilon(1e-4));
+    CHECK(got.learning_rate == Approx(want.learning_rate).epsilon(1e-12));
+    if (step == 1 || step >= 3) {
+      INFO("parameters: " << first_mismatch(to_vector(gpu_net.parameters()),
+                                            to_vector(cpu_net.parameters()), p_abs, p_rel));
+      CHECK(first_mismatch(to_vector(gpu_net.parameters()), to_vector(cpu_net.parameters()), p_abs,
+                           p_rel)
+                .empty());
+    }
+  }
+  gpu.sync_to_host(gpu_net, gpu_opt);
+  check_state(gpu_opt, cpu_opt);
+}
+
+seedrl::adam_config test_adam() {
+  seedrl::adam_config c;
+  c.learning_rate = 1e-3;
+  c.epsilon = 1e-5;  // see compare_training
+  c.lr_decay_steps = 100;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("cuda mlp_lstm_trainer: CartPole-sized net with Adam matches host_trainer",
+          "[cuda][trainer]") {
+  seedrl::mlp_lstm_agent_config config;  // obs 4, hidden 64,64, LSTM 64, 2 actions
+  config.seed = 5;
+  seedrl::impala_loss_config<float> loss;
+  loss.entropy_cost = 0.01f;
+  compare_training<seedrl::adam<float>>(config, test_adam(), loss, 20, 8, 40.0, 1000);
+}
+
+TEST_CASE("cuda mlp_lstm_trainer: 2-layer LSTM with RMSProp and momentum matches host_trainer",
+          "[cuda][trainer]") {
+  seedrl::mlp_lstm_agent_config config;
+  config.observation_size = 6;
+  config.num_actions = 3;
+  config.hidden_sizes = {32};
+  config.lstm_size = 24;
+  config.lstm_layers = 2;
+  config.max_abs_input_reward = 1.0;
+  config.seed = 6;
+  seedrl::rmsprop_config opt;
+  opt.learning_rate = 1e-3;
+  opt.momentum = 0.9;
+  seedrl::impala_loss_config<float> loss;
+  loss.max_abs_reward = 1.0f;
+  loss.clip_pg_rho_threshold = std::nullopt;
+  compare_training<seedrl::rmsprop<float>>(config, opt, loss, 9, 5, 40.0, 2000);
+}
+
+TEST_CASE("cuda mlp_lstm_trainer: no LSTM, no reward/action inputs, RMSProp, clipped gradient",
+          "[cuda][trainer]") {
+  seedrl::mlp_lstm_agent_config config;
+  config.observation_size = 5;
+  config.num_actions = 4;
+  config.hidden_sizes = {16, 8};
+  config.lstm_size = 0;
+  config.reward_and_action_inputs = false;
+  config.seed = 7;
+  seedrl::rmsprop_config opt;
+  opt.learning_rate = 1e-3;
+  seedrl::impala_loss_config<float> loss;
+  loss.entropy_cost = 0.003f;
+  // 1e-3 is far below this net's gradient norm, so every step clips.
+  compare_training<seedrl::rmsprop<float>>(config, opt, loss, 7, 6, 1e-3, 3000);
+  compare_training<seedrl::adam<float>>(config, test_adam(), loss, 7, 6, 1e-3, 3100);
+}
+
+TEST_CASE("cuda mlp_lstm_trainer: a non-finite gradient skips the update like host_trainer",
+          "[cuda][trainer]") {
+  seedrl::mlp_lstm_agent_config config;
+  config.observation_size = 3;
+  config.num_actions = 2;
+  config.hidden_sizes = {8};
+  config.lstm_size = 4;
+  seedrl::mlp_lstm_agent<float> cpu_net(config), gpu_net(config);
+  seedrl::adam<float> cpu_opt, gpu_opt;
+  const seedrl::impala_loss<float> loss;
+  seedrl::host_trainer cpu;
+  seedrl::cuda::mlp_lstm_trainer<float> gpu;
+  owned_batch batch(cpu_net, 4, 3, 9);
+  batch.observations[5] = std::numeric_limits<float>::quiet_NaN();
+  const auto before = to_vector(gpu_net.parameters());
+  const auto want = cpu.train_step(batch.view, cpu_net, cpu_opt, loss, 40.0);
+  const auto got = gpu.train_step(batch.view, gpu_net, gpu_opt, loss, 40.0);
+  CHECK_FALSE(want.applied);
+  CHECK_FALSE(got.applied);
+  CHECK_FALSE(got.skipped.empty());
+  CHECK(to_vector(gpu_net.parameters()) == before);
+  gpu.sync_to_host(gpu_net, gpu_opt);
+  CHECK(gpu_opt.step_count() == 0);
 }
 
 #if defined(SEEDRL_HAS_CUDNN)

@@ -67,6 +67,7 @@ class host_backend {
     using matrix = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     using cmap = Eigen::Map<const matrix, 0, Eigen::OuterStride<>>;
     using map = Eigen::Map<matrix, 0, Eigen::OuterStride<>>;
+    check_gemm_strides(trans_a, trans_b, m, n, k, lda, ldb, ldc);
     if (m <= 0 || n <= 0)
       return;
     map C(c, m, n, Eigen::OuterStride<>(ldc));
@@ -86,6 +87,26 @@ class host_backend {
       C.noalias() += alpha * (A * Bm.transpose());
     else
       C.noalias() += alpha * (A * Bm);
+  }
+
+  /// Rejects what cuBLAS rejects (a row stride shorter than a stored row, negative sizes), so
+  /// that the CPU tests catch a call the GPU backend would refuse.
+  static void check_gemm_strides(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb,
+                                 int ldc) {
+    const auto fail = [&](const std::string& what) {
+      throw std::invalid_argument("seedrl::host_backend::gemm: " + what +
+                                  " (m = " + std::to_string(m) + ", n = " + std::to_string(n) +
+                                  ", k = " + std::to_string(k) + ")");
+    };
+    if (m < 0 || n < 0 || k < 0)
+      fail("negative size");
+    const int a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+    if (lda < std::max(1, a_cols))
+      fail("lda = " + std::to_string(lda) + " is shorter than a row of A");
+    if (ldb < std::max(1, b_cols))
+      fail("ldb = " + std::to_string(ldb) + " is shorter than a row of B");
+    if (ldc < std::max(1, n))
+      fail("ldc = " + std::to_string(ldc) + " is shorter than a row of C");
   }
 
   template <class S>

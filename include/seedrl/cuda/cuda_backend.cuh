@@ -1,0 +1,402 @@
+#pragma once
+/// \file
+/// `cuda::cuda_backend`: the GPU model of `seedrl::ComputeBackend`
+/// (seedrl/backend/compute_backend.hpp; `host_backend` is the CPU reference). Everything runs in
+/// order on one CUDA stream, with one cuBLAS handle bound to it:
+///   - buffers are `device_buffer`s, zeroed on that stream when allocated;
+///   - upload / copy / fill / for_each / gemm are asynchronous; download, sum_of_squares and
+///     impala_loss wait for the stream, since they hand results to the host;
+///   - GEMMs are cuBLAS S/DGEMM in CUBLAS_DEFAULT_MATH, which never uses TF32 tensor cores for
+///     float (that takes CUBLAS_TF32_TENSOR_OP_MATH), so float products keep float's 24-bit
+///     mantissa and match the CPU to float rounding of a differently ordered sum;
+///   - sum_of_squares is a fixed-shape two-pass reduction in double without atomics: the same
+///     input gives the same bits on every run;
+///   - the IMPALA loss is `cuda::impala_loss_forward_backward` with a workspace kept here.
+/// Needs nvcc (it launches kernels); include it from .cu files only. Not thread-safe: one
+/// backend per thread, or external locking. The device is the one current when the backend is
+/// made; a caller on another thread must make the same device current first (cudaSetDevice).
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "seedrl/algo/impala_loss_config.hpp"
+#include "seedrl/algo/loss.hpp"
+#include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/cuda/blas.cuh"
+#include "seedrl/cuda/detail/launch.cuh"
+#include "seedrl/cuda/error.cuh"
+#include "seedrl/cuda/impala_loss.cuh"
+#include "seedrl/cuda/memory.cuh"
+#include "seedrl/detail/vtrace_step.hpp"
+
+namespace seedrl::cuda {
+
+namespace detail {
+
+/// Grid-stride loop calling f(i) for i in [0, n).
+template <class F>
+static __global__ void for_each_kernel(std::size_t n, F f) {
+  for (std::size_t i = global_index(); i < n; i += grid_stride()) {
+    f(i);
+  }
+}
+
+template <class T>
+static __global__ void fill_kernel(T* dst, std::size_t n, T value) {
+  for (std::size_t i = global_index(); i < n; i += grid_stride()) {
+    dst[i] = value;
+  }
+}
+
+/// C[r][c] = beta == 0 ? 0 : beta * C[r][c] over an m x n block with row stride ldc: the GEMM
+/// with k = 0 (or alpha = 0), done here so that beta = 0 ignores NaN as BLAS promises.
+template <class S>
+static __global__ void scale_matrix_kernel(int m, int n, S beta, S* c, int ldc) {
+  const std::size_t total = static_cast<std::size_t>(m) * static_cast<std::size_t>(n);
+  for (std::size_t i = global_index(); i < total; i += grid_stride()) {
+    S& x = c[(i / static_cast<std::size_t>(n)) * static_cast<std::size_t>(ldc) +
+             i % static_cast<std::size_t>(n)];
+    x = beta == S(0) ? S(0) : beta * x;
+  }
+}
+
+inline constexpr int sum_threads = 256;  ///< threads per block of both reduction passes
+inline constexpr unsigned int sum_max_blocks = 1024;  ///< partial sums of the first pass, at most
+
+/// First pass: block b writes the sum of x_i^2 (in double) over its grid-stride share. Each
+/// thread sums its elements in index order and the block combines them with a fixed tree, so
+/// for a given n (which fixes the grid) the result never varies.
+template <class S>
+static __global__ void __launch_bounds__(sum_threads)
+    sum_of_squares_partial_kernel(const S* x, std::size_t n, double* partial) {
+  __shared__ double s[sum_threads];
+  double acc = 0.0;
+  for (std::size_t i = global_index(); i < n; i += grid_stride()) {
+    const double d = static_cast<double>(x[i]);
+    acc += d * d;
+  }
+  s[threadIdx.x] = acc;
+  __syncthreads();
+  for (int half = sum_threads / 2; half > 0; half /= 2) {
+    if (static_cast<int>(threadIdx.x) < half) {
+      s[threadIdx.x] += s[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    partial[blockIdx.x] = s[0];
+  }
+}
+
+/// Second pass, one block: out[0] = sum of partial[0 .. count), in a fixed order. (A template
+/// so that a translation unit that includes this header without calling it gets no unused
+/// static function.)
+template <class Acc>
+static __global__ void __launch_bounds__(sum_threads)
+    sum_partials_kernel(const Acc* partial, unsigned int count, Acc* out) {
+  __shared__ Acc s[sum_threads];
+  Acc acc = Acc(0);
+  for (unsigned int i = threadIdx.x; i < count; i += sum_threads) {
+    acc += partial[i];
+  }
+  s[threadIdx.x] = acc;
+  __syncthreads();
+  for (int half = sum_threads / 2; half > 0; half /= 2) {
+    if (static_cast<int>(threadIdx.x) < half) {
+      s[threadIdx.x] += s[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    out[0] = s[0];
+  }
+}
+
+/// A threshold as the kernels take it: empty (no clipping) is +infinity. Throws when set and not
+/// positive, as the CPU loss's constructor does.
+template <class S>
+S loss_threshold(const std::optional<S>& t, const char* name) {
+  if (!t) {
+    return std::numeric_limits<S>::infinity();
+  }
+  if (!(*t > S(0))) {
+    throw std::invalid_argument(std::string("seedrl::cuda::cuda_backend::impala_loss: ") + name +
+                                " must be positive, got " + std::to_string(*t) +
+                                " (use std::nullopt for none)");
+  }
+  return *t;
+}
+
+}  // namespace detail
+
+/// The IMPALA loss's hyper-parameters in the form the kernels take (thresholds and the reward
+/// clip as +infinity when off); validates what the kernels would otherwise trust.
+template <class S>
+impala_loss_coefficients<S> make_impala_loss_coefficients(const impala_loss_config<S>& c) {
+  if (!(c.lambda >= S(0) && c.lambda <= S(1))) {
+    throw std::invalid_argument(
+        "seedrl::cuda::cuda_backend::impala_loss: lambda must be in [0, 1], got " +
+        std::to_string(c.lambda));
+  }
+  impala_loss_coefficients<S> k;
+  k.discount = c.discount;
+  k.baseline_cost = c.baseline_cost;
+  k.entropy_cost = c.entropy_cost;
+  k.max_abs_reward = detail::loss_threshold(c.max_abs_reward, "max_abs_reward");
+  k.vtrace.rho_bar = detail::loss_threshold(c.clip_rho_threshold, "clip_rho_threshold");
+  k.vtrace.pg_rho_bar = detail::loss_threshold(c.clip_pg_rho_threshold, "clip_pg_rho_threshold");
+  k.vtrace.lambda = c.lambda;
+  return k;
+}
+
+/// Runs the ComputeBackend primitives on one CUDA stream; see the file comment.
+class cuda_backend {
+ public:
+  template <class T>
+  using buffer = device_buffer<T>;
+
+  /// Creates and owns a stream (blocking with respect to the legacy default stream, so that
+  /// device_buffer's synchronous copies elsewhere stay ordered with this backend's work).
+  cuda_backend() : stream_(stream_holder::create()), blas_(stream_.get()) { set_math_mode(); }
+
+  /// Works on `stream`, which the caller owns and keeps alive (nullptr: the legacy default
+  /// stream).
+  explicit cuda_backend(cudaStream_t stream) : stream_(stream, false), blas_(stream) {
+    set_math_mode();
+  }
+
+  cuda_backend(const cuda_backend&) = delete;
+  cuda_backend& operator=(const cuda_backend&) = delete;
+
+  /// The stream everything runs on.
+  cudaStream_t stream() const noexcept { return stream_.get(); }
+  /// The cuBLAS handle, bound to stream().
+  cublasHandle_t blas() const noexcept { return blas_.get(); }
+
+  /// n elements of device memory, zeroed on the stream.
+  template <class T>
+  buffer<T> allocate(std::size_t n) const {
+    buffer<T> b(n);
+    if (n != 0) {
+      SEEDRL_CUDA_CHECK(cudaMemsetAsync(b.data(), 0, b.size_bytes(), stream_.get()));
+    }
+    return b;
+  }
+
+  /// Copies host -> device on the stream. From pageable memory (std::vector and the like) the
+  /// runtime has read `host` when this returns; from page-locked memory the copy is
+  /// asynchronous, and `host` must stay unchanged until the next synchronisation.
+  template <class T>
+  void upload(std::span<const T> host, T* dst) const {
+    if (!host.empty()) {
+      SEEDRL_CUDA_CHECK(cudaMemcpyAsync(dst, host.data(), host.size_bytes(), cudaMemcpyHostToDevice,
+                                        stream_.get()));
+    }
+  }
+  template <class T>
+  void upload(std::span<T> host, T* dst) const {
+    upload(std::span<const T>(host), dst);
+  }
+
+  /// Copies device -> host after the work already on the stream, and waits for it.
+  template <class T>
+  void download(const T* src, std::span<T> host) const {
+    if (!host.empty()) {
+      SEEDRL_CUDA_CHECK(cudaMemcpyAsync(host.data(), src, host.size_bytes(), cudaMemcpyDeviceToHost,
+                                        stream_.get()));
+    }
+    synchronize();
+  }
+
+  /// Copies n elements within device memory, on the stream.
+  template <class T>
+  void copy(const T* src, T* dst, std::size_t n) const {
+    if (n != 0) {
+      SEEDRL_CUDA_CHECK(
+          cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyDeviceToDevice, stream_.get()));
+    }
+  }
+
+  /// dst[0 .. n) = value: a memset when value's bytes are all zero, else a kernel.
+  template <class T>
+  void fill(T* dst, std::size_t n, T value) const {
+    static_assert(std::is_trivially_copyable_v<T>, "seedrl: fill takes trivially copyable T");
+    if (n == 0) {
+      return;
+    }
+    unsigned char bytes[sizeof(T)];
+    std::memcpy(bytes, &value, sizeof(T));
+    bool zero = true;
+    for (const unsigned char b : bytes) {
+      zero = zero && b == 0;
+    }
+    if (zero) {
+      SEEDRL_CUDA_CHECK(cudaMemsetAsync(dst, 0, n * sizeof(T), stream_.get()));
+      return;
+    }
+    detail::fill_kernel<T>
+        <<<detail::elementwise_blocks(n), detail::elementwise_threads, 0, stream_.get()>>>(dst, n,
+                                                                                           value);
+    check_launch("seedrl::cuda::detail::fill_kernel");
+  }
+
+  /// f(i) for every i in [0, n) in a grid-stride kernel; `f` is copied to the device by value,
+  /// so it must hold only values and device pointers.
+  template <class F>
+  void for_each(std::size_t n, const F& f) const {
+    static_assert(std::is_trivially_copyable_v<F>,
+                  "seedrl: a for_each body is copied to the GPU, so it must be trivially "
+                  "copyable (values and device pointers only)");
+    if (n == 0) {
+      return;
+    }
+    detail::for_each_kernel<F>
+        <<<detail::elementwise_blocks(n), detail::elementwise_threads, 0, stream_.get()>>>(n, f);
+    check_launch("seedrl::cuda::detail::for_each_kernel");
+  }
+
+  /// Row-major C[m, n] = alpha op(A) op(B) + beta C (see compute_backend.hpp). As in
+  /// host_backend: nothing happens when m or n is 0, and k = 0 or alpha = 0 only scales C by
+  /// beta (beta = 0 writes zeros over whatever C held, NaN included).
+  template <class S>
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, S alpha, const S* a, int lda,
+            const S* b, int ldb, S beta, S* c, int ldc) const {
+    static_assert(std::is_same_v<S, float> || std::is_same_v<S, double>,
+                  "seedrl: cuda_backend::gemm supports float and double");
+    if (m <= 0 || n <= 0) {
+      return;
+    }
+    if (k <= 0 || alpha == S(0)) {
+      if (beta != S(1)) {
+        const std::size_t total = static_cast<std::size_t>(m) * static_cast<std::size_t>(n);
+        detail::scale_matrix_kernel<S>
+            <<<detail::elementwise_blocks(total), detail::elementwise_threads, 0, stream_.get()>>>(
+                m, n, beta, c, ldc);
+        check_launch("seedrl::cuda::detail::scale_matrix_kernel");
+      }
+      return;
+    }
+    gemm_row_major(blas_.get(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+
+  /// The sum of x_i^2 in double; deterministic (see the file comment). Waits for the stream.
+  template <class S>
+  double sum_of_squares(const S* x, std::size_t n) const {
+    if (n == 0) {
+      return 0.0;
+    }
+    if (partials_.size() == 0) {
+      partials_ = device_buffer<double>(detail::sum_max_blocks + 1);
+    }
+    const std::size_t wanted = (n + detail::sum_threads - 1) / detail::sum_threads;
+    const unsigned int blocks = static_cast<unsigned int>(
+        wanted < detail::sum_max_blocks ? wanted : detail::sum_max_blocks);
+    double* partial = partials_.data();
+    double* total = partial + detail::sum_max_blocks;
+    detail::sum_of_squares_partial_kernel<S>
+        <<<blocks, detail::sum_threads, 0, stream_.get()>>>(x, n, partial);
+    check_launch("seedrl::cuda::detail::sum_of_squares_partial_kernel");
+    detail::sum_partials_kernel<double>
+        <<<1, detail::sum_threads, 0, stream_.get()>>>(partial, blocks, total);
+    check_launch("seedrl::cuda::detail::sum_partials_kernel");
+    double result = 0.0;
+    SEEDRL_CUDA_CHECK(
+        cudaMemcpyAsync(&result, total, sizeof(double), cudaMemcpyDeviceToHost, stream_.get()));
+    synchronize();
+    return result;
+  }
+
+  /// SEED's IMPALA loss on device arrays (cuda/impala_loss.cuh); writes both gradients, returns
+  /// the terms, waits for the stream. The kernels trust the actions of steps 0..T-1 to lie in
+  /// [0, A): check them on the host first (the CPU loss does).
+  template <class S>
+  loss_terms impala_loss(const impala_loss_config<S>& config,
+                         const seedrl::impala_loss_operands<S>& op) const {
+    if (op.T <= 0 || op.B <= 0 || op.A <= 0) {
+      throw std::invalid_argument(
+          "seedrl::cuda::cuda_backend::impala_loss: T, B and A must be positive, got T = " +
+          std::to_string(op.T) + ", B = " + std::to_string(op.B) + ", A = " + std::to_string(op.A));
+    }
+    cuda::impala_loss_operands<S> d;
+    d.T = op.T;
+    d.B = op.B;
+    d.A = op.A;
+    d.logits = op.logits;
+    d.values = op.values;
+    d.actions = op.actions;
+    d.behaviour_log_probs = op.behaviour_log_probs;
+    d.rewards = op.rewards;
+    d.dones = op.dones;
+    d.grad_logits = op.grad_logits;
+    d.grad_values = op.grad_values;
+    return impala_loss_forward_backward(make_impala_loss_coefficients(config), d, workspace<S>(),
+                                        stream_.get());
+  }
+
+  /// Waits until everything given to the stream is done; reports errors of earlier kernels.
+  void synchronize() const { SEEDRL_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
+
+ private:
+  /// The stream, destroyed (after its work finishes) when owned.
+  class stream_holder {
+   public:
+    static stream_holder create() {
+      cudaStream_t s = nullptr;
+      SEEDRL_CUDA_CHECK(cudaStreamCreate(&s));
+      return stream_holder(s, true);
+    }
+    stream_holder(cudaStream_t s, bool owned) noexcept : s_(s), owned_(owned) {}
+    stream_holder(stream_holder&& o) noexcept : s_(o.s_), owned_(std::exchange(o.owned_, false)) {}
+    stream_holder& operator=(stream_holder&&) = delete;
+    ~stream_holder() {
+      if (owned_) {
+        (void)cudaStreamSynchronize(s_);  // a destructor cannot report errors
+        (void)cudaStreamDestroy(s_);
+      }
+    }
+    cudaStream_t get() const noexcept { return s_; }
+
+   private:
+    cudaStream_t s_;
+    bool owned_;
+  };
+
+  void set_math_mode() {
+    // The default already; set anyway so that a changed cuBLAS default cannot bring TF32 in.
+    SEEDRL_CUDA_CHECK(cublasSetMathMode(blas_.get(), CUBLAS_DEFAULT_MATH));
+  }
+
+  template <class S>
+  impala_loss_workspace<S>& workspace() const {
+    if constexpr (std::is_same_v<S, float>) {
+      return loss_float_;
+    } else {
+      static_assert(std::is_same_v<S, double>,
+                    "seedrl: cuda_backend::impala_loss supports float and double");
+      return loss_double_;
+    }
+  }
+
+  // Destroyed in reverse order: scratch, the cuBLAS handle, then the stream.
+  stream_holder stream_;
+  blas_handle blas_;
+  // Scratch grown on demand; mutable so that the primitives are const, as host_backend's are.
+  mutable device_buffer<double> partials_;
+  mutable impala_loss_workspace<float> loss_float_;
+  mutable impala_loss_workspace<double> loss_double_;
+};
+
+static_assert(ComputeBackend<cuda_backend>);
+
+}  // namespace seedrl::cuda
