@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,7 +35,7 @@
 #include "seedrl/security/shared_secret.hpp"
 #include "seedrl/transport/tcp.hpp"
 #if defined(SEEDRL_HAS_CUDA)
-#include "seedrl/cuda/device.cuh"
+#include "seedrl/cuda/mlp_lstm_trainer.hpp"  // instantiated in cuda_trainer.cu
 #endif
 
 namespace {
@@ -97,8 +98,7 @@ struct options {
       "  --logdir DIR            write metrics there: metrics.jsonl and TensorBoard event files\n"
       "  --seed S                random seed (default 1)\n"
       "  --lstm                  use the MLP+LSTM network instead of the MLP\n"
-      "  --device cpu|cuda       where the learner computes (default cpu; cuda is not wired up "
-      "yet)\n"
+      "  --device cpu|cuda       where the learner trains (default cpu; cuda: the first GPU)\n"
       "checkpoints (learner and local modes):\n"
       "  --checkpoint-dir DIR    save checkpoints there (one directory per run)\n"
       "  --checkpoint-every-steps N    every N training steps (default 500; 0 = off)\n"
@@ -111,29 +111,6 @@ struct options {
       "  random one for its actors when neither is given.\n"
       "  --no-auth               run the link without authentication\n");
   std::exit(code);
-}
-
-// --device cuda: say plainly why the learner cannot run there. The CUDA kernels exist
-// (seedrl/cuda/), but this learner's GPU training path is not written yet.
-[[noreturn]] void require_cuda_learner() {
-#if defined(SEEDRL_HAS_CUDA)
-  const seedrl::cuda::device_presence gpus = seedrl::cuda::query_devices();
-  if (gpus.count == 0) {
-    std::fprintf(stderr,
-                 "--device cuda: no usable CUDA GPU on this machine (%s); use --device cpu\n",
-                 gpus.reason.c_str());
-  } else {
-    std::fprintf(stderr,
-                 "--device cuda: found %d CUDA GPU(s), but this learner has no GPU training path "
-                 "yet; use --device cpu\n",
-                 gpus.count);
-  }
-#else
-  std::fprintf(stderr,
-               "--device cuda: this seedrl_cartpole_seed was built without CUDA (configure with "
-               "nvcc on PATH, or -DSEEDRL_ENABLE_CUDA=ON); use --device cpu\n");
-#endif
-  std::exit(2);
 }
 
 options parse(int argc, char** argv) {
@@ -233,8 +210,6 @@ options parse(int argc, char** argv) {
     std::fprintf(stderr, "--device takes cpu or cuda, got %s\n", o.device.c_str());
     std::exit(2);
   }
-  if (o.device == "cuda" && o.mode != "actor")
-    require_cuda_learner();
   return o;
 }
 
@@ -286,7 +261,8 @@ int run_actor(const options& o, secret_ptr secret) {
   return 0;
 }
 
-int run_learner(const options& o, secret_ptr secret) {
+template <class Trainer>
+int run_learner(const options& o, secret_ptr secret, Trainer trainer) {
   seedrl::mlp_lstm_agent_config net_config;  // MLP 64-64, LSTM 64
   net_config.seed = o.seed;
   // CartPole is Markov: a feed-forward core (SEED's MuJoCo setting) learns it fastest; the LSTM
@@ -323,10 +299,11 @@ int run_learner(const options& o, secret_ptr secret) {
                                        : std::nullopt;
   lc.checkpoint_meta["network"] = seedrl::describe(net_config);
   lc.checkpoint_meta["environment"] = "cartpole";
-  using learner_t =
-      seedrl::learner<seedrl::mlp_lstm_agent<float>, seedrl::adam<float>, seedrl::tcp_transport>;
+  using learner_t = seedrl::learner<seedrl::mlp_lstm_agent<float>, seedrl::adam<float>,
+                                    seedrl::tcp_transport, Trainer>;
   learner_t learner(lc, net, seedrl::adam<float>(adam), seedrl::impala_loss<float>(loss),
-                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec(),
+                    std::move(trainer));
   if (o.resume || !o.init_checkpoint.empty()) {
     const auto report = [](const std::filesystem::path& f, const std::string& why) {
       std::fprintf(stderr, "skipping checkpoint %s: %s\n", f.c_str(), why.c_str());
@@ -395,6 +372,10 @@ int run_learner(const options& o, secret_ptr secret) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     const auto s = learner.stats();
     const auto now = std::chrono::steady_clock::now();
+    if (!s.trainer_error.empty()) {
+      std::fprintf(stderr, "training failed: %s\n", s.trainer_error.c_str());
+      break;
+    }
     const bool solved = s.returns_counted == 100 && s.mean_return >= o.target_return;
     const bool out_of_frames = s.frames >= o.total_frames;
     if (now - last_time >= std::chrono::seconds(2) || solved || out_of_frames) {
@@ -429,6 +410,28 @@ int run_learner(const options& o, secret_ptr secret) {
   for (pid_t pid : kids)
     ::waitpid(pid, nullptr, 0);
   return rc;
+}
+
+/// The learner on the CPU, or with --device cuda its training steps on the first GPU (the
+/// network is small, so inference stays on the CPU next to the actors' link).
+int run_learner(const options& o, secret_ptr secret) {
+  if (o.device == "cpu")
+    return run_learner(o, std::move(secret), seedrl::host_trainer{});
+#if defined(SEEDRL_HAS_CUDA)
+  std::optional<seedrl::cuda::mlp_lstm_trainer<float>> gpu;
+  try {
+    gpu.emplace(0);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "--device cuda: %s\n", e.what());  // the message says what to do
+    return 2;
+  }
+  return run_learner(o, std::move(secret), std::move(*gpu));
+#else
+  std::fprintf(stderr,
+               "--device cuda: this seedrl_cartpole_seed was built without CUDA (configure with "
+               "nvcc on PATH, or -DSEEDRL_ENABLE_CUDA=ON); use --device cpu\n");
+  return 2;
+#endif
 }
 
 }  // namespace
