@@ -27,9 +27,12 @@
 #include "seedrl/core/random.hpp"
 #include "seedrl/cuda/device.cuh"
 #include "seedrl/cuda/mlp_lstm_trainer.hpp"
+#include "seedrl/cuda/pixel_lstm_trainer.hpp"
 #include "seedrl/detail/lstm_math.hpp"
+#include "seedrl/net/frame_stack.hpp"
 #include "seedrl/net/lstm.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/net/nature_cnn_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/trainer.hpp"
@@ -835,6 +838,92 @@ TEST_CASE("cuda mlp_lstm_trainer: a non-finite gradient skips the update like ho
   CHECK(to_vector(gpu_net.parameters()) == before);
   gpu.sync_to_host(gpu_net, gpu_opt);
   CHECK(gpu_opt.step_count() == 0);
+}
+
+// --- cuda::pixel_lstm_trainer against host_trainer + frame_stacked<nature_cnn_lstm_agent> -----
+
+static_assert(seedrl::Trainer<seedrl::cuda::pixel_lstm_trainer<float>,
+                              seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>>,
+                              seedrl::adam<float>>);
+static_assert(seedrl::Trainer<seedrl::cuda::pixel_lstm_trainer<float>,
+                              seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>>,
+                              seedrl::rmsprop<float>>);
+
+TEST_CASE("cuda pixel_lstm_trainer: small frame-stacked Nature CNN net matches host_trainer",
+          "[cuda][trainer]") {
+  // 44x52 frames of 2 channels, stacked 3 deep on the last axis (interleaved HWC, which the
+  // agent reads as HWC), narrow convolutions: every kernel of the pixel step runs with
+  // non-square outputs, and the frame history comes from the start state and the unroll.
+  // Tolerances as compare_training: float sums in another order (cuBLAS, no TF32).
+  using net_t = seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>>;
+  const seedrl::frame_stack_config stack{
+      .height = 44, .width = 52, .channels = 2, .depth = 3, .channels_last = true};
+  seedrl::nature_cnn_lstm_agent_config agent;
+  agent.height = 44;
+  agent.width = 52;
+  agent.channels = 6;
+  agent.channels_last = true;
+  agent.num_actions = 5;
+  agent.torso.channels = {8, 16, 8};
+  agent.dense_size = 32;
+  agent.lstm_size = 16;
+  agent.seed = 8;
+  net_t cpu_net(stack, agent), gpu_net(stack, agent);
+  seedrl::adam<float> cpu_opt(test_adam()), gpu_opt(test_adam());
+  seedrl::impala_loss_config<float> loss_config;
+  loss_config.entropy_cost = 0.01f;
+  const seedrl::impala_loss<float> loss(loss_config);
+  seedrl::host_trainer cpu;
+  seedrl::cuda::pixel_lstm_trainer<float> gpu;
+  const double p_abs = 1e-5, p_rel = 1e-4;
+  const std::size_t T = 6, B = 4, rows = (T + 1) * B;
+  const auto frame = static_cast<std::size_t>(cpu_net.frame_size());
+  const auto history = static_cast<std::size_t>(cpu_net.history_size());
+  const auto state = static_cast<std::size_t>(cpu_net.state_size());
+  for (int step = 1; step <= 3; ++step) {
+    CAPTURE(step);
+    seedrl::random_generator rng(4000 + static_cast<std::uint64_t>(step));
+    std::vector<float> observations(rows * frame), start(B * state);
+    for (float& x : observations)
+      x = static_cast<float>(rng() % 256);  // pixels, as the learner converts uint8 frames
+    for (std::size_t b = 0; b < B; ++b) {
+      for (std::size_t i = 0; i < state; ++i) {
+        start[b * state + i] = i < history ? static_cast<float>(rng() % 256)
+                                           : static_cast<float>(rng.uniform(-0.5, 0.5));
+      }
+    }
+    const auto rewards = random_floats(rng, rows, -1.5, 1.5);
+    const auto behaviour = random_floats(rng, rows, -2.5, -0.05);
+    std::vector<std::uint8_t> dones(rows);
+    std::vector<std::int32_t> prev_actions(rows), actions(rows);
+    for (std::size_t i = 0; i < rows; ++i) {
+      dones[i] = rng.uniform() < 0.15 ? 1 : 0;
+      prev_actions[i] = static_cast<std::int32_t>(rng() % 5);
+      actions[i] = static_cast<std::int32_t>(rng() % 5);
+    }
+    dones[0] = 1;              // environment 0 starts an episode at t = 0
+    dones[1] = 0;              // environment 1 reads its start state's history
+    dones[3 * B + B - 1] = 1;  // and the last one starts one mid-unroll
+    const seedrl::training_batch<float> batch{
+        T, B, 5, observations, rewards, dones, prev_actions, actions, behaviour, start};
+    const auto want = cpu.train_step(batch, cpu_net, cpu_opt, loss, 40.0);
+    const auto got = gpu.train_step(batch, gpu_net, gpu_opt, loss, 40.0);
+    REQUIRE(want.applied);
+    CHECK(got.applied);
+    CHECK(got.terms.policy == Approx(want.terms.policy).epsilon(1e-4).margin(1e-6));
+    CHECK(got.terms.baseline == Approx(want.terms.baseline).epsilon(1e-4).margin(1e-6));
+    CHECK(got.terms.entropy == Approx(want.terms.entropy).epsilon(1e-4).margin(1e-8));
+    CHECK(got.terms.total == Approx(want.terms.total).epsilon(1e-4).margin(1e-6));
+    CHECK(got.grad_norm == Approx(want.grad_norm).epsilon(1e-4));
+    CHECK(got.learning_rate == Approx(want.learning_rate).epsilon(1e-12));
+    INFO("parameters: " << first_mismatch(to_vector(gpu_net.parameters()),
+                                          to_vector(cpu_net.parameters()), p_abs, p_rel));
+    CHECK(first_mismatch(to_vector(gpu_net.parameters()), to_vector(cpu_net.parameters()), p_abs,
+                         p_rel)
+              .empty());
+  }
+  gpu.sync_to_host(gpu_net, gpu_opt);
+  check_state(gpu_opt, cpu_opt);
 }
 
 #if defined(SEEDRL_HAS_CUDNN)

@@ -34,18 +34,10 @@
 #include <vector>
 
 #include "seedrl/net/agent_io.hpp"
+#include "seedrl/net/frame_stack_config.hpp"
 #include "seedrl/net/network.hpp"
 
 namespace seedrl {
-
-/// Frame geometry and stack depth for `frame_stacked`.
-struct frame_stack_config {
-  std::ptrdiff_t height = 84;
-  std::ptrdiff_t width = 84;
-  std::ptrdiff_t channels = 1;  ///< per frame (1 for grayscale)
-  std::ptrdiff_t depth = 4;     ///< frames per stack, the current one included
-  bool channels_last = false;   ///< frames are H x W x C (else C x H x W); see the file comment
-};
 
 /// A network over the agent_io.hpp types whose state is one row of `state_size()` per env,
 /// constructible from a copy (agents pin their layers to their buffers, so they are not movable).
