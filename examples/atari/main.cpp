@@ -40,6 +40,9 @@
 #include "seedrl/security/challenge.hpp"
 #include "seedrl/security/shared_secret.hpp"
 #include "seedrl/transport/tcp.hpp"
+#if defined(SEEDRL_HAS_CUDA)
+#include "seedrl/cuda/pixel_lstm_trainer.hpp"  // instantiated in cuda_trainer.cu
+#endif
 
 #ifndef SEEDRL_PYTHON_PACKAGE_DIR
 #define SEEDRL_PYTHON_PACKAGE_DIR ""
@@ -66,6 +69,7 @@ struct options {
   std::size_t inference_batch = 32;
   std::size_t max_envs = 256;
   std::string network = "nature";
+  std::string device = "cpu";
   std::ptrdiff_t lstm_size = 0;   // 0: the network's default (Nature 512, ResNet 256)
   std::ptrdiff_t dense_size = 0;  // 0: the network's default
   std::ptrdiff_t frame_stack = 4;
@@ -100,6 +104,8 @@ struct options {
       "  --max-envs N            environments the learner holds state for (default 256; local\n"
       "                          mode: actors x envs)\n"
       "  --network nature|resnet Nature CNN + LSTM 512, or IMPALA ResNet + LSTM 256\n"
+      "  --device cpu|cuda       where the learner trains (default cpu; cuda: the first GPU,\n"
+      "                          Nature network only)\n"
       "  --lstm-size N --dense-size N   override the network's sizes\n"
       "  --conv-channels A,B,C   convolution widths (Nature: 3 values, default 32,64,64; ResNet:\n"
       "                          one per stack, default 16,32,32)\n"
@@ -172,6 +178,8 @@ options parse(int argc, char** argv) {
       o.max_envs = std::stoul(next());
     else if (a == "--network")
       o.network = next();
+    else if (a == "--device")
+      o.device = next();
     else if (a == "--lstm-size")
       o.lstm_size = std::stol(next());
     else if (a == "--dense-size")
@@ -240,6 +248,16 @@ options parse(int argc, char** argv) {
   }
   if (o.network != "nature" && o.network != "resnet") {
     std::fprintf(stderr, "--network is nature or resnet, not %s\n", o.network.c_str());
+    std::exit(2);
+  }
+  if (o.device != "cpu" && o.device != "cuda") {
+    std::fprintf(stderr, "--device takes cpu or cuda, got %s\n", o.device.c_str());
+    std::exit(2);
+  }
+  if (o.device == "cuda" && o.network != "nature") {
+    std::fprintf(stderr,
+                 "--device cuda trains the Nature network only so far (no GPU trainer for the "
+                 "IMPALA ResNet yet); use --network nature or --device cpu\n");
     std::exit(2);
   }
   if (o.resume && o.checkpoint_dir.empty()) {
@@ -386,9 +404,10 @@ pid_t spawn(const std::vector<std::string>& args) {
   return pid;
 }
 
-template <class Agent>
+template <class Agent, class Trainer = seedrl::host_trainer>
 int train(const options& o, secret_ptr secret, const Agent& net, const std::string& description,
-          seedrl::observation_spec obs_spec, seedrl::action_spec act_spec) {
+          seedrl::observation_spec obs_spec, seedrl::action_spec act_spec,
+          Trainer trainer = Trainer()) {
   seedrl::adam_config adam;
   adam.learning_rate = o.learning_rate;
   seedrl::impala_loss_config<float> loss;
@@ -409,9 +428,9 @@ int train(const options& o, secret_ptr secret, const Agent& net, const std::stri
   lc.checkpointing.every_seconds = 600.0;
   lc.checkpoint_meta["network"] = description;
   lc.checkpoint_meta["environment"] = is_catch(o) ? "catch" : ale_id(o);
-  using learner_t = seedrl::learner<Agent, seedrl::adam<float>, seedrl::tcp_transport>;
+  using learner_t = seedrl::learner<Agent, seedrl::adam<float>, seedrl::tcp_transport, Trainer>;
   learner_t learner(lc, net, seedrl::adam<float>(adam), seedrl::impala_loss<float>(loss), obs_spec,
-                    act_spec);
+                    act_spec, std::move(trainer));
   if (o.resume) {
     auto c = seedrl::read_latest_checkpoint(
         o.checkpoint_dir, [](const std::filesystem::path& f, const std::string& why) {
@@ -468,6 +487,10 @@ int train(const options& o, secret_ptr secret, const Agent& net, const std::stri
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     const auto s = learner.stats();
     const auto now = std::chrono::steady_clock::now();
+    if (!s.trainer_error.empty()) {
+      std::fprintf(stderr, "training failed: %s\n", s.trainer_error.c_str());
+      break;
+    }
     const bool solved =
         o.target_return && s.returns_counted == 100 && s.mean_return >= *o.target_return;
     const bool out_of_frames = s.frames >= o.total_frames;
@@ -554,7 +577,24 @@ int run_learner(const options& o, secret_ptr secret) {
     if (!o.conv_channels.empty())
       std::copy_n(o.conv_channels.begin(), 3, c.torso.channels.begin());
     using agent = seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>>;
-    return train(o, std::move(secret), agent(stack, c), seedrl::describe(c), obs_spec, act_spec);
+    if (o.device == "cpu")
+      return train(o, std::move(secret), agent(stack, c), seedrl::describe(c), obs_spec, act_spec);
+#if defined(SEEDRL_HAS_CUDA)
+    std::optional<seedrl::cuda::pixel_lstm_trainer<float>> gpu;
+    try {
+      gpu.emplace(0);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "--device cuda: %s\n", e.what());  // the message says what to do
+      return 2;
+    }
+    return train(o, std::move(secret), agent(stack, c), seedrl::describe(c), obs_spec, act_spec,
+                 std::move(*gpu));
+#else
+    std::fprintf(stderr,
+                 "--device cuda: this seedrl_atari was built without CUDA (configure with nvcc "
+                 "on PATH, or -DSEEDRL_ENABLE_CUDA=ON); use --device cpu\n");
+    return 2;
+#endif
   }
   auto c = seedrl::impala_resnet_lstm_agent_defaults();
   size_network(c, o, num_actions);
