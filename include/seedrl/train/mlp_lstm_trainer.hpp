@@ -42,10 +42,9 @@
 #include "seedrl/core/config.hpp"
 #include "seedrl/net/mlp_lstm_agent_config.hpp"
 #include "seedrl/optim/adam.hpp"
-#include "seedrl/optim/clip.hpp"
-#include "seedrl/optim/lr_schedule.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/training_batch.hpp"
+#include "seedrl/train/backend_optimizer.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
 
 namespace seedrl {
@@ -67,7 +66,7 @@ class backend_mlp_lstm_trainer {
   /// Checks `config` as `mlp_lstm_agent` does (std::invalid_argument) and allocates the
   /// parameter and gradient arrays.
   backend_mlp_lstm_trainer(Backend& backend, const mlp_lstm_agent_config& config)
-      : backend_(&backend), config_(config) {
+      : backend_(&backend), config_(config), opt_(backend, "seedrl::backend_mlp_lstm_trainer", 0) {
     if (config_.observation_size <= 0 || config_.num_actions <= 0 || config_.hidden_sizes.empty() ||
         config_.lstm_size < 0 || config_.lstm_layers <= 0) {
       throw std::invalid_argument(
@@ -115,6 +114,8 @@ class backend_mlp_lstm_trainer {
     at += 1;
     num_parameters_ = at;
     check_fits_int("a layer width", core_in_width_ + H_ + 4 * H_ + max_hidden_ + obs_ + A_);
+    opt_ =
+        backend_optimizer<Backend, S>(backend, "seedrl::backend_mlp_lstm_trainer", num_parameters_);
     params_ = backend_->template allocate<S>(num_parameters_);
     grads_ = backend_->template allocate<S>(num_parameters_);
   }
@@ -161,10 +162,7 @@ class backend_mlp_lstm_trainer {
   /// wrong array count or sizes) and then changes nothing.
   void set_optimizer(const adam_config& config, std::int64_t step_count,
                      std::span<const std::span<const S>> state = {}) {
-    static_cast<void>(adam<S>(config));  // validates the config with adam's own messages
-    const bool given = check_state("adam", step_count, state, 2, "m and v");
-    load_optimizer(optimizer_kind::adam, config.schedule(), step_count, state, given, 2);
-    adam_ = config;
+    opt_.set(config, step_count, state);
   }
 
   /// Trains with RMSProp as `seedrl::rmsprop<S>(config)` would after `step_count` steps.
@@ -172,40 +170,19 @@ class backend_mlp_lstm_trainer {
   /// overload.
   void set_optimizer(const rmsprop_config& config, std::int64_t step_count,
                      std::span<const std::span<const S>> state = {}) {
-    static_cast<void>(rmsprop<S>(config));  // validates the config with rmsprop's own messages
-    const bool momentum = config.momentum > 0.0;
-    const std::size_t count = momentum ? 2 : 1;
-    const bool given = check_state(
-        "rmsprop", step_count, state, count,
-        momentum ? "v and the momentum buffer, since momentum > 0" : "v only, since momentum = 0");
-    load_optimizer(optimizer_kind::rmsprop, config.schedule(), step_count, state, given, count);
-    rmsprop_ = config;
+    opt_.set(config, step_count, state);
   }
 
   /// Optimizer steps done so far (0 before set_optimizer).
-  std::int64_t optimizer_step_count() const noexcept { return step_count_; }
+  std::int64_t optimizer_step_count() const noexcept { return opt_.step_count(); }
 
   /// The optimizer's arrays in the CPU class's order (adam: m, v; rmsprop: v [, momentum
   /// buffer]); each empty at step count 0, as the CPU classes hold them; {} before
   /// set_optimizer.
-  std::vector<std::vector<S>> optimizer_state() const {
-    std::vector<std::vector<S>> out;
-    if (kind_ == optimizer_kind::none)
-      return out;
-    const buffer<S>* arrays[] = {&state_a_, &state_b_};
-    for (std::size_t k = 0; k < state_count_; ++k) {
-      out.emplace_back(step_count_ == 0 ? 0 : num_parameters_);
-      if (step_count_ != 0)
-        backend_->download(static_cast<const S*>(arrays[k]->data()), std::span<S>(out.back()));
-    }
-    return out;
-  }
+  std::vector<std::vector<S>> optimizer_state() const { return opt_.state(); }
 
   /// The learning rate the next step will use; throws std::logic_error before set_optimizer.
-  double learning_rate() const {
-    require_optimizer("learning_rate");
-    return schedule_.at(step_count_);
-  }
+  double learning_rate() const { return opt_.learning_rate(); }
 
   /// One IMPALA training step on `batch`; see the file comment. Throws std::logic_error before
   /// set_optimizer, std::invalid_argument (before any work) when max_grad_norm is not > 0, when
@@ -214,7 +191,7 @@ class backend_mlp_lstm_trainer {
   /// says why, grad_norm 0 as host_trainer reports it) and changes no parameter.
   train_step_result train_step(const training_batch<S>& batch, const impala_loss_config<S>& loss,
                                double max_grad_norm) {
-    require_optimizer("train_step");
+    opt_.require("train_step");
     if (!(max_grad_norm > 0.0)) {
       throw std::invalid_argument(
           "seedrl::backend_mlp_lstm_trainer::train_step needs max_grad_norm > 0, got " +
@@ -250,37 +227,13 @@ class backend_mlp_lstm_trainer {
     train_step_result r;
     r.terms = be.impala_loss(loss, op);
     backward(steps, B);
-    r.learning_rate = schedule_.at(step_count_);
-
-    // clip_by_global_norm: norm = sqrt(sum g^2) in double, coef = min(max / (norm + 1e-6), 1).
-    const double sum = be.sum_of_squares(static_cast<const S*>(grads_.data()), num_parameters_);
-    if (std::isfinite(sum)) {
-      const double norm = std::sqrt(sum);
-      const double coef = max_grad_norm / (norm + clip_norm_epsilon);
-      if (coef < 1.0)
-        be.for_each(num_parameters_, detail::scale_kernel<S>{grads_.data(), static_cast<S>(coef)});
-      r.grad_norm = norm;
-    } else {
-      // A NaN or infinite gradient, or (double only) squares that overflow: rare, so the CPU
-      // function decides on a host copy, with its exact semantics and message.
-      std::vector<S> host(num_parameters_);
-      be.download(static_cast<const S*>(grads_.data()), std::span<S>(host));
-      try {
-        r.grad_norm = clip_by_global_norm<S>(std::span<S>(host), max_grad_norm);
-      } catch (const std::domain_error& e) {
-        r.applied = false;
-        r.skipped = e.what();
-        return r;
-      }
-      be.upload(std::span<const S>(host), grads_.data());
-    }
-    optimizer_step();
+    r.learning_rate = opt_.learning_rate();
+    if (clip_gradients_on_backend(be, grads_.data(), num_parameters_, max_grad_norm, r))
+      opt_.step(params_.data(), grads_.data());
     return r;
   }
 
  private:
-  enum class optimizer_kind { none, adam, rmsprop };
-
   std::size_t layer_input(std::size_t l) const noexcept { return l == 0 ? core_in_width_ : H_; }
 
   static void check_fits_int(const char* what, std::size_t n) {
@@ -296,91 +249,6 @@ class backend_mlp_lstm_trainer {
                                   ": got " + std::to_string(got) + " values, expected " +
                                   std::to_string(want));
     }
-  }
-
-  void require_optimizer(const char* who) const {
-    if (kind_ == optimizer_kind::none) {
-      throw std::logic_error(std::string("seedrl::backend_mlp_lstm_trainer::") + who +
-                             ": no optimizer yet; call set_optimizer first");
-    }
-  }
-
-  /// Checks an optimizer state for set_optimizer; returns whether it holds values (false:
-  /// zeros).
-  bool check_state(const char* name, std::int64_t step_count,
-                   std::span<const std::span<const S>> state, std::size_t count,
-                   const char* hint) const {
-    const std::string who =
-        std::string("seedrl::backend_mlp_lstm_trainer::set_optimizer(") + name + "): ";
-    if (step_count < 0)
-      throw std::invalid_argument(who + "negative step count " + std::to_string(step_count));
-    if (state.empty())
-      return false;
-    if (state.size() != count) {
-      throw std::invalid_argument(who + "got " + std::to_string(state.size()) +
-                                  " state arrays, expected " + std::to_string(count) + " (" + hint +
-                                  ")");
-    }
-    bool all_empty = true;
-    for (const auto& a : state)
-      all_empty = all_empty && a.empty();
-    if (all_empty)
-      return false;
-    if (step_count == 0) {
-      throw std::invalid_argument(who +
-                                  "step count 0 with a non-empty state (an optimizer holds none "
-                                  "before its first step)");
-    }
-    for (const auto& a : state) {
-      if (a.size() != num_parameters_) {
-        throw std::invalid_argument(who + "a state array holds " + std::to_string(a.size()) +
-                                    " values, expected " + std::to_string(num_parameters_) +
-                                    " (one per parameter)");
-      }
-    }
-    return true;
-  }
-
-  void load_optimizer(optimizer_kind kind, const lr_schedule& schedule, std::int64_t step_count,
-                      std::span<const std::span<const S>> state, bool given, std::size_t count) {
-    buffer<S>* arrays[] = {&state_a_, &state_b_};
-    for (std::size_t k = 0; k < 2; ++k) {
-      if (k >= count)
-        continue;
-      if (arrays[k]->size() != num_parameters_)
-        *arrays[k] = backend_->template allocate<S>(num_parameters_);  // zeros
-      if (given)
-        backend_->upload(state[k], arrays[k]->data());
-      else
-        backend_->fill(arrays[k]->data(), num_parameters_, S(0));
-    }
-    kind_ = kind;
-    schedule_ = schedule;
-    step_count_ = step_count;
-    state_count_ = count;
-  }
-
-  void optimizer_step() {
-    const double lr = schedule_.at(step_count_);
-    if (kind_ == optimizer_kind::adam) {
-      const auto k = detail::make_adam_coefficients<S>(adam_.beta1, adam_.beta2, adam_.epsilon, lr,
-                                                       step_count_ + 1);
-      backend_->for_each(num_parameters_,
-                         detail::adam_step_kernel<S>{k, params_.data(), grads_.data(),
-                                                     state_a_.data(), state_b_.data()});
-    } else {
-      const auto k = detail::make_rmsprop_coefficients<S>(rmsprop_.decay, rmsprop_.momentum,
-                                                          rmsprop_.epsilon, lr);
-      if (state_count_ == 2) {
-        backend_->for_each(num_parameters_,
-                           detail::rmsprop_momentum_step_kernel<S>{
-                               k, params_.data(), grads_.data(), state_a_.data(), state_b_.data()});
-      } else {
-        backend_->for_each(num_parameters_, detail::rmsprop_step_kernel<S>{
-                                                k, params_.data(), grads_.data(), state_a_.data()});
-      }
-    }
-    ++step_count_;
   }
 
   void check_batch(const training_batch<S>& batch) const {
@@ -627,13 +495,7 @@ class backend_mlp_lstm_trainer {
   std::size_t policy_w_ = 0, policy_b_ = 0, value_w_ = 0, value_b_ = 0;
   buffer<S> params_, grads_;
 
-  optimizer_kind kind_ = optimizer_kind::none;
-  adam_config adam_;
-  rmsprop_config rmsprop_;
-  lr_schedule schedule_;
-  std::int64_t step_count_ = 0;
-  std::size_t state_count_ = 0;
-  buffer<S> state_a_, state_b_;  ///< adam: m, v; rmsprop: v, momentum buffer
+  backend_optimizer<Backend, S> opt_;  ///< Adam or RMSProp state
 
   buffer<S> obs_buf_, rewards_, behaviour_, start_state_;
   buffer<std::uint8_t> dones_;
