@@ -328,19 +328,7 @@ class cuda_backend {
           "seedrl::cuda::cuda_backend::impala_loss: T, B and A must be positive, got T = " +
           std::to_string(op.T) + ", B = " + std::to_string(op.B) + ", A = " + std::to_string(op.A));
     }
-    cuda::impala_loss_operands<S> d;
-    d.T = op.T;
-    d.B = op.B;
-    d.A = op.A;
-    d.logits = op.logits;
-    d.values = op.values;
-    d.actions = op.actions;
-    d.behaviour_log_probs = op.behaviour_log_probs;
-    d.rewards = op.rewards;
-    d.dones = op.dones;
-    d.grad_logits = op.grad_logits;
-    d.grad_values = op.grad_values;
-    return impala_loss_forward_backward(make_impala_loss_coefficients(config), d, workspace<S>(),
+    return impala_loss_forward_backward(make_impala_loss_coefficients(config), op, workspace<S>(),
                                         stream_.get());
   }
 

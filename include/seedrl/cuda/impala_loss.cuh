@@ -18,6 +18,7 @@
 #include <limits>
 
 #include "seedrl/algo/loss.hpp"
+#include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/cuda/detail/launch.cuh"
 #include "seedrl/cuda/error.cuh"
 #include "seedrl/cuda/memory.cuh"
@@ -40,22 +41,10 @@ struct impala_loss_coefficients {
   seedrl::detail::vtrace_coefficients<S> vtrace;
 };
 
-/// Device pointers of a batch and its gradients, time-major [(T+1)][B] (logits [(T+1)][B][A]),
-/// as in `seedrl::impala_batch` / `seedrl::impala_gradients`.
+/// Device pointers of a batch and its gradients: the backend-neutral operands of
+/// seedrl/backend/compute_backend.hpp, here holding device pointers.
 template <class S>
-struct impala_loss_operands {
-  int T = 0;
-  int B = 0;
-  int A = 0;
-  const S* logits = nullptr;
-  const S* values = nullptr;
-  const std::int32_t* actions = nullptr;
-  const S* behaviour_log_probs = nullptr;
-  const S* rewards = nullptr;
-  const std::uint8_t* dones = nullptr;
-  S* grad_logits = nullptr;  ///< out [(T+1)*B*A]
-  S* grad_values = nullptr;  ///< out [(T+1)*B]
-};
+using impala_loss_operands = seedrl::impala_loss_operands<S>;
 
 namespace detail {
 
