@@ -25,6 +25,13 @@
 ///     the host (a synchronisation point);
 ///   - `b.impala_loss(config, operands)`: SEED's IMPALA loss (`seedrl/algo/impala_loss.hpp`) on
 ///     backend arrays, writing both gradients and returning the terms;
+///   - `b.conv2d_forward(shape, x, w, bias, y)`: y = conv(x, w) + bias over a batch of NCHW
+///     images (`conv2d_shape`: weights [O, C, KH, KW], cross-correlation as PyTorch's, zero
+///     padding, no dilation, one group), overwriting y [batch, O*OH*OW];
+///   - `b.conv2d_backward(shape, x, w, dy, dx, dw, dbias)`: adds the gradients w.r.t. w and the
+///     bias into dw and dbias (as the CPU layer accumulates them) and, when dx is not null,
+///     overwrites dx with the gradient w.r.t. x. Both throw std::invalid_argument on a shape
+///     that is not a valid convolution or whose tensors exceed INT_MAX elements;
 ///   - `b.synchronize()`: waits until all work given so far is done.
 
 #include <concepts>
@@ -55,6 +62,33 @@ struct impala_loss_operands {
   S* grad_values = nullptr;  ///< out [(T+1)*B]
 };
 
+/// Sizes of one 2-D convolution over a batch, for `conv2d_forward` / `conv2d_backward` (the
+/// fields of `seedrl::conv2d_config` plus the batch).
+struct conv2d_shape {
+  int batch = 0;
+  int in_channels = 0;
+  int input_height = 0;
+  int input_width = 0;
+  int out_channels = 0;
+  int kernel_h = 0;
+  int kernel_w = 0;
+  int stride_h = 1;
+  int stride_w = 1;
+  int padding_h = 0;
+  int padding_w = 0;
+
+  /// floor((H + 2 padding - kernel) / stride) + 1 (may be <= 0 for a kernel that does not fit).
+  constexpr int output_height() const noexcept {
+    const int span = input_height + 2 * padding_h - kernel_h;
+    return span < 0 || stride_h <= 0 ? 0 : span / stride_h + 1;
+  }
+  constexpr int output_width() const noexcept {
+    const int span = input_width + 2 * padding_w - kernel_w;
+    return span < 0 || stride_w <= 0 ? 0 : span / stride_w + 1;
+  }
+  friend constexpr bool operator==(const conv2d_shape&, const conv2d_shape&) = default;
+};
+
 namespace detail {
 /// A for_each body that does nothing, for the concept check.
 struct no_op_body {
@@ -67,7 +101,8 @@ template <class B>
 concept ComputeBackend = requires(B& b, float* p, const float* cp, std::span<float> host,
                                   std::span<const float> chost,
                                   const impala_loss_config<float>& loss_config,
-                                  const impala_loss_operands<float>& loss_operands) {
+                                  const impala_loss_operands<float>& loss_operands,
+                                  const conv2d_shape& conv) {
   {
     b.template allocate<float>(std::size_t{1})
     } -> std::same_as<typename B::template buffer<float>>;
@@ -79,6 +114,8 @@ concept ComputeBackend = requires(B& b, float* p, const float* cp, std::span<flo
   b.gemm(false, false, 1, 1, 1, 1.0f, cp, 1, cp, 1, 0.0f, p, 1);
   { b.sum_of_squares(cp, std::size_t{1}) } -> std::same_as<double>;
   { b.impala_loss(loss_config, loss_operands) } -> std::same_as<loss_terms>;
+  b.conv2d_forward(conv, cp, cp, cp, p);
+  b.conv2d_backward(conv, cp, cp, cp, p, p, p);
   b.synchronize();
 };
 

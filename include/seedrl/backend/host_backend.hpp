@@ -2,8 +2,11 @@
 /// \file
 /// `host_backend`: the CPU model of `seedrl::ComputeBackend` (seedrl/backend/compute_backend.hpp).
 /// Buffers are std::vector, `for_each` is a loop, GEMMs are Eigen products and the IMPALA loss
-/// is the CPU `seedrl::impala_loss`. It is what the CPU tests run a backend-generic trainer on,
-/// and a reference for the GPU backend's primitives.
+/// is the CPU `seedrl::impala_loss`, convolutions are im2col + GEMM (backend/detail/
+/// conv2d_gemm.hpp, an implementation apart from the CPU layer in net/conv2d.hpp). It is what
+/// the CPU tests run a backend-generic trainer on, and a reference for the GPU backend's
+/// primitives. The convolutions' scratch is kept between calls, so one object must not be used
+/// by two threads at once.
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -12,10 +15,12 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/backend/detail/conv2d_gemm.hpp"
 
 namespace seedrl {
 
@@ -139,7 +144,39 @@ class host_backend {
     return seedrl::impala_loss<S>(config)(batch, grads);
   }
 
+  /// y = conv(x, w) + bias; see compute_backend.hpp.
+  template <class S>
+  void conv2d_forward(const conv2d_shape& shape, const S* x, const S* w, const S* bias,
+                      S* y) const {
+    detail::check_conv2d_shape(shape, "seedrl::host_backend::conv2d_forward");
+    detail::conv2d_gemm_forward(*this, conv_scratch<S>(), shape, x, w, bias, y);
+  }
+
+  /// dw += d/dw, dbias += d/dbias, dx = d/dx (when not null); see compute_backend.hpp.
+  template <class S>
+  void conv2d_backward(const conv2d_shape& shape, const S* x, const S* w, const S* dy, S* dx, S* dw,
+                       S* dbias) const {
+    detail::check_conv2d_shape(shape, "seedrl::host_backend::conv2d_backward");
+    detail::conv2d_gemm_backward(*this, conv_scratch<S>(), shape, x, w, dy, dx, dw, dbias);
+  }
+
   void synchronize() const noexcept {}
+
+ private:
+  template <class S>
+  detail::conv2d_gemm_scratch<std::vector<S>>& conv_scratch() const {
+    if constexpr (std::is_same_v<S, float>) {
+      return conv_float_;
+    } else {
+      static_assert(std::is_same_v<S, double>,
+                    "seedrl: host_backend convolutions take float or double");
+      return conv_double_;
+    }
+  }
+
+  // Grown on demand; mutable so that the primitives stay const, as the other backends' are.
+  mutable detail::conv2d_gemm_scratch<std::vector<float>> conv_float_;
+  mutable detail::conv2d_gemm_scratch<std::vector<double>> conv_double_;
 };
 
 static_assert(ComputeBackend<host_backend>);

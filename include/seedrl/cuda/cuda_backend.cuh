@@ -11,7 +11,10 @@
 ///     mantissa and match the CPU to float rounding of a differently ordered sum;
 ///   - sum_of_squares is a fixed-shape two-pass reduction in double without atomics: the same
 ///     input gives the same bits on every run;
-///   - the IMPALA loss is `cuda::impala_loss_forward_backward` with a workspace kept here.
+///   - the IMPALA loss is `cuda::impala_loss_forward_backward` with a workspace kept here;
+///   - convolutions go through cuDNN (`cudnn_conv2d`, plain FMA math, one object per shape kept
+///     for reuse) when seedrl::cuda was built with it (SEEDRL_HAS_CUDNN), else through the
+///     im2col + cuBLAS path host_backend runs (backend/detail/conv2d_gemm.hpp).
 /// Needs nvcc (it launches kernels); include it from .cu files only. Not thread-safe: one
 /// backend per thread, or external locking. The device is the one current when the backend is
 /// made; a caller on another thread must make the same device current first (cudaSetDevice).
@@ -23,17 +26,23 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "seedrl/algo/impala_loss_config.hpp"
 #include "seedrl/algo/loss.hpp"
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/backend/detail/conv2d_gemm.hpp"
 #include "seedrl/cuda/blas.cuh"
+#if defined(SEEDRL_HAS_CUDNN)
+#include "seedrl/cuda/cudnn_conv.cuh"
+#endif
 #include "seedrl/cuda/detail/launch.cuh"
 #include "seedrl/cuda/error.cuh"
 #include "seedrl/cuda/impala_loss.cuh"
@@ -332,8 +341,40 @@ class cuda_backend {
                                         stream_.get());
   }
 
+  /// y = conv(x, w) + bias on the stream; see compute_backend.hpp and the file comment.
+  template <class S>
+  void conv2d_forward(const conv2d_shape& shape, const S* x, const S* w, const S* bias,
+                      S* y) const {
+    seedrl::detail::check_conv2d_shape(shape, "seedrl::cuda::cuda_backend::conv2d_forward");
+    if (shape.batch == 0) {
+      return;
+    }
+#if defined(SEEDRL_HAS_CUDNN)
+    convolution<S>(shape).forward(x, w, bias, y);
+#else
+    seedrl::detail::conv2d_gemm_forward(*this, conv_scratch<S>(), shape, x, w, bias, y);
+#endif
+  }
+
+  /// dw += d/dw, dbias += d/dbias, dx = d/dx (when not null), on the stream.
+  template <class S>
+  void conv2d_backward(const conv2d_shape& shape, const S* x, const S* w, const S* dy, S* dx, S* dw,
+                       S* dbias) const {
+    seedrl::detail::check_conv2d_shape(shape, "seedrl::cuda::cuda_backend::conv2d_backward");
+    if (shape.batch == 0) {
+      return;
+    }
+#if defined(SEEDRL_HAS_CUDNN)
+    convolution<S>(shape).backward(x, w, dy, dx, dw, dbias);
+#else
+    seedrl::detail::conv2d_gemm_backward(*this, conv_scratch<S>(), shape, x, w, dy, dx, dw, dbias);
+#endif
+  }
+
   /// Waits until everything given to the stream is done; reports errors of earlier kernels.
-  void synchronize() const { SEEDRL_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
+  void synchronize() const {
+    SEEDRL_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+  }
 
  private:
   /// The stream, destroyed (after its work finishes) when owned.
@@ -376,13 +417,60 @@ class cuda_backend {
     }
   }
 
-  // Destroyed in reverse order: scratch, the cuBLAS handle, then the stream.
+#if defined(SEEDRL_HAS_CUDNN)
+  /// Most convolution shapes kept at once; past it the oldest goes (a trainer uses a handful).
+  static constexpr std::size_t max_convolutions = 32;
+
+  /// The cuDNN convolution of `shape` on this stream, made at its first use.
+  template <class S>
+  cudnn_conv2d<S>& convolution(const conv2d_shape& shape) const {
+    auto& cache = [this]() -> std::vector<std::unique_ptr<cudnn_conv2d<S>>>& {
+      if constexpr (std::is_same_v<S, float>) {
+        return convs_float_;
+      } else {
+        static_assert(std::is_same_v<S, double>,
+                      "seedrl: cuda_backend convolutions take float or double");
+        return convs_double_;
+      }
+    }();
+    for (auto& c : cache) {
+      if (c->shape() == shape) {
+        return *c;
+      }
+    }
+    if (cache.size() == max_convolutions) {
+      cache.erase(cache.begin());  // its workspace's cudaFree waits for work using it
+    }
+    cache.push_back(std::make_unique<cudnn_conv2d<S>>(shape, stream_.get()));
+    return *cache.back();
+  }
+#else
+  template <class S>
+  seedrl::detail::conv2d_gemm_scratch<device_buffer<S>>& conv_scratch() const {
+    if constexpr (std::is_same_v<S, float>) {
+      return conv_float_;
+    } else {
+      static_assert(std::is_same_v<S, double>,
+                    "seedrl: cuda_backend convolutions take float or double");
+      return conv_double_;
+    }
+  }
+#endif
+
+  // Destroyed in reverse order: scratch and cuDNN handles, the cuBLAS handle, then the stream.
   stream_holder stream_;
   blas_handle blas_;
   // Scratch grown on demand; mutable so that the primitives are const, as host_backend's are.
   mutable device_buffer<double> partials_;
   mutable impala_loss_workspace<float> loss_float_;
   mutable impala_loss_workspace<double> loss_double_;
+#if defined(SEEDRL_HAS_CUDNN)
+  mutable std::vector<std::unique_ptr<cudnn_conv2d<float>>> convs_float_;
+  mutable std::vector<std::unique_ptr<cudnn_conv2d<double>>> convs_double_;
+#else
+  mutable seedrl::detail::conv2d_gemm_scratch<device_buffer<float>> conv_float_;
+  mutable seedrl::detail::conv2d_gemm_scratch<device_buffer<double>> conv_double_;
+#endif
 };
 
 static_assert(ComputeBackend<cuda_backend>);

@@ -15,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/cuda/error.cuh"
 #include "seedrl/cuda/memory.cuh"
 
@@ -27,20 +28,8 @@ inline void check(cudnnStatus_t status, const char* call) {
   }
 }
 
-/// Sizes of one convolution (the fields of `seedrl::conv2d_config`, plus the batch).
-struct conv2d_shape {
-  int batch = 0;
-  int in_channels = 0;
-  int input_height = 0;
-  int input_width = 0;
-  int out_channels = 0;
-  int kernel_h = 0;
-  int kernel_w = 0;
-  int stride_h = 1;
-  int stride_w = 1;
-  int padding_h = 0;
-  int padding_w = 0;
-};
+/// Sizes of one convolution: the backend's (seedrl/backend/compute_backend.hpp).
+using conv2d_shape = seedrl::conv2d_shape;
 
 namespace detail {
 
@@ -97,6 +86,8 @@ class cudnn_conv2d {
     (void)cudnnDestroy(handle_);
   }
 
+  /// The shape this convolution was made for.
+  const conv2d_shape& shape() const noexcept { return shape_; }
   int output_height() const noexcept { return oh_; }
   int output_width() const noexcept { return ow_; }
   /// Elements of y: N * O * OH * OW.

@@ -1,36 +1,29 @@
 #pragma once
 /// \file
-/// `backend_pixel_lstm_trainer`: the training step of the pixel agent the Atari example trains,
-/// `frame_stacked<nature_cnn_lstm_agent<S>>` (frame stacks rebuilt from single frames, pixels
-/// scaled by observation_scale, the Nature CNN's three convolutions with ReLU, a dense layer
-/// with ReLU, an LSTM fed the dense output, the clipped reward and the one-hot previous action,
-/// then policy and value heads), with SEED's IMPALA loss, back-propagation through time,
-/// global-norm clipping and Adam or RMSProp, written once against the ComputeBackend primitives
+/// `backend_pixel_lstm_trainer`: the training step of the pixel agents the Atari example trains,
+/// `frame_stacked<pixel_lstm_agent<Torso, S>>` over the Nature CNN (`nature_cnn_config`, the
+/// default) or the IMPALA ResNet (`impala_resnet_config`): frame stacks rebuilt from single
+/// frames, pixels scaled by observation_scale, the torso, a dense layer with ReLU, an LSTM fed
+/// the dense output, the clipped reward and the one-hot previous action, then policy and value
+/// heads, with SEED's IMPALA loss, back-propagation through time, global-norm clipping and Adam
+/// or RMSProp, written once against the ComputeBackend primitives
 /// (seedrl/backend/compute_backend.hpp) as `backend_mlp_lstm_trainer` is for the MLP agent. On
 /// `host_backend` it runs on the CPU, which is how the tests check it against `host_trainer` +
-/// the CPU network; on a CUDA backend every array stays on the GPU. It includes no Eigen, so
-/// nvcc compiles it together with a CUDA backend.
+/// the CPU network; on a CUDA backend every array stays on the GPU and the convolutions run in
+/// cuDNN. It includes no Eigen, so nvcc compiles it together with a CUDA backend.
 ///
-/// The arithmetic is the CPU network's: the same parameter layout (`parameters()`: three
-/// convolutions as W [O, C, KH, KW] then b [O], dense W [D, F] then b, LSTM W [4H, I + H] then
-/// b [4H], policy, value), the same per-element functions, the same reset semantics (frame
-/// history and LSTM state zeroed before a step marked done, no gradient across it) and the same
-/// clipping rule. Only the order of some sums differs, so results agree to rounding.
+/// The arithmetic is the CPU network's: the same parameter layout (`parameters()`: the torso's
+/// (train/detail/*_torso.hpp), dense W [D, F] then b, LSTM W [4H, I + H] then b [4H], policy,
+/// value), the same per-element functions, the same reset semantics (frame history and LSTM
+/// state zeroed before a step marked done, no gradient across it) and the same clipping rule.
+/// Only the order of some sums differs, so results agree to rounding.
 ///
 /// Data flow of one step, N = (T+1) * B rows, time-major:
 ///   input:   one gather builds every step's scaled CHW stack from the unroll's frames and the
 ///            start state's frame history (detail::frame_stack_input_kernel);
-///   conv l:  im2col into [N*P, K], Z = col W^T [N*P, O] (one GEMM), then bias + ReLU into NCHW
-///            rows; backward: ReLU backward into the GEMM layout G, bias gradient = column sums
-///            of G (a GEMM with a row of ones), W gradient = G^T col (im2col recomputed), input
-///            gradient dcol = G W then col2im as a gather (one call per input element, no atomics);
-///            none for conv 0, whose input is pixels;
+///   torso:   the backend's conv2d primitives and for_each bodies on all N images at once;
 ///   dense, LSTM and heads: as backend_mlp_lstm_trainer with one LSTM layer, the dense layer
 ///            writing straight into the core input.
-///
-/// Memory per step beyond the activations: one im2col matrix of the largest layer (N*P*K) and
-/// one GEMM output (N*P*O); for 84x84x4 Atari stacks the first convolution's is N * 400 * 256
-/// elements.
 
 #include <cmath>
 #include <concepts>
@@ -48,93 +41,59 @@
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/net/frame_stack_config.hpp"
-#include "seedrl/net/nature_cnn_lstm_agent_config.hpp"
+#include "seedrl/net/impala_resnet_config.hpp"
+#include "seedrl/net/nature_cnn_config.hpp"
+#include "seedrl/net/pixel_lstm_agent_config.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/training_batch.hpp"
 #include "seedrl/train/backend_optimizer.hpp"
+#include "seedrl/train/detail/impala_resnet_torso.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
+#include "seedrl/train/detail/nature_cnn_torso.hpp"
 #include "seedrl/train/detail/pixel_lstm_kernels.hpp"
 
 namespace seedrl {
 
-/// Trains a `frame_stacked<nature_cnn_lstm_agent<S>>`'s parameters on a ComputeBackend; see the
-/// file comment. Keeps a reference to the backend, which must outlive it. Parameters start at
+/// Trains a `frame_stacked<pixel_lstm_agent<Torso, S>>`'s parameters on a ComputeBackend, the
+/// torso given by its config type (nature_cnn_config or impala_resnet_config); see the file
+/// comment. Keeps a reference to the backend, which must outlive it. Parameters start at
 /// zero: load them with `set_parameters` (e.g. from the CPU network's `parameters()`), and
 /// choose the optimizer with `set_optimizer`, before the first `train_step`. Work buffers are
 /// allocated at the first step and again only when T or B grow.
-template <ComputeBackend Backend, std::floating_point S>
+template <ComputeBackend Backend, std::floating_point S, class TorsoConfig = nature_cnn_config>
 class backend_pixel_lstm_trainer {
   template <class T>
   using buffer = typename Backend::template buffer<T>;
+  using torso_type = typename detail::backend_torso<Backend, S, TorsoConfig>::type;
 
  public:
-  using scalar_type = S;         ///< parameter and activation type
-  using backend_type = Backend;  ///< where the arrays live
+  using scalar_type = S;                                      ///< parameter and activation type
+  using backend_type = Backend;                               ///< where the arrays live
+  using agent_config = pixel_lstm_agent_config<TorsoConfig>;  ///< the agent's shape
 
-  /// The network `frame_stacked<nature_cnn_lstm_agent<S>>(stack, agent)` would build. Checks
+  /// The network `frame_stacked<pixel_lstm_agent<Torso, S>>(stack, agent)` would build. Checks
   /// both as the CPU classes do (std::invalid_argument) and allocates the parameter and
   /// gradient arrays.
   backend_pixel_lstm_trainer(Backend& backend, const frame_stack_config& stack,
-                             const nature_cnn_lstm_agent_config& agent)
+                             const agent_config& agent)
       : backend_(&backend),
         stack_(stack),
         agent_(agent),
+        torso_(make_torso(backend, stack, agent)),
         opt_(backend, "seedrl::backend_pixel_lstm_trainer", 0) {
     const auto fail = [](const std::string& what) {
       throw std::invalid_argument("seedrl::backend_pixel_lstm_trainer: " + what);
     };
-    if (stack_.height <= 0 || stack_.width <= 0 || stack_.channels <= 0 || stack_.depth <= 0)
-      fail("frame height, width, channels and depth must be positive");
-    if (agent_.height <= 0 || agent_.width <= 0 || agent_.channels <= 0)
-      fail("the agent's height, width and channels must be positive");
-    if (agent_.num_actions <= 0 || agent_.dense_size <= 0 || agent_.lstm_size <= 0)
-      fail("num_actions, dense_size and lstm_size must be positive");
-    for (const std::ptrdiff_t c : agent_.torso.channels) {
-      if (c <= 0)
-        fail("convolution channels must be positive");
-    }
     frame_ = static_cast<std::size_t>(stack_.height * stack_.width * stack_.channels);
     D_ = static_cast<std::size_t>(stack_.depth);
     history_ = (D_ - 1) * frame_;
     A_ = static_cast<std::size_t>(agent_.num_actions);
     dense_ = static_cast<std::size_t>(agent_.dense_size);
     H_ = static_cast<std::size_t>(agent_.lstm_size);
-    // The torso's geometry and the layout of parameters(): convolutions, dense, LSTM, heads.
-    constexpr std::size_t kernels[3] = {8, 4, 3}, strides[3] = {4, 2, 1};
-    std::size_t c = static_cast<std::size_t>(agent_.channels);
-    std::size_t h = static_cast<std::size_t>(agent_.height);
-    std::size_t w = static_cast<std::size_t>(agent_.width);
-    input_size_ = c * h * w;
-    if (input_size_ != D_ * frame_) {
-      fail("the agent reads " + std::to_string(input_size_) +
-           " elements per observation, but a stack of " + std::to_string(D_) + " frames of " +
-           std::to_string(frame_) + " is " + std::to_string(D_ * frame_));
-    }
-    std::size_t at = 0;
-    for (std::size_t l = 0; l < 3; ++l) {
-      if (h < kernels[l] || w < kernels[l]) {
-        fail("a " + std::to_string(agent_.height) + "x" + std::to_string(agent_.width) +
-             " image is too small for the three convolutions (36x36 is the smallest that fits)");
-      }
-      conv_geometry& g = convs_[l];
-      g.C = c;
-      g.H = h;
-      g.W = w;
-      g.O = static_cast<std::size_t>(agent_.torso.channels[l]);
-      g.k = kernels[l];
-      g.s = strides[l];
-      g.OH = (h - g.k) / g.s + 1;
-      g.OW = (w - g.k) / g.s + 1;
-      g.w = at;
-      at += g.O * g.K();
-      g.b = at;
-      at += g.O;
-      c = g.O;
-      h = g.OH;
-      w = g.OW;
-    }
-    features_ = convs_[2].out_size();
+    input_size_ = D_ * frame_;
+    features_ = torso_.output_size();
+    std::size_t at = torso_.num_parameters();
     dense_w_ = at;
     at += dense_ * features_;
     dense_b_ = at;
@@ -153,10 +112,8 @@ class backend_pixel_lstm_trainer {
     value_b_ = at;
     at += 1;
     num_parameters_ = at;
-    std::size_t widest = core_in_width_ + 4 * H_ + features_ + A_;
-    for (const auto& g : convs_)
-      widest += g.K() + g.O;
-    check_fits_int("a layer width", widest);
+    check_fits_int("a layer width", core_in_width_ + 4 * H_ + features_ + A_ + input_size_);
+    (void)fail;
     opt_ = backend_optimizer<Backend, S>(backend, "seedrl::backend_pixel_lstm_trainer",
                                          num_parameters_);
     params_ = backend_->template allocate<S>(num_parameters_);
@@ -172,7 +129,7 @@ class backend_pixel_lstm_trainer {
   /// The frame stacking.
   const frame_stack_config& stack_config() const noexcept { return stack_; }
   /// The agent's shape.
-  const nature_cnn_lstm_agent_config& config() const noexcept { return agent_; }
+  const agent_config& config() const noexcept { return agent_; }
 
   /// Elements of the flat parameter (and gradient) array; the CPU network's count.
   std::size_t num_parameters() const noexcept { return num_parameters_; }
@@ -282,15 +239,31 @@ class backend_pixel_lstm_trainer {
   }
 
  private:
-  /// One convolution: input C x H x W, O output channels, k x k kernel, stride s, no padding;
-  /// its weights and biases at offsets w and b of the parameter array.
-  struct conv_geometry {
-    std::size_t C = 0, H = 0, W = 0, O = 0, k = 0, s = 0, OH = 0, OW = 0, w = 0, b = 0;
-    std::size_t K() const noexcept { return C * k * k; }
-    std::size_t P() const noexcept { return OH * OW; }
-    std::size_t in_size() const noexcept { return C * H * W; }
-    std::size_t out_size() const noexcept { return O * OH * OW; }
-  };
+  /// Checks the frame stacking and the agent as the CPU classes do, then builds the torso.
+  static torso_type make_torso(Backend& backend, const frame_stack_config& stack,
+                               const agent_config& agent) {
+    const std::string who = "seedrl::backend_pixel_lstm_trainer";
+    const auto fail = [&](const std::string& what) {
+      throw std::invalid_argument(who + ": " + what);
+    };
+    if (stack.height <= 0 || stack.width <= 0 || stack.channels <= 0 || stack.depth <= 0)
+      fail("frame height, width, channels and depth must be positive");
+    if (agent.height <= 0 || agent.width <= 0 || agent.channels <= 0)
+      fail("the agent's height, width and channels must be positive");
+    if (agent.num_actions <= 0 || agent.dense_size <= 0 || agent.lstm_size <= 0)
+      fail("num_actions, dense_size and lstm_size must be positive");
+    const auto frame = static_cast<std::size_t>(stack.height * stack.width * stack.channels);
+    const auto input = static_cast<std::size_t>(agent.channels * agent.height * agent.width);
+    if (input != static_cast<std::size_t>(stack.depth) * frame) {
+      fail("the agent reads " + std::to_string(input) +
+           " elements per observation, but a stack of " + std::to_string(stack.depth) +
+           " frames of " + std::to_string(frame) + " is " +
+           std::to_string(static_cast<std::size_t>(stack.depth) * frame));
+    }
+    return torso_type(backend, agent.torso, static_cast<std::size_t>(agent.channels),
+                      static_cast<std::size_t>(agent.height), static_cast<std::size_t>(agent.width),
+                      who);
+  }
 
   static void check_fits_int(const char* what, std::size_t n) {
     if (n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
@@ -320,13 +293,11 @@ class backend_pixel_lstm_trainer {
       fail("batch.num_actions is " + std::to_string(batch.num_actions) + ", the network has " +
            std::to_string(A_));
     }
-    // GEMM row counts: N (dense, LSTM, heads) and N*P per convolution.
-    std::size_t max_p = 1;
-    for (const auto& g : convs_)
-      max_p = g.P() > max_p ? g.P() : max_p;
-    const std::size_t max_rows = static_cast<std::size_t>(std::numeric_limits<int>::max()) / max_p;
-    if (T + 1 > max_rows / B)
-      fail("(T+1)*B is too large for int-sized GEMMs");
+    // N images through the torso, whose tensors are int-indexed (cuBLAS, cuDNN).
+    if (T + 1 > torso_.max_batch() / B)
+      fail("(T+1)*B = " + std::to_string((T + 1) * B) +
+           " images exceed the torso's int-sized tensors (at most " +
+           std::to_string(torso_.max_batch()) + ")");
     const std::size_t N = (T + 1) * B;
     const auto size = [&](const char* name, std::size_t got, std::size_t want, const char* shape) {
       if (got != want) {
@@ -369,25 +340,7 @@ class backend_pixel_lstm_trainer {
     grow(prev_actions_, N);
     grow(start_state_, B * state_size());
     grow(input_, N * input_size_);
-    std::size_t col = 0, z = 0, d_act = 0;
-    for (std::size_t l = 0; l < 3; ++l) {
-      const auto& g = convs_[l];
-      grow(act_[l], N * g.out_size());
-      col = g.P() * g.K() > col ? g.P() * g.K() : col;
-      z = g.out_size() > z ? g.out_size() : z;
-      if (l < 2)
-        d_act = g.out_size() > d_act ? g.out_size() : d_act;
-    }
-    grow(col_, N * col);
-    std::size_t max_p = 0;
-    for (const auto& g : convs_)
-      max_p = g.P() > max_p ? g.P() : max_p;
-    if (ones_.size() < N * max_p) {
-      ones_ = backend_->template allocate<S>(N * max_p);
-      backend_->fill(ones_.data(), N * max_p, S(1));
-    }
-    grow(z_, N * z);
-    grow(d_act_, N * d_act);
+    torso_.reserve(N);
     grow(d_features_, N * features_);
     grow(core_in_, N * core_in_width_);
     grow(gates_, N * 4 * H_);
@@ -422,15 +375,6 @@ class backend_pixel_lstm_trainer {
                    static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
   }
 
-  /// im2col of convolution l's input for all N images into col_.
-  void im2col(std::size_t l, std::size_t N) {
-    const auto& g = convs_[l];
-    const S* in = l == 0 ? static_cast<const S*>(input_.data()) : act_[l - 1].data();
-    backend_->for_each(N * g.P() * g.K(),
-                       detail::im2col_kernel<S>{in, g.in_size(), col_.data(), g.C, g.H, g.W, g.k,
-                                                g.k, g.s, g.s, 0, 0, g.OH, g.OW});
-  }
-
   void forward(std::size_t steps, std::size_t B) {
     Backend& be = *backend_;
     const std::size_t N = steps * B;
@@ -444,17 +388,10 @@ class backend_pixel_lstm_trainer {
                     static_cast<std::size_t>(agent_.channels),
                     static_cast<std::size_t>(agent_.height * agent_.width), agent_.channels_last,
                     static_cast<S>(agent_.observation_scale)});
-    // Convolutions: im2col, one GEMM, bias + ReLU back into NCHW rows.
-    for (std::size_t l = 0; l < 3; ++l) {
-      const auto& g = convs_[l];
-      im2col(l, N);
-      gemm(false, true, N * g.P(), g.O, g.K(), S(1), col_.data(), g.K(), p + g.w, g.K(), S(0),
-           z_.data(), g.O);
-      be.for_each(N * g.out_size(),
-                  detail::conv_bias_relu_kernel<S>{z_.data(), p + g.b, act_[l].data(), g.O, g.P()});
-    }
+    // The torso on all N images.
+    features_data_ = torso_.forward(p, input_.data(), N);
     // Dense + ReLU into the core input's first columns, then reward and previous action.
-    gemm(false, true, N, dense_, features_, S(1), act_[2].data(), features_, p + dense_w_,
+    gemm(false, true, N, dense_, features_, S(1), features_data_, features_, p + dense_w_,
          features_, S(0), core_in_.data(), core_in_width_);
     be.for_each(N * dense_,
                 detail::bias_relu_kernel<S>{core_in_.data(), p + dense_b_, dense_, core_in_width_});
@@ -523,43 +460,22 @@ class backend_pixel_lstm_trainer {
     be.for_each(N * dense_,
                 detail::relu_backward_kernel<S>{d_core_in_.data(), core_in_width_, core_in_.data(),
                                                 core_in_width_, d_dense_.data(), dense_});
-    gemm(true, false, dense_, features_, N, S(1), d_dense_.data(), dense_, act_[2].data(),
+    gemm(true, false, dense_, features_, N, S(1), d_dense_.data(), dense_, features_data_,
          features_, S(1), g + dense_w_, features_);
     be.for_each(dense_, detail::column_sum_add_kernel<S>{d_dense_.data(), N, dense_, g + dense_b_});
     gemm(false, false, N, features_, dense_, S(1), d_dense_.data(), dense_, p + dense_w_, features_,
          S(0), d_features_.data(), features_);
-    // Convolutions from the top; dy is the gradient w.r.t. conv l's output (after its ReLU).
-    const S* dy = d_features_.data();
-    for (std::size_t l = 3; l-- > 0;) {
-      const auto& c = convs_[l];
-      const std::size_t rows = N * c.P();
-      be.for_each(rows * c.O, detail::conv_relu_backward_kernel<S>{dy, c.out_size(), act_[l].data(),
-                                                                   z_.data(), c.O, c.P()});
-      // Bias gradient: column sums of G over N*P rows, as one GEMM with a row of ones (a
-      // column_sum_add_kernel would give each of only O threads N*P rows to add).
-      gemm(false, false, 1, c.O, rows, S(1), ones_.data(), rows, z_.data(), c.O, S(1), g + c.b,
-           c.O);
-      im2col(l, N);
-      gemm(true, false, c.O, c.K(), rows, S(1), z_.data(), c.O, col_.data(), c.K(), S(1), g + c.w,
-           c.K());
-      if (l == 0)
-        break;  // the input is pixels: no gradient
-      // The patches are spent: col_ takes d loss / d patches, folded back by col2im.
-      gemm(false, false, rows, c.K(), c.O, S(1), z_.data(), c.O, p + c.w, c.K(), S(0), col_.data(),
-           c.K());
-      be.for_each(N * c.in_size(),
-                  detail::col2im_kernel<S>{col_.data(), d_act_.data(), c.C, c.H, c.W, c.k, c.k, c.s,
-                                           c.s, 0, 0, c.OH, c.OW});
-      dy = d_act_.data();  // read into z_ by the next layer's first pass, then overwritten
-    }
+    // The torso, from its output's gradient.
+    torso_.backward(p, g, d_features_.data(), N);
   }
 
   Backend* backend_;
   frame_stack_config stack_;
-  nature_cnn_lstm_agent_config agent_;
+  agent_config agent_;
+  torso_type torso_;
+  const S* features_data_ = nullptr;  ///< the torso's output of the last forward
   std::size_t frame_ = 0, D_ = 0, history_ = 0, A_ = 0, dense_ = 0, H_ = 0;
   std::size_t input_size_ = 0, features_ = 0, core_in_width_ = 0;
-  conv_geometry convs_[3];
   std::size_t num_parameters_ = 0;
   std::size_t dense_w_ = 0, dense_b_ = 0, lstm_w_ = 0, lstm_b_ = 0;
   std::size_t policy_w_ = 0, policy_b_ = 0, value_w_ = 0, value_b_ = 0;
@@ -570,12 +486,7 @@ class backend_pixel_lstm_trainer {
   buffer<S> obs_buf_, rewards_, behaviour_, start_state_;
   buffer<std::uint8_t> dones_;
   buffer<std::int32_t> actions_, prev_actions_;
-  buffer<S> input_;   ///< [N, C*H*W] every step's scaled stack
-  buffer<S> act_[3];  ///< [N, O*OH*OW] each convolution's output after ReLU
-  buffer<S> col_;     ///< [N*P, K] im2col of the layer at hand, then its patch gradients
-  buffer<S> z_;       ///< [N*P, O] a convolution's GEMM output, then its output gradient
-  buffer<S> d_act_;   ///< [N, in_size] gradient w.r.t. conv 1 or 2's input
-  buffer<S> ones_;    ///< [N*P] ones: bias gradients as GEMMs
+  buffer<S> input_;  ///< [N, C*H*W] every step's scaled stack
   buffer<S> d_features_, d_dense_;
   buffer<S> core_in_;  ///< [N, D + 1 + A]
   buffer<S> gates_, h_prev_, c_prev_, tanh_c_, h_;

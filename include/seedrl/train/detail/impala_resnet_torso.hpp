@@ -1,0 +1,318 @@
+#pragma once
+/// \file
+/// `backend_impala_resnet_torso`: the IMPALA ResNet (seedrl/net/impala_resnet.hpp) as
+/// `backend_pixel_lstm_trainer` runs it on a ComputeBackend, with the interface described in
+/// nature_cnn_torso.hpp. Each stack: conv 3x3 padding 1 (the backend's conv2d primitive), max
+/// pool 3x3 stride 2 padding 1 recording argmaxes, then residual blocks z' = z + conv_b(relu(
+/// conv_a(relu(z)))); a ReLU after the last stack. Parameters in the CPU torso's order: per
+/// stack its convolution, then the two convolutions of each block, each W [O, C, 3, 3] then
+/// b [O].
+///
+/// The pooling matches the CPU layer exactly: padding is -infinity, the first of equal maxima
+/// in row-major window order wins and a NaN wins its window (the last NaN, as the CPU loop
+/// keeps replacing). Its backward is a gather: every input element adds, in output order, the
+/// gradients of the outputs whose argmax it is, which is the order the CPU's scatter adds
+/// them in, so the bits agree.
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/core/config.hpp"
+#include "seedrl/net/impala_resnet_config.hpp"
+#include "seedrl/train/detail/mlp_lstm_kernels.hpp"
+#include "seedrl/train/detail/nature_cnn_torso.hpp"
+#include "seedrl/train/detail/pixel_lstm_kernels.hpp"
+
+namespace seedrl::detail {
+
+/// Max pooling of NCHW planes (H x W in, OH x OW out, kernel K, stride St, padding Pd) writing
+/// the maxima and their argmax (ih * W + iw). i = (n*C + c) * OH*OW + oh*OW + ow.
+template <class S>
+struct max_pool_forward_kernel {
+  const S* x;
+  S* y;
+  std::int32_t* argmax;
+  std::size_t H, W, OH, OW, K, St, Pd;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    const std::size_t plane = i / (OH * OW), p = i % (OH * OW);
+    const std::size_t oh = p / OW, ow = p % OW;
+    const S* in = x + plane * H * W;
+    // Window [oh*St - Pd, oh*St - Pd + K) clipped to the image, in unsigned arithmetic.
+    const std::size_t h0 = oh * St, w0 = ow * St;  // + Pd: padded coordinates
+    const std::size_t h_lo = h0 > Pd ? h0 - Pd : 0, w_lo = w0 > Pd ? w0 - Pd : 0;
+    const std::size_t h_hi = h0 + K - Pd < H ? h0 + K - Pd : H;
+    const std::size_t w_hi = w0 + K - Pd < W ? w0 + K - Pd : W;
+    std::size_t best = h_lo * W + w_lo;
+    S best_value = -std::numeric_limits<S>::infinity();
+    for (std::size_t ih = h_lo; ih < h_hi; ++ih) {
+      for (std::size_t iw = w_lo; iw < w_hi; ++iw) {
+        const S v = in[ih * W + iw];
+        if (v > best_value || v != v) {  // v != v: NaN, as std::isnan on the CPU
+          best_value = v;
+          best = ih * W + iw;
+        }
+      }
+    }
+    y[i] = best_value;
+    argmax[i] = static_cast<std::int32_t>(best);
+  }
+};
+
+/// Max pooling's backward as a gather: dx[n, c, ih, iw] = the sum, in output order, of
+/// dy[n, c, oh, ow] over the outputs whose window holds (ih, iw) and whose argmax it is.
+/// i = (n*C + c) * H*W + ih*W + iw.
+template <class S>
+struct max_pool_backward_kernel {
+  const S* dy;
+  const std::int32_t* argmax;
+  S* dx;
+  std::size_t H, W, OH, OW, K, St, Pd;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    const std::size_t plane = i / (H * W), at = i % (H * W);
+    const std::size_t ih = at / W, iw = at % W;
+    const std::size_t ph = ih + Pd, pw = iw + Pd;  // padded coordinates
+    // Outputs oh with oh*St <= ph < oh*St + K.
+    const std::size_t oh_lo = ph + 1 > K ? (ph + 1 - K + St - 1) / St : 0;
+    const std::size_t ow_lo = pw + 1 > K ? (pw + 1 - K + St - 1) / St : 0;
+    const std::size_t oh_hi = ph / St + 1 < OH ? ph / St + 1 : OH;
+    const std::size_t ow_hi = pw / St + 1 < OW ? pw / St + 1 : OW;
+    const std::size_t base = plane * OH * OW;
+    S sum = S(0);
+    for (std::size_t oh = oh_lo; oh < oh_hi; ++oh) {
+      for (std::size_t ow = ow_lo; ow < ow_hi; ++ow) {
+        const std::size_t o = base + oh * OW + ow;
+        if (static_cast<std::size_t>(argmax[o]) == at)
+          sum += dy[o];
+      }
+    }
+    dx[i] = sum;
+  }
+};
+
+/// dst[i] = max(src[i], 0); a NaN stays NaN.
+template <class S>
+struct relu_copy_kernel {
+  const S* src;
+  S* dst;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    const S v = src[i];
+    dst[i] = v < S(0) ? S(0) : v;
+  }
+};
+
+/// dst[i] += src[i].
+template <class S>
+struct add_kernel {
+  const S* src;
+  S* dst;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const { dst[i] += src[i]; }
+};
+
+/// The IMPALA ResNet on a backend; see the file comment.
+template <ComputeBackend Backend, std::floating_point S>
+class backend_impala_resnet_torso {
+  template <class T>
+  using buffer = typename Backend::template buffer<T>;
+
+ public:
+  using config_type = impala_resnet_config;
+
+  /// The torso for channels x height x width images; throws std::invalid_argument (its message
+  /// starting with `who`) as the CPU torso would refuse the config.
+  backend_impala_resnet_torso(Backend& backend, const impala_resnet_config& config,
+                              std::size_t channels, std::size_t height, std::size_t width,
+                              const std::string& who)
+      : backend_(&backend), input_size_(channels * height * width) {
+    if (config.channels.empty() || config.blocks_per_stack < 0) {
+      throw std::invalid_argument(
+          who + ": the ResNet needs at least one stack and blocks_per_stack >= 0");
+    }
+    std::size_t c = channels, h = height, w = width, at = 0;
+    const auto conv3x3 = [&](std::size_t in, std::size_t out, std::size_t hh, std::size_t ww) {
+      conv_layer c3;
+      c3.shape.in_channels = static_cast<int>(in);
+      c3.shape.input_height = static_cast<int>(hh);
+      c3.shape.input_width = static_cast<int>(ww);
+      c3.shape.out_channels = static_cast<int>(out);
+      c3.shape.kernel_h = c3.shape.kernel_w = 3;
+      c3.shape.padding_h = c3.shape.padding_w = 1;
+      c3.w = at;
+      at += out * in * 9;
+      c3.b = at;
+      at += out;
+      return c3;
+    };
+    for (const std::ptrdiff_t out_channels : config.channels) {
+      if (out_channels <= 0)
+        throw std::invalid_argument(who + ": ResNet stack channels must be positive");
+      const auto out = static_cast<std::size_t>(out_channels);
+      stack s;
+      s.in_size = c * h * w;
+      s.conv = conv3x3(c, out, h, w);
+      s.C = out;
+      s.H = h;
+      s.W = w;
+      s.OH = (h + 2 - 3) / 2 + 1;  // 3x3, stride 2, padding 1
+      s.OW = (w + 2 - 3) / 2 + 1;
+      for (std::ptrdiff_t k = 0; k < 2 * config.blocks_per_stack; ++k)
+        s.blocks.push_back(conv3x3(out, out, s.OH, s.OW));
+      c = out;
+      h = s.OH;
+      w = s.OW;
+      stacks_.push_back(std::move(s));
+    }
+    num_parameters_ = at;
+  }
+
+  std::size_t num_parameters() const noexcept { return num_parameters_; }
+  std::size_t output_size() const noexcept { return stacks_.back().pooled_size(); }
+  std::size_t max_batch() const noexcept {
+    std::size_t widest = std::max<std::size_t>(input_size_, 1);
+    for (const stack& s : stacks_)
+      widest = std::max({widest, s.in_size, s.conv_size(),
+                         static_cast<std::size_t>(s.conv.shape.in_channels) * 9});
+    return static_cast<std::size_t>(std::numeric_limits<int>::max()) / widest;
+  }
+
+  /// Sizes the activations for N images; reallocates only to grow.
+  void reserve(std::size_t N) {
+    std::size_t conv_out = 0, pooled = 0;
+    for (stack& s : stacks_) {
+      const std::size_t P = s.pooled_size(), blocks = s.blocks.size() / 2;
+      grow(s.argmax, N * P);
+      s.z.resize(blocks + 1);
+      s.r1.resize(blocks);
+      s.r2.resize(blocks);
+      for (auto& z : s.z)
+        grow(z, N * P);
+      for (std::size_t j = 0; j < blocks; ++j) {
+        grow(s.r1[j], N * P);
+        grow(s.r2[j], N * P);
+      }
+      conv_out = std::max(conv_out, s.conv_size());
+      pooled = std::max(pooled, P);
+    }
+    grow(out_, N * output_size());
+    grow(conv_out_, N * conv_out);  // forward: the convolution's output; backward: its gradient
+    grow(dz_, N * pooled);
+    grow(da_, N * pooled);
+    grow(db_, N * pooled);
+  }
+
+  /// The features of input [N, C*H*W] (kept, with the activations, for `backward`).
+  const S* forward(const S* params, const S* input, std::size_t N) {
+    Backend& be = *backend_;
+    input_ = input;
+    const S* in = input;
+    for (stack& s : stacks_) {
+      const std::size_t P = s.pooled_size(), blocks = s.blocks.size() / 2;
+      be.conv2d_forward(s.conv.at(N), in, params + s.conv.w, params + s.conv.b, conv_out_.data());
+      be.for_each(N * P,
+                  max_pool_forward_kernel<S>{conv_out_.data(), s.z[0].data(), s.argmax.data(), s.H,
+                                             s.W, s.OH, s.OW, 3, 2, 1});
+      for (std::size_t j = 0; j < blocks; ++j) {
+        const conv_layer& a = s.blocks[2 * j];
+        const conv_layer& b = s.blocks[2 * j + 1];
+        be.for_each(N * P, relu_copy_kernel<S>{s.z[j].data(), s.r1[j].data()});
+        be.conv2d_forward(a.at(N), s.r1[j].data(), params + a.w, params + a.b, s.r2[j].data());
+        be.for_each(N * P, relu_kernel<S>{s.r2[j].data()});
+        be.conv2d_forward(b.at(N), s.r2[j].data(), params + b.w, params + b.b, s.z[j + 1].data());
+        be.for_each(N * P, add_kernel<S>{s.z[j].data(), s.z[j + 1].data()});
+      }
+      in = s.z[blocks].data();
+    }
+    be.for_each(N * output_size(), relu_copy_kernel<S>{in, out_.data()});
+    return out_.data();
+  }
+
+  /// Adds the parameter gradients into grads from d_features [N, output_size()]; needs the
+  /// last `forward` on the same N. The input (pixels) gets no gradient.
+  void backward(const S* params, S* grads, const S* d_features, std::size_t N) {
+    Backend& be = *backend_;
+    const std::size_t F = output_size();
+    be.for_each(N * F, relu_backward_kernel<S>{d_features, F, out_.data(), F, dz_.data(), F});
+    for (std::size_t si = stacks_.size(); si-- > 0;) {
+      stack& s = stacks_[si];
+      const std::size_t P = s.pooled_size(), blocks = s.blocks.size() / 2;
+      for (std::size_t j = blocks; j-- > 0;) {
+        // z' = z + conv_b(relu(conv_a(relu(z)))): the skip passes dz through unchanged.
+        const conv_layer& a = s.blocks[2 * j];
+        const conv_layer& b = s.blocks[2 * j + 1];
+        be.conv2d_backward(b.at(N), s.r2[j].data(), params + b.w, dz_.data(), da_.data(),
+                           grads + b.w, grads + b.b);
+        be.for_each(N * P,
+                    relu_backward_kernel<S>{da_.data(), P, s.r2[j].data(), P, da_.data(), P});
+        be.conv2d_backward(a.at(N), s.r1[j].data(), params + a.w, da_.data(), db_.data(),
+                           grads + a.w, grads + a.b);
+        be.for_each(N * P,
+                    relu_backward_kernel<S>{db_.data(), P, s.r1[j].data(), P, db_.data(), P});
+        be.for_each(N * P, add_kernel<S>{db_.data(), dz_.data()});
+      }
+      be.for_each(N * s.conv_size(),
+                  max_pool_backward_kernel<S>{dz_.data(), s.argmax.data(), conv_out_.data(), s.H,
+                                              s.W, s.OH, s.OW, 3, 2, 1});
+      const S* in = si == 0 ? input_ : stacks_[si - 1].z.back().data();
+      // Its input gradient is the previous stack's output gradient: straight into dz_.
+      be.conv2d_backward(s.conv.at(N), in, params + s.conv.w, conv_out_.data(),
+                         si == 0 ? nullptr : dz_.data(), grads + s.conv.w, grads + s.conv.b);
+    }
+  }
+
+ private:
+  struct conv_layer {
+    conv2d_shape shape;  ///< batch set per call
+    std::size_t w = 0, b = 0;
+    conv2d_shape at(std::size_t N) const {
+      conv2d_shape s = shape;
+      s.batch = static_cast<int>(N);
+      return s;
+    }
+  };
+  struct stack {
+    conv_layer conv;
+    std::vector<conv_layer> blocks;   ///< two per residual block
+    std::size_t in_size = 0;          ///< elements of the stack's input image
+    std::size_t C = 0, H = 0, W = 0;  ///< the convolution's output (the pool's input)
+    std::size_t OH = 0, OW = 0;       ///< the pool's output
+    std::size_t conv_size() const noexcept { return C * H * W; }
+    std::size_t pooled_size() const noexcept { return C * OH * OW; }
+    buffer<std::int32_t> argmax;       ///< [N, pooled_size()]
+    std::vector<buffer<S>> z, r1, r2;  ///< z[0] the pool's output; block j: z[j] -> z[j+1]
+  };
+
+  template <class Buffer>
+  void grow(Buffer& b, std::size_t n) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(b.data())>>;
+    if (b.size() < n)
+      b = backend_->template allocate<T>(n);
+  }
+
+  Backend* backend_;
+  std::vector<stack> stacks_;
+  std::size_t input_size_ = 0;
+  std::size_t num_parameters_ = 0;
+  const S* input_ = nullptr;
+  buffer<S> out_;           ///< [N, output_size()] after the final ReLU
+  buffer<S> conv_out_;      ///< a stack convolution's output, then its gradient
+  buffer<S> dz_, da_, db_;  ///< a stack output's gradient, then a block's two
+};
+
+template <class Backend, class S>
+struct backend_torso<Backend, S, impala_resnet_config> {
+  using type = backend_impala_resnet_torso<Backend, S>;
+};
+
+}  // namespace seedrl::detail
