@@ -19,7 +19,11 @@
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/cuda/mlp_lstm_trainer.hpp"
+#include "seedrl/cuda/pixel_lstm_trainer.hpp"
+#include "seedrl/net/frame_stack.hpp"
+#include "seedrl/net/impala_resnet_lstm_agent.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/net/nature_cnn_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/trainer.hpp"
 #include "seedrl/train/mlp_lstm_trainer.hpp"
@@ -166,6 +170,88 @@ void run_case(const train_case& c, bool quick) {
              1e3 * samples / cpu_generic));
 }
 
+/// A frame-stacked pixel agent's batch: single 84x84 frames of pixel values (as the learner
+/// converts uint8 frames), frame history and LSTM state in the start state.
+template <class Net>
+owned_batch make_pixel_batch(const Net& net, std::size_t T, std::size_t B, std::uint64_t seed) {
+  random_generator rng(seed);
+  const std::size_t rows = (T + 1) * B;
+  const auto A = static_cast<std::uint64_t>(net.inner().num_actions());
+  const auto frame = static_cast<std::size_t>(net.frame_size());
+  const auto state = static_cast<std::size_t>(net.state_size());
+  const auto history = static_cast<std::size_t>(net.history_size());
+  owned_batch b;
+  b.observations.resize(rows * frame);
+  for (float& x : b.observations)
+    x = static_cast<float>(rng() % 256);
+  b.start_state.resize(B * state);
+  for (std::size_t i = 0; i < b.start_state.size(); ++i) {
+    b.start_state[i] = i % state < history ? static_cast<float>(rng() % 256)
+                                           : static_cast<float>(rng.uniform(-0.5, 0.5));
+  }
+  b.rewards.resize(rows);
+  b.behaviour_log_probs.resize(rows);
+  b.dones.resize(rows);
+  b.prev_actions.resize(rows);
+  b.actions.resize(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    b.rewards[i] = static_cast<float>(rng.uniform(-1, 1));
+    b.behaviour_log_probs[i] = static_cast<float>(rng.uniform(-2, -0.1));
+    b.dones[i] = rng.uniform() < 0.02 ? 1 : 0;
+    b.prev_actions[i] = static_cast<std::int32_t>(rng() % A);
+    b.actions[i] = static_cast<std::int32_t>(rng() % A);
+  }
+  return b;
+}
+
+/// The Atari networks' training step at the Atari example's sizes (84x84, 4 frames, T = 20,
+/// B = 32): cuda::pixel_lstm_trainer (cuDNN convolutions) against host_trainer on one thread.
+template <class Agent, class TorsoConfig>
+void run_pixel_case(const char* name, const pixel_lstm_agent_config<TorsoConfig>& config,
+                    bool quick) {
+  using net_t = frame_stacked<Agent>;
+  const std::size_t T = 20, B = 32;
+  const impala_loss<float> loss;
+  adam_config opt_config;
+  opt_config.learning_rate = 1e-4;
+  const double max_grad_norm = 40.0;
+  frame_stack_config stack;
+  stack.depth = 4;
+  const net_t init(stack, config);
+  std::vector<owned_batch> owned;
+  std::vector<training_batch<float>> batches;
+  for (std::uint64_t i = 0; i < 2; ++i)
+    owned.push_back(make_pixel_batch(init, T, B, 200 + i));
+  for (const auto& b : owned)
+    batches.push_back(b.view(T, B, static_cast<std::size_t>(config.num_actions)));
+  const std::string shape = std::string(name) + " T=20 B=32";
+  const double samples = static_cast<double>(T * B);
+
+  double gpu = 0.0;
+  try {
+    net_t net(init);
+    adam<float> opt(opt_config);
+    cuda::pixel_lstm_trainer<float, TorsoConfig> trainer;
+    gpu = samples_per_s(batches, 2, quick ? 3 : 20, [&](const training_batch<float>& b) {
+      trainer.train_step(b, net, opt, loss, max_grad_norm);
+    });
+  } catch (const std::exception& e) {
+    row("train " + shape + " gpu", 0, "error", e.what());
+  }
+  net_t cpu_net(init);
+  adam<float> cpu_opt(opt_config);
+  host_trainer cpu_trainer;
+  const double cpu = samples_per_s(batches, 1, quick ? 1 : 2, [&](const training_batch<float>& b) {
+    cpu_trainer.train_step(b, cpu_net, cpu_opt, loss, max_grad_norm);
+  });
+  if (gpu > 0) {
+    row("train " + shape + " gpu", gpu, "smp/s",
+        format("%.3f ms/step; ", 1e3 * samples / gpu) + format("%.1fx host_trainer", gpu / cpu));
+  }
+  row("train " + shape + " cpu host_trainer", cpu, "smp/s",
+      format("%.3f ms/step, 1 thread (learner --device cpu)", 1e3 * samples / cpu));
+}
+
 }  // namespace
 
 void bench_train_step(bool quick) {
@@ -185,6 +271,14 @@ void bench_train_step(bool quick) {
     } catch (const std::exception& e) {
       row(std::string("train ") + c->name, 0, "error", e.what());
     }
+  }
+  try {
+    nature_cnn_lstm_agent_config nature;  // 84x84x4, convs 32,64,64, dense 512, LSTM 512
+    run_pixel_case<nature_cnn_lstm_agent<float>>("atari nature", nature, quick);
+    auto resnet = impala_resnet_lstm_agent_defaults();  // stacks 16,32,32, dense 256, LSTM 256
+    run_pixel_case<impala_resnet_lstm_agent<float>>("atari resnet", resnet, quick);
+  } catch (const std::exception& e) {
+    row("train atari pixels", 0, "error", e.what());
   }
 }
 

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "seedrl/env/catch.hpp"
@@ -104,8 +105,7 @@ struct options {
       "  --max-envs N            environments the learner holds state for (default 256; local\n"
       "                          mode: actors x envs)\n"
       "  --network nature|resnet Nature CNN + LSTM 512, or IMPALA ResNet + LSTM 256\n"
-      "  --device cpu|cuda       where the learner trains (default cpu; cuda: the first GPU,\n"
-      "                          Nature network only)\n"
+      "  --device cpu|cuda       where the learner trains (default cpu; cuda: the first GPU)\n"
       "  --lstm-size N --dense-size N   override the network's sizes\n"
       "  --conv-channels A,B,C   convolution widths (Nature: 3 values, default 32,64,64; ResNet:\n"
       "                          one per stack, default 16,32,32)\n"
@@ -252,12 +252,6 @@ options parse(int argc, char** argv) {
   }
   if (o.device != "cpu" && o.device != "cuda") {
     std::fprintf(stderr, "--device takes cpu or cuda, got %s\n", o.device.c_str());
-    std::exit(2);
-  }
-  if (o.device == "cuda" && o.network != "nature") {
-    std::fprintf(stderr,
-                 "--device cuda trains the Nature network only so far (no GPU trainer for the "
-                 "IMPALA ResNet yet); use --network nature or --device cpu\n");
     std::exit(2);
   }
   if (o.resume && o.checkpoint_dir.empty()) {
@@ -553,6 +547,32 @@ void size_network(seedrl::pixel_lstm_agent_config<TorsoConfig>& c, const options
     c.dense_size = o.dense_size;
 }
 
+/// train() with the trainer --device asks for: host_trainer, or the GPU trainer of the agent's
+/// torso (exit 2 with the reason when no GPU can be used).
+template <class Agent>
+int train_on_device(const options& o, secret_ptr secret, const Agent& net,
+                    const std::string& description, const seedrl::observation_spec& obs_spec,
+                    const seedrl::action_spec& act_spec) {
+  if (o.device == "cpu")
+    return train(o, std::move(secret), net, description, obs_spec, act_spec);
+#if defined(SEEDRL_HAS_CUDA)
+  using torso_config = std::remove_cvref_t<decltype(net.inner().config().torso)>;
+  std::optional<seedrl::cuda::pixel_lstm_trainer<float, torso_config>> gpu;
+  try {
+    gpu.emplace(0);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "--device cuda: %s\n", e.what());  // the message says what to do
+    return 2;
+  }
+  return train(o, std::move(secret), net, description, obs_spec, act_spec, std::move(*gpu));
+#else
+  std::fprintf(stderr,
+               "--device cuda: this seedrl_atari was built without CUDA (configure with nvcc "
+               "on PATH, or -DSEEDRL_ENABLE_CUDA=ON); use --device cpu\n");
+  return 2;
+#endif
+}
+
 int run_learner(const options& o, secret_ptr secret) {
   std::int32_t num_actions = 3;
   seedrl::observation_spec obs_spec = seedrl::catch_game::observation_spec();
@@ -577,31 +597,16 @@ int run_learner(const options& o, secret_ptr secret) {
     if (!o.conv_channels.empty())
       std::copy_n(o.conv_channels.begin(), 3, c.torso.channels.begin());
     using agent = seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>>;
-    if (o.device == "cpu")
-      return train(o, std::move(secret), agent(stack, c), seedrl::describe(c), obs_spec, act_spec);
-#if defined(SEEDRL_HAS_CUDA)
-    std::optional<seedrl::cuda::pixel_lstm_trainer<float>> gpu;
-    try {
-      gpu.emplace(0);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "--device cuda: %s\n", e.what());  // the message says what to do
-      return 2;
-    }
-    return train(o, std::move(secret), agent(stack, c), seedrl::describe(c), obs_spec, act_spec,
-                 std::move(*gpu));
-#else
-    std::fprintf(stderr,
-                 "--device cuda: this seedrl_atari was built without CUDA (configure with nvcc "
-                 "on PATH, or -DSEEDRL_ENABLE_CUDA=ON); use --device cpu\n");
-    return 2;
-#endif
+    return train_on_device(o, std::move(secret), agent(stack, c), seedrl::describe(c), obs_spec,
+                           act_spec);
   }
   auto c = seedrl::impala_resnet_lstm_agent_defaults();
   size_network(c, o, num_actions);
   if (!o.conv_channels.empty())
     c.torso.channels = o.conv_channels;
   using agent = seedrl::frame_stacked<seedrl::impala_resnet_lstm_agent<float>>;
-  return train(o, std::move(secret), agent(stack, c), seedrl::describe(c), obs_spec, act_spec);
+  return train_on_device(o, std::move(secret), agent(stack, c), seedrl::describe(c), obs_spec,
+                         act_spec);
 }
 
 }  // namespace

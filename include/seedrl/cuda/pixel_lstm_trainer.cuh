@@ -1,12 +1,13 @@
 #pragma once
 /// \file
 /// The GPU side of `cuda::pixel_lstm_trainer` (seedrl/cuda/pixel_lstm_trainer.hpp): its members
-/// that touch the device, over `backend_pixel_lstm_trainer<cuda_backend, S>`. Include it from
-/// exactly one .cu file of a program, compiled by nvcc, next to one explicit instantiation per
-/// scalar type the program uses:
+/// that touch the device, over `backend_pixel_lstm_trainer<cuda_backend, S, TorsoConfig>`. Include
+/// it from exactly one .cu file of a program, compiled by nvcc, next to one explicit instantiation
+/// per scalar type the program uses:
 ///
 ///   #include "seedrl/cuda/pixel_lstm_trainer.cuh"
-///   template class seedrl::cuda::pixel_lstm_trainer<float>;
+///   template class seedrl::cuda::pixel_lstm_trainer<float>;  // Nature CNN
+///   template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::impala_resnet_config>;
 ///
 /// Includes no Eigen (only the network's config headers), so nvcc never compiles the CPU
 /// network. Its helpers have names of their own, so a program may include this file and
@@ -28,7 +29,6 @@
 #include "seedrl/cuda/error.cuh"
 #include "seedrl/cuda/pixel_lstm_trainer.hpp"
 #include "seedrl/net/frame_stack_config.hpp"
-#include "seedrl/net/nature_cnn_lstm_agent_config.hpp"
 #include "seedrl/train/pixel_lstm_trainer.hpp"
 
 namespace seedrl::cuda {
@@ -58,13 +58,13 @@ inline void use_pixel_trainer_device(int device) {
 
 }  // namespace detail
 
-template <std::floating_point S>
-struct pixel_lstm_trainer<S>::impl {
+template <std::floating_point S, class TorsoConfig>
+struct pixel_lstm_trainer<S, TorsoConfig>::impl {
   cuda_backend backend;
-  std::unique_ptr<backend_pixel_lstm_trainer<cuda_backend, S>> trainer;
+  std::unique_ptr<backend_pixel_lstm_trainer<cuda_backend, S, TorsoConfig>> trainer;
   std::string shape;  ///< the stacking and describe(agent config) of `trainer`'s network
 
-  backend_pixel_lstm_trainer<cuda_backend, S>& model(const char* who) const {
+  backend_pixel_lstm_trainer<cuda_backend, S, TorsoConfig>& model(const char* who) const {
     if (!trainer) {
       throw std::logic_error(std::string("seedrl::cuda::pixel_lstm_trainer::") + who +
                              ": no network on the GPU yet; call load_from_host or upload_model "
@@ -74,26 +74,27 @@ struct pixel_lstm_trainer<S>::impl {
   }
 };
 
-template <std::floating_point S>
-pixel_lstm_trainer<S>::pixel_lstm_trainer(int device) : device_(device) {
+template <std::floating_point S, class TorsoConfig>
+pixel_lstm_trainer<S, TorsoConfig>::pixel_lstm_trainer(int device) : device_(device) {
   detail::require_pixel_trainer_device(device);
   detail::use_pixel_trainer_device(device);
   impl_ = std::make_unique<impl>();
 }
 
-template <std::floating_point S>
-pixel_lstm_trainer<S>::~pixel_lstm_trainer() {
+template <std::floating_point S, class TorsoConfig>
+pixel_lstm_trainer<S, TorsoConfig>::~pixel_lstm_trainer() {
   if (impl_) {
     (void)cudaSetDevice(device_);  // free on the right device; a destructor cannot report
     impl_.reset();
   }
 }
 
-template <std::floating_point S>
-pixel_lstm_trainer<S>::pixel_lstm_trainer(pixel_lstm_trainer&&) noexcept = default;
+template <std::floating_point S, class TorsoConfig>
+pixel_lstm_trainer<S, TorsoConfig>::pixel_lstm_trainer(pixel_lstm_trainer&&) noexcept = default;
 
-template <std::floating_point S>
-pixel_lstm_trainer<S>& pixel_lstm_trainer<S>::operator=(pixel_lstm_trainer&& other) noexcept {
+template <std::floating_point S, class TorsoConfig>
+pixel_lstm_trainer<S, TorsoConfig>& pixel_lstm_trainer<S, TorsoConfig>::operator=(
+    pixel_lstm_trainer&& other) noexcept {
   if (this != &other) {
     if (impl_) {
       (void)cudaSetDevice(device_);
@@ -107,10 +108,10 @@ pixel_lstm_trainer<S>& pixel_lstm_trainer<S>::operator=(pixel_lstm_trainer&& oth
   return *this;
 }
 
-template <std::floating_point S>
-void pixel_lstm_trainer<S>::upload_model(const frame_stack_config& stack,
-                                         const nature_cnn_lstm_agent_config& agent,
-                                         std::span<const S> params) {
+template <std::floating_point S, class TorsoConfig>
+void pixel_lstm_trainer<S, TorsoConfig>::upload_model(const frame_stack_config& stack,
+                                                      const agent_config& agent,
+                                                      std::span<const S> params) {
   detail::use_pixel_trainer_device(device_);
   std::string shape = "frames " + std::to_string(stack.height) + "x" + std::to_string(stack.width) +
                       "x" + std::to_string(stack.channels) + " depth " +
@@ -118,31 +119,32 @@ void pixel_lstm_trainer<S>::upload_model(const frame_stack_config& stack,
                       describe(agent);
   if (!impl_->trainer || impl_->shape != shape) {
     impl_->trainer.reset();  // free the old network's buffers before allocating the new one
-    impl_->trainer =
-        std::make_unique<backend_pixel_lstm_trainer<cuda_backend, S>>(impl_->backend, stack, agent);
+    impl_->trainer = std::make_unique<backend_pixel_lstm_trainer<cuda_backend, S, TorsoConfig>>(
+        impl_->backend, stack, agent);
     impl_->shape = std::move(shape);
   }
   impl_->trainer->set_parameters(params);
 }
 
-template <std::floating_point S>
-void pixel_lstm_trainer<S>::upload_optimizer(const adam_config& config, std::int64_t steps,
-                                             std::span<const std::span<const S>> state) {
+template <std::floating_point S, class TorsoConfig>
+void pixel_lstm_trainer<S, TorsoConfig>::upload_optimizer(
+    const adam_config& config, std::int64_t steps, std::span<const std::span<const S>> state) {
   detail::use_pixel_trainer_device(device_);
   impl_->model("upload_optimizer").set_optimizer(config, steps, state);
 }
 
-template <std::floating_point S>
-void pixel_lstm_trainer<S>::upload_optimizer(const rmsprop_config& config, std::int64_t steps,
-                                             std::span<const std::span<const S>> state) {
+template <std::floating_point S, class TorsoConfig>
+void pixel_lstm_trainer<S, TorsoConfig>::upload_optimizer(
+    const rmsprop_config& config, std::int64_t steps, std::span<const std::span<const S>> state) {
   detail::use_pixel_trainer_device(device_);
   impl_->model("upload_optimizer").set_optimizer(config, steps, state);
 }
 
-template <std::floating_point S>
-train_step_result pixel_lstm_trainer<S>::step(const training_batch<S>& batch,
-                                              const impala_loss_config<S>& loss,
-                                              double max_grad_norm, std::span<S> params_out) {
+template <std::floating_point S, class TorsoConfig>
+train_step_result pixel_lstm_trainer<S, TorsoConfig>::step(const training_batch<S>& batch,
+                                                           const impala_loss_config<S>& loss,
+                                                           double max_grad_norm,
+                                                           std::span<S> params_out) {
   detail::use_pixel_trainer_device(device_);
   auto& model = impl_->model("step");
   if (params_out.size() != model.num_parameters()) {
@@ -155,30 +157,30 @@ train_step_result pixel_lstm_trainer<S>::step(const training_batch<S>& batch,
   return r;
 }
 
-template <std::floating_point S>
-void pixel_lstm_trainer<S>::download_parameters(std::span<S> params_out) const {
+template <std::floating_point S, class TorsoConfig>
+void pixel_lstm_trainer<S, TorsoConfig>::download_parameters(std::span<S> params_out) const {
   detail::use_pixel_trainer_device(device_);
   impl_->model("download_parameters").get_parameters(params_out);
 }
 
-template <std::floating_point S>
-std::int64_t pixel_lstm_trainer<S>::optimizer_steps() const {
+template <std::floating_point S, class TorsoConfig>
+std::int64_t pixel_lstm_trainer<S, TorsoConfig>::optimizer_steps() const {
   return impl_->model("optimizer_steps").optimizer_step_count();
 }
 
-template <std::floating_point S>
-std::vector<std::vector<S>> pixel_lstm_trainer<S>::optimizer_arrays() const {
+template <std::floating_point S, class TorsoConfig>
+std::vector<std::vector<S>> pixel_lstm_trainer<S, TorsoConfig>::optimizer_arrays() const {
   detail::use_pixel_trainer_device(device_);
   return impl_->model("optimizer_arrays").optimizer_state();
 }
 
-template <std::floating_point S>
-double pixel_lstm_trainer<S>::learning_rate() const {
+template <std::floating_point S, class TorsoConfig>
+double pixel_lstm_trainer<S, TorsoConfig>::learning_rate() const {
   return impl_->model("learning_rate").learning_rate();
 }
 
-template <std::floating_point S>
-std::size_t pixel_lstm_trainer<S>::num_parameters() const {
+template <std::floating_point S, class TorsoConfig>
+std::size_t pixel_lstm_trainer<S, TorsoConfig>::num_parameters() const {
   return impl_->trainer ? impl_->trainer->num_parameters() : 0;
 }
 

@@ -1,23 +1,25 @@
 #pragma once
 /// \file
-/// `cuda::pixel_lstm_trainer<S>`: trains a `frame_stacked<nature_cnn_lstm_agent<S>>` (the Atari
-/// example's network) on a GPU, as a `seedrl::Trainer` (seedrl/runtime/trainer.hpp) the learner
-/// can use instead of `host_trainer`, as `cuda::mlp_lstm_trainer` does for the MLP agent.
-/// The step is `backend_pixel_lstm_trainer` (seedrl/train/pixel_lstm_trainer.hpp) on
-/// `cuda::cuda_backend`: parameters, optimizer state and every activation stay on the GPU; each
-/// step uploads the batch and downloads the new parameters into `net.parameters()` (what the
-/// learner publishes to the actors).
+/// `cuda::pixel_lstm_trainer<S, TorsoConfig>`: trains the Atari example's networks on a GPU,
+/// `frame_stacked<nature_cnn_lstm_agent<S>>` (TorsoConfig = nature_cnn_config, the default) or
+/// `frame_stacked<impala_resnet_lstm_agent<S>>` (TorsoConfig = impala_resnet_config), as a
+/// `seedrl::Trainer` (seedrl/runtime/trainer.hpp) the learner can use instead of `host_trainer`, as
+/// `cuda::mlp_lstm_trainer` does for the MLP agent. The step is `backend_pixel_lstm_trainer`
+/// (seedrl/train/pixel_lstm_trainer.hpp) on `cuda::cuda_backend`: parameters, optimizer state and
+/// every activation stay on the GPU; each step uploads the batch and downloads the new parameters
+/// into `net.parameters()` (what the learner publishes to the actors).
 ///
 /// Plain C++: no CUDA header, no kernel, so programs compiled by g++ or clang (the learner)
 /// include it. The members that touch the GPU are defined in seedrl/cuda/pixel_lstm_trainer.cuh;
 /// instantiate them once, in one .cu file of the program compiled by nvcc:
 ///
 ///   #include "seedrl/cuda/pixel_lstm_trainer.cuh"
-///   template class seedrl::cuda::pixel_lstm_trainer<float>;
+///   template class seedrl::cuda::pixel_lstm_trainer<float>;  // Nature CNN
+///   template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::impala_resnet_config>;
 ///
 /// and link it with `seedrl::cuda`. That header includes this one, which is why this one
 /// includes no Eigen either: the Trainer members take the network, the optimizer and the loss as
-/// template parameters (a `frame_stacked<nature_cnn_lstm_agent<S>>`, `adam<S>` or `rmsprop<S>`,
+/// template parameters (a `frame_stacked<pixel_lstm_agent<Torso, S>>`, `adam<S>` or `rmsprop<S>`,
 /// `impala_loss<S>`), so that nvcc never sees their definitions.
 ///
 /// State: the first `train_step` (or `load_from_host`) uploads the network's parameters and the
@@ -42,18 +44,22 @@
 #include "seedrl/detail/optimizer_math.hpp"
 #include "seedrl/detail/type_traits.hpp"
 #include "seedrl/net/frame_stack_config.hpp"
-#include "seedrl/net/nature_cnn_lstm_agent_config.hpp"
+#include "seedrl/net/impala_resnet_config.hpp"
+#include "seedrl/net/nature_cnn_config.hpp"
+#include "seedrl/net/pixel_lstm_agent_config.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/training_batch.hpp"
 
 namespace seedrl::cuda {
 
-/// Trains a `frame_stacked<nature_cnn_lstm_agent<S>>` on a GPU; see the file comment.
-template <std::floating_point S>
+/// Trains a `frame_stacked<pixel_lstm_agent<Torso, S>>` on a GPU, the torso given by its config
+/// type; see the file comment.
+template <std::floating_point S, class TorsoConfig = nature_cnn_config>
 class pixel_lstm_trainer {
  public:
-  using scalar_type = S;  ///< parameter type
+  using scalar_type = S;                                      ///< parameter type
+  using agent_config = pixel_lstm_agent_config<TorsoConfig>;  ///< the network's shape
 
   /// Uses CUDA device `device`; throws std::runtime_error saying what to do when no usable
   /// device has that number (no GPU, no driver, or too few GPUs).
@@ -68,8 +74,8 @@ class pixel_lstm_trainer {
 
   /// One training step on the GPU; afterwards `net.parameters()` holds the new parameters.
   /// The first call uploads `net` and `opt` (load_from_host). `Net` is a
-  /// frame_stacked<nature_cnn_lstm_agent<S>>,
-  /// `Opt` an adam<S> or rmsprop<S>, `Loss` an impala_loss<S> (only its config is used).
+  /// frame_stacked<pixel_lstm_agent<Torso, S>> whose torso's config is TorsoConfig, `Opt` an
+  /// adam<S> or rmsprop<S>, `Loss` an impala_loss<S> (only its config is used).
   template <class Net, class Opt, class Loss>
   train_step_result train_step(const training_batch<S>& batch, Net& net, Opt& opt, const Loss& loss,
                                double max_grad_norm) {
@@ -136,7 +142,7 @@ class pixel_lstm_trainer {
 
   /// Builds the GPU network for `stack` and `agent` (kept when the shape is unchanged) and
   /// uploads `params` (the CPU network's `parameters()` layout).
-  void upload_model(const frame_stack_config& stack, const nature_cnn_lstm_agent_config& agent,
+  void upload_model(const frame_stack_config& stack, const agent_config& agent,
                     std::span<const S> params);
 
   /// Sets Adam after `steps` steps with state {m, v} (empty: zeros; see
@@ -190,9 +196,10 @@ class pixel_lstm_trainer {
                        frame_stack_config> &&
             std::is_same_v<
                 std::remove_cvref_t<decltype(std::declval<const Net&>().inner().config())>,
-                nature_cnn_lstm_agent_config>,
-        "seedrl: cuda::pixel_lstm_trainer trains seedrl::frame_stacked<nature_cnn_lstm_agent> "
-        "only; use host_trainer for other networks");
+                agent_config>,
+        "seedrl: cuda::pixel_lstm_trainer<S, TorsoConfig> trains a "
+        "seedrl::frame_stacked<pixel_lstm_agent> whose torso's config is TorsoConfig "
+        "(nature_cnn_config or impala_resnet_config); use host_trainer for other networks");
     using config_type = std::remove_cvref_t<decltype(std::declval<const Opt&>().config())>;
     if constexpr (!std::is_same_v<config_type, adam_config> &&
                   !std::is_same_v<config_type, rmsprop_config>) {

@@ -52,8 +52,10 @@ struct max_pool_forward_kernel {
     const std::size_t h_lo = h0 > Pd ? h0 - Pd : 0, w_lo = w0 > Pd ? w0 - Pd : 0;
     const std::size_t h_hi = h0 + K - Pd < H ? h0 + K - Pd : H;
     const std::size_t w_hi = w0 + K - Pd < W ? w0 + K - Pd : W;
+    // Starting from the first cell picks what the CPU's start from -infinity picks (the window
+    // is never empty, and a -infinity or NaN first cell is kept or replaced alike).
     std::size_t best = h_lo * W + w_lo;
-    S best_value = -std::numeric_limits<S>::infinity();
+    S best_value = in[best];
     for (std::size_t ih = h_lo; ih < h_hi; ++ih) {
       for (std::size_t iw = w_lo; iw < w_hi; ++iw) {
         const S v = in[ih * W + iw];
