@@ -77,7 +77,7 @@ echo "GPU tests: $tests"
 echo "GPU benchmarks (exit $bench_rc; full output in $logs/bench.txt):"
 cat "$logs/bench.txt"
 echo
-echo "Training step, GPU (cuda::mlp_lstm_trainer) vs CPU (one thread), samples/s = T*B per step:"
+echo "Training step, GPU (cuda::mlp_lstm_trainer, cuda::pixel_lstm_trainer) vs CPU (one thread), samples/s = T*B per step:"
 grep -E '^\| train ' "$logs/bench.txt" || echo "(no training-step rows)"
 echo "elapsed: $((SECONDS - start)) s"
 [[ $test_rc -eq 0 && $bench_rc -eq 0 ]]
