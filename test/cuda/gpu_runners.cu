@@ -347,4 +347,85 @@ loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, i
   return terms;
 }
 
+template <class S>
+conv2d_run<S> backend_conv2d(const conv2d_shape& shape, const std::vector<S>& x,
+                             const std::vector<S>& w, const std::vector<S>& bias,
+                             const std::vector<S>& dy, const std::vector<S>& dw0,
+                             const std::vector<S>& dbias0) {
+  const auto n = static_cast<std::size_t>(shape.batch);
+  const std::size_t in = static_cast<std::size_t>(shape.in_channels) *
+                         static_cast<std::size_t>(shape.input_height) *
+                         static_cast<std::size_t>(shape.input_width);
+  const std::size_t out = static_cast<std::size_t>(shape.out_channels) *
+                          static_cast<std::size_t>(shape.output_height()) *
+                          static_cast<std::size_t>(shape.output_width());
+  if (x.size() != n * in || dy.size() != n * out || bias.size() != dbias0.size() ||
+      w.size() != dw0.size()) {
+    throw std::invalid_argument("backend_conv2d: inputs do not match the shape");
+  }
+  cuda::cuda_backend be;
+  auto d_x = backend_up(be, x);
+  auto d_w = backend_up(be, w);
+  auto d_bias = backend_up(be, bias);
+  auto d_dy = backend_up(be, dy);
+  auto d_dw = backend_up(be, dw0);
+  auto d_dbias = backend_up(be, dbias0);
+  auto d_dw2 = backend_up(be, dw0);
+  auto d_dbias2 = backend_up(be, dbias0);
+  auto d_y = be.allocate<S>(n * out);
+  auto d_dx = be.allocate<S>(n * in);
+  const S nan = std::numeric_limits<S>::quiet_NaN();
+  be.fill(d_y.data(), d_y.size(), nan);
+  be.fill(d_dx.data(), d_dx.size(), nan);
+  const S* cx = d_x.data();
+  const S* cw = d_w.data();
+  const S* cdy = d_dy.data();
+  be.conv2d_forward(shape, cx, cw, static_cast<const S*>(d_bias.data()), d_y.data());
+  be.conv2d_backward(shape, cx, cw, cdy, d_dx.data(), d_dw.data(), d_dbias.data());
+  be.conv2d_backward(shape, cx, cw, cdy, static_cast<S*>(nullptr), d_dw2.data(), d_dbias2.data());
+  conv2d_run<S> r;
+  r.y = backend_down(be, d_y);
+  r.dx = backend_down(be, d_dx);
+  r.dw = backend_down(be, d_dw);
+  r.dbias = backend_down(be, d_dbias);
+  r.dw_no_dx = backend_down(be, d_dw2);
+  r.dbias_no_dx = backend_down(be, d_dbias2);
+  return r;
+}
+
+template conv2d_run<float> backend_conv2d<float>(const conv2d_shape&, const std::vector<float>&,
+                                                 const std::vector<float>&,
+                                                 const std::vector<float>&,
+                                                 const std::vector<float>&,
+                                                 const std::vector<float>&,
+                                                 const std::vector<float>&);
+template conv2d_run<double> backend_conv2d<double>(const conv2d_shape&, const std::vector<double>&,
+                                                   const std::vector<double>&,
+                                                   const std::vector<double>&,
+                                                   const std::vector<double>&,
+                                                   const std::vector<double>&,
+                                                   const std::vector<double>&);
+
+bool backend_conv2d_refuses(const conv2d_shape& shape) {
+  cuda::cuda_backend be;
+  auto d = be.allocate<float>(1);
+  const float* c = d.data();
+  const auto refuses = [](auto&& call) {
+    try {
+      call();
+    } catch (const std::invalid_argument&) {
+      return true;
+    }
+    return false;
+  };
+  const bool forward = refuses([&] { be.conv2d_forward(shape, c, c, c, d.data()); });
+  const bool backward =
+      refuses([&] { be.conv2d_backward(shape, c, c, c, d.data(), d.data(), d.data()); });
+  const bool params = refuses([&] {
+    be.conv2d_backward(shape, c, c, c, static_cast<float*>(nullptr), d.data(), d.data());
+  });
+  be.synchronize();
+  return forward && backward && params;
+}
+
 }  // namespace seedrl::test_gpu

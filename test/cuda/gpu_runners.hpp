@@ -10,6 +10,7 @@
 
 #include "seedrl/algo/impala_loss_config.hpp"
 #include "seedrl/algo/loss.hpp"
+#include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/detail/optimizer_math.hpp"
 #include "seedrl/detail/vtrace_step.hpp"
@@ -109,5 +110,26 @@ loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, i
                                const std::vector<float>& rewards,
                                const std::vector<std::uint8_t>& dones,
                                std::vector<float>& grad_logits, std::vector<float>& grad_values);
+
+/// What cuda_backend's convolutions give in `backend_conv2d`.
+template <class S>
+struct conv2d_run {
+  std::vector<S> y, dx, dw, dbias;       ///< forward, then backward with dx
+  std::vector<S> dw_no_dx, dbias_no_dx;  ///< a second backward, dx == nullptr
+};
+
+/// On one cuda_backend and device copies of the inputs (sizes from `shape`):
+/// conv2d_forward into a NaN-filled y; conv2d_backward into a NaN-filled dx and into dw / dbias
+/// holding dw0 / dbias0; then conv2d_backward with dx == nullptr into fresh copies of dw0 /
+/// dbias0. Returns what the device buffers hold afterwards.
+template <class S>
+conv2d_run<S> backend_conv2d(const conv2d_shape& shape, const std::vector<S>& x,
+                             const std::vector<S>& w, const std::vector<S>& bias,
+                             const std::vector<S>& dy, const std::vector<S>& dw0,
+                             const std::vector<S>& dbias0);
+
+/// Whether cuda_backend's conv2d_forward and conv2d_backward (with and without dx) all throw
+/// std::invalid_argument for `shape` (given one-element device buffers).
+bool backend_conv2d_refuses(const conv2d_shape& shape);
 
 }  // namespace seedrl::test_gpu

@@ -1,6 +1,8 @@
-// The GPU side of cuda::pixel_lstm_trainer<float> for the tests: the one explicit instantiation a
-// program needs (see seedrl/cuda/pixel_lstm_trainer.hpp). Compiled by nvcc; includes no Eigen.
+// The GPU side of cuda::pixel_lstm_trainer<float> over both torsos for the tests: the explicit
+// instantiations a program needs (see seedrl/cuda/pixel_lstm_trainer.hpp). Compiled by nvcc;
+// includes no Eigen.
 
 #include "seedrl/cuda/pixel_lstm_trainer.cuh"
 
 template class seedrl::cuda::pixel_lstm_trainer<float>;
+template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::impala_resnet_config>;

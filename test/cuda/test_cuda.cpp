@@ -614,6 +614,126 @@ TEST_CASE("cuda_backend impala_loss matches the CPU loss, with and without clipp
   }
 }
 
+// --- cuda_backend convolutions against host_backend -----------------------------------------
+
+namespace {
+
+// max |want| over the array, at least 1e-30.
+template <class S>
+double magnitude(const std::vector<S>& v) {
+  double m = 1e-30;
+  for (const S x : v) {
+    m = std::max(m, std::abs(static_cast<double>(x)));
+  }
+  return m;
+}
+
+// cuda_backend's conv2d (cuDNN, or im2col + cuBLAS without it) against host_backend's on the
+// same random inputs: y, dx, and dw / dbias added to random prefills, with and without dx.
+template <class S>
+void check_backend_conv2d(const seedrl::conv2d_shape& s, std::uint64_t seed) {
+  CAPTURE(s.batch, s.in_channels, s.input_height, s.input_width, s.out_channels, s.kernel_h,
+          s.kernel_w, s.stride_h, s.stride_w, s.padding_h, s.padding_w);
+  const auto n = static_cast<std::size_t>(s.batch);
+  const auto in = static_cast<std::size_t>(s.in_channels * s.input_height * s.input_width);
+  const auto out = static_cast<std::size_t>(s.out_channels * s.output_height() * s.output_width());
+  const auto nw =
+      static_cast<std::size_t>(s.out_channels * s.in_channels * s.kernel_h * s.kernel_w);
+  const auto no = static_cast<std::size_t>(s.out_channels);
+  seedrl::random_generator rng(seed);
+  const auto x = random_scalars<S>(rng, n * in, -1, 1);
+  const auto w = random_scalars<S>(rng, nw, -1, 1);
+  const auto bias = random_scalars<S>(rng, no, -1, 1);
+  const auto dy = random_scalars<S>(rng, n * out, -1, 1);
+  const auto dw0 = random_scalars<S>(rng, nw, 0.5, 1.5);
+  const auto dbias0 = random_scalars<S>(rng, no, -1.5, -0.5);
+  seedrl::host_backend host;
+  const S nan = std::numeric_limits<S>::quiet_NaN();
+  std::vector<S> y(n * out, nan), dx(n * in, nan), dw = dw0, dbias = dbias0;
+  host.conv2d_forward(s, x.data(), w.data(), bias.data(), y.data());
+  host.conv2d_backward(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), dbias.data());
+  const auto got = seedrl::test_gpu::backend_conv2d<S>(s, x, w, bias, dy, dw0, dbias0);
+  // Float: sums of up to a few thousand products in another order (plain FMA math, no TF32,
+  // whose 10-bit mantissa would miss by ~1e-3); double: rounding only.
+  const double tol = sizeof(S) == 4 ? 1e-4 : 1e-10;
+  const auto check = [&](const char* what, const std::vector<S>& g, const std::vector<S>& want) {
+    const std::string m = first_mismatch(g, want, tol * magnitude(want), tol);
+    INFO(what << ": " << m);
+    CHECK(m.empty());
+  };
+  check("y", got.y, y);
+  check("dx", got.dx, dx);
+  check("dw", got.dw, dw);
+  check("dbias", got.dbias, dbias);
+  // Without dx: the same parameter gradients.
+  check("dw (dx == nullptr)", got.dw_no_dx, dw);
+  check("dbias (dx == nullptr)", got.dbias_no_dx, dbias);
+}
+
+std::vector<seedrl::conv2d_shape> backend_conv2d_shapes() {
+  // batch, C, H, W, O, KH, KW, SH, SW, PH, PW
+  return {{3, 4, 36, 36, 8, 8, 8, 4, 4, 0, 0},     // Nature CNN 8x8/4 on small frames
+          {2, 4, 44, 52, 8, 8, 8, 4, 4, 0, 0},     // the same, non-square
+          {3, 8, 8, 8, 16, 4, 4, 2, 2, 0, 0},      // Nature CNN 4x4/2
+          {3, 16, 5, 5, 8, 3, 3, 1, 1, 0, 0},      // Nature CNN 3x3/1
+          {4, 5, 9, 7, 6, 3, 3, 1, 1, 1, 1},       // ResNet / IMPALA 3x3 padding 1
+          {2, 16, 12, 12, 16, 3, 3, 1, 1, 1, 1},   // the same, as in a residual block
+          {3, 6, 5, 7, 4, 1, 1, 1, 1, 0, 0},       // 1x1 kernel
+          {2, 3, 10, 13, 5, 5, 3, 2, 1, 2, 1},     // non-square kernel, mixed stride and padding
+          {1, 1, 3, 3, 1, 5, 5, 1, 1, 1, 1},       // one channel, kernel = padded image
+          {32, 4, 84, 84, 32, 8, 8, 4, 4, 0, 0}};  // Nature CNN's first layer on Atari frames
+}
+
+}  // namespace
+
+TEST_CASE("cuda_backend conv2d forward and backward match host_backend", "[cuda][backend]") {
+  std::uint64_t seed = 300;
+  SECTION("float") {
+    for (const seedrl::conv2d_shape& s : backend_conv2d_shapes()) {
+      check_backend_conv2d<float>(s, ++seed);
+    }
+  }
+  SECTION("double") {
+    for (const seedrl::conv2d_shape& s : backend_conv2d_shapes()) {
+      check_backend_conv2d<double>(s, ++seed);
+    }
+  }
+}
+
+TEST_CASE("cuda_backend conv2d: batch 0 leaves the gradients alone, bad shapes are refused",
+          "[cuda][backend]") {
+  const seedrl::conv2d_shape zero{0, 3, 9, 7, 4, 3, 3, 1, 1, 1, 1};
+  const std::vector<float> dw0(4 * 3 * 3 * 3, 1.5f), dbias0(4, 2.5f);
+  const auto got = seedrl::test_gpu::backend_conv2d<float>(zero, {}, std::vector<float>(dw0.size()),
+                                                           std::vector<float>(4), {}, dw0, dbias0);
+  CHECK(got.y.empty());
+  CHECK(got.dx.empty());
+  CHECK(got.dw == dw0);
+  CHECK(got.dbias == dbias0);
+  CHECK(got.dw_no_dx == dw0);
+  CHECK(got.dbias_no_dx == dbias0);
+
+  const seedrl::conv2d_shape base{2, 3, 9, 7, 4, 3, 3, 1, 1, 1, 1};
+  auto bad = base;
+  bad.stride_w = 0;
+  CHECK(seedrl::test_gpu::backend_conv2d_refuses(bad));
+  bad = base;
+  bad.padding_h = -1;
+  CHECK(seedrl::test_gpu::backend_conv2d_refuses(bad));
+  bad = base;
+  bad.kernel_h = 12;  // 9 + 2 padded rows
+  CHECK(seedrl::test_gpu::backend_conv2d_refuses(bad));
+  bad = base;
+  bad.batch = -1;
+  CHECK(seedrl::test_gpu::backend_conv2d_refuses(bad));
+  bad = base;
+  bad.in_channels = 2;  // 2 x 2^15 x 2^15 = 2^31 input elements
+  bad.input_height = 1 << 15;
+  bad.input_width = 1 << 15;
+  bad.batch = 1;
+  CHECK(seedrl::test_gpu::backend_conv2d_refuses(bad));
+}
+
 // --- cuda::mlp_lstm_trainer against host_trainer + mlp_lstm_agent -----------------------------
 
 static_assert(seedrl::Trainer<seedrl::cuda::mlp_lstm_trainer<float>, seedrl::mlp_lstm_agent<float>,

@@ -37,6 +37,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 
 #include "seedrl/algo/impala_loss_config.hpp"
@@ -77,14 +78,22 @@ struct conv2d_shape {
   int padding_h = 0;
   int padding_w = 0;
 
-  /// floor((H + 2 padding - kernel) / stride) + 1 (may be <= 0 for a kernel that does not fit).
+  /// floor((H + 2 padding - kernel) / stride) + 1 in 64-bit arithmetic (no overflow for any
+  /// int fields); 0 for a kernel that does not fit or a non-positive stride.
+  static constexpr long long output_extent(int input, int padding, int kernel, int stride) {
+    const long long span = static_cast<long long>(input) + 2LL * padding - kernel;
+    return span < 0 || stride <= 0 ? 0 : span / stride + 1;
+  }
+  /// The output extents as int, saturated at INT_MAX (which check_conv2d_shape refuses).
   constexpr int output_height() const noexcept {
-    const int span = input_height + 2 * padding_h - kernel_h;
-    return span < 0 || stride_h <= 0 ? 0 : span / stride_h + 1;
+    const long long e = output_extent(input_height, padding_h, kernel_h, stride_h);
+    return e > std::numeric_limits<int>::max() ? std::numeric_limits<int>::max()
+                                               : static_cast<int>(e);
   }
   constexpr int output_width() const noexcept {
-    const int span = input_width + 2 * padding_w - kernel_w;
-    return span < 0 || stride_w <= 0 ? 0 : span / stride_w + 1;
+    const long long e = output_extent(input_width, padding_w, kernel_w, stride_w);
+    return e > std::numeric_limits<int>::max() ? std::numeric_limits<int>::max()
+                                               : static_cast<int>(e);
   }
   friend constexpr bool operator==(const conv2d_shape&, const conv2d_shape&) = default;
 };

@@ -141,14 +141,24 @@ inline void check_conv2d_shape(const conv2d_shape& s, const char* who) {
          std::to_string(s.padding_w));
   }
   constexpr auto int_max = static_cast<std::size_t>(std::numeric_limits<int>::max());
-  const auto in = static_cast<std::size_t>(s.in_channels) *
-                  static_cast<std::size_t>(s.input_height) *
-                  static_cast<std::size_t>(s.input_width);
-  const auto out = static_cast<std::size_t>(s.out_channels) *
-                   static_cast<std::size_t>(s.output_height()) *
-                   static_cast<std::size_t>(s.output_width());
-  const auto taps = static_cast<std::size_t>(s.in_channels) * static_cast<std::size_t>(s.kernel_h) *
-                    static_cast<std::size_t>(s.kernel_w);
+  if (conv2d_shape::output_extent(s.input_height, s.padding_h, s.kernel_h, s.stride_h) >=
+          static_cast<long long>(int_max) ||
+      conv2d_shape::output_extent(s.input_width, s.padding_w, s.kernel_w, s.stride_w) >=
+          static_cast<long long>(int_max))
+    fail("the output extent exceeds INT_MAX");
+  // Saturating products: three int factors can overflow even 64 bits.
+  const auto mul = [](std::size_t a, int b) {
+    const auto ub = static_cast<std::size_t>(b);
+    return ub != 0 && a > std::numeric_limits<std::size_t>::max() / ub
+               ? std::numeric_limits<std::size_t>::max()
+               : a * ub;
+  };
+  const std::size_t in =
+      mul(mul(static_cast<std::size_t>(s.in_channels), s.input_height), s.input_width);
+  const std::size_t out =
+      mul(mul(static_cast<std::size_t>(s.out_channels), s.output_height()), s.output_width());
+  const std::size_t taps =
+      mul(mul(static_cast<std::size_t>(s.in_channels), s.kernel_h), s.kernel_w);
   const std::size_t per_image = in > out ? (in > taps ? in : taps) : (out > taps ? out : taps);
   if (per_image > int_max / (s.batch > 0 ? static_cast<std::size_t>(s.batch) : 1))
     fail("the batch's tensors exceed INT_MAX elements");
