@@ -30,6 +30,7 @@
 #include "seedrl/cuda/pixel_lstm_trainer.hpp"
 #include "seedrl/detail/lstm_math.hpp"
 #include "seedrl/net/frame_stack.hpp"
+#include "seedrl/net/impala_resnet_lstm_agent.hpp"
 #include "seedrl/net/lstm.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/net/nature_cnn_lstm_agent.hpp"
@@ -960,7 +961,7 @@ TEST_CASE("cuda mlp_lstm_trainer: a non-finite gradient skips the update like ho
   CHECK(gpu_opt.step_count() == 0);
 }
 
-// --- cuda::pixel_lstm_trainer against host_trainer + frame_stacked<nature_cnn_lstm_agent> -----
+// --- cuda::pixel_lstm_trainer against host_trainer + frame_stacked<pixel agents> ------------
 
 static_assert(seedrl::Trainer<seedrl::cuda::pixel_lstm_trainer<float>,
                               seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>>,
@@ -969,32 +970,21 @@ static_assert(seedrl::Trainer<seedrl::cuda::pixel_lstm_trainer<float>,
                               seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>>,
                               seedrl::rmsprop<float>>);
 
-TEST_CASE("cuda pixel_lstm_trainer: small frame-stacked Nature CNN net matches host_trainer",
-          "[cuda][trainer]") {
-  // 44x52 frames of 2 channels, stacked 3 deep on the last axis (interleaved HWC, which the
-  // agent reads as HWC), narrow convolutions: every kernel of the pixel step runs with
-  // non-square outputs, and the frame history comes from the start state and the unroll.
-  // Tolerances as compare_training: float sums in another order (cuBLAS, no TF32).
-  using net_t = seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>>;
-  const seedrl::frame_stack_config stack{
-      .height = 44, .width = 52, .channels = 2, .depth = 3, .channels_last = true};
-  seedrl::nature_cnn_lstm_agent_config agent;
-  agent.height = 44;
-  agent.width = 52;
-  agent.channels = 6;
-  agent.channels_last = true;
-  agent.num_actions = 5;
-  agent.torso.channels = {8, 16, 8};
-  agent.dense_size = 32;
-  agent.lstm_size = 16;
-  agent.seed = 8;
+/// Three training steps of cuda::pixel_lstm_trainer<float, TorsoConfig> against host_trainer on
+/// frame_stacked<Agent> from the same parameters, 5 actions, T = 6, B = 4, with resets at t = 0
+/// and mid-unroll and an environment reading its start state's frame history. Tolerances as
+/// compare_training: float sums in another order (cuBLAS and cuDNN, no TF32).
+template <class Agent, class TorsoConfig>
+void compare_pixel_trainer(const seedrl::frame_stack_config& stack,
+                           const seedrl::pixel_lstm_agent_config<TorsoConfig>& agent) {
+  using net_t = seedrl::frame_stacked<Agent>;
   net_t cpu_net(stack, agent), gpu_net(stack, agent);
   seedrl::adam<float> cpu_opt(test_adam()), gpu_opt(test_adam());
   seedrl::impala_loss_config<float> loss_config;
   loss_config.entropy_cost = 0.01f;
   const seedrl::impala_loss<float> loss(loss_config);
   seedrl::host_trainer cpu;
-  seedrl::cuda::pixel_lstm_trainer<float> gpu;
+  seedrl::cuda::pixel_lstm_trainer<float, TorsoConfig> gpu;
   const double p_abs = 1e-5, p_rel = 1e-4;
   const std::size_t T = 6, B = 4, rows = (T + 1) * B;
   const auto frame = static_cast<std::size_t>(cpu_net.frame_size());
@@ -1044,6 +1034,49 @@ TEST_CASE("cuda pixel_lstm_trainer: small frame-stacked Nature CNN net matches h
   }
   gpu.sync_to_host(gpu_net, gpu_opt);
   check_state(gpu_opt, cpu_opt);
+}
+
+TEST_CASE("cuda pixel_lstm_trainer: small frame-stacked Nature CNN net matches host_trainer",
+          "[cuda][trainer]") {
+  // 44x52 frames of 2 channels, stacked 3 deep on the last axis (interleaved HWC, which the
+  // agent reads as HWC), narrow convolutions: every kernel of the pixel step runs with
+  // non-square outputs, and the frame history comes from the start state and the unroll.
+  const seedrl::frame_stack_config stack{
+      .height = 44, .width = 52, .channels = 2, .depth = 3, .channels_last = true};
+  seedrl::nature_cnn_lstm_agent_config agent;
+  agent.height = 44;
+  agent.width = 52;
+  agent.channels = 6;
+  agent.channels_last = true;
+  agent.num_actions = 5;
+  agent.torso.channels = {8, 16, 8};
+  agent.dense_size = 32;
+  agent.lstm_size = 16;
+  agent.seed = 8;
+  compare_pixel_trainer<seedrl::nature_cnn_lstm_agent<float>>(stack, agent);
+}
+
+static_assert(seedrl::Trainer<seedrl::cuda::pixel_lstm_trainer<float, seedrl::impala_resnet_config>,
+                              seedrl::frame_stacked<seedrl::impala_resnet_lstm_agent<float>>,
+                              seedrl::adam<float>>);
+
+TEST_CASE("cuda pixel_lstm_trainer: small frame-stacked IMPALA ResNet net matches host_trainer",
+          "[cuda][trainer]") {
+  // 22x18 grayscale frames stacked 4 deep (CHW), two stacks with a residual block each and a
+  // third without: cuDNN's 3x3 padding-1 convolutions, the pooling kernels (odd and even
+  // sizes) and the residual sums all run.
+  const seedrl::frame_stack_config stack{.height = 22, .width = 18, .channels = 1, .depth = 4};
+  auto agent = seedrl::impala_resnet_lstm_agent_defaults();
+  agent.height = 22;
+  agent.width = 18;
+  agent.channels = 4;
+  agent.num_actions = 5;
+  agent.torso.channels = {6, 8, 4};
+  agent.torso.blocks_per_stack = 1;
+  agent.dense_size = 32;
+  agent.lstm_size = 16;
+  agent.seed = 9;
+  compare_pixel_trainer<seedrl::impala_resnet_lstm_agent<float>>(stack, agent);
 }
 
 #if defined(SEEDRL_HAS_CUDNN)
