@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend_trainer_support.hpp"
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
@@ -28,6 +29,17 @@
 #include "seedrl/train/pixel_lstm_trainer.hpp"
 
 namespace {
+
+using seedrl_test::adam_lr;
+using seedrl_test::append_uniform;
+using seedrl_test::cpu_state;
+using seedrl_test::gradients_of;
+using seedrl_test::loss_config;
+using seedrl_test::max_difference;
+using seedrl_test::param_block;
+using seedrl_test::parameters_of;
+using seedrl_test::random_batch;
+using seedrl_test::relative;
 
 using nature = seedrl::nature_cnn_config;
 using resnet = seedrl::impala_resnet_config;
@@ -98,23 +110,9 @@ resnet_shape resnet_small(const resnet_geometry& g) {
   return s;
 }
 
-/// A random training batch that owns its arrays.
-template <class S>
-struct random_batch {
-  std::size_t T = 0, B = 0, A = 0;
-  std::vector<S> obs, rewards, behaviour, start;
-  std::vector<std::uint8_t> dones;
-  std::vector<std::int32_t> prev_actions, actions;
-
-  seedrl::training_batch<S> view() const {
-    return {T, B, A, obs, rewards, dones, prev_actions, actions, behaviour, start};
-  }
-};
-
 /// Random pixels in [0, 255] (frames and the start state's history), LSTM state in
-/// [-0.5, 0.5], rewards in [-2, 2] (so the input-reward clip of 1 bites), about one reset in
-/// five plus a forced one at t = 0 (environment 0) and one mid-unroll (the last environment),
-/// environment 1 never reset at t = 0 (its start state matters), random actions and log mu.
+/// [-0.5, 0.5], rewards in [-2, 2] (so the input-reward clip of 1 bites), then draw_steps'
+/// resets, actions and log mu.
 template <class S, class TC>
 random_batch<S> make_batch(const basic_shape<TC>& sh, std::size_t T, std::size_t B,
                            seedrl::random_generator& rng) {
@@ -126,26 +124,13 @@ random_batch<S> make_batch(const basic_shape<TC>& sh, std::size_t T, std::size_t
   const std::size_t history = static_cast<std::size_t>(sh.stack.depth - 1) * frame;
   const std::size_t state = history + 2 * static_cast<std::size_t>(sh.agent.lstm_size);
   const std::size_t rows = (T + 1) * B;
-  const auto uniform = [&](std::vector<S>& v, std::size_t n, double lo, double hi) {
-    for (std::size_t i = 0; i < n; ++i)
-      v.push_back(static_cast<S>(rng.uniform(lo, hi)));
-  };
-  uniform(d.obs, rows * frame, 0.0, 255.0);
-  uniform(d.rewards, rows, -2.0, 2.0);
+  append_uniform(d.obs, rows * frame, 0.0, 255.0, rng);
+  append_uniform(d.rewards, rows, -2.0, 2.0, rng);
   for (std::size_t b = 0; b < B; ++b) {
-    uniform(d.start, history, 0.0, 255.0);
-    uniform(d.start, state - history, -0.5, 0.5);
+    append_uniform(d.start, history, 0.0, 255.0, rng);
+    append_uniform(d.start, state - history, -0.5, 0.5, rng);
   }
-  for (std::size_t i = 0; i < rows; ++i) {
-    d.dones.push_back(rng.below(5) == 0 ? 1 : 0);
-    d.prev_actions.push_back(static_cast<std::int32_t>(rng.below(d.A)));
-    d.actions.push_back(static_cast<std::int32_t>(rng.below(d.A)));
-    d.behaviour.push_back(static_cast<S>(std::log(rng.uniform(0.05, 1.0))));
-  }
-  d.dones[0] = 1;
-  if (B > 1)
-    d.dones[1] = 0;
-  d.dones[(T / 2 + 1) * B + (B - 1)] = 1;
+  seedrl_test::draw_steps(d, rng);
   return d;
 }
 
@@ -174,72 +159,17 @@ void flatten_frames(random_batch<S>& d, const basic_shape<TC>& sh, std::size_t d
   }
 }
 
-/// max_i |got_i - want_i| / (max(|got_i|, |want_i|) + 1e-2 max_j |want_j|), as in
-/// test_backend_trainer.cpp.
-template <class S>
-double max_difference(std::span<const S> got, std::span<const S> want) {
-  REQUIRE(got.size() == want.size());
-  double scale = 0.0;
-  for (const S w : want)
-    scale = std::max(scale, std::abs(static_cast<double>(w)));
-  double worst = 0.0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
-    const double e = std::abs(g - w) / (std::max(std::abs(g), std::abs(w)) + 1e-2 * scale + 1e-300);
-    worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : std::max(worst, e);
-  }
-  return worst;
-}
-
-double relative(double got, double want) {
-  const double d = std::abs(got - want) / std::max({std::abs(got), std::abs(want), 1e-300});
-  return std::isnan(d) ? std::numeric_limits<double>::infinity() : d;
-}
-
-template <class Trainer>
-std::vector<typename Trainer::scalar_type> parameters_of(const Trainer& t) {
-  std::vector<typename Trainer::scalar_type> p(t.num_parameters());
-  t.get_parameters(p);
-  return p;
-}
-
-template <class Trainer>
-std::vector<typename Trainer::scalar_type> gradients_of(const Trainer& t) {
-  std::vector<typename Trainer::scalar_type> g(t.num_parameters());
-  t.get_gradients(g);
-  return g;
-}
-
-template <class S>
-std::vector<std::span<const S>> cpu_state(const seedrl::adam<S>& o) {
-  return {o.first_moment(), o.second_moment()};
-}
-
-template <class S>
-std::vector<std::span<const S>> cpu_state(const seedrl::rmsprop<S>& o) {
-  if (o.momentum_buffer().empty())
-    return {o.mean_square()};
-  return {o.mean_square(), o.momentum_buffer()};
-}
-
-/// A block of the flat parameter array: `size` elements (0: more columns of the block before) in
-/// rows of `cols` columns, probed in columns [col_lo, col_hi) by the perturbation test.
-struct block {
-  std::string name;
-  std::size_t size, cols, col_lo, col_hi;
-};
-
 /// A convolution's blocks: weights [out, in * k * k], then biases.
-void add_conv(std::vector<block>& blocks, const std::string& name, std::size_t in, std::size_t out,
-              std::size_t k) {
+void add_conv(std::vector<param_block>& blocks, const std::string& name, std::size_t in,
+              std::size_t out, std::size_t k) {
   blocks.push_back({name + " W", out * in * k * k, in * k * k, 0, in * k * k});
   blocks.push_back({name + " b", out, out, 0, out});
 }
 
 /// The Nature CNN's blocks in the CPU network's order, and its output width: convolutions
 /// 8x8 stride 4, 4x4 stride 2 and 3x3 stride 1 without padding.
-std::pair<std::vector<block>, std::size_t> torso_blocks(const shape& sh) {
-  std::vector<block> blocks;
+std::pair<std::vector<param_block>, std::size_t> torso_blocks(const shape& sh) {
+  std::vector<param_block> blocks;
   auto c = static_cast<std::size_t>(sh.agent.channels);
   auto h = static_cast<std::size_t>(sh.agent.height), w = static_cast<std::size_t>(sh.agent.width);
   const std::size_t kernel[] = {8, 4, 3}, stride[] = {4, 2, 1};
@@ -256,8 +186,8 @@ std::pair<std::vector<block>, std::size_t> torso_blocks(const shape& sh) {
 /// The IMPALA ResNet's blocks in the CPU network's order (per stack its convolution, then the
 /// two of each residual block, all 3x3), and its output width: each stack's max pool 3x3
 /// stride 2 padding 1 takes H to (H - 1) / 2 + 1.
-std::pair<std::vector<block>, std::size_t> torso_blocks(const resnet_shape& sh) {
-  std::vector<block> blocks;
+std::pair<std::vector<param_block>, std::size_t> torso_blocks(const resnet_shape& sh) {
+  std::vector<param_block> blocks;
   auto c = static_cast<std::size_t>(sh.agent.channels);
   auto h = static_cast<std::size_t>(sh.agent.height), w = static_cast<std::size_t>(sh.agent.width);
   for (std::size_t si = 0; si < sh.agent.torso.channels.size(); ++si) {
@@ -284,7 +214,7 @@ std::pair<std::vector<block>, std::size_t> torso_blocks(const resnet_shape& sh) 
 template <class S>
 void keep_centre_taps(const resnet_shape& sh, std::span<S> params) {
   std::size_t at = 0;
-  for (const block& b : torso_blocks(sh).first) {
+  for (const param_block& b : torso_blocks(sh).first) {
     if (b.name.find("block") == std::string::npos && b.name.ends_with("conv W")) {
       for (std::size_t i = 0; i < b.size; ++i) {
         if (i % 9 != 4)  // W [O, C, 3, 3]: tap (1, 1) is the fifth of each 3x3 kernel
@@ -295,19 +225,15 @@ void keep_centre_taps(const resnet_shape& sh, std::span<S> params) {
   }
 }
 
-struct run_options {
-  std::size_t T = 5, B = 3;
-  double max_grad_norm = 1e9;  ///< effectively no clipping
-  int steps = 3;
-  double tolerance = 1e-10;  ///< loss terms, norms, gradients, parameters, optimizer state
-  std::uint64_t seed = 1;
+/// The shared options, and the frames and parameters to start from.
+struct run_options : seedrl_test::run_options {
   std::size_t flat_frames = 0;  ///< > 0: flatten_frames with at most this many distinct pixels
   bool centre_taps = false;     ///< ResNet: start from keep_centre_taps' parameters
 };
 
-/// Trains the reference and the backend trainer side by side on the same batches and checks
-/// they agree after every step; returns the reference's gradient norms. The second step has a
-/// larger T and B (the trainer's buffers grow) and the third the first's again (reuse).
+/// Trains the reference and the backend trainer side by side (train_side_by_side) from the
+/// agent's initial parameters, or keep_centre_taps' with o.centre_taps; returns the reference's
+/// gradient norms.
 template <class S, class Opt, class TC>
 std::vector<double> compare_with_reference(const basic_shape<TC>& sh,
                                            const typename Opt::config_type& opt_config,
@@ -315,8 +241,6 @@ std::vector<double> compare_with_reference(const basic_shape<TC>& sh,
                                            const run_options& o) {
   net_t<S, TC> net(sh.stack, sh.agent);
   Opt opt(opt_config);
-  seedrl::host_trainer reference;
-  const seedrl::impala_loss<S> loss(loss_config);
   seedrl::host_backend backend;
   trainer_t<S, TC> trainer(backend, sh.stack, sh.agent);
   if constexpr (std::is_same_v<TC, resnet>) {
@@ -328,58 +252,14 @@ std::vector<double> compare_with_reference(const basic_shape<TC>& sh,
   REQUIRE(trainer.observation_size() == static_cast<std::size_t>(net.observation_size()));
   trainer.set_parameters(net.parameters());
   trainer.set_optimizer(opt_config, 0);
-  CHECK(parameters_of(trainer) == std::vector<S>(net.parameters().begin(), net.parameters().end()));
-  const std::vector<S> initial(net.parameters().begin(), net.parameters().end());
-  seedrl::random_generator rng(o.seed);
-  std::vector<double> norms;
-  for (int step = 0; step < o.steps; ++step) {
-    INFO("step " << step);
-    const std::size_t T = o.T + (step == 1 ? 3 : 0), B = o.B + (step == 1 ? 2 : 0);
-    auto batch = make_batch<S>(sh, T, B, rng);
-    if (o.flat_frames > 0)
-      flatten_frames(batch, sh, o.flat_frames, rng);
-    const auto want = reference.train_step(batch.view(), net, opt, loss, o.max_grad_norm);
-    const auto got = trainer.train_step(batch.view(), loss_config, o.max_grad_norm);
-    REQUIRE(want.applied);
-    REQUIRE(got.applied);
-    CHECK(got.skipped.empty());
-    CHECK(relative(got.terms.total, want.terms.total) < o.tolerance);
-    CHECK(relative(got.terms.policy, want.terms.policy) < o.tolerance);
-    CHECK(relative(got.terms.baseline, want.terms.baseline) < o.tolerance);
-    CHECK(relative(got.terms.entropy, want.terms.entropy) < o.tolerance);
-    CHECK(relative(got.grad_norm, want.grad_norm) < o.tolerance);
-    CHECK(got.learning_rate == want.learning_rate);
-    CHECK(max_difference<S>(gradients_of(trainer), net.gradients()) < o.tolerance);
-    CHECK(max_difference<S>(parameters_of(trainer), net.parameters()) < o.tolerance);
-    CHECK(trainer.optimizer_step_count() == opt.step_count());
-    CHECK(trainer.learning_rate() == opt.learning_rate());
-    const auto state = trainer.optimizer_state();
-    const auto cpu = cpu_state(opt);
-    REQUIRE(state.size() == cpu.size());
-    for (std::size_t k = 0; k < cpu.size(); ++k) {
-      INFO("optimizer array " << k);
-      CHECK(max_difference<S>(state[k], cpu[k]) < o.tolerance);
-    }
-    norms.push_back(want.grad_norm);
-  }
-  double moved = 0.0;
-  for (std::size_t i = 0; i < initial.size(); ++i)
-    moved = std::max(moved, std::abs(static_cast<double>(net.parameters()[i] - initial[i])));
-  CHECK(moved > 1e-5);
-  return norms;
-}
-
-seedrl::impala_loss_config<double> loss_config() {
-  seedrl::impala_loss_config<double> l;
-  l.entropy_cost = 0.01;
-  l.max_abs_reward = 1.5;
-  return l;
-}
-
-seedrl::adam_config adam_lr(double lr) {
-  seedrl::adam_config a;
-  a.learning_rate = lr;
-  return a;
+  return seedrl_test::train_side_by_side(
+      net, opt, trainer, loss_config, o,
+      [&](std::size_t T, std::size_t B, seedrl::random_generator& rng) {
+        auto batch = make_batch<S>(sh, T, B, rng);
+        if (o.flat_frames > 0)
+          flatten_frames(batch, sh, o.flat_frames, rng);
+        return batch;
+      });
 }
 
 /// Guards the comparisons: a parameter off by 1e-6 in any block (each convolution's weights
@@ -391,61 +271,28 @@ template <class TC>
 void check_every_block_matters(const basic_shape<TC>& sh, std::uint64_t seed) {
   using trainer = trainer_t<double, TC>;
   net_t<double, TC> net(sh.stack, sh.agent);
-  seedrl::host_trainer reference;
-  seedrl::adam<double> opt(adam_lr(1e-3));
-  const seedrl::impala_loss<double> loss(loss_config());
   seedrl::random_generator rng(seed);
   const auto batch = make_batch<double>(sh, 4, 3, rng);
   const std::vector<double> p0(net.parameters().begin(), net.parameters().end());
-  reference.train_step(batch.view(), net, opt, loss, 1e9);
-  const std::vector<double> want(net.gradients().begin(), net.gradients().end());
-  const std::size_t P = p0.size();
+  const auto want = seedrl_test::reference_gradients(net, batch);
   auto [blocks, F] = torso_blocks(sh);
   const auto D = static_cast<std::size_t>(sh.agent.dense_size);
   const auto A = static_cast<std::size_t>(sh.agent.num_actions);
   const auto H = static_cast<std::size_t>(sh.agent.lstm_size);
   const std::size_t I = D + 1 + A;
-  const block head[] = {{"dense W", D * F, F, 0, F},
-                        {"dense b", D, D, 0, D},
-                        {"LSTM W_ih", 4 * H * (I + H), I + H, 0, I},
-                        {"LSTM W_hh", 0, I + H, I, I + H},
-                        {"LSTM b", 4 * H, 4 * H, 0, 4 * H},
-                        {"policy W", A * H, H, 0, H},
-                        {"policy b", A, A, 0, A},
-                        {"value W", H, H, 0, H},
-                        {"value b", 1, 1, 0, 1}};
+  const param_block head[] = {{"dense W", D * F, F, 0, F},
+                              {"dense b", D, D, 0, D},
+                              {"LSTM W_ih", 4 * H * (I + H), I + H, 0, I},
+                              {"LSTM W_hh", 0, I + H, I, I + H},
+                              {"LSTM b", 4 * H, 4 * H, 0, 4 * H},
+                              {"policy W", A * H, H, 0, H},
+                              {"policy b", A, A, 0, A},
+                              {"value W", H, H, 0, H},
+                              {"value b", 1, 1, 0, 1}};
   blocks.insert(blocks.end(), std::begin(head), std::end(head));
-  std::vector<std::pair<std::string, std::size_t>> probes;
-  std::size_t at = 0, begin = 0;
-  for (const block& b : blocks) {
-    if (b.size != 0) {  // size 0: other columns of the block before
-      begin = at;
-      at += b.size;
-    }
-    std::size_t best = begin + b.col_lo;
-    for (std::size_t i = begin; i < at; ++i) {
-      const std::size_t col = (i - begin) % b.cols;
-      if (col >= b.col_lo && col < b.col_hi && std::abs(want[i]) > std::abs(want[best]))
-        best = i;
-    }
-    probes.emplace_back(b.name, best);
-  }
-  REQUIRE(at == P);
   seedrl::host_backend backend;
-  for (const auto& [name, probe] : probes) {
-    INFO(name << ": parameter " << probe);
-    CHECK(want[probe] != 0.0);
-    trainer t(backend, sh.stack, sh.agent);
-    t.set_optimizer(adam_lr(1e-3), 0);
-    auto p = p0;
-    t.set_parameters(p);
-    t.train_step(batch.view(), loss_config(), 1e9);
-    CHECK(max_difference<double>(gradients_of(t), want) < 1e-10);
-    p[probe] += 1e-6;
-    t.set_parameters(p);
-    t.train_step(batch.view(), loss_config(), 1e9);
-    CHECK(max_difference<double>(gradients_of(t), want) > 1e-9);
-  }
+  seedrl_test::check_block_perturbations(blocks, p0, want, batch,
+                                         [&] { return trainer(backend, sh.stack, sh.agent); });
   const auto frame = static_cast<std::size_t>(sh.stack.height * sh.stack.width * sh.stack.channels);
   const auto history = static_cast<std::size_t>(sh.stack.depth - 1) * frame;
   const std::size_t state = history + 2 * H;

@@ -9,9 +9,9 @@
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "backend_trainer_support.hpp"
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
@@ -23,25 +23,21 @@
 
 namespace {
 
+using seedrl_test::adam_lr;
+using seedrl_test::append_uniform;
+using seedrl_test::cpu_state;
+using seedrl_test::loss_config;
+using seedrl_test::max_difference;
+using seedrl_test::parameters_of;
+using seedrl_test::random_batch;
+using seedrl_test::relative;
+using seedrl_test::run_options;
+
 template <class S>
 using trainer_t = seedrl::backend_mlp_lstm_trainer<seedrl::host_backend, S>;
 
-/// A random training batch that owns its arrays.
-template <class S>
-struct random_batch {
-  std::size_t T = 0, B = 0, A = 0;
-  std::vector<S> obs, rewards, behaviour, start;
-  std::vector<std::uint8_t> dones;
-  std::vector<std::int32_t> prev_actions, actions;
-
-  seedrl::training_batch<S> view() const {
-    return {T, B, A, obs, rewards, dones, prev_actions, actions, behaviour, start};
-  }
-};
-
-/// Random observations, rewards in [-2, 2] (so an input-reward clip of 1 bites), about one reset
-/// in five plus a forced one at t = 0 (environment 0) and one mid-unroll (the last environment),
-/// environment 1 never reset at t = 0 (its start state matters), random actions and log mu.
+/// Random observations, rewards in [-2, 2] (so an input-reward clip of 1 bites), start states
+/// in [-0.5, 0.5], then draw_steps' resets, actions and log mu.
 template <class S>
 random_batch<S> make_batch(const seedrl::mlp_lstm_agent_config& c, std::size_t state_size,
                            std::size_t T, std::size_t B, seedrl::random_generator& rng) {
@@ -50,85 +46,15 @@ random_batch<S> make_batch(const seedrl::mlp_lstm_agent_config& c, std::size_t s
   d.B = B;
   d.A = static_cast<std::size_t>(c.num_actions);
   const std::size_t rows = (T + 1) * B;
-  const auto uniform = [&](std::vector<S>& v, std::size_t n, double lo, double hi) {
-    for (std::size_t i = 0; i < n; ++i)
-      v.push_back(static_cast<S>(rng.uniform(lo, hi)));
-  };
-  uniform(d.obs, rows * static_cast<std::size_t>(c.observation_size), -1.0, 1.0);
-  uniform(d.rewards, rows, -2.0, 2.0);
-  uniform(d.start, B * state_size, -0.5, 0.5);
-  for (std::size_t i = 0; i < rows; ++i) {
-    d.dones.push_back(rng.below(5) == 0 ? 1 : 0);
-    d.prev_actions.push_back(static_cast<std::int32_t>(rng.below(d.A)));
-    d.actions.push_back(static_cast<std::int32_t>(rng.below(d.A)));
-    d.behaviour.push_back(static_cast<S>(std::log(rng.uniform(0.05, 1.0))));
-  }
-  d.dones[0] = 1;
-  if (B > 1)
-    d.dones[1] = 0;
-  d.dones[(T / 2 + 1) * B + (B - 1)] = 1;
+  append_uniform(d.obs, rows * static_cast<std::size_t>(c.observation_size), -1.0, 1.0, rng);
+  append_uniform(d.rewards, rows, -2.0, 2.0, rng);
+  append_uniform(d.start, B * state_size, -0.5, 0.5, rng);
+  seedrl_test::draw_steps(d, rng);
   return d;
 }
 
-/// max_i |got_i - want_i| / (max(|got_i|, |want_i|) + 1e-2 max_j |want_j|): relative error per
-/// element, with elements far below the array's scale judged against 1% of that scale.
-template <class S>
-double max_difference(std::span<const S> got, std::span<const S> want) {
-  REQUIRE(got.size() == want.size());
-  double scale = 0.0;
-  for (const S w : want)
-    scale = std::max(scale, std::abs(static_cast<double>(w)));
-  double worst = 0.0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
-    const double e = std::abs(g - w) / (std::max(std::abs(g), std::abs(w)) + 1e-2 * scale + 1e-300);
-    worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : std::max(worst, e);
-  }
-  return worst;
-}
-
-double relative(double got, double want) {
-  const double d = std::abs(got - want) / std::max({std::abs(got), std::abs(want), 1e-300});
-  return std::isnan(d) ? std::numeric_limits<double>::infinity() : d;
-}
-
-template <class S>
-std::vector<S> parameters_of(const trainer_t<S>& t) {
-  std::vector<S> p(t.num_parameters());
-  t.get_parameters(p);
-  return p;
-}
-
-template <class S>
-std::vector<S> gradients_of(const trainer_t<S>& t) {
-  std::vector<S> g(t.num_parameters());
-  t.get_gradients(g);
-  return g;
-}
-
-template <class S>
-std::vector<std::span<const S>> cpu_state(const seedrl::adam<S>& o) {
-  return {o.first_moment(), o.second_moment()};
-}
-
-template <class S>
-std::vector<std::span<const S>> cpu_state(const seedrl::rmsprop<S>& o) {
-  if (o.momentum_buffer().empty())
-    return {o.mean_square()};
-  return {o.mean_square(), o.momentum_buffer()};
-}
-
-struct run_options {
-  std::size_t T = 5, B = 3;
-  double max_grad_norm = 1e9;  ///< effectively no clipping
-  int steps = 3;
-  double tolerance = 1e-10;  ///< loss terms, norms, gradients, parameters, optimizer state
-  std::uint64_t seed = 1;
-};
-
-/// Trains the reference and the backend trainer side by side on the same batches and checks
-/// they agree after every step; returns the reference's gradient norms. The second step has a
-/// larger T and B (the trainer's buffers grow) and the third the first's again (reuse).
+/// Trains the reference and the backend trainer side by side (train_side_by_side) from the
+/// agent's initial parameters; returns the reference's gradient norms.
 template <class S, class Opt>
 std::vector<double> compare_with_reference(const seedrl::mlp_lstm_agent_config& net_config,
                                            const typename Opt::config_type& opt_config,
@@ -136,52 +62,17 @@ std::vector<double> compare_with_reference(const seedrl::mlp_lstm_agent_config& 
                                            const run_options& o) {
   seedrl::mlp_lstm_agent<S> net(net_config);
   Opt opt(opt_config);
-  seedrl::host_trainer reference;
-  const seedrl::impala_loss<S> loss(loss_config);
   seedrl::host_backend backend;
   trainer_t<S> trainer(backend, net_config);
   REQUIRE(trainer.num_parameters() == net.parameters().size());
   REQUIRE(trainer.state_size() == static_cast<std::size_t>(net.state_size()));
   trainer.set_parameters(net.parameters());
   trainer.set_optimizer(opt_config, 0);
-  CHECK(parameters_of(trainer) == std::vector<S>(net.parameters().begin(), net.parameters().end()));
-  const std::vector<S> initial(net.parameters().begin(), net.parameters().end());
-  seedrl::random_generator rng(o.seed);
-  std::vector<double> norms;
-  for (int step = 0; step < o.steps; ++step) {
-    INFO("step " << step);
-    const std::size_t T = o.T + (step == 1 ? 3 : 0), B = o.B + (step == 1 ? 2 : 0);
-    const auto batch = make_batch<S>(net_config, trainer.state_size(), T, B, rng);
-    const auto want = reference.train_step(batch.view(), net, opt, loss, o.max_grad_norm);
-    const auto got = trainer.train_step(batch.view(), loss_config, o.max_grad_norm);
-    REQUIRE(want.applied);
-    REQUIRE(got.applied);
-    CHECK(got.skipped.empty());
-    CHECK(relative(got.terms.total, want.terms.total) < o.tolerance);
-    CHECK(relative(got.terms.policy, want.terms.policy) < o.tolerance);
-    CHECK(relative(got.terms.baseline, want.terms.baseline) < o.tolerance);
-    CHECK(relative(got.terms.entropy, want.terms.entropy) < o.tolerance);
-    CHECK(relative(got.grad_norm, want.grad_norm) < o.tolerance);
-    CHECK(got.learning_rate == want.learning_rate);
-    CHECK(max_difference<S>(gradients_of(trainer), net.gradients()) < o.tolerance);
-    CHECK(max_difference<S>(parameters_of(trainer), net.parameters()) < o.tolerance);
-    CHECK(trainer.optimizer_step_count() == opt.step_count());
-    CHECK(trainer.learning_rate() == opt.learning_rate());
-    const auto state = trainer.optimizer_state();
-    const auto cpu = cpu_state(opt);
-    REQUIRE(state.size() == cpu.size());
-    for (std::size_t k = 0; k < cpu.size(); ++k) {
-      INFO("optimizer array " << k);
-      CHECK(max_difference<S>(state[k], cpu[k]) < o.tolerance);
-    }
-    norms.push_back(want.grad_norm);
-  }
-  // The steps moved every parameter block (so the comparisons compared trained values).
-  double moved = 0.0;
-  for (std::size_t i = 0; i < initial.size(); ++i)
-    moved = std::max(moved, std::abs(static_cast<double>(net.parameters()[i] - initial[i])));
-  CHECK(moved > 1e-5);
-  return norms;
+  return seedrl_test::train_side_by_side(
+      net, opt, trainer, loss_config, o,
+      [&](std::size_t T, std::size_t B, seedrl::random_generator& rng) {
+        return make_batch<S>(net_config, trainer.state_size(), T, B, rng);
+      });
 }
 
 seedrl::mlp_lstm_agent_config small_config() {
@@ -193,19 +84,6 @@ seedrl::mlp_lstm_agent_config small_config() {
   c.lstm_layers = 1;
   c.seed = 3;
   return c;
-}
-
-seedrl::impala_loss_config<double> loss_config() {
-  seedrl::impala_loss_config<double> l;
-  l.entropy_cost = 0.01;
-  l.max_abs_reward = 1.5;
-  return l;
-}
-
-seedrl::adam_config adam_lr(double lr) {
-  seedrl::adam_config a;
-  a.learning_rate = lr;
-  return a;
 }
 
 }  // namespace
@@ -310,68 +188,30 @@ TEST_CASE("backend trainer comparison notices a wrong parameter in every block",
   c.lstm_layers = 2;
   c.lstm_size = 3;
   seedrl::mlp_lstm_agent<double> net(c);
-  seedrl::host_trainer reference;
-  seedrl::adam<double> opt(adam_lr(1e-3));
-  const seedrl::impala_loss<double> loss(loss_config());
   seedrl::random_generator rng(9);
   const auto batch = make_batch<double>(c, static_cast<std::size_t>(net.state_size()), 4, 3, rng);
   const std::vector<double> p0(net.parameters().begin(), net.parameters().end());
-  reference.train_step(batch.view(), net, opt, loss, 1e9);
-  const std::vector<double> want(net.gradients().begin(), net.gradients().end());
-  const std::size_t P = p0.size();
+  const auto want = seedrl_test::reference_gradients(net, batch);
   // Blocks of mlp_lstm_agent's layout; an LSTM weight is split into its input and recurrent
-  // columns. Each block's probe is its element of largest gradient: one that reaches the loss
-  // (a ReLU unit that is off for the whole batch would hide a perturbation).
-  struct block {
-    const char* name;
-    std::size_t size, cols, col_lo, col_hi;  ///< elements; columns of a row; probed columns
-  };
+  // columns.
   const std::size_t I0 = 4 + 1 + 3, H = 3;
-  const block blocks[] = {{"torso 0 W", 5 * 4, 4, 0, 4},
-                          {"torso 0 b", 5, 5, 0, 5},
-                          {"torso 1 W", 4 * 5, 5, 0, 5},
-                          {"torso 1 b", 4, 4, 0, 4},
-                          {"LSTM 0 W_ih", 4 * H * (I0 + H), I0 + H, 0, I0},
-                          {"LSTM 0 W_hh", 0, I0 + H, I0, I0 + H},
-                          {"LSTM 0 b", 4 * H, 4 * H, 0, 4 * H},
-                          {"LSTM 1 W_ih", 4 * H * 2 * H, 2 * H, 0, H},
-                          {"LSTM 1 W_hh", 0, 2 * H, H, 2 * H},
-                          {"LSTM 1 b", 4 * H, 4 * H, 0, 4 * H},
-                          {"policy W", 3 * H, H, 0, H},
-                          {"policy b", 3, 3, 0, 3},
-                          {"value W", H, H, 0, H},
-                          {"value b", 1, 1, 0, 1}};
-  std::vector<std::pair<std::string, std::size_t>> probes;
-  std::size_t at = 0, begin = 0;
-  for (const block& b : blocks) {
-    if (b.size != 0) {  // size 0: other columns of the block before
-      begin = at;
-      at += b.size;
-    }
-    std::size_t best = begin + b.col_lo;
-    for (std::size_t i = begin; i < at; ++i) {
-      const std::size_t col = (i - begin) % b.cols;
-      if (col >= b.col_lo && col < b.col_hi && std::abs(want[i]) > std::abs(want[best]))
-        best = i;
-    }
-    probes.emplace_back(b.name, best);
-  }
-  REQUIRE(at == P);
+  const seedrl_test::param_block blocks[] = {{"torso 0 W", 5 * 4, 4, 0, 4},
+                                             {"torso 0 b", 5, 5, 0, 5},
+                                             {"torso 1 W", 4 * 5, 5, 0, 5},
+                                             {"torso 1 b", 4, 4, 0, 4},
+                                             {"LSTM 0 W_ih", 4 * H * (I0 + H), I0 + H, 0, I0},
+                                             {"LSTM 0 W_hh", 0, I0 + H, I0, I0 + H},
+                                             {"LSTM 0 b", 4 * H, 4 * H, 0, 4 * H},
+                                             {"LSTM 1 W_ih", 4 * H * 2 * H, 2 * H, 0, H},
+                                             {"LSTM 1 W_hh", 0, 2 * H, H, 2 * H},
+                                             {"LSTM 1 b", 4 * H, 4 * H, 0, 4 * H},
+                                             {"policy W", 3 * H, H, 0, H},
+                                             {"policy b", 3, 3, 0, 3},
+                                             {"value W", H, H, 0, H},
+                                             {"value b", 1, 1, 0, 1}};
   seedrl::host_backend backend;
-  for (const auto& [name, probe] : probes) {
-    INFO(name << ": parameter " << probe);
-    CHECK(want[probe] != 0.0);
-    trainer_t<double> trainer(backend, c);
-    trainer.set_optimizer(adam_lr(1e-3), 0);
-    auto p = p0;
-    trainer.set_parameters(p);
-    trainer.train_step(batch.view(), loss_config(), 1e9);
-    CHECK(max_difference<double>(gradients_of(trainer), want) < 1e-10);
-    p[probe] += 1e-6;
-    trainer.set_parameters(p);
-    trainer.train_step(batch.view(), loss_config(), 1e9);
-    CHECK(max_difference<double>(gradients_of(trainer), want) > 1e-9);
-  }
+  seedrl_test::check_block_perturbations(blocks, p0, want, batch,
+                                         [&] { return trainer_t<double>(backend, c); });
 }
 
 TEST_CASE("backend trainer skips a non-finite gradient as the reference does",
