@@ -82,9 +82,6 @@ class backend_pixel_lstm_trainer {
         agent_(agent),
         torso_(make_torso(backend, stack, agent)),
         opt_(backend, "seedrl::backend_pixel_lstm_trainer", 0) {
-    const auto fail = [](const std::string& what) {
-      throw std::invalid_argument("seedrl::backend_pixel_lstm_trainer: " + what);
-    };
     frame_ = static_cast<std::size_t>(stack_.height * stack_.width * stack_.channels);
     D_ = static_cast<std::size_t>(stack_.depth);
     history_ = (D_ - 1) * frame_;
@@ -113,7 +110,6 @@ class backend_pixel_lstm_trainer {
     at += 1;
     num_parameters_ = at;
     check_fits_int("a layer width", core_in_width_ + 4 * H_ + features_ + A_ + input_size_);
-    (void)fail;
     opt_ = backend_optimizer<Backend, S>(backend, "seedrl::backend_pixel_lstm_trainer",
                                          num_parameters_);
     params_ = backend_->template allocate<S>(num_parameters_);
