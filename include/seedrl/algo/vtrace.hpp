@@ -19,8 +19,7 @@
 #include <string>
 #include <type_traits>
 
-#include <Eigen/Core>
-
+#include "seedrl/detail/eigen_core.hpp"
 #include "seedrl/detail/vtrace_step.hpp"
 
 namespace seedrl {

@@ -8,7 +8,6 @@
 /// primitives. The convolutions' scratch is kept between calls, so one object must not be used
 /// by two threads at once.
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +20,7 @@
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/backend/detail/conv2d_gemm.hpp"
+#include "seedrl/detail/eigen_core.hpp"
 
 namespace seedrl {
 

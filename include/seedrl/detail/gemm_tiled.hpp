@@ -4,9 +4,10 @@
 /// inference and training never call malloc (Eigen packs with malloc above
 /// EIGEN_STACK_ALLOCATION_LIMIT; the counting test in test_no_alloc.cpp only sees operator new).
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cstddef>
+
+#include "seedrl/detail/eigen_core.hpp"
 
 namespace seedrl {
 

@@ -28,7 +28,6 @@
 /// the heap once they exceed EIGEN_STACK_ALLOCATION_LIMIT, so every product here is cut into
 /// tiles whose packed blocks fit under that limit (see `detail::gemm_stack_tiled`).
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <concepts>
@@ -38,6 +37,7 @@
 #include <string>
 
 #include "seedrl/core/random.hpp"
+#include "seedrl/detail/eigen_core.hpp"
 #include "seedrl/detail/gemm_tiled.hpp"
 #include "seedrl/net/tensor.hpp"
 

@@ -5,9 +5,10 @@
 /// so no layer owns or allocates memory on the inference path. An outer stride lets a view
 /// address a block of columns in a wider buffer, which is how concatenation costs no copy.
 
-#include <Eigen/Core>
 #include <concepts>
 #include <cstddef>
+
+#include "seedrl/detail/eigen_core.hpp"
 
 namespace seedrl {
 
