@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# CI's sanitizer pass: builds the tests with ASan+UBSan and with TSan (benchmarks and the
-# header self-containment check off, to fit two cores) and runs the unit, concurrency and
-# integration tests under each. Packaging, compile-fail and `slow` (training) tests run only in
-# the plain CI build: they test no code that the other tests miss, at many times the cost.
+# CI's sanitizer pass: builds the unit, concurrency and integration tests with ASan+UBSan and
+# with TSan and runs them under each. Each tree builds only the programs those tests run (the
+# build presets list them), without benchmarks or the header self-containment check. Packaging,
+# compile-fail and `slow` (training) tests run only in the plain CI build: they test no code
+# that the other tests miss, at many times the cost.
 #   scripts/sanitizers.sh [asan|tsan ...]    default: both
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/phase.sh
 presets=("$@")
 [ "${#presets[@]}" -eq 0 ] && presets=(asan tsan)
 for preset in "${presets[@]}"; do
-  start=$SECONDS
-  cmake --workflow --preset "$preset"
-  echo "seedrl: $preset preset passed in $((SECONDS - start)) s"
+  phase "configure ($preset)" cmake --preset "$preset"
+  phase "build ($preset)" cmake --build --preset "$preset"
+  phase "tests ($preset)" ctest --preset "$preset"
 done
