@@ -24,6 +24,7 @@
 #include "seedrl/transport/in_process.hpp"
 #include "seedrl/transport/tcp.hpp"
 #include "seedrl/transport/unix_socket.hpp"
+#include "skip.hpp"
 
 namespace {
 
@@ -117,8 +118,7 @@ TEST_CASE("a thousand idle actor connections are held while one actor is served 
     ::getrlimit(RLIMIT_NOFILE, &limit);
   }
   if (limit.rlim_cur < 2 * idle + 64) {
-    WARN("skipped: this process may open only " << limit.rlim_cur << " files");
-    return;
+    SEEDRL_SKIP_TEST("this process may open only " << limit.rlim_cur << " files");
   }
   using net_t = seedrl::mlp_lstm_agent<float>;
   using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::tcp_transport>;
