@@ -760,3 +760,116 @@ TEST_CASE("the learner trains through its Trainer, and a failing trainer stops t
   learner.stop();
   std::filesystem::remove_all(dir);
 }
+
+namespace {
+
+/// A Trainer whose steps take a known, long time (it sleeps, then runs the CPU step), so that
+/// single training steps outlast the reporting windows and the training queue fills up.
+struct slow_trainer {
+  std::chrono::milliseconds step_time{120};
+  std::shared_ptr<std::atomic<int>> steps = std::make_shared<std::atomic<int>>(0);
+  seedrl::host_trainer cpu;
+
+  template <class Net, class Opt, class S>
+  seedrl::train_step_result train_step(const seedrl::training_batch<S>& batch, Net& net, Opt& opt,
+                                       const seedrl::impala_loss<S>& loss, double max_norm) {
+    std::this_thread::sleep_for(step_time);
+    ++*steps;
+    return cpu.train_step(batch, net, opt, loss, max_norm);
+  }
+  template <class Net, class Opt>
+  void sync_to_host(Net&, Opt&) {}
+  template <class Net, class Opt>
+  void load_from_host(Net&, Opt&) {}
+};
+
+}  // namespace
+
+TEST_CASE("busy shares stay within each window, and a full training queue is the trainer's",
+          "[learner][stages]") {
+  using slow_learner =
+      seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport, slow_trainer>;
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-stages"};
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 0;
+  slow_trainer trainer;
+  auto steps = trainer.steps;
+  slow_learner learner(small_learner_config(), net_t(nc), seedrl::adam<float>(),
+                       seedrl::impala_loss<float>(), seedrl::cartpole::observation_spec(),
+                       seedrl::cartpole::action_spec(), trainer);
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  std::atomic<bool> stop{false};
+  std::thread actor([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = 4;
+    seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
+        ac, [](std::size_t) { return seedrl::cartpole{}; },
+        [&] { return transport.connect(endpoint); });
+    a.run(stop);
+  });
+  // Windows of about 20 ms against 120 ms training steps: before, a step's whole time went to
+  // the window it ended in (training 600%), and queue-blocked time counted as inference.
+  std::vector<seedrl::learner_stats> snaps{learner.stats()};
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while ((*steps < 6 || snaps.size() < 30) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(20ms);
+    snaps.push_back(learner.stats());
+  }
+  stop = true;
+  actor.join();
+  learner.stop();
+  REQUIRE(*steps >= 6);
+  for (std::size_t i = 1; i < snaps.size(); ++i) {
+    const auto& a = snaps[i - 1];
+    const auto& b = snaps[i];
+    INFO("window " << i);
+    const double wall = b.seconds_since_start - a.seconds_since_start;
+    REQUIRE(wall > 0.0);
+    // Each thread's states cover the window exactly, so each share is in [0, 1].
+    const double inference = (b.seconds_waiting_for_batch - a.seconds_waiting_for_batch) +
+                             (b.seconds_inference - a.seconds_inference) +
+                             (b.seconds_blocked_on_queue - a.seconds_blocked_on_queue);
+    const double trainer_time = (b.seconds_waiting_for_data - a.seconds_waiting_for_data) +
+                                (b.seconds_training - a.seconds_training);
+    CHECK(inference == Approx(wall).epsilon(1e-6));
+    CHECK(trainer_time == Approx(wall).epsilon(1e-6));
+    const auto t = seedrl::stage_times_between(a, b, 1.0);  // `seconds` unused: both carry clocks
+    for (const double share : {t.inference_busy, t.queue_blocked, t.training_busy}) {
+      CHECK(share >= 0.0);
+      CHECK(share <= 1.0 + 1e-9);
+    }
+  }
+  // Over the whole run the trainer binds: inference spent time blocked on the full queue, and
+  // that time is not counted as inference work.
+  const auto whole = seedrl::stage_times_between(snaps.front(), snaps.back(), 1.0);
+  CHECK(whole.queue_blocked > 0.1);
+  CHECK(whole.inference_busy + whole.queue_blocked <= 1.0 + 1e-9);
+  CHECK(seedrl::binding_stage(whole) == seedrl::run_bound::training);
+  // Policy lag: the queue held unrolls acted by older parameters than the ones trained on; no
+  // lag can exceed the number of versions published (one per training step).
+  const auto& last = snaps.back();
+  CHECK(last.policy_lag_max >= 1);
+  CHECK(static_cast<double>(last.policy_lag_max) >= last.policy_lag_mean);
+  CHECK(last.policy_lag_max <= static_cast<std::uint64_t>(last.train_steps));
+}
+
+TEST_CASE("queue-blocked inference makes the run training-bound", "[learner][stages]") {
+  seedrl::learner_stats a, b;
+  a.seconds_since_start = 10.0;
+  b.seconds_since_start = 12.0;      // a 2 s window by the learner's clock
+  b.seconds_inference = 0.6;         // 30% inference work
+  b.seconds_blocked_on_queue = 0.8;  // 40% blocked on the full training queue
+  b.seconds_training = 1.2;          // trainer 60% busy: under the 90% rule alone
+  const auto t = seedrl::stage_times_between(a, b, 5.0);  // the program's 5 s is not used
+  CHECK(t.inference_busy == Approx(0.3));
+  CHECK(t.queue_blocked == Approx(0.4));
+  CHECK(t.training_busy == Approx(0.6));
+  CHECK(seedrl::binding_stage(t) == seedrl::run_bound::training);
+  b.seconds_blocked_on_queue = 0.1;  // 5%: a transient, inference is not held back
+  b.seconds_inference = 1.9;         // 95% inference work
+  CHECK(seedrl::binding_stage(seedrl::stage_times_between(a, b, 5.0)) ==
+        seedrl::run_bound::inference);
+}

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdint>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include "seedrl/runtime/env_state_store.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
 #include "seedrl/runtime/policy.hpp"
+#include "seedrl/runtime/thread_time_split.hpp"
 #include "seedrl/runtime/unroll_builder.hpp"
 
 namespace {
@@ -221,8 +224,9 @@ TEST_CASE("unroll_builder emits T+1 steps with one-step overlap and drops on res
   auto step = [&](std::size_t slot, int t) {
     const float obs = static_cast<float>(t);
     const std::vector<float> state{static_cast<float>(10 * t), 0.0f};
+    // Parameter version 100 + t chose step t's action.
     return builder.append(slot, std::span<const float>(&obs, 1), static_cast<float>(t), false,
-                          t - 1, t, -0.5f, state);
+                          t - 1, t, -0.5f, static_cast<std::uint64_t>(100 + t), state);
   };
   for (int t = 0; t < 3; ++t)
     CHECK(step(0, t) == nullptr);
@@ -230,6 +234,7 @@ TEST_CASE("unroll_builder emits T+1 steps with one-step overlap and drops on res
   REQUIRE(u != nullptr);
   CHECK(u->length == T + 1);
   CHECK(u->observations == std::vector<float>{0, 1, 2, 3});
+  CHECK(u->behaviour_versions == std::vector<std::uint64_t>{100, 101, 102, 103});
   CHECK(u->start_state[0] == 0.0f);
   // The next unroll starts with step 3 and the state from before it.
   for (int t = 4; t < 6; ++t)
@@ -238,6 +243,7 @@ TEST_CASE("unroll_builder emits T+1 steps with one-step overlap and drops on res
   REQUIRE(v != nullptr);
   CHECK(v->observations == std::vector<float>{3, 4, 5, 6});
   CHECK(v->actions[0] == 3);
+  CHECK(v->behaviour_versions == std::vector<std::uint64_t>{103, 104, 105, 106});
   CHECK(v->start_state[0] == 30.0f);
   builder.recycle(u);
   builder.recycle(v);
@@ -355,4 +361,30 @@ TEST_CASE("policy keeps per-env LSTM state and resets it where an episode starts
   }
   CHECK_THROWS_AS(policy.act(obs, std::span<const double>(rewards).first(2), dones),
                   std::invalid_argument);
+}
+
+TEST_CASE("thread_time_split counts the stretch in progress into every reading",
+          "[runtime][stages]") {
+  using clock = std::chrono::steady_clock;
+  const clock::time_point t0{};
+  enum : std::size_t { idle, busy };
+  seedrl::thread_time_split<2> split(idle, t0);
+  split.enter(busy, t0 + 100ms);
+  // A busy stretch from 100 ms to 700 ms, read every 200 ms: each window gets only its part.
+  const auto at = [&](auto d) { return split.seconds(t0 + d); };
+  const auto r300 = at(300ms), r500 = at(500ms);
+  CHECK(r300[busy] == Approx(0.2));
+  CHECK(r500[busy] - r300[busy] == Approx(0.2));
+  split.enter(idle, t0 + 700ms);
+  const auto r700 = at(700ms), r900 = at(900ms);
+  CHECK(r700[busy] - r500[busy] == Approx(0.2));
+  CHECK(r900[busy] - r700[busy] == Approx(0.0));
+  CHECK(r900[idle] == Approx(0.3));
+  // Each reading accounts for the whole time once.
+  CHECK(r900[idle] + r900[busy] == Approx(0.9));
+  CHECK(r300[idle] + r300[busy] == Approx(0.3));
+  // A reading from before the stretch in progress began counts that stretch as 0, never less.
+  CHECK(at(600ms)[idle] == Approx(0.1));
+  CHECK(split.state() == idle);
+  CHECK_THROWS_AS(split.enter(2, t0 + 1s), std::out_of_range);
 }

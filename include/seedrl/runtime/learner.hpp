@@ -48,6 +48,7 @@
 #include "seedrl/runtime/bounded_queue.hpp"
 #include "seedrl/runtime/env_state_store.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
+#include "seedrl/runtime/thread_time_split.hpp"
 #include "seedrl/runtime/trainer.hpp"
 #include "seedrl/runtime/unroll_builder.hpp"
 #include "seedrl/security/challenge.hpp"
@@ -102,6 +103,10 @@ struct learner_stats {
   double last_grad_norm = 0.0;  ///< before clipping
   double learning_rate = 0.0;   ///< of the last training step, when the optimizer reports it
   std::int64_t checkpoints_saved = 0;
+  /// Policy lag of the last training batch: the trainer's parameter version minus the version
+  /// that chose each action (over the T steps of every unroll), mean and max.
+  double policy_lag_mean = 0.0;
+  std::uint64_t policy_lag_max = 0;
   /// Set when the trainer failed (e.g. a GPU error): training has stopped, inference goes on
   /// with the last parameters. Programs should report it and exit.
   std::string trainer_error;
@@ -110,10 +115,15 @@ struct learner_stats {
   std::size_t queue_depth = 0;       ///< now
   std::size_t connected_actors = 0;  ///< now
   std::int64_t rejected_connections = 0;
+  // Where the inference and trainer threads' time went, up to the snapshot (the stretch in
+  // progress included), and the learner's clock then: shares of a window between two
+  // snapshots are in [0, 1].
+  double seconds_since_start = 0.0;        ///< learner clock at the snapshot
   double seconds_waiting_for_batch = 0.0;  ///< inference thread idle
   double seconds_inference = 0.0;          ///< inference thread busy
+  double seconds_blocked_on_queue = 0.0;   ///< inference thread blocked: training queue full
   double seconds_waiting_for_data = 0.0;   ///< trainer idle
-  double seconds_training = 0.0;           ///< trainer busy
+  double seconds_training = 0.0;           ///< trainer busy (training steps and checkpoints)
   // Per request (one actor step), from the learner's side: arrival to the start of its batch's
   // inference, and from there to its actions being written.
   std::int64_t requests = 0;
@@ -156,10 +166,13 @@ struct stage_times {
   double batching = 0.0;        ///< in the learner, waiting for the request's batch to start
   double inference = 0.0;       ///< in the learner, batch inference until the actions are written
   double inference_busy = 0.0;  ///< fraction of wall time the inference thread worked
+  double queue_blocked = 0.0;   ///< fraction it was blocked on the full training queue
   double training_busy = 0.0;   ///< fraction of wall time the trainer worked
 };
 
-/// Stage times between snapshots `before` and `after`, taken `seconds` apart.
+/// Stage times between snapshots `before` and `after`, taken `seconds` apart. Busy shares are
+/// over the learner's own clock between the snapshots when both carry it (the same clock as the
+/// busy times, so each share is in [0, 1]), else over `seconds`.
 inline stage_times stage_times_between(const learner_stats& before, const learner_stats& after,
                                        double seconds) {
   stage_times t;
@@ -173,18 +186,22 @@ inline stage_times stage_times_between(const learner_stats& before, const learne
   t.batching = per(after.request_seconds_batching - before.request_seconds_batching, requests);
   t.inference = per(after.request_seconds_inference - before.request_seconds_inference, requests);
   t.link = std::max(0.0, wait - t.batching - t.inference);
-  if (seconds > 0.0) {
-    t.inference_busy = (after.seconds_inference - before.seconds_inference) / seconds;
-    t.training_busy = (after.seconds_training - before.seconds_training) / seconds;
+  const double clock = after.seconds_since_start - before.seconds_since_start;
+  const double wall = before.seconds_since_start > 0.0 && clock > 0.0 ? clock : seconds;
+  if (wall > 0.0) {
+    t.inference_busy = (after.seconds_inference - before.seconds_inference) / wall;
+    t.queue_blocked = (after.seconds_blocked_on_queue - before.seconds_blocked_on_queue) / wall;
+    t.training_busy = (after.seconds_training - before.seconds_training) / wall;
   }
   return t;
 }
 
-/// Which stage limits throughput: training or inference when their thread is busy over 90% of
-/// the time (a saturated thread is the bottleneck whatever the actors see); otherwise the
-/// largest share of an actor's round trip. Unknown before any actor reported its times.
+/// Which stage limits throughput: training when the trainer is busy over 90% of the time or
+/// inference spends over 10% of it blocked on the full training queue (unrolls come faster than
+/// they are trained on); inference when that thread is busy over 90%; otherwise the largest
+/// share of an actor's round trip. Unknown before any actor reported its times.
 inline run_bound binding_stage(const stage_times& t) noexcept {
-  if (t.training_busy > 0.9)
+  if (t.training_busy > 0.9 || t.queue_blocked > 0.1)
     return run_bound::training;
   if (t.inference_busy > 0.9)
     return run_bound::inference;
@@ -230,7 +247,10 @@ class learner {
                  (config.queue_batches + 2) * config.batch_size),
         queue_(config.queue_batches * config.batch_size),
         batcher_(config.batching, [&](std::size_t cap) { return make_payload(cap); }),
-        rng_(config.seed) {
+        rng_(config.seed),
+        created_(std::chrono::steady_clock::now()),
+        inference_time_(waiting_for_batch, created_),
+        trainer_time_(waiting_for_data, created_) {
     if (!act_spec.is_discrete()) {
       throw std::invalid_argument(
           "seedrl::learner: only discrete action spaces are supported so far");
@@ -353,10 +373,19 @@ class learner {
 
   /// A consistent copy of the counters.
   learner_stats stats() const {
+    const auto now = std::chrono::steady_clock::now();
     std::lock_guard lock(stats_mutex_);
     learner_stats s = stats_;
     s.queue_depth = queue_.size();
     s.connected_actors = connected_.load();
+    s.seconds_since_start = std::chrono::duration<double>(now - created_).count();
+    const auto inference = inference_time_.seconds(now);
+    s.seconds_waiting_for_batch = inference[waiting_for_batch];
+    s.seconds_inference = inference[inferring];
+    s.seconds_blocked_on_queue = inference[blocked_on_queue];
+    const auto trainer = trainer_time_.seconds(now);
+    s.seconds_waiting_for_data = trainer[waiting_for_data];
+    s.seconds_training = trainer[training];
     return s;
   }
 
@@ -792,12 +821,12 @@ class learner {
     std::uint64_t version = 0;
     std::vector<finished_episode> finished;  // reused: no allocation per batch
     finished.reserve(cap);
-    auto idle_since = std::chrono::steady_clock::now();
     for (;;) {
       auto* batch = batcher_.next_batch();
       const auto t_start = std::chrono::steady_clock::now();
       if (batch == nullptr)
         break;
+      inference_time_.enter(inferring, t_start);
       apply_releases();
       params_.update_if_newer(&version, infer_net_.parameters());
       const std::size_t B = batch->rows;
@@ -863,15 +892,15 @@ class learner {
         store_.set_prev_action(slot, actions[r]);
         unroll<scalar>* done_unroll = builder_.append(
             slot, std::span<const scalar>(p.observations).subspan(r * obs_size_, obs_size_),
-            p.rewards[r], resets[r] != 0, prev_actions[r], actions[r], logp[r],
+            p.rewards[r], resets[r] != 0, prev_actions[r], actions[r], logp[r], version,
             std::span<const scalar>(state_before).subspan(r * W, W));
         if (done_unroll != nullptr) {
           slots.unlock();
-          const auto t_push = std::chrono::steady_clock::now();
+          // Backpressure from a full training queue is the trainer's limit, not inference work.
+          inference_time_.enter(blocked_on_queue, std::chrono::steady_clock::now());
           if (!queue_.push(done_unroll))
             builder_.recycle(done_unroll);  // shutting down
-          idle_since +=
-              std::chrono::steady_clock::now() - t_push;  // backpressure is not inference time
+          inference_time_.enter(inferring, std::chrono::steady_clock::now());
           slots.lock();
         }
       }
@@ -884,14 +913,11 @@ class learner {
       }
       const auto requests = static_cast<std::int64_t>(batch->entries.size());
       batcher_.release(batch);
-      const auto t_end = std::chrono::steady_clock::now();
+      inference_time_.enter(waiting_for_batch, std::chrono::steady_clock::now());
       std::lock_guard lock(stats_mutex_);
       stats_.frames += static_cast<std::int64_t>(B);
       stats_.batches += 1;
       stats_.batch_rows += static_cast<std::int64_t>(B);
-      stats_.seconds_waiting_for_batch +=
-          std::chrono::duration<double>(t_start - idle_since).count();
-      stats_.seconds_inference += std::chrono::duration<double>(t_end - t_start).count();
       stats_.requests += requests;
       stats_.dropped_unroll_steps = dropped_steps_;
       stats_.request_seconds_batching += batching_seconds;
@@ -916,7 +942,6 @@ class learner {
         stats_.mean_episode_length = lengths_sum_ / static_cast<double>(returns_counted_);
         stats_.returns_counted = returns_counted_;
       }
-      idle_since = t_end;
     }
   }
 
@@ -930,7 +955,7 @@ class learner {
     std::vector<unroll<scalar>*> batch;
     batch.reserve(B);
     for (;;) {
-      const auto t_wait = std::chrono::steady_clock::now();
+      trainer_time_.enter(waiting_for_data, std::chrono::steady_clock::now());
       batch.clear();
       while (batch.size() < B) {
         auto u = queue_.pop();
@@ -941,7 +966,11 @@ class learner {
         }
         batch.push_back(*u);
       }
-      const auto t_start = std::chrono::steady_clock::now();
+      trainer_time_.enter(training, std::chrono::steady_clock::now());
+      // The parameters about to be trained are the last ones published; only this thread
+      // publishes once training runs.
+      const std::uint64_t trainer_version = params_.version();
+      std::uint64_t lag_sum = 0, lag_max = 0;
       // Time-major [T+1, B]: step t of unroll b is row t * B + b.
       for (std::size_t b = 0; b < B; ++b) {
         const auto& u = *batch[b];
@@ -954,6 +983,11 @@ class learner {
           prev_actions[r] = u.prev_actions[t];
           actions[r] = u.actions[t];
           behaviour[r] = u.behaviour_log_probs[t];
+          if (t < T) {  // step T only bootstraps: its action is not trained on
+            const std::uint64_t lag = trainer_version - u.behaviour_versions[t];
+            lag_sum += lag;
+            lag_max = std::max(lag_max, lag);
+          }
         }
         std::copy(u.start_state.begin(), u.start_state.end(),
                   start.begin() + static_cast<std::ptrdiff_t>(b * W));
@@ -968,6 +1002,7 @@ class learner {
         // A trainer that fails (e.g. a GPU error) stops training, not the process: inference
         // goes on with the last parameters and the log says why.
         log(std::string("seedrl learner: training stopped: ") + e.what());
+        trainer_time_.enter(waiting_for_data, std::chrono::steady_clock::now());  // not busy
         {
           std::lock_guard lock(stats_mutex_);
           stats_.trainer_error = e.what();
@@ -978,7 +1013,6 @@ class learner {
       if (!r.applied)
         log("seedrl learner: skipped a training step: " + r.skipped);
       params_.publish(train_net_.parameters());
-      const auto t_end = std::chrono::steady_clock::now();
       std::int64_t steps = 0;
       {
         std::lock_guard lock(stats_mutex_);
@@ -987,8 +1021,9 @@ class learner {
         stats_.last_grad_norm = r.grad_norm;
         if (r.learning_rate == r.learning_rate)  // not NaN: the trainer knows it
           stats_.learning_rate = r.learning_rate;
-        stats_.seconds_waiting_for_data += std::chrono::duration<double>(t_start - t_wait).count();
-        stats_.seconds_training += std::chrono::duration<double>(t_end - t_start).count();
+        stats_.policy_lag_mean =
+            T * B > 0 ? static_cast<double>(lag_sum) / static_cast<double>(T * B) : 0.0;
+        stats_.policy_lag_max = lag_max;
       }
       // The trainer thread owns the parameters and optimizer, so its checkpoints are consistent.
       if (checkpoints_ && checkpoints_->due(steps) != checkpoint_reason::none)
@@ -1054,6 +1089,13 @@ class learner {
   dynamic_batcher<payload> batcher_;
   parameter_store<scalar> params_;
   random_generator rng_;
+
+  // Where the inference and trainer threads' time goes (learner_stats' seconds_* fields).
+  enum inference_state : std::size_t { waiting_for_batch, inferring, blocked_on_queue };
+  enum trainer_state : std::size_t { waiting_for_data, training };
+  std::chrono::steady_clock::time_point created_;
+  thread_time_split<3> inference_time_;
+  thread_time_split<2> trainer_time_;
 
   std::mutex slots_mutex_;  // slot allocation and release vs. the inference thread
   std::vector<std::pair<std::size_t, std::size_t>> releases_;

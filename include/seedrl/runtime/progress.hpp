@@ -46,8 +46,9 @@ inline progress_report progress_between(const learner_stats& before, const learn
   return p;
 }
 
-/// One line: frames, frames/s, episodes, mean return, loss terms, batch fill, queue depth,
-/// actors, time per stage, busy fractions and the binding stage.
+/// One line: frames, frames/s, episodes, mean return, loss terms, policy lag (mean/max of the
+/// last training batch), batch fill, queue depth, actors, time per stage, busy fractions (with
+/// inference's time blocked on the full training queue) and the binding stage.
 inline std::string progress_line(const progress_report& p) {
   const learner_stats& s = p.stats;
   const stage_times& st = p.stages;
@@ -55,12 +56,14 @@ inline std::string progress_line(const progress_report& p) {
   std::snprintf(
       line, sizeof line,
       "frames %9lld  %6.0f f/s  episodes %6lld  return %6.1f  loss %7.3f (pg %6.3f v %6.3f ent "
-      "%7.4f)  batch fill %3.0f%%  queue %zu  actors %zu  per step: env %.0f us link %.0f us "
-      "batching %.0f us inference %.0f us  busy: inference %3.0f%% training %3.0f%%  %s",
+      "%7.4f)  lag %.1f/%llu  batch fill %3.0f%%  queue %zu  actors %zu  per step: env %.0f us "
+      "link %.0f us batching %.0f us inference %.0f us  busy: inference %3.0f%% (queue-blocked "
+      "%3.0f%%) training %3.0f%%  %s",
       static_cast<long long>(s.frames), p.frames_per_second, static_cast<long long>(s.episodes),
       s.mean_return, s.last_loss.total, s.last_loss.policy, s.last_loss.baseline,
-      s.last_loss.entropy, 100 * p.batch_fill, s.queue_depth, s.connected_actors, 1e6 * st.env,
-      1e6 * st.link, 1e6 * st.batching, 1e6 * st.inference, 100 * st.inference_busy,
+      s.last_loss.entropy, s.policy_lag_mean, static_cast<unsigned long long>(s.policy_lag_max),
+      100 * p.batch_fill, s.queue_depth, s.connected_actors, 1e6 * st.env, 1e6 * st.link,
+      1e6 * st.batching, 1e6 * st.inference, 100 * st.inference_busy, 100 * st.queue_blocked,
       100 * st.training_busy, to_string(p.bound));
   return line;
 }
@@ -89,7 +92,10 @@ inline void log_progress(metrics_log& log, const progress_report& p) {
       {"stage_us/batching", 1e6 * st.batching},
       {"stage_us/inference", 1e6 * st.inference},
       {"busy/inference", st.inference_busy},
+      {"busy/queue_blocked", st.queue_blocked},
       {"busy/training", st.training_busy},
+      {"train/policy_lag_mean", s.policy_lag_mean},
+      {"train/policy_lag_max", static_cast<double>(s.policy_lag_max)},
   };
   log.log(s.frames, values);
 }

@@ -29,6 +29,9 @@ struct unroll {
   std::vector<std::int32_t> prev_actions;
   std::vector<std::int32_t> actions;
   std::vector<S> behaviour_log_probs;
+  /// Parameter version (parameter_store) that chose each step's action: the trainer's version
+  /// minus it is the policy lag that V-trace corrects for.
+  std::vector<std::uint64_t> behaviour_versions;
   std::vector<S> start_state;  ///< recurrent state before step 0
 };
 
@@ -52,6 +55,7 @@ class unroll_builder {
       u.prev_actions.resize(steps_);
       u.actions.resize(steps_);
       u.behaviour_log_probs.resize(steps_);
+      u.behaviour_versions.resize(steps_);
       u.start_state.resize(state_width);
       free_.push_back(&u);
     }
@@ -59,11 +63,12 @@ class unroll_builder {
 
   std::size_t steps() const noexcept { return steps_; }
 
-  /// Appends one step for `slot`; `state_before` is the recurrent state fed to inference at
-  /// this step. Returns the completed unroll when this step filled it, else nullptr.
+  /// Appends one step for `slot`; `behaviour_version` is the parameter version that chose
+  /// `action`, `state_before` the recurrent state fed to inference at this step. Returns the
+  /// completed unroll when this step filled it, else nullptr.
   unroll<S>* append(std::size_t slot, std::span<const S> observation, S reward, bool done,
                     std::int32_t prev_action, std::int32_t action, S behaviour_log_prob,
-                    std::span<const S> state_before) {
+                    std::uint64_t behaviour_version, std::span<const S> state_before) {
     unroll<S>*& u = current_.at(slot);
     if (u == nullptr) {
       u = take();
@@ -79,6 +84,7 @@ class unroll_builder {
     u->prev_actions[t] = prev_action;
     u->actions[t] = action;
     u->behaviour_log_probs[t] = behaviour_log_prob;
+    u->behaviour_versions[t] = behaviour_version;
     if (++u->length < steps_)
       return nullptr;
     unroll<S>* done_unroll = u;
@@ -95,6 +101,7 @@ class unroll_builder {
     u->prev_actions[0] = done_unroll->prev_actions[last];
     u->actions[0] = done_unroll->actions[last];
     u->behaviour_log_probs[0] = done_unroll->behaviour_log_probs[last];
+    u->behaviour_versions[0] = done_unroll->behaviour_versions[last];
     return done_unroll;
   }
 
