@@ -367,6 +367,29 @@ inline int fsync_directory(const std::filesystem::path& dir) {
   return err;
 }
 
+/// Makes the entries of one directory durable; `fsync_directory` unless a test records the calls.
+using directory_sync = std::function<int(const std::filesystem::path&)>;
+
+/// Creates `dir` and whatever ancestors it lacks, as std::filesystem::create_directories does,
+/// and passes the parent of the new directory to `sync`, so that its entry survives a power
+/// cut. Returns what went wrong, or an empty string.
+[[nodiscard]] inline std::string create_directories_durably(
+    const std::filesystem::path& dir, const directory_sync& sync = fsync_directory) {
+  std::error_code ec;
+  if (!std::filesystem::create_directories(dir, ec) && ec) {
+    return "cannot create directory '" + dir.string() + "': " + ec.message();
+  }
+  std::filesystem::path created = std::filesystem::absolute(dir, ec);
+  if (created.filename().empty()) {  // "runs/ckpt/": the last component is before the slash
+    created = created.parent_path();
+  }
+  const std::filesystem::path parent = created.parent_path();
+  if (const int err = sync(parent); err != 0) {
+    return "cannot sync directory '" + parent.string() + "': " + errno_text("fsync", err);
+  }
+  return {};
+}
+
 /// A temporary-file name no other write in this process uses.
 inline std::string checkpoint_temp_name(const std::string& final_name) {
   static std::atomic<std::uint64_t> counter{0};
@@ -942,17 +965,9 @@ inline std::filesystem::path write_checkpoint(const std::filesystem::path& direc
     if (std::filesystem::exists(dir, ec)) {
       fail("'" + dir.string() + "' exists and is not a directory");
     }
-    if (!std::filesystem::create_directories(dir, ec) && ec) {
-      fail("cannot create directory '" + dir.string() + "': " + ec.message());
-    }
     // The new directory's own entry must be durable too, or the file could vanish with it.
-    std::filesystem::path created = std::filesystem::absolute(dir, ec);
-    if (created.filename().empty()) {  // "runs/ckpt/": the last component is before the slash
-      created = created.parent_path();
-    }
-    const std::filesystem::path parent = created.parent_path();
-    if (const int err = detail::fsync_directory(parent); err != 0) {
-      fail("cannot sync directory '" + parent.string() + "': " + detail::errno_text("fsync", err));
+    if (const std::string problem = detail::create_directories_durably(dir); !problem.empty()) {
+      fail(problem);
     }
   }
 
