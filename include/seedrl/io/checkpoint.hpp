@@ -371,21 +371,40 @@ inline int fsync_directory(const std::filesystem::path& dir) {
 using directory_sync = std::function<int(const std::filesystem::path&)>;
 
 /// Creates `dir` and whatever ancestors it lacks, as std::filesystem::create_directories does,
-/// and passes the parent of the new directory to `sync`, so that its entry survives a power
-/// cut. Returns what went wrong, or an empty string.
+/// and makes every directory it created durable: a new directory's entry lives in its parent,
+/// so `sync` is called on the parent of each, the first existing ancestor first and then each
+/// new directory down to the parent of `dir` (for a/b/c under an existing root: root, a, a/b).
+/// In that order a power cut between two syncs leaves the durable directories a chain from the
+/// existing one, never a durable directory whose own entry could still be lost. `dir` itself is
+/// left to the caller, who syncs it after putting something in it. Returns what went wrong, or
+/// an empty string.
 [[nodiscard]] inline std::string create_directories_durably(
     const std::filesystem::path& dir, const directory_sync& sync = fsync_directory) {
   std::error_code ec;
+  std::filesystem::path target = std::filesystem::absolute(dir, ec);
+  if (ec) {
+    return "cannot create directory '" + dir.string() + "': " + ec.message();
+  }
+  if (target.filename().empty() && target.has_relative_path()) {  // "runs/ckpt/"
+    target = target.parent_path();
+  }
+  // The directories this call is to create, deepest first, found before creating any: after
+  // create_directories they would be indistinguishable from those that already existed.
+  std::vector<std::filesystem::path> missing;
+  for (std::filesystem::path p = target; p.has_relative_path(); p = p.parent_path()) {
+    if (std::filesystem::exists(p, ec) || ec) {  // an error here resurfaces when creating
+      break;
+    }
+    missing.push_back(p);
+  }
   if (!std::filesystem::create_directories(dir, ec) && ec) {
     return "cannot create directory '" + dir.string() + "': " + ec.message();
   }
-  std::filesystem::path created = std::filesystem::absolute(dir, ec);
-  if (created.filename().empty()) {  // "runs/ckpt/": the last component is before the slash
-    created = created.parent_path();
-  }
-  const std::filesystem::path parent = created.parent_path();
-  if (const int err = sync(parent); err != 0) {
-    return "cannot sync directory '" + parent.string() + "': " + errno_text("fsync", err);
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    const std::filesystem::path parent = it->parent_path();
+    if (const int err = sync(parent); err != 0) {
+      return "cannot sync directory '" + parent.string() + "': " + errno_text("fsync", err);
+    }
   }
   return {};
 }
