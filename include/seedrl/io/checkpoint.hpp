@@ -1092,6 +1092,27 @@ inline std::filesystem::path write_checkpoint(const std::filesystem::path& direc
   return std::nullopt;
 }
 
+/// Throws `checkpoint_error`, naming `dir`, if it holds files named as checkpoints (valid or
+/// not); a missing directory holds none. A new run calls it before saving into `dir`: checkpoints
+/// are ranked by step, so beside another run's the new run's saves would be deleted by keep-N
+/// retention in favour of the other run's higher steps, and `read_latest_checkpoint` would
+/// return the other run. Only a run that resumes from `dir` may save there.
+inline void require_no_checkpoints(const std::filesystem::path& dir) {
+  const auto found = detail::list_checkpoints(dir, nullptr);
+  if (found.empty()) {
+    return;
+  }
+  throw checkpoint_error(
+      dir, "already holds " + std::to_string(found.size()) +
+               (found.size() == 1 ? " checkpoint" : " checkpoints") +
+               " of another run (the newest at step " + std::to_string(found.front().step) +
+               "), which this run did not resume from. Checkpoints are ranked by step, so the "
+               "runs would mix: the other run's would outlive this run's saves and be the ones "
+               "found as newest. To continue that run, resume from this directory (--resume); "
+               "to start a new run, choose an empty or new checkpoint directory "
+               "(--checkpoint-dir)");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Networks and optimizers
 
