@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -509,6 +510,46 @@ TEST_CASE("write_checkpoint keeps the newest N and removes stale temporary files
   for (std::int64_t s = 10; s < 20; ++s)
     seedrl::write_checkpoint(dir.path, small_checkpoint(s), keep_all);
   CHECK(names().size() == 13);
+}
+
+TEST_CASE("creating a checkpoint directory syncs the parent of every directory it creates",
+          "[checkpoint]") {
+  // A power cut after the save must not lose any directory on the way to the file: each new
+  // directory's entry lives in its parent, so every one of those parents must be synced.
+  temp_dir root;
+  std::vector<fs::path> synced;
+  const seedrl::detail::directory_sync record = [&synced](const fs::path& d) {
+    synced.push_back(d);
+    return seedrl::detail::fsync_directory(d);
+  };
+  const fs::path a = root.path / "a", b = a / "b", c = b / "c";
+
+  SECTION("three new levels under an existing directory: its parent first, then each new one") {
+    CHECK(seedrl::detail::create_directories_durably(c, record).empty());
+    CHECK(fs::is_directory(c));
+    CHECK(synced == std::vector<fs::path>{root.path, a, b});
+  }
+  SECTION("a trailing slash names the same directories") {
+    CHECK(seedrl::detail::create_directories_durably(c.string() + "/", record).empty());
+    CHECK(fs::is_directory(c));
+    CHECK(synced == std::vector<fs::path>{root.path, a, b});
+  }
+  SECTION("only the directories that were missing") {
+    fs::create_directories(a);
+    CHECK(seedrl::detail::create_directories_durably(c, record).empty());
+    CHECK(synced == std::vector<fs::path>{a, b});
+  }
+  SECTION("an existing directory syncs nothing") {
+    fs::create_directories(c);
+    CHECK(seedrl::detail::create_directories_durably(c, record).empty());
+    CHECK(synced.empty());
+  }
+  SECTION("a failed sync is reported with its directory and reason") {
+    const std::string problem = seedrl::detail::create_directories_durably(
+        c, [](const fs::path& d) { return d.filename() == "a" ? EIO : 0; });
+    CHECK_THAT(problem, Catch::Contains("cannot sync directory '" + a.string() + "'"));
+    CHECK_THAT(problem, Catch::Contains("fsync"));
+  }
 }
 
 TEST_CASE("checkpoint file names sort like steps", "[checkpoint]") {

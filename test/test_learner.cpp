@@ -2,6 +2,7 @@
 // frame and closes only that connection, while a well-behaved actor keeps being served.
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -666,6 +667,115 @@ TEST_CASE("learner checkpoints while training and a new learner resumes from the
     CHECK(std::equal(before.parameters().begin(), before.parameters().end(),
                      after.parameters().begin()));
     CHECK(other.stats().frames == 0);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a new run refuses a checkpoint directory that holds another run's checkpoints",
+          "[learner][checkpoint]") {
+  // Checkpoints are ranked by step. A new run numbering its own from step 0 beside an older
+  // run's would see keep-N retention delete each of its saves at the next one, and a later
+  // --resume would continue the old run instead.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("seedrl-learner-another-run-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 8;
+  seedrl::learner_config lc = small_learner_config();
+  lc.checkpoint_dir = dir;
+  const auto make_learner = [&] {
+    return std::make_unique<learner_t>(
+        lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+        seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  };
+  const auto save_run = [&](const std::filesystem::path& to, std::int64_t step) {
+    net_t net(nc);
+    seedrl::adam<float> opt;
+    seedrl::checkpoint c;
+    c.step = step;
+    seedrl::store_parameters(c, net);
+    seedrl::store_optimizer(c, opt);
+    c.counters["frames"] = step * 10;
+    c.counters["episodes"] = step / 10;
+    c.counters["train_steps"] = step;
+    seedrl::write_checkpoint(to, c);
+  };
+  const auto files = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  // What start() threw, or "" when it started (the learner is then stopped again).
+  const auto start_error = [](learner_t& l) {
+    try {
+      l.start();
+    } catch (const seedrl::checkpoint_error& e) {
+      return std::string(e.what());
+    }
+    l.stop();
+    return std::string();
+  };
+  // The other run: steps 700 and 900.
+  save_run(dir, 700);
+  save_run(dir, 900);
+  const std::vector<std::string> old_run{"ckpt-000000000700.seedrl", "ckpt-000000000900.seedrl"};
+  REQUIRE(files() == old_run);
+
+  SECTION("a fresh start is refused with a message that says why and what to do instead") {
+    {
+      auto l = make_learner();
+      const std::string message = start_error(*l);
+      INFO(message);
+      CHECK_THAT(message, Catch::Contains("'" + dir.string() + "'"));
+      CHECK_THAT(message, Catch::Contains("2 checkpoints of another run"));
+      CHECK_THAT(message, Catch::Contains("step 900"));
+      CHECK_THAT(message, Catch::Contains("--resume"));
+      CHECK_THAT(message, Catch::Contains("empty or new checkpoint directory"));
+    }
+    CHECK(files() == old_run);  // nothing saved at exit, nothing deleted
+  }
+  SECTION("so is a start from a checkpoint's weights only (--init-checkpoint)") {
+    {
+      auto l = make_learner();
+      const auto latest = seedrl::read_latest_checkpoint(dir);
+      REQUIRE(latest);
+      l->restore(*latest, true);
+      CHECK_THAT(start_error(*l), Catch::Contains("2 checkpoints of another run"));
+    }
+    CHECK(files() == old_run);
+  }
+  SECTION("and a full restore from a checkpoint in another directory") {
+    const auto elsewhere = dir.string() + "-elsewhere";
+    save_run(elsewhere, 50);
+    {
+      auto l = make_learner();
+      const auto c = seedrl::read_latest_checkpoint(elsewhere);
+      REQUIRE(c);
+      l->restore(*c);
+      CHECK_THAT(start_error(*l), Catch::Contains("2 checkpoints of another run"));
+    }
+    CHECK(files() == old_run);
+    std::filesystem::remove_all(elsewhere);
+  }
+  SECTION("resuming from the directory itself continues it") {
+    auto l = make_learner();
+    const auto latest = seedrl::read_latest_checkpoint(dir);
+    REQUIRE(latest);
+    l->restore(*latest);
+    CHECK(start_error(*l).empty());
+    CHECK(l->stats().train_steps == 900);
+  }
+  SECTION("an empty directory or a missing one takes a new run") {
+    lc.checkpoint_dir = dir / "new";
+    auto fresh = make_learner();
+    CHECK(start_error(*fresh).empty());
+    std::filesystem::create_directories(dir / "empty");
+    lc.checkpoint_dir = dir / "empty";
+    auto fresh_too = make_learner();
+    CHECK(start_error(*fresh_too).empty());
   }
   std::filesystem::remove_all(dir);
 }

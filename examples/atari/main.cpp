@@ -442,13 +442,14 @@ int train(const options& o, secret_ptr secret, const Agent& net, const std::stri
                   static_cast<long long>(c->int_counter("frames")));
     }
   }
+  // Before listening: start() refuses a checkpoint directory that holds another run's.
+  learner.start();
   seedrl::tcp_transport transport;
   auto listener = transport.listen({o.host, o.port});
   const auto port = listener.local_port();
   std::printf("learner listening on %s:%u; actions: %d; network: %s\n", o.host.c_str(),
               static_cast<unsigned>(port), act_spec.num_actions, description.c_str());
   std::fflush(stdout);
-  learner.start();
   learner.serve(std::move(listener));
 
   std::vector<pid_t> kids;

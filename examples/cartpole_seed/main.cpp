@@ -100,7 +100,8 @@ struct options {
       "  --lstm                  use the MLP+LSTM network instead of the MLP\n"
       "  --device cpu|cuda       where the learner trains (default cpu; cuda: the first GPU)\n"
       "checkpoints (learner and local modes):\n"
-      "  --checkpoint-dir DIR    save checkpoints there (one directory per run)\n"
+      "  --checkpoint-dir DIR    save checkpoints there (one directory per run: a new run\n"
+      "                          refuses one that holds checkpoints; --resume continues it)\n"
       "  --checkpoint-every-steps N    every N training steps (default 500; 0 = off)\n"
       "  --checkpoint-every-seconds S  every S seconds (default 60; 0 = off); always at exit\n"
       "  --resume                continue from the newest good checkpoint in --checkpoint-dir\n"
@@ -337,12 +338,13 @@ int run_learner(const options& o, secret_ptr secret, Trainer trainer) {
       std::printf("no checkpoint in %s yet: starting afresh\n", from.c_str());
     }
   }
+  // Before listening: start() refuses a checkpoint directory that holds another run's.
+  learner.start();
   seedrl::tcp_transport transport;
   auto listener = transport.listen({o.host, o.port});
   const auto port = listener.local_port();
   std::printf("learner listening on %s:%u\n", o.host.c_str(), static_cast<unsigned>(port));
   std::fflush(stdout);
-  learner.start();
   learner.serve(std::move(listener));
   std::vector<pid_t> kids;
   if (o.mode == "local") {

@@ -367,6 +367,48 @@ inline int fsync_directory(const std::filesystem::path& dir) {
   return err;
 }
 
+/// Makes the entries of one directory durable; `fsync_directory` unless a test records the calls.
+using directory_sync = std::function<int(const std::filesystem::path&)>;
+
+/// Creates `dir` and whatever ancestors it lacks, as std::filesystem::create_directories does,
+/// and makes every directory it created durable: a new directory's entry lives in its parent,
+/// so `sync` is called on the parent of each, the first existing ancestor first and then each
+/// new directory down to the parent of `dir` (for a/b/c under an existing root: root, a, a/b).
+/// In that order a power cut between two syncs leaves the durable directories a chain from the
+/// existing one, never a durable directory whose own entry could still be lost. `dir` itself is
+/// left to the caller, who syncs it after putting something in it. Returns what went wrong, or
+/// an empty string.
+[[nodiscard]] inline std::string create_directories_durably(
+    const std::filesystem::path& dir, const directory_sync& sync = fsync_directory) {
+  std::error_code ec;
+  std::filesystem::path target = std::filesystem::absolute(dir, ec);
+  if (ec) {
+    return "cannot create directory '" + dir.string() + "': " + ec.message();
+  }
+  if (target.filename().empty() && target.has_relative_path()) {  // "runs/ckpt/"
+    target = target.parent_path();
+  }
+  // The directories this call is to create, deepest first, found before creating any: after
+  // create_directories they would be indistinguishable from those that already existed.
+  std::vector<std::filesystem::path> missing;
+  for (std::filesystem::path p = target; p.has_relative_path(); p = p.parent_path()) {
+    if (std::filesystem::exists(p, ec) || ec) {  // an error here resurfaces when creating
+      break;
+    }
+    missing.push_back(p);
+  }
+  if (!std::filesystem::create_directories(dir, ec) && ec) {
+    return "cannot create directory '" + dir.string() + "': " + ec.message();
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    const std::filesystem::path parent = it->parent_path();
+    if (const int err = sync(parent); err != 0) {
+      return "cannot sync directory '" + parent.string() + "': " + errno_text("fsync", err);
+    }
+  }
+  return {};
+}
+
 /// A temporary-file name no other write in this process uses.
 inline std::string checkpoint_temp_name(const std::string& final_name) {
   static std::atomic<std::uint64_t> counter{0};
@@ -942,17 +984,9 @@ inline std::filesystem::path write_checkpoint(const std::filesystem::path& direc
     if (std::filesystem::exists(dir, ec)) {
       fail("'" + dir.string() + "' exists and is not a directory");
     }
-    if (!std::filesystem::create_directories(dir, ec) && ec) {
-      fail("cannot create directory '" + dir.string() + "': " + ec.message());
-    }
     // The new directory's own entry must be durable too, or the file could vanish with it.
-    std::filesystem::path created = std::filesystem::absolute(dir, ec);
-    if (created.filename().empty()) {  // "runs/ckpt/": the last component is before the slash
-      created = created.parent_path();
-    }
-    const std::filesystem::path parent = created.parent_path();
-    if (const int err = detail::fsync_directory(parent); err != 0) {
-      fail("cannot sync directory '" + parent.string() + "': " + detail::errno_text("fsync", err));
+    if (const std::string problem = detail::create_directories_durably(dir); !problem.empty()) {
+      fail(problem);
     }
   }
 
@@ -1056,6 +1090,27 @@ inline std::filesystem::path write_checkpoint(const std::filesystem::path& direc
     return c->source;
   }
   return std::nullopt;
+}
+
+/// Throws `checkpoint_error`, naming `dir`, if it holds files named as checkpoints (valid or
+/// not); a missing directory holds none. A new run calls it before saving into `dir`: checkpoints
+/// are ranked by step, so beside another run's the new run's saves would be deleted by keep-N
+/// retention in favour of the other run's higher steps, and `read_latest_checkpoint` would
+/// return the other run. Only a run that resumes from `dir` may save there.
+inline void require_no_checkpoints(const std::filesystem::path& dir) {
+  const auto found = detail::list_checkpoints(dir, nullptr);
+  if (found.empty()) {
+    return;
+  }
+  throw checkpoint_error(
+      dir, "already holds " + std::to_string(found.size()) +
+               (found.size() == 1 ? " checkpoint" : " checkpoints") +
+               " of another run (the newest at step " + std::to_string(found.front().step) +
+               "), which this run did not resume from. Checkpoints are ranked by step, so the "
+               "runs would mix: the other run's would outlive this run's saves and be the ones "
+               "found as newest. To continue that run, resume from this directory (--resume); "
+               "to start a new run, choose an empty or new checkpoint directory "
+               "(--checkpoint-dir)");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -77,7 +78,9 @@ struct learner_config {
   std::chrono::milliseconds handshake_timeout{10000};
   /// Most connections held at once (open or in handshake); more are refused at accept.
   std::size_t max_connections = 4096;
-  /// Where the trainer saves checkpoints (docs/checkpoints.md); empty turns them off.
+  /// Where the trainer saves checkpoints (docs/checkpoints.md); empty turns them off. It must
+  /// hold no checkpoints unless the learner was restored (not weights only) from one of them:
+  /// start() refuses another run's directory (see require_no_checkpoints).
   std::filesystem::path checkpoint_dir;
   /// When to save: every N training steps and/or S seconds, and at stop().
   checkpoint_schedule_config checkpointing{1000, 60.0, true};
@@ -265,7 +268,9 @@ class learner {
   /// Restores a checkpoint; call before start(). Always the parameters (checked against this
   /// network's size and scalar type); unless `weights_only`, also the optimizer state (so its
   /// step count and learning-rate schedule continue) and the frame, episode and training-step
-  /// counters. Throws checkpoint_error and changes nothing on a mismatch.
+  /// counters. Throws checkpoint_error and changes nothing on a mismatch. A full restore from a
+  /// file in checkpoint_dir continues the run there; anything else is a new run, which start()
+  /// refuses to save beside another run's checkpoints.
   void restore(const checkpoint& c, bool weights_only = false) {
     Net restored(train_net_);
     restore_parameters(c, restored);
@@ -292,12 +297,19 @@ class learner {
       stats_.episodes = episodes;
       stats_.train_steps = steps;
     }
+    if (!weights_only)
+      resumed_from_ = c.source;
   }
 
-  /// Starts the inference and trainer threads.
+  /// Starts the inference and trainer threads. Throws checkpoint_error, and starts nothing, if
+  /// checkpoint_dir holds checkpoints and this learner was not restored in full from one of
+  /// them: a new run must not save beside another run's (require_no_checkpoints).
   void start() {
-    if (!config_.checkpoint_dir.empty())
+    if (!config_.checkpoint_dir.empty()) {
+      if (!continues_checkpoint_dir())
+        require_no_checkpoints(config_.checkpoint_dir);
       checkpoints_.emplace(config_.checkpointing, stats().train_steps);
+    }
     inference_thread_ = std::thread([this] { inference_loop(); });
     trainer_thread_ = std::thread([this] { trainer_loop(); });
     watchdog_thread_ = std::thread([this] { watchdog_loop(); });
@@ -1031,6 +1043,16 @@ class learner {
     }
   }
 
+  /// Whether restore() loaded, in full, a checkpoint read from checkpoint_dir.
+  [[nodiscard]] bool continues_checkpoint_dir() const {
+    if (!resumed_from_ || resumed_from_->empty())
+      return false;
+    const std::filesystem::path from =
+        resumed_from_->has_parent_path() ? resumed_from_->parent_path() : ".";
+    std::error_code ec;
+    return std::filesystem::equivalent(from, config_.checkpoint_dir, ec) && !ec;
+  }
+
   /// Writes a checkpoint of the training parameters, optimizer and counters. Called by the
   /// trainer thread, or by stop() once it has joined; a failure (disk full) is logged and
   /// training goes on.
@@ -1104,7 +1126,8 @@ class learner {
   std::list<std::unique_ptr<connection_state>> connections_;
   std::vector<std::unique_ptr<listener_type>> listeners_;
   std::vector<std::thread> accept_threads_;
-  std::optional<checkpoint_schedule<>> checkpoints_;  // set when checkpoint_dir is
+  std::optional<checkpoint_schedule<>> checkpoints_;   // set when checkpoint_dir is
+  std::optional<std::filesystem::path> resumed_from_;  // the source of a full restore()
   std::thread inference_thread_, trainer_thread_, watchdog_thread_;
   std::mutex watchdog_mutex_;
   std::condition_variable watchdog_wake_;
