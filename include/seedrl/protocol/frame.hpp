@@ -1548,8 +1548,8 @@ inline error_code check_auth_version(std::span<const std::byte> payload, const c
                                      std::string* why) {
   const std::uint16_t v = load_u16(payload.data());
   if (v != auth_version) {
-    // Appended to one named string: GCC 12.2 reports a false -Warray-bounds on the inlined
-    // chain of rvalue operator+ here when the test suite's precompiled header is in use.
+    // Appended to one named string: GCC 12.2 reported a false -Warray-bounds on the inlined
+    // chain of rvalue operator+ here (GCC bug 105651, when the tests had a precompiled header).
     std::string message(what);
     message += " has authentication version ";
     message += std::to_string(v);
