@@ -853,6 +853,9 @@ class learner {
                                     std::span<const std::int32_t>(actions).first(B),
                                     std::span(logp).first(B));
       // Answer every request before the slower bookkeeping, to keep the actors' round trip short.
+      // The batch's rows stop counting as waiting first: an actor steps again as soon as it has
+      // its actions, and its old rows must not look "waiting" still (see answered()).
+      batcher_.answered(batch);
       double batching_seconds = 0.0, answer_seconds = 0.0;
       for (const auto& e : batch->entries) {
         auto& s = *static_cast<connection_state*>(e.requester);
