@@ -1,6 +1,7 @@
 // One learner, written once against the Transport concept, trains over TCP, Unix sockets and
 // the in-process pipes alike: actors connect, are answered, unrolls reach the trainer, and
 // stop() ends everything.
+#include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -9,6 +10,8 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -51,6 +54,68 @@ struct in_process_link {
   using transport_type = seedrl::in_process_transport;
   static seedrl::in_process_endpoint listen_at() { return {"learner-" + unique_suffix()}; }
 };
+
+/// What a raw client's read of one frame found.
+enum class read_outcome { frame, closed, timeout };
+
+/// Reads one whole frame from `c` into `h` and `payload`, waiting at most `timeout` for it to
+/// start: a learner that neither answers nor closes turns into a failed check, not a hang.
+read_outcome read_frame_within(seedrl::tcp_connection& c, std::chrono::milliseconds timeout,
+                               seedrl::protocol::frame_header& h, std::vector<std::byte>& payload) {
+  pollfd p{c.native_handle(), POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0)
+    return read_outcome::timeout;
+  try {
+    std::array<std::byte, seedrl::protocol::header_size> header{};
+    c.read(header);
+    if (seedrl::protocol::decode_header(header, seedrl::protocol::default_max_payload, h) !=
+        seedrl::protocol::error_code::none)
+      return read_outcome::closed;
+    payload.resize(h.payload_length);
+    if (h.payload_length > 0)
+      c.read(payload);
+    return read_outcome::frame;
+  } catch (const seedrl::transport_error&) {
+    return read_outcome::closed;
+  }
+}
+
+/// Says hello for `num_envs` cartpole envs; true once the welcome came back.
+bool handshake(seedrl::tcp_connection& c, std::uint32_t num_envs, const std::string& name) {
+  std::vector<std::byte> hello;
+  seedrl::protocol::encode_hello(
+      {1, num_envs, seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec(), name},
+      hello);
+  const std::span<const std::byte> bufs[] = {hello};
+  c.write(bufs);
+  seedrl::protocol::frame_header h{};
+  std::vector<std::byte> payload;
+  return read_frame_within(c, 5s, h, payload) == read_outcome::frame &&
+         h.type == seedrl::protocol::message_type::welcome;
+}
+
+/// A whole step frame for `num_envs` cartpole envs (zero observations, no episode ends).
+std::vector<std::byte> cartpole_step_frame(std::size_t num_envs) {
+  const std::size_t obs_bytes = seedrl::cartpole::observation_spec().num_bytes();
+  const std::vector<std::uint64_t> run_ids(num_envs, 7);
+  const std::vector<float> rewards(num_envs, 1.0f);
+  const std::vector<std::uint8_t> flags(num_envs, 0);
+  const std::vector<std::byte> observations(num_envs * obs_bytes, std::byte{0});
+  std::vector<std::byte> frame(seedrl::protocol::step_frame_size(num_envs, obs_bytes));
+  seedrl::protocol::encode_step(frame, seedrl::dtype::float32,
+                                {run_ids, rewards, flags, flags, observations});
+  return frame;
+}
+
+/// One lock-step round trip of a well-behaved raw actor: true when actions came back.
+bool step_and_read_actions(seedrl::tcp_connection& c, const std::vector<std::byte>& step) {
+  const std::span<const std::byte> bufs[] = {step};
+  c.write(bufs);
+  seedrl::protocol::frame_header h{};
+  std::vector<std::byte> payload;
+  return read_frame_within(c, 5s, h, payload) == read_outcome::frame &&
+         h.type == seedrl::protocol::message_type::actions;
+}
 
 }  // namespace
 
@@ -173,6 +238,83 @@ TEST_CASE("a thousand idle actor connections are held while one actor is served 
   CHECK(learner.stats().connected_actors == idle + 1);
   stop = true;
   actor_thread.join();
+  learner.stop();
+  CHECK(learner.stats().connected_actors == 0);
+}
+
+TEST_CASE("a second step sent before the first one's actions closes only that actor",
+          "[learner][links][in_flight]") {
+  // docs/protocol.md: one step in flight per actor; a second one before its actions is
+  // unexpected_message. Accepting it would race on the connection's state with the inference
+  // thread and put the same env slots twice into one batch.
+  using net_t = seedrl::mlp_lstm_agent<float>;
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::tcp_transport>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {16};
+  nc.lstm_size = 16;
+  seedrl::learner_config lc;
+  lc.unroll_length = 5;
+  lc.batch_size = 4;
+  lc.batching.max_batch = 64;
+  // While the good actor is not waiting, "every env is waiting" cannot hold, so the pipelining
+  // actor's first step waits this long in its batch: its second step surely arrives first.
+  lc.batching.deadline = 500ms;
+  lc.batching.max_request_rows = 8;
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  seedrl::tcp_transport transport;
+  auto listener = transport.listen({"127.0.0.1", 0});
+  const auto endpoint = listener.local_endpoint();
+  learner.start();
+  learner.serve(std::move(listener));
+
+  auto good = transport.connect(endpoint);
+  REQUIRE(handshake(good, 2, "good"));
+  const auto good_step = cartpole_step_frame(2);
+  REQUIRE(step_and_read_actions(good, good_step));
+
+  auto bad = transport.connect(endpoint);
+  REQUIRE(handshake(bad, 1, "pipelining"));
+  const auto bad_step = cartpole_step_frame(1);
+  {
+    const std::span<const std::byte> bufs[] = {bad_step, bad_step};  // two steps, no read between
+    bad.write(bufs);
+  }
+  // The first step's actions may come before the error or not at all; then the link ends.
+  int actions = 0, errors = 0;
+  seedrl::protocol::status_message error;
+  read_outcome last = read_outcome::frame;
+  for (int i = 0; i < 4 && last == read_outcome::frame; ++i) {
+    seedrl::protocol::frame_header h{};
+    std::vector<std::byte> payload;
+    last = read_frame_within(bad, 3s, h, payload);
+    if (last != read_outcome::frame)
+      break;
+    if (h.type == seedrl::protocol::message_type::actions) {
+      ++actions;
+    } else if (h.type == seedrl::protocol::message_type::error) {
+      ++errors;
+      REQUIRE(seedrl::protocol::decode_status(payload, error) ==
+              seedrl::protocol::error_code::none);
+    } else {
+      FAIL("unexpected " << seedrl::protocol::to_string(h.type) << " frame");
+    }
+  }
+  CHECK(errors == 1);
+  CHECK(error.code == seedrl::protocol::error_code::unexpected_message);
+  CHECK_THAT(error.message, Catch::Contains("one request in flight per actor"));
+  CHECK(actions <= 1);
+  CHECK(last == read_outcome::closed);
+
+  // The other actor is still served, during and after the pipelining actor's cleanup.
+  for (int i = 0; i < 20; ++i)
+    REQUIRE(step_and_read_actions(good, good_step));
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until && learner.stats().connected_actors != 1)
+    std::this_thread::sleep_for(5ms);
+  CHECK(learner.stats().connected_actors == 1);
+  for (int i = 0; i < 5; ++i)
+    REQUIRE(step_and_read_actions(good, good_step));
   learner.stop();
   CHECK(learner.stats().connected_actors == 0);
 }

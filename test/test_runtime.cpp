@@ -187,6 +187,55 @@ TEST_CASE("batcher serves many concurrent submitters without losing a row",
   CHECK(rows == static_cast<std::size_t>(threads * per_thread * 2));
 }
 
+TEST_CASE("batches do not fragment when actors step again before their batch is released",
+          "[runtime][batcher][concurrency][fragment]") {
+  // Like the learner: inference answers every request of a batch, then does slower bookkeeping
+  // before it releases the batch. Actors step again as soon as they have their answer. Rows
+  // already answered are no longer waiting, so "every connected env is waiting" must not count
+  // them: otherwise the first actor back seals a batch of one request and batches stay split
+  // (1, 3, 1, 3, ... requests).
+  constexpr int actors = 4;
+  constexpr std::size_t rows_per_actor = 2;
+  // The deadline is far longer than a round trip: only the all-waiting rule seals batches here.
+  auto b = make_batcher(64, std::chrono::seconds(5));
+  b.add_connected(actors * static_cast<std::ptrdiff_t>(rows_per_actor));
+  std::atomic<bool> stop{false};
+  std::vector<std::atomic<int>> answers(actors);  // answers each actor has received
+  std::vector<std::thread> producers;
+  for (int t = 0; t < actors; ++t) {
+    producers.emplace_back([&, t] {
+      for (int seen = 0; !stop.load(); ++seen) {
+        if (!try_submit(b, t, rows_per_actor))
+          return;  // shut down
+        while (answers[t].load() == seen && !stop.load())
+          std::this_thread::yield();  // one request in flight, like an actor
+      }
+    });
+  }
+  constexpr int batches = 12, warmup = 3;
+  std::vector<std::size_t> requests;
+  for (int i = 0; i < batches; ++i) {
+    auto* batch = b.next_batch();
+    if (batch == nullptr)  // never before shutdown(); checked once the producers are joined
+      break;
+    std::this_thread::sleep_for(20ms);  // inference
+    b.answered(batch);
+    for (const auto& e : batch->entries)
+      ++answers[static_cast<std::size_t>(reinterpret_cast<std::intptr_t>(e.requester) - 1)];
+    std::this_thread::sleep_for(20ms);  // bookkeeping: the actors step again meanwhile
+    requests.push_back(batch->entries.size());
+    b.release(batch);
+  }
+  stop = true;
+  b.shutdown();
+  for (auto& p : producers)
+    p.join();
+  INFO("requests per batch: " << Catch::Detail::stringify(requests));
+  REQUIRE(requests.size() == static_cast<std::size_t>(batches));
+  for (int i = warmup; i < batches; ++i)
+    CHECK(requests[static_cast<std::size_t>(i)] == static_cast<std::size_t>(actors));
+}
+
 TEST_CASE("env_state_store resets on a new run id and accounts episodes", "[runtime][state]") {
   seedrl::env_state_store<float> store(4, 3);
   const auto first = store.allocate(2);

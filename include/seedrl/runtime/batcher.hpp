@@ -58,6 +58,7 @@ class dynamic_batcher {
     flush_reason reason = flush_reason::full;
     clock::time_point first_request{};
     bool in_inference = false;
+    bool answered = false;  // see answered(): its rows no longer wait
   };
 
   /// `make_payload(capacity_rows)` builds one batch's storage.
@@ -72,7 +73,7 @@ class dynamic_batcher {
     buffers_.reserve(config.num_buffers);
     for (std::size_t i = 0; i < config.num_buffers; ++i) {
       buffers_.push_back(
-          batch{make_payload(capacity), {}, 0, 0, false, flush_reason::full, {}, false});
+          batch{make_payload(capacity), {}, 0, 0, false, flush_reason::full, {}, false, false});
       buffers_.back().entries.reserve(capacity);
     }
   }
@@ -181,6 +182,18 @@ class dynamic_batcher {
     }
   }
 
+  /// Says that inference has its answers for every request in `b`: from now on its rows no
+  /// longer count as waiting, since their actors may step again at once, long before `b` is
+  /// released. Without it the first actor back would find every env "waiting" (its own new
+  /// request plus the rows being answered) and seal a batch of one request; batches would then
+  /// stay split. Call it from the thread that took `b`, once, before writing the first answer.
+  /// Fewer waiting rows can only delay the all-waiting rule, never complete it, so no one is
+  /// woken here.
+  void answered(batch* b) {
+    std::lock_guard lock(mutex_);
+    b->answered = true;
+  }
+
   /// Gives a batch back after inference has answered every request in it.
   void release(batch* b) {
     {
@@ -189,6 +202,7 @@ class dynamic_batcher {
       b->writers = 0;
       b->sealed = false;
       b->in_inference = false;
+      b->answered = false;
       b->entries.clear();
     }
     // After unlocking: woken submitters would otherwise block at once on the mutex we hold.
@@ -244,12 +258,14 @@ class dynamic_batcher {
     return false;
   }
 
-  /// Rows waiting for an answer: everything submitted and not yet released. When this covers
-  /// every connected env, nobody else can add to the filling batch.
+  /// Rows waiting for an answer: everything submitted and not yet answered (see answered()).
+  /// When this covers every connected env, nobody else can add to the filling batch.
   std::size_t waiting_rows() const {
     std::size_t n = 0;
-    for (const auto& b : buffers_)
-      n += b.rows;
+    for (const auto& b : buffers_) {
+      if (!b.answered)
+        n += b.rows;
+    }
     return n;
   }
 

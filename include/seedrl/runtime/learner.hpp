@@ -434,6 +434,11 @@ class learner {
     std::vector<std::byte> reply;  // outgoing actions frame
     protocol::step_view step;
     std::chrono::steady_clock::time_point received;  // when the step in the batcher arrived
+    // A step of this actor is in the batcher and its actions are not written yet. Set by the
+    // connection thread before it submits; cleared by the inference thread (release) once it
+    // has read `received`, before it writes the actions. A step that arrives while it is set
+    // breaks "one request in flight per actor" (docs/protocol.md): unexpected_message.
+    std::atomic<bool> awaiting_actions{false};
     std::mutex write_mutex;  // the inference thread, refusals and stop() may all write
     std::atomic<bool> open{true};
     std::atomic<bool> finished{false};  // its thread has nothing left to do: may be joined
@@ -717,6 +722,15 @@ class learner {
                  std::string("expected step, got ") + protocol::to_string(h.type));
           break;
         }
+        if (s.awaiting_actions.load(std::memory_order_acquire)) {
+          // Submitting it would race with the inference thread on `received` and put the same
+          // env slots twice into one batch. Only this connection ends; the cleanup below waits
+          // for the step still in flight.
+          refuse(s, protocol::message_type::error, protocol::error_code::unexpected_message,
+                 "a step arrived while the previous one still awaits its actions: one request in "
+                 "flight per actor");
+          break;
+        }
         if (h.payload_length != expected) {
           refuse(s, protocol::message_type::error, protocol::error_code::wrong_observation_size,
                  "step payload is " + std::to_string(h.payload_length) + " bytes, expected " +
@@ -734,10 +748,13 @@ class learner {
           std::lock_guard lock(s.mutex);
           ++s.in_flight;
         }
+        // The batcher's lock publishes both to the inference thread.
+        s.awaiting_actions.store(true, std::memory_order_relaxed);
         s.received = std::chrono::steady_clock::now();
         const bool accepted = batcher_.submit(
             &s, s.num_envs, [&](payload& p, std::size_t first) { fill(s, p, first); });
         if (!accepted) {  // the learner is stopping: tell the actor, as stop() does
+          s.awaiting_actions.store(false, std::memory_order_relaxed);
           {
             std::lock_guard lock(s.mutex);
             --s.in_flight;
@@ -877,11 +894,18 @@ class learner {
                                     std::span<const std::int32_t>(actions).first(B),
                                     std::span(logp).first(B));
       // Answer every request before the slower bookkeeping, to keep the actors' round trip short.
+      // The batch's rows stop counting as waiting first: an actor steps again as soon as it has
+      // its actions, and its old rows must not look "waiting" still (see answered()).
+      batcher_.answered(batch);
       double batching_seconds = 0.0, answer_seconds = 0.0;
       for (const auto& e : batch->entries) {
         auto& s = *static_cast<connection_state*>(e.requester);
         // Read before answering: once answered, the actor's next step overwrites `received`.
         batching_seconds += std::chrono::duration<double>(t_start - s.received).count();
+        // Cleared before the write, not after: the actor may send its next step as soon as it
+        // reads these actions, and that step is legal. Release: our read of `received` comes
+        // before the connection thread's next write of it.
+        s.awaiting_actions.store(false, std::memory_order_release);
         if (s.open) {
           try {
             protocol::encode_discrete_actions(
