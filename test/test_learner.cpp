@@ -1,5 +1,6 @@
 // The learner on the in-process transport: every kind of malformed input gets a clear error
-// frame and closes only that connection, while a well-behaved actor keeps being served.
+// frame and closes only that connection, while a well-behaved actor keeps being served; and,
+// end to end, every field of every training batch lines up with what the environments did.
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,17 +8,24 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "seedrl/core/random.hpp"
 #include "seedrl/env/cartpole.hpp"
+#include "seedrl/env/environment.hpp"
 #include "seedrl/io/checkpoint.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
@@ -25,6 +33,8 @@
 #include "seedrl/runtime/actor.hpp"
 #include "seedrl/runtime/learner.hpp"
 #include "seedrl/runtime/progress.hpp"
+#include "seedrl/runtime/trainer.hpp"
+#include "seedrl/runtime/training_batch.hpp"
 #include "seedrl/transport/in_process.hpp"
 
 namespace {
@@ -982,4 +992,429 @@ TEST_CASE("queue-blocked inference makes the run training-bound", "[learner][sta
   b.seconds_inference = 1.9;         // 95% inference work
   CHECK(seedrl::binding_stage(seedrl::stage_times_between(a, b, 5.0)) ==
         seedrl::run_bound::inference);
+}
+
+namespace {
+
+// End-to-end alignment (issue 18, item 6c): a scripted environment that logs everything it did,
+// the real actor and learner over the in-process transport, and a trainer that records every
+// batch. Every field of every batch is checked against the environments' own logs, and the
+// behaviour log-probs and start states against an independent replay of the network.
+
+constexpr std::size_t scripted_obs_size = 4;
+constexpr std::int32_t scripted_num_actions = 3;
+using scripted_observation = std::array<float, scripted_obs_size>;
+
+/// One call of a scripted environment's step(): the observation the agent chose from (the last
+/// one the environment emitted), the action it received and what it returned.
+struct env_step_record {
+  scripted_observation observation{};
+  std::int32_t action = 0;
+  float reward = 0.0f;
+  bool done = false;
+};
+
+/// What every scripted environment did, by env id; shared by all of them.
+struct env_logs {
+  std::mutex mutex;
+  std::map<int, std::vector<env_step_record>> steps;  // index j: the env's j-th step() call
+  std::map<int, int> created;
+};
+
+/// Episode n of env e lasts this many steps: one-step episodes, and episodes shorter than,
+/// as long as and longer than the unroll (T = 5 below), so that episode ends fall at every
+/// position of an unroll, including its overlap step.
+int scripted_episode_length(int env, int episode) {
+  constexpr int lengths[] = {1, 4, 2, 7, 5, 3, 11, 6};
+  return lengths[(3 * env + episode) % 8];
+}
+
+/// Exact in float and unique per (env, step within the episode, 1-based, at most 11).
+float scripted_reward(int env, int step) {
+  return static_cast<float>(16 * env + step);
+}
+
+/// Observation {env id, step within the episode, steps this env has taken (the agent step j),
+/// episode number}. The final observation of an episode (step = its length) is overwritten by
+/// the next episode's first one (step 0) in env_batch, so the two can be told apart.
+class scripted_env {
+ public:
+  using observation_type = float;
+  using action_type = std::int32_t;
+
+  scripted_env(int id, std::shared_ptr<env_logs> logs) : id_(id), logs_(std::move(logs)) {}
+
+  static seedrl::observation_spec observation_spec() {
+    return {seedrl::dtype::float32, {static_cast<std::int64_t>(scripted_obs_size)}};
+  }
+  static seedrl::action_spec action_spec() {
+    return seedrl::action_spec::discrete(scripted_num_actions);
+  }
+  void seed(std::uint64_t) noexcept {}
+
+  void reset(std::span<float> observation) {
+    ++episode_;
+    step_ = 0;
+    emit(observation);
+  }
+
+  seedrl::step_result step(std::int32_t action, std::span<float> observation) {
+    ++step_;
+    ++agent_step_;
+    const bool done = step_ == scripted_episode_length(id_, episode_);
+    const float reward = scripted_reward(id_, step_);
+    {
+      std::lock_guard lock(logs_->mutex);
+      logs_->steps[id_].push_back({current_, action, reward, done});
+    }
+    emit(observation);
+    // Issue 14 (time limits) will add truncated episodes: return {reward, false, true} at a
+    // scripted limit and log the flag next to `done`.
+    return {reward, done, false};
+  }
+
+ private:
+  void emit(std::span<float> observation) {
+    current_ = {static_cast<float>(id_), static_cast<float>(step_), static_cast<float>(agent_step_),
+                static_cast<float>(episode_)};
+    std::copy(current_.begin(), current_.end(), observation.begin());
+  }
+
+  int id_;
+  std::shared_ptr<env_logs> logs_;
+  int episode_ = -1, step_ = 0, agent_step_ = 0;
+  scripted_observation current_{};
+};
+
+static_assert(seedrl::Environment<scripted_env>);
+
+/// A copy of one training_batch<float>.
+struct recorded_batch {
+  std::size_t T = 0, B = 0, num_actions = 0;
+  std::vector<float> observations, rewards, behaviour_log_probs, start_state;
+  std::vector<std::uint8_t> dones;
+  std::vector<std::int32_t> prev_actions, actions;
+};
+
+/// A Trainer that copies every batch and changes no parameter, so that inference runs with the
+/// initial parameters throughout and its log-probs can be recomputed afterwards.
+struct recording_trainer {
+  struct record {
+    std::mutex mutex;
+    std::vector<recorded_batch> batches;
+  };
+  std::shared_ptr<record> r = std::make_shared<record>();
+
+  template <class Net, class Opt>
+  seedrl::train_step_result train_step(const seedrl::training_batch<float>& b, Net&, Opt&,
+                                       const seedrl::impala_loss<float>&, double) {
+    recorded_batch c;
+    c.T = b.T;
+    c.B = b.B;
+    c.num_actions = b.num_actions;
+    c.observations.assign(b.observations.begin(), b.observations.end());
+    c.rewards.assign(b.rewards.begin(), b.rewards.end());
+    c.dones.assign(b.dones.begin(), b.dones.end());
+    c.prev_actions.assign(b.prev_actions.begin(), b.prev_actions.end());
+    c.actions.assign(b.actions.begin(), b.actions.end());
+    c.behaviour_log_probs.assign(b.behaviour_log_probs.begin(), b.behaviour_log_probs.end());
+    c.start_state.assign(b.start_state.begin(), b.start_state.end());
+    std::lock_guard lock(r->mutex);
+    r->batches.push_back(std::move(c));
+    return {};
+  }
+  template <class Net, class Opt>
+  void sync_to_host(Net&, Opt&) noexcept {}
+  template <class Net, class Opt>
+  void load_from_host(Net&, Opt&) noexcept {}
+};
+
+static_assert(seedrl::Trainer<recording_trainer, net_t, seedrl::adam<float>>);
+
+/// What step j of an env's run must look like in a training batch, derived from the env's log
+/// alone. Today's conventions (env_batch.hpp, actor.hpp, env_state_store.hpp, learner.hpp):
+///   - the reward and done at step j are what the env returned for step j - 1's action; at
+///     j = 0, the run's first observation, the actor sends reward 0 and done 1;
+///   - at an episode end the observation is the next episode's first (the final one is lost);
+///   - the previous action is the action of step j - 1, and 0 (also a real action, see issue
+///     18 item 7) where done is set, i.e. at the first step of every episode;
+///   - the action is the one the env received at its j-th step().
+/// Issue 14 adds a `truncated` flag: derive it here like `done`, and compare it next to
+/// `done` in the test below; nothing else needs to change.
+struct expected_step {
+  scripted_observation observation{};
+  float reward = 0.0f;
+  std::uint8_t done = 0;
+  std::int32_t prev_action = 0;
+  std::int32_t action = 0;
+};
+
+expected_step expected_at(const std::vector<env_step_record>& log, std::size_t j) {
+  expected_step e;
+  e.observation = log[j].observation;
+  e.action = log[j].action;
+  if (j == 0) {
+    e.reward = 0.0f;
+    e.done = 1;
+    e.prev_action = 0;
+  } else {
+    e.reward = log[j - 1].reward;
+    e.done = log[j - 1].done ? 1 : 0;
+    e.prev_action = log[j - 1].done ? 0 : log[j - 1].action;
+  }
+  return e;
+}
+
+/// One unroll (column b of a batch), pulled out of its time-major batch.
+struct unroll_column {
+  std::vector<scripted_observation> observations;
+  std::vector<float> rewards, behaviour_log_probs, start_state;
+  std::vector<std::uint8_t> dones;
+  std::vector<std::int32_t> prev_actions, actions;
+};
+
+unroll_column column_of(const recorded_batch& batch, std::size_t b) {
+  unroll_column c;
+  const std::size_t W = batch.start_state.size() / batch.B;
+  for (std::size_t t = 0; t <= batch.T; ++t) {
+    const std::size_t row = t * batch.B + b;
+    scripted_observation o{};
+    std::copy_n(batch.observations.begin() + static_cast<std::ptrdiff_t>(row * scripted_obs_size),
+                scripted_obs_size, o.begin());
+    c.observations.push_back(o);
+    c.rewards.push_back(batch.rewards[row]);
+    c.dones.push_back(batch.dones[row]);
+    c.prev_actions.push_back(batch.prev_actions[row]);
+    c.actions.push_back(batch.actions[row]);
+    c.behaviour_log_probs.push_back(batch.behaviour_log_probs[row]);
+  }
+  c.start_state.assign(batch.start_state.begin() + static_cast<std::ptrdiff_t>(b * W),
+                       batch.start_state.begin() + static_cast<std::ptrdiff_t>((b + 1) * W));
+  return c;
+}
+
+/// log softmax(logits)[a], in double.
+double log_softmax_at(std::span<const float> logits, std::int32_t a) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (float l : logits)
+    m = std::max(m, static_cast<double>(l));
+  double sum = 0.0;
+  for (float l : logits)
+    sum += std::exp(static_cast<double>(l) - m);
+  return static_cast<double>(logits[static_cast<std::size_t>(a)]) - m - std::log(sum);
+}
+
+}  // namespace
+
+TEST_CASE("every field of every training batch lines up with what the environments did",
+          "[learner][alignment]") {
+  // lstm_size 0 has no recurrent state; 8 checks start states as well.
+  const auto lstm_size = GENERATE(as<std::ptrdiff_t>{}, 0, 8);
+  INFO("lstm_size " << lstm_size);
+  constexpr std::size_t T = 5, B = 3, num_actors = 2, envs_per_actor = 2;
+  constexpr std::size_t wanted_batches = 24;
+  using recording_learner =
+      seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport, recording_trainer>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.observation_size = static_cast<std::ptrdiff_t>(scripted_obs_size);
+  nc.num_actions = scripted_num_actions;
+  nc.hidden_sizes = {16};
+  nc.lstm_size = lstm_size;
+  nc.seed = 5;
+  net_t net(nc);
+  // Far from the near-uniform initial policy, so that every input moves the log-probs.
+  seedrl::random_generator init(17);
+  for (auto& p : net.parameters())
+    p = static_cast<float>(init.uniform(-0.3, 0.3));
+  seedrl::learner_config lc = small_learner_config();
+  lc.unroll_length = T;
+  lc.batch_size = B;
+  lc.batching.max_batch = 4;
+  lc.seed = 3;
+  recording_trainer trainer;
+  const auto record = trainer.r;
+  const auto logs = std::make_shared<env_logs>();
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-alignment"};
+  recording_learner learner(lc, net, seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                            scripted_env::observation_spec(), scripted_env::action_spec(), trainer);
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> actors;
+  for (std::size_t n = 0; n < num_actors; ++n) {
+    actors.emplace_back([&, n] {
+      seedrl::actor_config ac;
+      ac.num_envs = envs_per_actor;
+      ac.actor_id = n;
+      ac.name = "scripted-" + std::to_string(n);
+      ac.seed = 100 + n;
+      seedrl::actor<scripted_env, std::function<seedrl::in_process_connection()>> a(
+          ac,
+          [&, n](std::size_t i) {
+            const int id = static_cast<int>(n * envs_per_actor + i);
+            std::lock_guard lock(logs->mutex);
+            ++logs->created[id];
+            return scripted_env(id, logs);
+          },
+          [&] { return transport.connect(endpoint); });
+      a.run(stop);
+    });
+  }
+  const bool enough = wait_for(
+      [&] {
+        std::lock_guard lock(record->mutex);
+        return record->batches.size() >= wanted_batches;
+      },
+      10s);
+  // Actors first: each finishes its round trip and steps its envs with the actions it got, so
+  // the logs hold every action that any recorded unroll contains.
+  stop = true;
+  for (auto& a : actors)
+    a.join();
+  learner.stop();
+  REQUIRE(enough);
+
+  const auto W = static_cast<std::size_t>(net.state_size());
+  std::lock_guard lock_logs(logs->mutex);
+  std::lock_guard lock_record(record->mutex);
+  REQUIRE(logs->created.size() == num_actors * envs_per_actor);
+  for (const auto& [id, times] : logs->created) {
+    INFO("env " << id);
+    REQUIRE(times == 1);  // one session per actor: the logs describe a single run per env
+  }
+
+  // Every column of every batch, keyed by (env, unroll index k): unroll k of an env covers its
+  // agent steps kT .. kT + T.
+  std::map<std::pair<int, std::size_t>, unroll_column> unrolls;
+  net_t training_net(net);
+  for (std::size_t n = 0; n < record->batches.size(); ++n) {
+    const auto& batch = record->batches[n];
+    REQUIRE(batch.T == T);
+    REQUIRE(batch.B == B);
+    REQUIRE(batch.num_actions == static_cast<std::size_t>(scripted_num_actions));
+    REQUIRE(batch.observations.size() == (T + 1) * B * scripted_obs_size);
+    REQUIRE(batch.rewards.size() == (T + 1) * B);
+    REQUIRE(batch.dones.size() == (T + 1) * B);
+    REQUIRE(batch.prev_actions.size() == (T + 1) * B);
+    REQUIRE(batch.actions.size() == (T + 1) * B);
+    REQUIRE(batch.behaviour_log_probs.size() == (T + 1) * B);
+    REQUIRE(batch.start_state.size() == B * W);
+    // What training computes from the batch as given: with the parameters unchanged, the
+    // unroll forward pass must reproduce the behaviour policy (V-trace's rho = 1).
+    std::vector<float> logits((T + 1) * B * scripted_num_actions), values((T + 1) * B);
+    seedrl::agent_unroll_output<float> out{logits, values};
+    training_net.forward_unroll({T + 1, B, batch.observations, batch.rewards, batch.dones,
+                                 batch.prev_actions, batch.start_state},
+                                out);
+    for (std::size_t r = 0; r < (T + 1) * B; ++r) {
+      INFO("batch " << n << " row " << r << " (step " << r / B << ", column " << r % B << ")");
+      const auto row_logits =
+          std::span<const float>(logits).subspan(r * scripted_num_actions, scripted_num_actions);
+      CHECK(static_cast<double>(batch.behaviour_log_probs[r]) ==
+            Approx(log_softmax_at(row_logits, batch.actions[r])).epsilon(1e-4).margin(1e-5));
+    }
+    for (std::size_t b = 0; b < B; ++b) {
+      auto c = column_of(batch, b);
+      const int env = static_cast<int>(c.observations[0][0]);
+      const auto j0 = static_cast<std::size_t>(c.observations[0][2]);
+      INFO("batch " << n << " column " << b << " env " << env << " first agent step " << j0);
+      REQUIRE(logs->steps.count(env) == 1);
+      // Unrolls tile each env's run from its first observation, overlapping by one step.
+      REQUIRE(j0 % T == 0);
+      const bool fresh = unrolls.emplace(std::pair{env, j0 / T}, std::move(c)).second;
+      REQUIRE(fresh);  // no unroll is trained twice
+    }
+  }
+
+  // Each env's unrolls form a prefix 0, 1, ..., n-1 of its run: none lost or reordered (the
+  // training queue is FIFO; at stop only the newest are dropped).
+  std::map<int, std::size_t> per_env;
+  for (const auto& [key, c] : unrolls) {
+    INFO("env " << key.first << " unroll " << key.second);
+    CHECK(key.second == per_env[key.first]++);
+  }
+  CHECK(per_env.size() == num_actors * envs_per_actor);
+
+  net_t replay(net);  // the parameters inference used throughout: the trainer changed none
+  std::map<std::pair<int, std::size_t>, std::vector<float>> state_after_T_steps;
+  std::size_t mid_unroll_dones = 0, overlap_dones = 0;
+  for (const auto& [key, c] : unrolls) {
+    const auto [env, k] = key;
+    const auto& log = logs->steps.at(env);
+    auto state = replay.initial_state(1);
+    REQUIRE(c.start_state.size() == W);
+    std::copy(c.start_state.begin(), c.start_state.end(), state.data.begin());
+    if (k == 0) {  // the run's first step: the learner reset the env's state
+      INFO("env " << env << " unroll 0");
+      for (float x : c.start_state)
+        CHECK(x == 0.0f);
+    }
+    for (std::size_t t = 0; t <= T; ++t) {
+      const std::size_t j = k * T + t;
+      INFO("env " << env << " unroll " << k << " step t " << t << " (agent step " << j << ")");
+      // The actor stepped the env with every action it received, so the log reaches j.
+      REQUIRE(j < log.size());
+      CHECK(log[j].observation[2] == static_cast<float>(j));
+      const expected_step e = expected_at(log, j);
+      for (std::size_t i = 0; i < scripted_obs_size; ++i) {
+        INFO("observation element " << i);
+        CHECK(c.observations[t][i] == e.observation[i]);
+      }
+      CHECK(c.rewards[t] == e.reward);
+      CHECK(c.dones[t] == e.done);
+      CHECK(c.actions[t] == e.action);
+      CHECK(c.prev_actions[t] == e.prev_action);
+      if (t > 0) {
+        // The same relations within the batch alone: step t's reward and done came back for
+        // action t - 1, and the previous action is action t - 1 unless an episode started.
+        CHECK(c.rewards[t] == log[j - 1].reward);
+        CHECK(c.prev_actions[t] == (c.dones[t] != 0 ? 0 : c.actions[t - 1]));
+        mid_unroll_dones += c.dones[t];
+      } else if (k > 0) {
+        overlap_dones += c.dones[t];
+      }
+      // Replay inference on this step alone, from the unroll's start state and the env's own
+      // record of the inputs: the behaviour log-prob is log softmax of those logits.
+      std::array<float, scripted_num_actions> logits{};
+      std::array<float, 1> value{};
+      const std::array<float, 1> reward{e.reward};
+      const std::array<std::uint8_t, 1> done{e.done};
+      const std::array<std::int32_t, 1> prev_action{e.prev_action};
+      seedrl::agent_step_output<float> out{logits, value};
+      replay.infer({e.observation, reward, done, prev_action}, state, out);
+      const double want = log_softmax_at(logits, e.action);
+      CHECK(static_cast<double>(c.behaviour_log_probs[t]) ==
+            Approx(want).epsilon(1e-4).margin(1e-5));
+      if (t + 1 == T)  // the state before step T, which is step 0 of unroll k + 1
+        state_after_T_steps[{env, k + 1}] = state.data;
+    }
+  }
+  // Consecutive unrolls overlap by one step, every field, and the next one starts from the
+  // state inference held before that step.
+  std::size_t overlaps = 0;
+  for (const auto& [key, c] : unrolls) {
+    const auto next = unrolls.find({key.first, key.second + 1});
+    if (next == unrolls.end())
+      continue;
+    ++overlaps;
+    INFO("env " << key.first << " unrolls " << key.second << " and " << key.second + 1);
+    const auto& d = next->second;
+    CHECK(c.observations[T] == d.observations[0]);
+    CHECK(c.rewards[T] == d.rewards[0]);
+    CHECK(c.dones[T] == d.dones[0]);
+    CHECK(c.prev_actions[T] == d.prev_actions[0]);
+    CHECK(c.actions[T] == d.actions[0]);
+    CHECK(c.behaviour_log_probs[T] == d.behaviour_log_probs[0]);
+    const auto& want = state_after_T_steps.at(next->first);
+    REQUIRE(d.start_state.size() == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      INFO("start state element " << i);
+      CHECK(d.start_state[i] == Approx(want[i]).epsilon(1e-4).margin(1e-5));
+    }
+  }
+  // The run covered what it should: episode ends inside unrolls and on the overlap step.
+  CHECK(overlaps > 0);
+  CHECK(mid_unroll_dones > 0);
+  CHECK(overlap_dones > 0);
 }
