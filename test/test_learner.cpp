@@ -1261,10 +1261,14 @@ TEST_CASE("every field of every training batch lines up with what the environmen
       a.run(stop);
     });
   }
+  // Both actors' envs must be in the run: one actor alone can fill the batches before the other
+  // thread has even started.
   const bool enough = wait_for(
       [&] {
-        std::lock_guard lock(record->mutex);
-        return record->batches.size() >= wanted_batches;
+        std::lock_guard lock_logs(logs->mutex);
+        std::lock_guard lock_record(record->mutex);
+        return record->batches.size() >= wanted_batches &&
+               logs->created.size() == num_actors * envs_per_actor;
       },
       10s);
   // Actors first: each finishes its round trip and steps its envs with the actions it got, so
