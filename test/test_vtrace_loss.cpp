@@ -91,12 +91,20 @@ struct vtrace_reference {
   std::vector<double> pg_advantages;
 };
 
+//
+// With `cut` ([T*B], nonzero where transition t ended its episode at a time limit) a cut step
+// is left out: vs_s = V_s and pg_s = 0, and the sum for an earlier s stops before the first cut
+// step e >= s, bootstrapping from V_e as if the unroll ended there.
 vtrace_reference vtrace_oracle(std::size_t T, std::size_t B, const std::vector<double>& log_rhos,
                                const std::vector<double>& discounts,
                                const std::vector<double>& rewards,
                                const std::vector<double>& values,
                                const std::vector<double>& bootstrap, std::optional<double> rho_bar,
-                               std::optional<double> pg_rho_bar, double lambda) {
+                               std::optional<double> pg_rho_bar, double lambda,
+                               const std::vector<std::uint8_t>* cut = nullptr) {
+  const auto is_cut = [&](std::size_t t, std::size_t b) {
+    return cut != nullptr && (*cut)[t * B + b] != 0;
+  };
   const auto at = [B](std::size_t t, std::size_t b) { return t * B + b; };
   const auto rho = [&](std::size_t t, std::size_t b) { return std::exp(log_rhos[at(t, b)]); };
   const auto value = [&](std::size_t t, std::size_t b) {
@@ -106,7 +114,7 @@ vtrace_reference vtrace_oracle(std::size_t T, std::size_t B, const std::vector<d
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t s = 0; s < T; ++s) {
       double sum = 0.0;
-      for (std::size_t t = s; t < T; ++t) {
+      for (std::size_t t = s; t < T && !is_cut(t, b); ++t) {
         double coef = 1.0;
         for (std::size_t i = s; i < t; ++i) {
           coef *= discounts[at(i, b)] * lambda * std::min(1.0, rho(i, b));
@@ -119,6 +127,10 @@ vtrace_reference vtrace_oracle(std::size_t T, std::size_t B, const std::vector<d
       out.vs[at(s, b)] = values[at(s, b)] + sum;
     }
     for (std::size_t s = 0; s < T; ++s) {
+      if (is_cut(s, b)) {
+        out.pg_advantages[at(s, b)] = 0.0;
+        continue;
+      }
       const double next_vs = s + 1 < T ? out.vs[at(s + 1, b)] : bootstrap[b];
       const double clipped = pg_rho_bar ? std::min(*pg_rho_bar, rho(s, b)) : rho(s, b);
       out.pg_advantages[at(s, b)] =
@@ -353,6 +365,87 @@ TEMPLATE_TEST_CASE("vtrace matches the oracle on random inputs with episode ends
     CAPTURE(T, B);
     CHECK(max_combined_error(vs, ref.vs) < tol);
     CHECK(max_combined_error(pg, ref.pg_advantages) < tol);
+  }
+}
+
+TEMPLATE_TEST_CASE("vtrace cuts time-limit truncations as at an unroll end", "[vtrace][truncation]",
+                   float, double) {
+  using S = TestType;
+  const double tol = std::is_same_v<S, float> ? 1e-5 : 1e-12;
+  SECTION("a hand-checked unroll: the cut step gets vs = V and pg = 0, the one before bootstraps") {
+    // T = 3, B = 1, rho = 1 everywhere (log rho 0), lambda 1, gamma 0.5 except where cut.
+    // Transition 1 is cut (its env output ended the episode by a time limit).
+    const std::vector<S> log_rhos{0, 0, 0}, discounts{0.5, 0.5, 0.5}, rewards{1, 2, 4},
+        values{10, 20, 30}, bootstrap{40};
+    const std::vector<std::uint8_t> cut{0, 1, 0};
+    std::vector<S> vs(3), pg(3);
+    seedrl::vtrace<S>(3, 1, log_rhos, discounts, rewards, values, bootstrap, cut,
+                      seedrl::vtrace_params<S>{}, vs, pg);
+    // t = 2: vs = 4 + 0.5 * 40 = 24, pg = 24 - 30 = -6.
+    CHECK(vs[2] == S(24));
+    CHECK(pg[2] == S(-6));
+    // t = 1: cut. Treated as a termination it would be vs = r = 2; bootstrapped, 2 + 0.5 * 24.
+    CHECK(vs[1] == S(20));
+    CHECK(pg[1] == S(0));
+    // t = 0: as at an unroll end after it: vs = 1 + 0.5 * V_1 = 11, pg = 11 - 10 = 1.
+    CHECK(vs[0] == S(11));
+    CHECK(pg[0] == S(1));
+  }
+  SECTION("random inputs against the direct-sum oracle; no cut is bit-identical to no flags") {
+    seedrl::random_generator rng(11);
+    const std::pair<std::size_t, std::size_t> shapes[] = {{1, 1}, {1, 5}, {3, 7}, {17, 4}, {40, 2}};
+    for (const auto& [T, B] : shapes) {
+      const std::size_t n = T * B;
+      std::vector<double> log_rhos(n), discounts(n), rewards(n), values(n), bootstrap(B);
+      std::vector<std::uint8_t> cut(n), none(n, 0);
+      for (std::size_t i = 0; i < n; ++i) {
+        log_rhos[i] = float_exact(rng.uniform(-2.0, 2.0));
+        discounts[i] = rng.uniform() < 0.1 ? 0.0 : float_exact(0.99);
+        rewards[i] = float_exact(rng.uniform(-1.0, 1.0));
+        values[i] = float_exact(rng.uniform(-3.0, 3.0));
+        cut[i] = rng.uniform() < 0.15 ? 1 : 0;
+      }
+      for (auto& v : bootstrap) {
+        v = float_exact(rng.uniform(-3.0, 3.0));
+      }
+      cut[n - 1] = 1;  // a cut in the last row too
+      const double lambda = float_exact(0.9);
+      const auto ref = vtrace_oracle(T, B, log_rhos, discounts, rewards, values, bootstrap, 1.0,
+                                     float_exact(0.8), lambda, &cut);
+      const seedrl::vtrace_params<S> params{S(1), static_cast<S>(float_exact(0.8)),
+                                            static_cast<S>(lambda)};
+      std::vector<S> vs(n), pg(n);
+      seedrl::vtrace(T, B, cast_to<S>(log_rhos), cast_to<S>(discounts), cast_to<S>(rewards),
+                     cast_to<S>(values), cast_to<S>(bootstrap), cut, params, vs, pg);
+      CAPTURE(T, B);
+      CHECK(max_combined_error(vs, ref.vs) < tol);
+      CHECK(max_combined_error(pg, ref.pg_advantages) < tol);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (cut[i] != 0) {
+          CHECK(vs[i] == static_cast<S>(values[i]));
+          CHECK(pg[i] == S(0));
+        }
+      }
+      // The flags matter: the oracle without the cut gives other targets.
+      const auto uncut = vtrace_oracle(T, B, log_rhos, discounts, rewards, values, bootstrap, 1.0,
+                                       float_exact(0.8), lambda);
+      CHECK(max_combined_error(vs, uncut.vs) > 1e-3);
+      // All-zero flags run the same arithmetic as the overload without them: equal bit for bit.
+      std::vector<S> vs_none(n), pg_none(n), vs_plain(n), pg_plain(n);
+      seedrl::vtrace(T, B, cast_to<S>(log_rhos), cast_to<S>(discounts), cast_to<S>(rewards),
+                     cast_to<S>(values), cast_to<S>(bootstrap), none, params, vs_none, pg_none);
+      seedrl::vtrace(T, B, cast_to<S>(log_rhos), cast_to<S>(discounts), cast_to<S>(rewards),
+                     cast_to<S>(values), cast_to<S>(bootstrap), params, vs_plain, pg_plain);
+      CHECK(vs_none == vs_plain);
+      CHECK(pg_none == pg_plain);
+    }
+  }
+  SECTION("a truncated array of the wrong size is refused") {
+    std::vector<S> in(6, S(0)), boot(2, S(0)), vs(6), pg(6);
+    const std::vector<std::uint8_t> cut(5, 0);
+    CHECK_THROWS_WITH(
+        seedrl::vtrace<S>(3, 2, in, in, in, in, boot, cut, seedrl::vtrace_params<S>{}, vs, pg),
+        Catch::Contains("truncated holds 5 values, expected T * B = 6"));
   }
 }
 
