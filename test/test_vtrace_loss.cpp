@@ -759,12 +759,15 @@ struct impala_data {
   std::vector<double> logits, values, behaviour_log_probs, rewards;
   std::vector<std::int32_t> actions;
   std::vector<std::uint8_t> dones;
+  std::vector<std::uint8_t> truncated;  // [(T+1)*B] set only where dones is
 };
 
+// `truncated_share` of the episode ends become time limits (0: none, and the draws of the
+// other arrays are those of a batch without truncation).
 impala_data make_impala_data(std::size_t T, std::size_t B, std::size_t A, std::uint64_t seed,
-                             double reward_scale) {
+                             double reward_scale, double truncated_share = 0.0) {
   seedrl::random_generator rng(seed);
-  impala_data d{T, B, A, {}, {}, {}, {}, {}, {}};
+  impala_data d{T, B, A, {}, {}, {}, {}, {}, {}, {}};
   const std::size_t steps = (T + 1) * B;
   d.logits = random_logits(rng, steps * A, 2.0);
   for (std::size_t i = 0; i < steps; ++i) {
@@ -779,6 +782,13 @@ impala_data make_impala_data(std::size_t T, std::size_t B, std::size_t A, std::u
   }
   // At least one episode end inside the unroll, whatever the draws.
   d.dones[(T / 2 + 1) * B - 1] = 1;
+  d.truncated.assign(steps, 0);
+  if (truncated_share > 0.0) {
+    for (std::size_t i = 0; i < steps; ++i) {
+      d.truncated[i] = d.dones[i] != 0 && rng.uniform() < truncated_share ? 1 : 0;
+    }
+    d.truncated[(T / 2 + 1) * B - 1] = 1;  // and that one a time limit
+  }
   return d;
 }
 
@@ -801,6 +811,7 @@ naive_terms naive_impala(const impala_data& d, const std::vector<double>& logits
   const std::size_t T = d.T, B = d.B, A = d.A, n = T * B;
   naive_terms out;
   std::vector<double> target_log_probs(n), entropies(n), discounts(n), v(n), bootstrap(B);
+  std::vector<std::uint8_t> cut(n);  // transition t is cut where step t+1 was truncated
   out.log_rhos.resize(n);
   out.rewards.resize(n);
   for (std::size_t t = 0; t < T; ++t) {
@@ -817,15 +828,17 @@ naive_terms naive_impala(const impala_data& d, const std::vector<double>& logits
       }
       out.rewards[i] = r;
       discounts[i] = d.dones[(t + 1) * B + b] ? 0.0 : c.discount;
+      cut[i] = d.truncated[(t + 1) * B + b];
       v[i] = values[i];
     }
   }
   for (std::size_t b = 0; b < B; ++b) {
     bootstrap[b] = values[T * B + b];
   }
-  out.targets = frozen ? *frozen
-                       : vtrace_oracle(T, B, out.log_rhos, discounts, out.rewards, v, bootstrap,
-                                       c.clip_rho_threshold, c.clip_pg_rho_threshold, c.lambda);
+  out.targets = frozen
+                    ? *frozen
+                    : vtrace_oracle(T, B, out.log_rhos, discounts, out.rewards, v, bootstrap,
+                                    c.clip_rho_threshold, c.clip_pg_rho_threshold, c.lambda, &cut);
   for (std::size_t i = 0; i < n; ++i) {
     out.policy -= target_log_probs[i] * out.targets.pg_advantages[i] / static_cast<double>(n);
     const double err = out.targets.vs[i] - v[i];
@@ -849,7 +862,8 @@ struct impala_views {
         grad_logits(d.logits.size(), std::numeric_limits<S>::quiet_NaN()),
         grad_values(d.values.size(), std::numeric_limits<S>::quiet_NaN()) {}
   seedrl::impala_batch<S> batch(const impala_data& d) const {
-    return {d.T, d.B, d.A, logits, values, d.actions, behaviour_log_probs, rewards, d.dones};
+    return {d.T,     d.B,     d.A,        logits, values, d.actions, behaviour_log_probs,
+            rewards, d.dones, d.truncated};
   }
   seedrl::impala_gradients<S> gradients() { return {grad_logits, grad_values}; }
 };
@@ -871,6 +885,7 @@ struct impala_case {
   std::uint64_t seed;
   double reward_scale;
   seedrl::impala_loss_config<double> config;
+  double truncated_share;  // of the episode ends that are time limits
 };
 
 std::vector<impala_case> impala_cases() {
@@ -889,10 +904,13 @@ std::vector<impala_case> impala_cases() {
   seedrl::impala_loss_config<double> defaults;
   defaults.discount = float_exact(defaults.discount);
   defaults.entropy_cost = float_exact(defaults.entropy_cost);
-  return {{"SEED defaults", 6, 3, 4, 1, 1.0, defaults},
-          {"reward clipping and custom costs", 5, 4, 3, 2, 3.0, clipped_rewards},
-          {"no rho clipping", 4, 2, 5, 3, 1.0, no_clipping},
-          {"one step one unroll", 1, 1, 2, 4, 1.0, defaults}};
+  return {{"SEED defaults", 6, 3, 4, 1, 1.0, defaults, 0.0},
+          {"reward clipping and custom costs", 5, 4, 3, 2, 3.0, clipped_rewards, 0.0},
+          {"no rho clipping", 4, 2, 5, 3, 1.0, no_clipping, 0.0},
+          {"one step one unroll", 1, 1, 2, 4, 1.0, defaults, 0.0},
+          {"time limits, SEED defaults", 9, 4, 4, 5, 1.0, defaults, 0.5},
+          {"time limits, clipping and custom costs", 8, 5, 3, 6, 3.0, clipped_rewards, 0.6},
+          {"time limits, no rho clipping", 7, 3, 5, 7, 1.0, no_clipping, 0.5}};
 }
 
 }  // namespace
@@ -910,7 +928,8 @@ TEMPLATE_TEST_CASE("impala_loss terms match a naive double implementation", "[lo
   const double tol = std::is_same_v<S, float> ? 1e-5 : 1e-12;
   for (const impala_case& k : impala_cases()) {
     INFO("case: " << k.name);
-    const impala_data d = make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale);
+    const impala_data d =
+        make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale, k.truncated_share);
     const naive_terms ref = naive_impala(d, d.logits, d.values, k.config);
     impala_views<S> views(d);
     auto grad = views.gradients();
@@ -943,7 +962,8 @@ TEST_CASE("impala_loss test data exercises clipping and episode ends", "[loss]")
       continue;
     }
     INFO("case: " << k.name);
-    const impala_data d = make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale);
+    const impala_data d =
+        make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale, k.truncated_share);
     const naive_terms ref = naive_impala(d, d.logits, d.values, k.config);
     const double rho_bar = k.config.clip_rho_threshold.value_or(1.0);
     CHECK(std::any_of(ref.log_rhos.begin(), ref.log_rhos.end(),
@@ -967,7 +987,8 @@ TEST_CASE("impala_loss gradients match central finite differences", "[loss]") {
   const double h = 1e-6;
   for (const impala_case& k : impala_cases()) {
     INFO("case: " << k.name);
-    const impala_data d = make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale);
+    const impala_data d =
+        make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale, k.truncated_share);
     const naive_terms at = naive_impala(d, d.logits, d.values, k.config);
     impala_views<double> views(d);
     auto grad = views.gradients();
@@ -1065,5 +1086,118 @@ TEST_CASE("impala_loss rejects bad configs and batches before writing", "[loss]"
     impala_views<float> v(d);
     seedrl::impala_gradients<float> aliased{v.logits, v.grad_values};
     CHECK_THROWS_WITH(loss(v.batch(d), aliased), Catch::Contains("overlap"));
+  }
+}
+
+namespace {
+
+// The IMPALA loss with time limits, from the definitions, in double: the V-trace targets from
+// the direct-sum oracle with transition t cut where step t+1 was truncated, and the gradients
+// written out analytically:
+//   d/dz_j = -(pg_t / N) (onehot_j - p_j) + (entropy_cost / N) p_j (log p_j + H_t)
+//   d/dV_t = -baseline_cost (vs_t - V_t) / N
+struct truncation_reference {
+  naive_terms terms;
+  std::vector<double> grad_logits, grad_values;
+};
+
+truncation_reference truncation_loss_reference(const impala_data& d,
+                                               const seedrl::impala_loss_config<double>& c) {
+  const std::size_t T = d.T, B = d.B, A = d.A, n = T * B;
+  truncation_reference out;
+  out.terms = naive_impala(d, d.logits, d.values, c);
+  out.grad_logits.assign((T + 1) * B * A, 0.0);
+  out.grad_values.assign((T + 1) * B, 0.0);
+  const double N = static_cast<double>(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::vector<double> row(d.logits.begin() + static_cast<std::ptrdiff_t>(i * A),
+                                  d.logits.begin() + static_cast<std::ptrdiff_t>((i + 1) * A));
+    const std::vector<double> logp = naive_log_softmax(row);
+    const double h = naive_entropy(row);
+    for (std::size_t j = 0; j < A; ++j) {
+      const double p = std::exp(logp[j]);
+      const double onehot = static_cast<std::size_t>(d.actions[i]) == j ? 1.0 : 0.0;
+      out.grad_logits[i * A + j] = -(out.terms.targets.pg_advantages[i] / N) * (onehot - p) +
+                                   (c.entropy_cost / N) * p * (logp[j] + h);
+    }
+    out.grad_values[i] = -c.baseline_cost * (out.terms.targets.vs[i] - d.values[i]) / N;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("impala_loss leaves time-limit transitions out, against a float64 reference",
+                   "[loss][truncation]", float, double) {
+  using S = TestType;
+  const double tol = std::is_same_v<S, float> ? 1e-5 : 1e-12;
+  for (const impala_case& k : impala_cases()) {
+    if (k.truncated_share == 0.0) {
+      continue;
+    }
+    INFO("case: " << k.name);
+    const impala_data d =
+        make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale, k.truncated_share);
+    const truncation_reference ref = truncation_loss_reference(d, k.config);
+    impala_views<S> views(d);
+    auto grad = views.gradients();
+    const seedrl::loss_terms got =
+        seedrl::impala_loss<S>(config_as<S>(k.config))(views.batch(d), grad);
+    CAPTURE(got.policy, ref.terms.policy, got.baseline, ref.terms.baseline, got.entropy,
+            ref.terms.entropy);
+    CHECK(combined_error(got.policy, ref.terms.policy) < tol);
+    CHECK(combined_error(got.baseline, ref.terms.baseline) < tol);
+    CHECK(combined_error(got.entropy, ref.terms.entropy) < tol);
+    CHECK(combined_error(got.total, ref.terms.total) < tol);
+    CHECK(max_combined_error(views.grad_logits, ref.grad_logits) < tol);
+    CHECK(max_combined_error(views.grad_values, ref.grad_values) < tol);
+    // At a cut transition: no value gradient, and the logits' gradient is the entropy's alone.
+    std::size_t cut_steps = 0;
+    for (std::size_t i = 0; i < k.T * k.B; ++i) {
+      if (d.truncated[i + k.B] == 0) {
+        continue;
+      }
+      ++cut_steps;
+      CHECK(views.grad_values[i] == S(0));
+      CHECK(ref.terms.targets.pg_advantages[i] == 0.0);
+      CHECK(ref.terms.targets.vs[i] == d.values[i]);
+    }
+    CHECK(cut_steps > 0);
+    // The case tells the conventions apart: with the flags dropped (the time limit read as a
+    // termination, gamma = 0), the targets and the gradients differ.
+    impala_data as_terminal = d;
+    std::fill(as_terminal.truncated.begin(), as_terminal.truncated.end(), 0);
+    const naive_terms terminal = naive_impala(as_terminal, d.logits, d.values, k.config);
+    CHECK(max_combined_error(terminal.targets.vs, ref.terms.targets.vs) > 1e-2);
+    impala_views<S> tviews(as_terminal);
+    auto tgrad = tviews.gradients();
+    seedrl::impala_loss<S>(config_as<S>(k.config))(tviews.batch(as_terminal), tgrad);
+    CHECK(max_combined_error(tviews.grad_values, ref.grad_values) > 1e-2);
+    CHECK(max_combined_error(tviews.grad_logits, ref.grad_logits) > 1e-2);
+  }
+}
+
+TEST_CASE("impala_loss checks its truncated flags", "[loss][truncation]") {
+  const impala_data d = make_impala_data(3, 2, 4, 9, 1.0);
+  const seedrl::impala_loss<float> loss;
+  {
+    impala_views<float> v(d);
+    auto grad = v.gradients();
+    auto batch = v.batch(d);
+    batch.truncated = batch.truncated.first(batch.truncated.size() - 1);
+    CHECK_THROWS_WITH(loss(batch, grad), Catch::Contains("batch.truncated holds 7 values"));
+    batch.truncated = {};
+    CHECK_THROWS_WITH(loss(batch, grad), Catch::Contains("batch.truncated holds 0 values"));
+    CHECK(std::isnan(v.grad_values[0]));
+  }
+  {
+    impala_data bad = d;
+    bad.dones[5] = 0;  // t = 2, b = 1
+    bad.truncated[5] = 1;
+    impala_views<float> v(bad);
+    auto grad = v.gradients();
+    CHECK_THROWS_WITH(loss(v.batch(bad), grad),
+                      Catch::Contains("truncated[5] (t = 2, b = 1) is set but dones is not"));
+    CHECK(std::isnan(v.grad_logits[0]));
   }
 }
