@@ -37,7 +37,7 @@ void BM_train_step(benchmark::State& state) {
   const auto obs = random_floats(T1 * B * 4, rng, -1, 1);
   const auto rewards = random_floats(T1 * B, rng, 0, 1);
   const auto behaviour = random_floats(T1 * B, rng, -1.5, -0.1);
-  std::vector<std::uint8_t> dones(T1 * B);
+  std::vector<std::uint8_t> dones(T1 * B), truncated(T1 * B);  // no time limits
   std::vector<std::int32_t> prev_actions(T1 * B), actions(T1 * B);
   for (std::size_t i = 0; i < T1 * B; ++i) {
     dones[i] = rng.below(20) == 0;
@@ -52,7 +52,7 @@ void BM_train_step(benchmark::State& state) {
   for (auto _ : state) {
     net.forward_unroll(in, out);
     const seedrl::impala_batch<float> batch{T,       B,         A,       logits, values,
-                                            actions, behaviour, rewards, dones};
+                                            actions, behaviour, rewards, dones,  truncated};
     benchmark::DoNotOptimize(loss(batch, grads));
     net.zero_gradients();
     net.backward_unroll({d_logits, d_values});

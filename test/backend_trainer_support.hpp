@@ -29,11 +29,11 @@ template <class S>
 struct random_batch {
   std::size_t T = 0, B = 0, A = 0;
   std::vector<S> obs, rewards, behaviour, start;
-  std::vector<std::uint8_t> dones;
+  std::vector<std::uint8_t> dones, truncated;
   std::vector<std::int32_t> prev_actions, actions;
 
   seedrl::training_batch<S> view() const {
-    return {T, B, A, obs, rewards, dones, prev_actions, actions, behaviour, start};
+    return {T, B, A, obs, rewards, dones, truncated, prev_actions, actions, behaviour, start};
   }
 };
 
@@ -48,7 +48,8 @@ void append_uniform(std::vector<S>& v, std::size_t n, double lo, double hi,
 /// Fills the dones, previous actions, actions and log mu of `d`'s (T + 1) * B rows: about one
 /// reset in five plus a forced one at t = 0 (environment 0) and one mid-unroll (the last
 /// environment), environment 1 never reset at t = 0 (its start state matters), random actions
-/// below A and log mu of probabilities in [0.05, 1].
+/// below A and log mu of probabilities in [0.05, 1]. About half the episode ends are time
+/// limits (truncated), among them the mid-unroll one, so the loss's cut is exercised.
 template <class S>
 void draw_steps(random_batch<S>& d, seedrl::random_generator& rng) {
   const std::size_t rows = (d.T + 1) * d.B;
@@ -62,6 +63,12 @@ void draw_steps(random_batch<S>& d, seedrl::random_generator& rng) {
   if (d.B > 1)
     d.dones[1] = 0;
   d.dones[(d.T / 2 + 1) * d.B + (d.B - 1)] = 1;
+  // Every other episode end, by row, without a draw: the other arrays and every later draw stay
+  // what they were before truncation existed.
+  d.truncated.assign(rows, 0);
+  for (std::size_t i = 0; i < rows; ++i)
+    d.truncated[i] = d.dones[i] != 0 && i % 2 == 1 ? 1 : 0;
+  d.truncated[(d.T / 2 + 1) * d.B + (d.B - 1)] = 1;
 }
 
 /// max_i |got_i - want_i| / (max(|got_i|, |want_i|) + 1e-2 max_j |want_j|): relative error per

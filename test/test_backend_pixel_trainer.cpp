@@ -321,6 +321,7 @@ void check_history_zeroed_at_reset(const basic_shape<TC>& sh, std::uint64_t seed
   seedrl::random_generator rng(seed);
   auto batch = make_batch<double>(sh, 4, 2, rng);
   std::fill(batch.dones.begin(), batch.dones.end(), std::uint8_t{0});
+  std::fill(batch.truncated.begin(), batch.truncated.end(), std::uint8_t{0});
   batch.dones[0] = 1;
   const auto run = [&](const random_batch<double>& b) {
     trainer t(backend, sh.stack, sh.agent);
@@ -472,6 +473,7 @@ void check_common_refusals(const basic_shape<TC>& sh) {
   throws_on([&](random_batch<double>& b) { b.start.resize(b.start.size() - lstm_state); });
   throws_on([](random_batch<double>& b) { b.rewards.pop_back(); });
   throws_on([](random_batch<double>& b) { b.dones.push_back(0); });
+  throws_on([](random_batch<double>& b) { b.truncated.pop_back(); });
   throws_on([](random_batch<double>& b) { b.actions.pop_back(); });
   throws_on([](random_batch<double>& b) { b.behaviour.pop_back(); });
   throws_on([](random_batch<double>& b) { b.prev_actions.pop_back(); });

@@ -382,6 +382,11 @@ TEST_CASE("backend trainer refuses bad configurations, sizes and calls", "[backe
   throws_on([](random_batch<double>& b) { b.start.pop_back(); });
   throws_on([](random_batch<double>& b) { b.rewards.pop_back(); });
   throws_on([](random_batch<double>& b) { b.dones.push_back(0); });
+  throws_on([](random_batch<double>& b) { b.truncated.pop_back(); });
+  throws_on([](random_batch<double>& b) {  // a time limit that does not end the episode
+    b.dones[b.B + 1] = 0;
+    b.truncated[b.B + 1] = 1;
+  });
   throws_on([](random_batch<double>& b) { b.actions.pop_back(); });
   throws_on([](random_batch<double>& b) { b.behaviour.pop_back(); });
   throws_on([](random_batch<double>& b) { b.prev_actions.pop_back(); });

@@ -1012,6 +1012,7 @@ struct env_step_record {
   std::int32_t action = 0;
   float reward = 0.0f;
   bool done = false;
+  bool truncated = false;  // the episode ended by the scripted time limit (done is set too)
 };
 
 /// What every scripted environment did, by env id; shared by all of them.
@@ -1027,6 +1028,12 @@ struct env_logs {
 int scripted_episode_length(int env, int episode) {
   constexpr int lengths[] = {1, 4, 2, 7, 5, 3, 11, 6};
   return lengths[(3 * env + episode) % 8];
+}
+
+/// Whether episode n of env e ends by a time limit (truncated) rather than a terminal state:
+/// every other one, so that both kinds fall inside unrolls and on their overlap step.
+bool scripted_time_limit(int env, int episode) {
+  return (env + episode) % 2 == 1;
 }
 
 /// Exact in float and unique per (env, step within the episode, 1-based, at most 11).
@@ -1062,15 +1069,14 @@ class scripted_env {
     ++step_;
     ++agent_step_;
     const bool done = step_ == scripted_episode_length(id_, episode_);
+    const bool truncated = done && scripted_time_limit(id_, episode_);
     const float reward = scripted_reward(id_, step_);
     {
       std::lock_guard lock(logs_->mutex);
-      logs_->steps[id_].push_back({current_, action, reward, done});
+      logs_->steps[id_].push_back({current_, action, reward, done, truncated});
     }
     emit(observation);
-    // Issue 14 (time limits) will add truncated episodes: return {reward, false, true} at a
-    // scripted limit and log the flag next to `done`.
-    return {reward, done, false};
+    return {reward, done && !truncated, truncated};
   }
 
  private:
@@ -1092,7 +1098,7 @@ static_assert(seedrl::Environment<scripted_env>);
 struct recorded_batch {
   std::size_t T = 0, B = 0, num_actions = 0;
   std::vector<float> observations, rewards, behaviour_log_probs, start_state;
-  std::vector<std::uint8_t> dones;
+  std::vector<std::uint8_t> dones, truncated;
   std::vector<std::int32_t> prev_actions, actions;
 };
 
@@ -1115,6 +1121,7 @@ struct recording_trainer {
     c.observations.assign(b.observations.begin(), b.observations.end());
     c.rewards.assign(b.rewards.begin(), b.rewards.end());
     c.dones.assign(b.dones.begin(), b.dones.end());
+    c.truncated.assign(b.truncated.begin(), b.truncated.end());
     c.prev_actions.assign(b.prev_actions.begin(), b.prev_actions.end());
     c.actions.assign(b.actions.begin(), b.actions.end());
     c.behaviour_log_probs.assign(b.behaviour_log_probs.begin(), b.behaviour_log_probs.end());
@@ -1133,18 +1140,18 @@ static_assert(seedrl::Trainer<recording_trainer, net_t, seedrl::adam<float>>);
 
 /// What step j of an env's run must look like in a training batch, derived from the env's log
 /// alone. Today's conventions (env_batch.hpp, actor.hpp, env_state_store.hpp, learner.hpp):
-///   - the reward and done at step j are what the env returned for step j - 1's action; at
-///     j = 0, the run's first observation, the actor sends reward 0 and done 1;
+///   - the reward, done and truncated at step j are what the env returned for step j - 1's
+///     action; at j = 0, the run's first observation, the actor sends reward 0, done 1 and
+///     truncated 0 (a time limit sets done and truncated, a terminal state done alone);
 ///   - at an episode end the observation is the next episode's first (the final one is lost);
 ///   - the previous action is the action of step j - 1, and 0 (also a real action, see issue
 ///     18 item 7) where done is set, i.e. at the first step of every episode;
 ///   - the action is the one the env received at its j-th step().
-/// Issue 14 adds a `truncated` flag: derive it here like `done`, and compare it next to
-/// `done` in the test below; nothing else needs to change.
 struct expected_step {
   scripted_observation observation{};
   float reward = 0.0f;
   std::uint8_t done = 0;
+  std::uint8_t truncated = 0;
   std::int32_t prev_action = 0;
   std::int32_t action = 0;
 };
@@ -1160,6 +1167,7 @@ expected_step expected_at(const std::vector<env_step_record>& log, std::size_t j
   } else {
     e.reward = log[j - 1].reward;
     e.done = log[j - 1].done ? 1 : 0;
+    e.truncated = log[j - 1].truncated ? 1 : 0;
     e.prev_action = log[j - 1].done ? 0 : log[j - 1].action;
   }
   return e;
@@ -1169,7 +1177,7 @@ expected_step expected_at(const std::vector<env_step_record>& log, std::size_t j
 struct unroll_column {
   std::vector<scripted_observation> observations;
   std::vector<float> rewards, behaviour_log_probs, start_state;
-  std::vector<std::uint8_t> dones;
+  std::vector<std::uint8_t> dones, truncated;
   std::vector<std::int32_t> prev_actions, actions;
 };
 
@@ -1184,6 +1192,7 @@ unroll_column column_of(const recorded_batch& batch, std::size_t b) {
     c.observations.push_back(o);
     c.rewards.push_back(batch.rewards[row]);
     c.dones.push_back(batch.dones[row]);
+    c.truncated.push_back(batch.truncated[row]);
     c.prev_actions.push_back(batch.prev_actions[row]);
     c.actions.push_back(batch.actions[row]);
     c.behaviour_log_probs.push_back(batch.behaviour_log_probs[row]);
@@ -1300,6 +1309,7 @@ TEST_CASE("every field of every training batch lines up with what the environmen
     REQUIRE(batch.observations.size() == (T + 1) * B * scripted_obs_size);
     REQUIRE(batch.rewards.size() == (T + 1) * B);
     REQUIRE(batch.dones.size() == (T + 1) * B);
+    REQUIRE(batch.truncated.size() == (T + 1) * B);
     REQUIRE(batch.prev_actions.size() == (T + 1) * B);
     REQUIRE(batch.actions.size() == (T + 1) * B);
     REQUIRE(batch.behaviour_log_probs.size() == (T + 1) * B);
@@ -1343,6 +1353,7 @@ TEST_CASE("every field of every training batch lines up with what the environmen
   net_t replay(net);  // the parameters inference used throughout: the trainer changed none
   std::map<std::pair<int, std::size_t>, std::vector<float>> state_after_T_steps;
   std::size_t mid_unroll_dones = 0, overlap_dones = 0;
+  std::size_t mid_unroll_truncations = 0, overlap_truncations = 0;
   for (const auto& [key, c] : unrolls) {
     const auto [env, k] = key;
     const auto& log = logs->steps.at(env);
@@ -1367,6 +1378,7 @@ TEST_CASE("every field of every training batch lines up with what the environmen
       }
       CHECK(c.rewards[t] == e.reward);
       CHECK(c.dones[t] == e.done);
+      CHECK(c.truncated[t] == e.truncated);
       CHECK(c.actions[t] == e.action);
       CHECK(c.prev_actions[t] == e.prev_action);
       if (t > 0) {
@@ -1375,8 +1387,10 @@ TEST_CASE("every field of every training batch lines up with what the environmen
         CHECK(c.rewards[t] == log[j - 1].reward);
         CHECK(c.prev_actions[t] == (c.dones[t] != 0 ? 0 : c.actions[t - 1]));
         mid_unroll_dones += c.dones[t];
+        mid_unroll_truncations += c.truncated[t];
       } else if (k > 0) {
         overlap_dones += c.dones[t];
+        overlap_truncations += c.truncated[t];
       }
       // Replay inference on this step alone, from the unroll's start state and the env's own
       // record of the inputs: the behaviour log-prob is log softmax of those logits.
@@ -1407,6 +1421,7 @@ TEST_CASE("every field of every training batch lines up with what the environmen
     CHECK(c.observations[T] == d.observations[0]);
     CHECK(c.rewards[T] == d.rewards[0]);
     CHECK(c.dones[T] == d.dones[0]);
+    CHECK(c.truncated[T] == d.truncated[0]);
     CHECK(c.prev_actions[T] == d.prev_actions[0]);
     CHECK(c.actions[T] == d.actions[0]);
     CHECK(c.behaviour_log_probs[T] == d.behaviour_log_probs[0]);
@@ -1421,4 +1436,8 @@ TEST_CASE("every field of every training batch lines up with what the environmen
   CHECK(overlaps > 0);
   CHECK(mid_unroll_dones > 0);
   CHECK(overlap_dones > 0);
+  // ... and time limits among them, in both places.
+  CHECK(mid_unroll_truncations > 0);
+  CHECK(overlap_truncations > 0);
+  CHECK(mid_unroll_truncations < mid_unroll_dones);
 }

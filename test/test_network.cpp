@@ -439,8 +439,9 @@ TEST_CASE("agent network plus IMPALA loss gradients match central differences",
   // The IMPALA loss is a semi-gradient: V-trace targets are held fixed (stop-gradient). So the
   // finite differences are taken of the surrogate with the targets frozen at the base point.
   net.forward_unroll(as_input(data), out);
+  const std::vector<std::uint8_t> no_truncation(data.dones.size(), 0);
   const seedrl::impala_batch<double> base{
-      T, B, A, logits, values, actions, behaviour, data.rewards, data.dones};
+      T, B, A, logits, values, actions, behaviour, data.rewards, data.dones, no_truncation};
   const auto terms = loss_fn(base, grads);
   std::vector<double> logp(T * B), log_rhos(T * B), discounts(T * B), rewards(T * B), vs(T * B),
       pg_adv(T * B);

@@ -273,9 +273,10 @@ TEST_CASE("unroll_builder emits T+1 steps with one-step overlap and drops on res
   auto step = [&](std::size_t slot, int t) {
     const float obs = static_cast<float>(t);
     const std::vector<float> state{static_cast<float>(10 * t), 0.0f};
-    // Parameter version 100 + t chose step t's action.
-    return builder.append(slot, std::span<const float>(&obs, 1), static_cast<float>(t), false,
-                          t - 1, t, -0.5f, static_cast<std::uint64_t>(100 + t), state);
+    // Parameter version 100 + t chose step t's action; step 3's env output ended an episode
+    // by a time limit.
+    return builder.append(slot, std::span<const float>(&obs, 1), static_cast<float>(t), t == 3,
+                          t == 3, t - 1, t, -0.5f, static_cast<std::uint64_t>(100 + t), state);
   };
   for (int t = 0; t < 3; ++t)
     CHECK(step(0, t) == nullptr);
@@ -284,6 +285,8 @@ TEST_CASE("unroll_builder emits T+1 steps with one-step overlap and drops on res
   CHECK(u->length == T + 1);
   CHECK(u->observations == std::vector<float>{0, 1, 2, 3});
   CHECK(u->behaviour_versions == std::vector<std::uint64_t>{100, 101, 102, 103});
+  CHECK(u->dones == std::vector<std::uint8_t>{0, 0, 0, 1});
+  CHECK(u->truncated == std::vector<std::uint8_t>{0, 0, 0, 1});
   CHECK(u->start_state[0] == 0.0f);
   // The next unroll starts with step 3 and the state from before it.
   for (int t = 4; t < 6; ++t)
@@ -293,6 +296,8 @@ TEST_CASE("unroll_builder emits T+1 steps with one-step overlap and drops on res
   CHECK(v->observations == std::vector<float>{3, 4, 5, 6});
   CHECK(v->actions[0] == 3);
   CHECK(v->behaviour_versions == std::vector<std::uint64_t>{103, 104, 105, 106});
+  CHECK(v->dones == std::vector<std::uint8_t>{1, 0, 0, 0});  // the overlap step keeps its flags
+  CHECK(v->truncated == std::vector<std::uint8_t>{1, 0, 0, 0});
   CHECK(v->start_state[0] == 30.0f);
   builder.recycle(u);
   builder.recycle(v);

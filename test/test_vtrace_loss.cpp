@@ -91,12 +91,20 @@ struct vtrace_reference {
   std::vector<double> pg_advantages;
 };
 
+//
+// With `cut` ([T*B], nonzero where transition t ended its episode at a time limit) a cut step
+// is left out: vs_s = V_s and pg_s = 0, and the sum for an earlier s stops before the first cut
+// step e >= s, bootstrapping from V_e as if the unroll ended there.
 vtrace_reference vtrace_oracle(std::size_t T, std::size_t B, const std::vector<double>& log_rhos,
                                const std::vector<double>& discounts,
                                const std::vector<double>& rewards,
                                const std::vector<double>& values,
                                const std::vector<double>& bootstrap, std::optional<double> rho_bar,
-                               std::optional<double> pg_rho_bar, double lambda) {
+                               std::optional<double> pg_rho_bar, double lambda,
+                               const std::vector<std::uint8_t>* cut = nullptr) {
+  const auto is_cut = [&](std::size_t t, std::size_t b) {
+    return cut != nullptr && (*cut)[t * B + b] != 0;
+  };
   const auto at = [B](std::size_t t, std::size_t b) { return t * B + b; };
   const auto rho = [&](std::size_t t, std::size_t b) { return std::exp(log_rhos[at(t, b)]); };
   const auto value = [&](std::size_t t, std::size_t b) {
@@ -106,7 +114,7 @@ vtrace_reference vtrace_oracle(std::size_t T, std::size_t B, const std::vector<d
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t s = 0; s < T; ++s) {
       double sum = 0.0;
-      for (std::size_t t = s; t < T; ++t) {
+      for (std::size_t t = s; t < T && !is_cut(t, b); ++t) {
         double coef = 1.0;
         for (std::size_t i = s; i < t; ++i) {
           coef *= discounts[at(i, b)] * lambda * std::min(1.0, rho(i, b));
@@ -119,6 +127,10 @@ vtrace_reference vtrace_oracle(std::size_t T, std::size_t B, const std::vector<d
       out.vs[at(s, b)] = values[at(s, b)] + sum;
     }
     for (std::size_t s = 0; s < T; ++s) {
+      if (is_cut(s, b)) {
+        out.pg_advantages[at(s, b)] = 0.0;
+        continue;
+      }
       const double next_vs = s + 1 < T ? out.vs[at(s + 1, b)] : bootstrap[b];
       const double clipped = pg_rho_bar ? std::min(*pg_rho_bar, rho(s, b)) : rho(s, b);
       out.pg_advantages[at(s, b)] =
@@ -353,6 +365,87 @@ TEMPLATE_TEST_CASE("vtrace matches the oracle on random inputs with episode ends
     CAPTURE(T, B);
     CHECK(max_combined_error(vs, ref.vs) < tol);
     CHECK(max_combined_error(pg, ref.pg_advantages) < tol);
+  }
+}
+
+TEMPLATE_TEST_CASE("vtrace cuts time-limit truncations as at an unroll end", "[vtrace][truncation]",
+                   float, double) {
+  using S = TestType;
+  const double tol = std::is_same_v<S, float> ? 1e-5 : 1e-12;
+  SECTION("a hand-checked unroll: the cut step gets vs = V and pg = 0, the one before bootstraps") {
+    // T = 3, B = 1, rho = 1 everywhere (log rho 0), lambda 1, gamma 0.5 except where cut.
+    // Transition 1 is cut (its env output ended the episode by a time limit).
+    const std::vector<S> log_rhos{0, 0, 0}, discounts{0.5, 0.5, 0.5}, rewards{1, 2, 4},
+        values{10, 20, 30}, bootstrap{40};
+    const std::vector<std::uint8_t> cut{0, 1, 0};
+    std::vector<S> vs(3), pg(3);
+    seedrl::vtrace<S>(3, 1, log_rhos, discounts, rewards, values, bootstrap, cut,
+                      seedrl::vtrace_params<S>{}, vs, pg);
+    // t = 2: vs = 4 + 0.5 * 40 = 24, pg = 24 - 30 = -6.
+    CHECK(vs[2] == S(24));
+    CHECK(pg[2] == S(-6));
+    // t = 1: cut. Treated as a termination it would be vs = r = 2; bootstrapped, 2 + 0.5 * 24.
+    CHECK(vs[1] == S(20));
+    CHECK(pg[1] == S(0));
+    // t = 0: as at an unroll end after it: vs = 1 + 0.5 * V_1 = 11, pg = 11 - 10 = 1.
+    CHECK(vs[0] == S(11));
+    CHECK(pg[0] == S(1));
+  }
+  SECTION("random inputs against the direct-sum oracle; no cut is bit-identical to no flags") {
+    seedrl::random_generator rng(11);
+    const std::pair<std::size_t, std::size_t> shapes[] = {{1, 1}, {1, 5}, {3, 7}, {17, 4}, {40, 2}};
+    for (const auto& [T, B] : shapes) {
+      const std::size_t n = T * B;
+      std::vector<double> log_rhos(n), discounts(n), rewards(n), values(n), bootstrap(B);
+      std::vector<std::uint8_t> cut(n), none(n, 0);
+      for (std::size_t i = 0; i < n; ++i) {
+        log_rhos[i] = float_exact(rng.uniform(-2.0, 2.0));
+        discounts[i] = rng.uniform() < 0.1 ? 0.0 : float_exact(0.99);
+        rewards[i] = float_exact(rng.uniform(-1.0, 1.0));
+        values[i] = float_exact(rng.uniform(-3.0, 3.0));
+        cut[i] = rng.uniform() < 0.15 ? 1 : 0;
+      }
+      for (auto& v : bootstrap) {
+        v = float_exact(rng.uniform(-3.0, 3.0));
+      }
+      cut[n - 1] = 1;  // a cut in the last row too
+      const double lambda = float_exact(0.9);
+      const auto ref = vtrace_oracle(T, B, log_rhos, discounts, rewards, values, bootstrap, 1.0,
+                                     float_exact(0.8), lambda, &cut);
+      const seedrl::vtrace_params<S> params{S(1), static_cast<S>(float_exact(0.8)),
+                                            static_cast<S>(lambda)};
+      std::vector<S> vs(n), pg(n);
+      seedrl::vtrace(T, B, cast_to<S>(log_rhos), cast_to<S>(discounts), cast_to<S>(rewards),
+                     cast_to<S>(values), cast_to<S>(bootstrap), cut, params, vs, pg);
+      CAPTURE(T, B);
+      CHECK(max_combined_error(vs, ref.vs) < tol);
+      CHECK(max_combined_error(pg, ref.pg_advantages) < tol);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (cut[i] != 0) {
+          CHECK(vs[i] == static_cast<S>(values[i]));
+          CHECK(pg[i] == S(0));
+        }
+      }
+      // The flags matter: the oracle without the cut gives other targets.
+      const auto uncut = vtrace_oracle(T, B, log_rhos, discounts, rewards, values, bootstrap, 1.0,
+                                       float_exact(0.8), lambda);
+      CHECK(max_combined_error(vs, uncut.vs) > 1e-3);
+      // All-zero flags run the same arithmetic as the overload without them: equal bit for bit.
+      std::vector<S> vs_none(n), pg_none(n), vs_plain(n), pg_plain(n);
+      seedrl::vtrace(T, B, cast_to<S>(log_rhos), cast_to<S>(discounts), cast_to<S>(rewards),
+                     cast_to<S>(values), cast_to<S>(bootstrap), none, params, vs_none, pg_none);
+      seedrl::vtrace(T, B, cast_to<S>(log_rhos), cast_to<S>(discounts), cast_to<S>(rewards),
+                     cast_to<S>(values), cast_to<S>(bootstrap), params, vs_plain, pg_plain);
+      CHECK(vs_none == vs_plain);
+      CHECK(pg_none == pg_plain);
+    }
+  }
+  SECTION("a truncated array of the wrong size is refused") {
+    std::vector<S> in(6, S(0)), boot(2, S(0)), vs(6), pg(6);
+    const std::vector<std::uint8_t> cut(5, 0);
+    CHECK_THROWS_WITH(
+        seedrl::vtrace<S>(3, 2, in, in, in, in, boot, cut, seedrl::vtrace_params<S>{}, vs, pg),
+        Catch::Contains("truncated holds 5 values, expected T * B = 6"));
   }
 }
 
@@ -666,12 +759,15 @@ struct impala_data {
   std::vector<double> logits, values, behaviour_log_probs, rewards;
   std::vector<std::int32_t> actions;
   std::vector<std::uint8_t> dones;
+  std::vector<std::uint8_t> truncated;  // [(T+1)*B] set only where dones is
 };
 
+// `truncated_share` of the episode ends become time limits (0: none, and the draws of the
+// other arrays are those of a batch without truncation).
 impala_data make_impala_data(std::size_t T, std::size_t B, std::size_t A, std::uint64_t seed,
-                             double reward_scale) {
+                             double reward_scale, double truncated_share = 0.0) {
   seedrl::random_generator rng(seed);
-  impala_data d{T, B, A, {}, {}, {}, {}, {}, {}};
+  impala_data d{T, B, A, {}, {}, {}, {}, {}, {}, {}};
   const std::size_t steps = (T + 1) * B;
   d.logits = random_logits(rng, steps * A, 2.0);
   for (std::size_t i = 0; i < steps; ++i) {
@@ -686,6 +782,13 @@ impala_data make_impala_data(std::size_t T, std::size_t B, std::size_t A, std::u
   }
   // At least one episode end inside the unroll, whatever the draws.
   d.dones[(T / 2 + 1) * B - 1] = 1;
+  d.truncated.assign(steps, 0);
+  if (truncated_share > 0.0) {
+    for (std::size_t i = 0; i < steps; ++i) {
+      d.truncated[i] = d.dones[i] != 0 && rng.uniform() < truncated_share ? 1 : 0;
+    }
+    d.truncated[(T / 2 + 1) * B - 1] = 1;  // and that one a time limit
+  }
   return d;
 }
 
@@ -708,6 +811,7 @@ naive_terms naive_impala(const impala_data& d, const std::vector<double>& logits
   const std::size_t T = d.T, B = d.B, A = d.A, n = T * B;
   naive_terms out;
   std::vector<double> target_log_probs(n), entropies(n), discounts(n), v(n), bootstrap(B);
+  std::vector<std::uint8_t> cut(n);  // transition t is cut where step t+1 was truncated
   out.log_rhos.resize(n);
   out.rewards.resize(n);
   for (std::size_t t = 0; t < T; ++t) {
@@ -724,15 +828,17 @@ naive_terms naive_impala(const impala_data& d, const std::vector<double>& logits
       }
       out.rewards[i] = r;
       discounts[i] = d.dones[(t + 1) * B + b] ? 0.0 : c.discount;
+      cut[i] = d.truncated[(t + 1) * B + b];
       v[i] = values[i];
     }
   }
   for (std::size_t b = 0; b < B; ++b) {
     bootstrap[b] = values[T * B + b];
   }
-  out.targets = frozen ? *frozen
-                       : vtrace_oracle(T, B, out.log_rhos, discounts, out.rewards, v, bootstrap,
-                                       c.clip_rho_threshold, c.clip_pg_rho_threshold, c.lambda);
+  out.targets = frozen
+                    ? *frozen
+                    : vtrace_oracle(T, B, out.log_rhos, discounts, out.rewards, v, bootstrap,
+                                    c.clip_rho_threshold, c.clip_pg_rho_threshold, c.lambda, &cut);
   for (std::size_t i = 0; i < n; ++i) {
     out.policy -= target_log_probs[i] * out.targets.pg_advantages[i] / static_cast<double>(n);
     const double err = out.targets.vs[i] - v[i];
@@ -756,7 +862,8 @@ struct impala_views {
         grad_logits(d.logits.size(), std::numeric_limits<S>::quiet_NaN()),
         grad_values(d.values.size(), std::numeric_limits<S>::quiet_NaN()) {}
   seedrl::impala_batch<S> batch(const impala_data& d) const {
-    return {d.T, d.B, d.A, logits, values, d.actions, behaviour_log_probs, rewards, d.dones};
+    return {d.T,     d.B,     d.A,        logits, values, d.actions, behaviour_log_probs,
+            rewards, d.dones, d.truncated};
   }
   seedrl::impala_gradients<S> gradients() { return {grad_logits, grad_values}; }
 };
@@ -778,6 +885,7 @@ struct impala_case {
   std::uint64_t seed;
   double reward_scale;
   seedrl::impala_loss_config<double> config;
+  double truncated_share;  // of the episode ends that are time limits
 };
 
 std::vector<impala_case> impala_cases() {
@@ -796,10 +904,13 @@ std::vector<impala_case> impala_cases() {
   seedrl::impala_loss_config<double> defaults;
   defaults.discount = float_exact(defaults.discount);
   defaults.entropy_cost = float_exact(defaults.entropy_cost);
-  return {{"SEED defaults", 6, 3, 4, 1, 1.0, defaults},
-          {"reward clipping and custom costs", 5, 4, 3, 2, 3.0, clipped_rewards},
-          {"no rho clipping", 4, 2, 5, 3, 1.0, no_clipping},
-          {"one step one unroll", 1, 1, 2, 4, 1.0, defaults}};
+  return {{"SEED defaults", 6, 3, 4, 1, 1.0, defaults, 0.0},
+          {"reward clipping and custom costs", 5, 4, 3, 2, 3.0, clipped_rewards, 0.0},
+          {"no rho clipping", 4, 2, 5, 3, 1.0, no_clipping, 0.0},
+          {"one step one unroll", 1, 1, 2, 4, 1.0, defaults, 0.0},
+          {"time limits, SEED defaults", 9, 4, 4, 5, 1.0, defaults, 0.5},
+          {"time limits, clipping and custom costs", 8, 5, 3, 6, 3.0, clipped_rewards, 0.6},
+          {"time limits, no rho clipping", 7, 3, 5, 7, 1.0, no_clipping, 0.5}};
 }
 
 }  // namespace
@@ -817,7 +928,8 @@ TEMPLATE_TEST_CASE("impala_loss terms match a naive double implementation", "[lo
   const double tol = std::is_same_v<S, float> ? 1e-5 : 1e-12;
   for (const impala_case& k : impala_cases()) {
     INFO("case: " << k.name);
-    const impala_data d = make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale);
+    const impala_data d =
+        make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale, k.truncated_share);
     const naive_terms ref = naive_impala(d, d.logits, d.values, k.config);
     impala_views<S> views(d);
     auto grad = views.gradients();
@@ -850,7 +962,8 @@ TEST_CASE("impala_loss test data exercises clipping and episode ends", "[loss]")
       continue;
     }
     INFO("case: " << k.name);
-    const impala_data d = make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale);
+    const impala_data d =
+        make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale, k.truncated_share);
     const naive_terms ref = naive_impala(d, d.logits, d.values, k.config);
     const double rho_bar = k.config.clip_rho_threshold.value_or(1.0);
     CHECK(std::any_of(ref.log_rhos.begin(), ref.log_rhos.end(),
@@ -874,7 +987,8 @@ TEST_CASE("impala_loss gradients match central finite differences", "[loss]") {
   const double h = 1e-6;
   for (const impala_case& k : impala_cases()) {
     INFO("case: " << k.name);
-    const impala_data d = make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale);
+    const impala_data d =
+        make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale, k.truncated_share);
     const naive_terms at = naive_impala(d, d.logits, d.values, k.config);
     impala_views<double> views(d);
     auto grad = views.gradients();
@@ -972,5 +1086,118 @@ TEST_CASE("impala_loss rejects bad configs and batches before writing", "[loss]"
     impala_views<float> v(d);
     seedrl::impala_gradients<float> aliased{v.logits, v.grad_values};
     CHECK_THROWS_WITH(loss(v.batch(d), aliased), Catch::Contains("overlap"));
+  }
+}
+
+namespace {
+
+// The IMPALA loss with time limits, from the definitions, in double: the V-trace targets from
+// the direct-sum oracle with transition t cut where step t+1 was truncated, and the gradients
+// written out analytically:
+//   d/dz_j = -(pg_t / N) (onehot_j - p_j) + (entropy_cost / N) p_j (log p_j + H_t)
+//   d/dV_t = -baseline_cost (vs_t - V_t) / N
+struct truncation_reference {
+  naive_terms terms;
+  std::vector<double> grad_logits, grad_values;
+};
+
+truncation_reference truncation_loss_reference(const impala_data& d,
+                                               const seedrl::impala_loss_config<double>& c) {
+  const std::size_t T = d.T, B = d.B, A = d.A, n = T * B;
+  truncation_reference out;
+  out.terms = naive_impala(d, d.logits, d.values, c);
+  out.grad_logits.assign((T + 1) * B * A, 0.0);
+  out.grad_values.assign((T + 1) * B, 0.0);
+  const double N = static_cast<double>(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::vector<double> row(d.logits.begin() + static_cast<std::ptrdiff_t>(i * A),
+                                  d.logits.begin() + static_cast<std::ptrdiff_t>((i + 1) * A));
+    const std::vector<double> logp = naive_log_softmax(row);
+    const double h = naive_entropy(row);
+    for (std::size_t j = 0; j < A; ++j) {
+      const double p = std::exp(logp[j]);
+      const double onehot = static_cast<std::size_t>(d.actions[i]) == j ? 1.0 : 0.0;
+      out.grad_logits[i * A + j] = -(out.terms.targets.pg_advantages[i] / N) * (onehot - p) +
+                                   (c.entropy_cost / N) * p * (logp[j] + h);
+    }
+    out.grad_values[i] = -c.baseline_cost * (out.terms.targets.vs[i] - d.values[i]) / N;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("impala_loss leaves time-limit transitions out, against a float64 reference",
+                   "[loss][truncation]", float, double) {
+  using S = TestType;
+  const double tol = std::is_same_v<S, float> ? 1e-5 : 1e-12;
+  for (const impala_case& k : impala_cases()) {
+    if (k.truncated_share == 0.0) {
+      continue;
+    }
+    INFO("case: " << k.name);
+    const impala_data d =
+        make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale, k.truncated_share);
+    const truncation_reference ref = truncation_loss_reference(d, k.config);
+    impala_views<S> views(d);
+    auto grad = views.gradients();
+    const seedrl::loss_terms got =
+        seedrl::impala_loss<S>(config_as<S>(k.config))(views.batch(d), grad);
+    CAPTURE(got.policy, ref.terms.policy, got.baseline, ref.terms.baseline, got.entropy,
+            ref.terms.entropy);
+    CHECK(combined_error(got.policy, ref.terms.policy) < tol);
+    CHECK(combined_error(got.baseline, ref.terms.baseline) < tol);
+    CHECK(combined_error(got.entropy, ref.terms.entropy) < tol);
+    CHECK(combined_error(got.total, ref.terms.total) < tol);
+    CHECK(max_combined_error(views.grad_logits, ref.grad_logits) < tol);
+    CHECK(max_combined_error(views.grad_values, ref.grad_values) < tol);
+    // At a cut transition: no value gradient, and the logits' gradient is the entropy's alone.
+    std::size_t cut_steps = 0;
+    for (std::size_t i = 0; i < k.T * k.B; ++i) {
+      if (d.truncated[i + k.B] == 0) {
+        continue;
+      }
+      ++cut_steps;
+      CHECK(views.grad_values[i] == S(0));
+      CHECK(ref.terms.targets.pg_advantages[i] == 0.0);
+      CHECK(ref.terms.targets.vs[i] == d.values[i]);
+    }
+    CHECK(cut_steps > 0);
+    // The case tells the conventions apart: with the flags dropped (the time limit read as a
+    // termination, gamma = 0), the targets and the gradients differ.
+    impala_data as_terminal = d;
+    std::fill(as_terminal.truncated.begin(), as_terminal.truncated.end(), 0);
+    const naive_terms terminal = naive_impala(as_terminal, d.logits, d.values, k.config);
+    CHECK(max_combined_error(terminal.targets.vs, ref.terms.targets.vs) > 1e-2);
+    impala_views<S> tviews(as_terminal);
+    auto tgrad = tviews.gradients();
+    seedrl::impala_loss<S>(config_as<S>(k.config))(tviews.batch(as_terminal), tgrad);
+    CHECK(max_combined_error(tviews.grad_values, ref.grad_values) > 1e-2);
+    CHECK(max_combined_error(tviews.grad_logits, ref.grad_logits) > 1e-2);
+  }
+}
+
+TEST_CASE("impala_loss checks its truncated flags", "[loss][truncation]") {
+  const impala_data d = make_impala_data(3, 2, 4, 9, 1.0);
+  const seedrl::impala_loss<float> loss;
+  {
+    impala_views<float> v(d);
+    auto grad = v.gradients();
+    auto batch = v.batch(d);
+    batch.truncated = batch.truncated.first(batch.truncated.size() - 1);
+    CHECK_THROWS_WITH(loss(batch, grad), Catch::Contains("batch.truncated holds 7 values"));
+    batch.truncated = {};
+    CHECK_THROWS_WITH(loss(batch, grad), Catch::Contains("batch.truncated holds 0 values"));
+    CHECK(std::isnan(v.grad_values[0]));
+  }
+  {
+    impala_data bad = d;
+    bad.dones[5] = 0;  // t = 2, b = 1
+    bad.truncated[5] = 1;
+    impala_views<float> v(bad);
+    auto grad = v.gradients();
+    CHECK_THROWS_WITH(loss(v.batch(bad), grad),
+                      Catch::Contains("truncated[5] (t = 2, b = 1) is set but dones is not"));
+    CHECK(std::isnan(v.grad_logits[0]));
   }
 }

@@ -39,7 +39,7 @@ void row(const std::string& name, double value, const char* unit, const std::str
 
 struct owned_batch {
   std::vector<float> observations, rewards, behaviour_log_probs, start_state;
-  std::vector<std::uint8_t> dones;
+  std::vector<std::uint8_t> dones, truncated;
   std::vector<std::int32_t> prev_actions, actions;
 
   training_batch<float> view(std::size_t T, std::size_t B, std::size_t A) const {
@@ -50,6 +50,7 @@ struct owned_batch {
     b.observations = observations;
     b.rewards = rewards;
     b.dones = dones;
+    b.truncated = truncated;
     b.prev_actions = prev_actions;
     b.actions = actions;
     b.behaviour_log_probs = behaviour_log_probs;
@@ -76,6 +77,7 @@ owned_batch make_batch(const mlp_lstm_agent<float>& net, std::size_t T, std::siz
   b.behaviour_log_probs = uniform(rows, -2, -0.1);
   b.start_state = uniform(B * static_cast<std::size_t>(net.state_size()), -0.5, 0.5);
   b.dones.resize(rows);
+  b.truncated.resize(rows);  // no time limits
   b.prev_actions.resize(rows);
   b.actions.resize(rows);
   for (std::size_t i = 0; i < rows; ++i) {
@@ -192,6 +194,7 @@ owned_batch make_pixel_batch(const Net& net, std::size_t T, std::size_t B, std::
   b.rewards.resize(rows);
   b.behaviour_log_probs.resize(rows);
   b.dones.resize(rows);
+  b.truncated.resize(rows);  // no time limits
   b.prev_actions.resize(rows);
   b.actions.resize(rows);
   for (std::size_t i = 0; i < rows; ++i) {

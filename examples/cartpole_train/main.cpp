@@ -96,14 +96,15 @@ int main(int argc, char** argv) {
   // the agent took on it; row 0 repeats the previous unroll's row T.
   std::vector<float> obs(T1 * B * O), rewards(T1 * B), behaviour(T1 * B), logits(T1 * B * A),
       values(T1 * B);
-  std::vector<std::uint8_t> dones(T1 * B, 0);
+  std::vector<std::uint8_t> dones(T1 * B, 0), truncated(T1 * B, 0);
   std::vector<std::int32_t> actions(T1 * B, 0), prev_actions(T1 * B, 0);
   std::vector<float> d_logits(T1 * B * A), d_values(T1 * B);
   auto state = net.initial_state(B);
   std::vector<float> start_state(state.data), next_start(state.data);
   // What the environments last produced, and the action before it.
   std::vector<float> env_reward(B, 0.0f);
-  std::vector<std::uint8_t> env_done(B, 1);  // the first observation starts an episode
+  std::vector<std::uint8_t> env_done(B, 1);       // the first observation starts an episode
+  std::vector<std::uint8_t> env_truncated(B, 0);  // ... ended by a time limit
   std::vector<std::int32_t> last_action(B, 0);
   std::vector<float> step_logits(B * A), step_values(B), step_logp(B);
   std::vector<std::int32_t> step_actions(B);
@@ -118,6 +119,7 @@ int main(int argc, char** argv) {
       std::copy_n(obs.begin() + T * B * O, B * O, obs.begin());
       std::copy_n(rewards.begin() + T * B, B, rewards.begin());
       std::copy_n(dones.begin() + T * B, B, dones.begin());
+      std::copy_n(truncated.begin() + T * B, B, truncated.begin());
       std::copy_n(actions.begin() + T * B, B, actions.begin());
       std::copy_n(prev_actions.begin() + T * B, B, prev_actions.begin());
       std::copy_n(behaviour.begin() + T * B, B, behaviour.begin());
@@ -130,6 +132,7 @@ int main(int argc, char** argv) {
       std::copy_n(envs.observations().begin(), B * O, obs.begin() + r * O);
       std::copy_n(env_reward.begin(), B, rewards.begin() + r);
       std::copy_n(env_done.begin(), B, dones.begin() + r);
+      std::copy_n(env_truncated.begin(), B, truncated.begin() + r);
       for (std::size_t b = 0; b < B; ++b)
         prev_actions[r + b] = env_done[b] ? 0 : last_action[b];
       seedrl::agent_step_output<float> out{step_logits, step_values};
@@ -147,6 +150,7 @@ int main(int argc, char** argv) {
       for (std::size_t b = 0; b < B; ++b) {
         env_reward[b] = envs.rewards()[b];
         env_done[b] = envs.dones()[b];
+        env_truncated[b] = envs.truncated()[b];
         last_action[b] = step_actions[b];
       }
       for (const auto& e : envs.finished_episodes()) {
@@ -162,7 +166,9 @@ int main(int argc, char** argv) {
     seedrl::agent_unroll_output<float> out{logits, values};
     net.forward_unroll({T1, B, obs, rewards, dones, prev_actions, start_state}, out);
     seedrl::impala_gradients<float> grads{d_logits, d_values};
-    const auto terms = loss({T, B, A, logits, values, actions, behaviour, rewards, dones}, grads);
+    // A time-limit end leaves its transition out of the loss (seedrl/algo/impala_loss.hpp).
+    const auto terms =
+        loss({T, B, A, logits, values, actions, behaviour, rewards, dones, truncated}, grads);
     net.zero_gradients();
     net.backward_unroll({d_logits, d_values});
     const double grad_norm = seedrl::clip_by_global_norm<float>(net.gradients(), 40.0);

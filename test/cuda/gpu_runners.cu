@@ -163,13 +163,15 @@ loss_terms impala_loss(const impala_scalars& k, int T, int B, int A,
                        const std::vector<std::int32_t>& actions,
                        const std::vector<float>& behaviour_log_probs,
                        const std::vector<float>& rewards, const std::vector<std::uint8_t>& dones,
-                       std::vector<float>& grad_logits, std::vector<float>& grad_values) {
+                       const std::vector<std::uint8_t>& truncated, std::vector<float>& grad_logits,
+                       std::vector<float>& grad_values) {
   auto d_logits = up(logits);
   auto d_values = up(values);
   auto d_actions = up(actions);
   auto d_blp = up(behaviour_log_probs);
   auto d_rewards = up(rewards);
   auto d_dones = up(dones);
+  auto d_truncated = up(truncated);
   cuda::device_buffer<float> d_gl(logits.size());
   cuda::device_buffer<float> d_gv(values.size());
   SEEDRL_CUDA_CHECK(cudaMemset(d_gl.data(), 0xff, d_gl.size_bytes()));
@@ -186,6 +188,7 @@ loss_terms impala_loss(const impala_scalars& k, int T, int B, int A,
   op.behaviour_log_probs = d_blp.data();
   op.rewards = d_rewards.data();
   op.dones = d_dones.data();
+  op.truncated = d_truncated.data();
   op.grad_logits = d_gl.data();
   op.grad_values = d_gv.data();
   cuda::impala_loss_workspace<float> ws;
@@ -316,6 +319,7 @@ loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, i
                                const std::vector<float>& behaviour_log_probs,
                                const std::vector<float>& rewards,
                                const std::vector<std::uint8_t>& dones,
+                               const std::vector<std::uint8_t>& truncated,
                                std::vector<float>& grad_logits, std::vector<float>& grad_values) {
   cuda::cuda_backend be;
   auto d_logits = backend_up(be, logits);
@@ -324,6 +328,7 @@ loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, i
   auto d_blp = backend_up(be, behaviour_log_probs);
   auto d_rewards = backend_up(be, rewards);
   auto d_dones = backend_up(be, dones);
+  auto d_truncated = backend_up(be, truncated);
   auto d_gl = be.allocate<float>(logits.size());
   auto d_gv = be.allocate<float>(values.size());
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -339,6 +344,7 @@ loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, i
   op.behaviour_log_probs = d_blp.data();
   op.rewards = d_rewards.data();
   op.dones = d_dones.data();
+  op.truncated = d_truncated.data();
   op.grad_logits = d_gl.data();
   op.grad_values = d_gv.data();
   const loss_terms terms = be.impala_loss(config, op);

@@ -59,7 +59,8 @@ loss_terms impala_loss(const impala_scalars& k, int T, int B, int A,
                        const std::vector<std::int32_t>& actions,
                        const std::vector<float>& behaviour_log_probs,
                        const std::vector<float>& rewards, const std::vector<std::uint8_t>& dones,
-                       std::vector<float>& grad_logits, std::vector<float>& grad_values);
+                       const std::vector<std::uint8_t>& truncated, std::vector<float>& grad_logits,
+                       std::vector<float>& grad_values);
 
 /// One fused Adam step in place.
 void adam_step(const detail::adam_coefficients<float>& k, std::vector<float>& params,
@@ -109,6 +110,7 @@ loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, i
                                const std::vector<float>& behaviour_log_probs,
                                const std::vector<float>& rewards,
                                const std::vector<std::uint8_t>& dones,
+                               const std::vector<std::uint8_t>& truncated,
                                std::vector<float>& grad_logits, std::vector<float>& grad_values);
 
 /// What cuda_backend's convolutions give in `backend_conv2d`.

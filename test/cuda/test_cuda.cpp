@@ -309,10 +309,13 @@ TEST_CASE("cuda impala loss: log-softmax, entropy, policy gradient and sums matc
   const auto behaviour = random_floats(rng, steps, -3, -0.1);
   const auto rewards = random_floats(rng, steps, -2, 2);
   std::vector<std::int32_t> actions(steps);
-  std::vector<std::uint8_t> dones(steps);
+  std::vector<std::uint8_t> dones(steps), truncated(steps);
   for (std::size_t i = 0; i < steps; ++i) {
     actions[i] = static_cast<std::int32_t>(rng() % A);
     dones[i] = rng.uniform() < 0.1 ? 1 : 0;
+  }
+  for (std::size_t i = 0; i < steps; ++i) {  // half the episode ends are time limits
+    truncated[i] = dones[i] != 0 && rng.uniform() < 0.5 ? 1 : 0;
   }
   seedrl::impala_loss_config<float> config;
   config.entropy_cost = 0.01f;
@@ -328,6 +331,7 @@ TEST_CASE("cuda impala loss: log-softmax, entropy, policy gradient and sums matc
   batch.behaviour_log_probs = behaviour;
   batch.rewards = rewards;
   batch.dones = dones;
+  batch.truncated = truncated;
   std::vector<float> want_gl(logits.size()), want_gv(values.size());
   seedrl::impala_gradients<float> grads{want_gl, want_gv};
   const seedrl::loss_terms want = cpu_loss(batch, grads);
@@ -339,8 +343,8 @@ TEST_CASE("cuda impala loss: log-softmax, entropy, policy gradient and sums matc
                                        config.lambda},
           "test")};
   std::vector<float> gl, gv;
-  const seedrl::loss_terms got = seedrl::test_gpu::impala_loss(k, T, B, A, logits, values, actions,
-                                                               behaviour, rewards, dones, gl, gv);
+  const seedrl::loss_terms got = seedrl::test_gpu::impala_loss(
+      k, T, B, A, logits, values, actions, behaviour, rewards, dones, truncated, gl, gv);
   INFO(first_mismatch(gl, want_gl, 1e-7, 1e-4));
   CHECK(first_mismatch(gl, want_gl, 1e-7, 1e-4).empty());
   INFO(first_mismatch(gv, want_gv, 1e-7, 1e-4));
@@ -565,10 +569,13 @@ TEST_CASE("cuda_backend impala_loss matches the CPU loss, with and without clipp
   const auto behaviour = random_floats(rng, steps, -3, -0.1);
   const auto rewards = random_floats(rng, steps, -2, 2);
   std::vector<std::int32_t> actions(steps);
-  std::vector<std::uint8_t> dones(steps);
+  std::vector<std::uint8_t> dones(steps), truncated(steps);
   for (std::size_t i = 0; i < steps; ++i) {
     actions[i] = static_cast<std::int32_t>(rng() % A);
     dones[i] = rng.uniform() < 0.15 ? 1 : 0;
+  }
+  for (std::size_t i = 0; i < steps; ++i) {  // half the episode ends are time limits
+    truncated[i] = dones[i] != 0 && rng.uniform() < 0.5 ? 1 : 0;
   }
   seedrl::impala_loss_config<float> clipped;
   clipped.entropy_cost = 0.01f;
@@ -598,12 +605,13 @@ TEST_CASE("cuda_backend impala_loss matches the CPU loss, with and without clipp
     op.behaviour_log_probs = behaviour.data();
     op.rewards = rewards.data();
     op.dones = dones.data();
+    op.truncated = truncated.data();
     op.grad_logits = want_gl.data();
     op.grad_values = want_gv.data();
     const seedrl::loss_terms want = seedrl::host_backend{}.impala_loss(config, op);
     std::vector<float> gl, gv;
     const seedrl::loss_terms got = seedrl::test_gpu::backend_impala_loss(
-        config, T, B, A, logits, values, actions, behaviour, rewards, dones, gl, gv);
+        config, T, B, A, logits, values, actions, behaviour, rewards, dones, truncated, gl, gv);
     INFO(first_mismatch(gl, want_gl, 1e-7, 1e-4));
     CHECK(first_mismatch(gl, want_gl, 1e-7, 1e-4).empty());
     INFO(first_mismatch(gv, want_gv, 1e-7, 1e-4));
@@ -748,7 +756,7 @@ namespace {
 // state is reset for some environments) and a random start state.
 struct owned_batch {
   std::vector<float> observations, rewards, behaviour_log_probs, start_state;
-  std::vector<std::uint8_t> dones;
+  std::vector<std::uint8_t> dones, truncated;
   std::vector<std::int32_t> prev_actions, actions;
   seedrl::training_batch<float> view;
 
@@ -763,6 +771,7 @@ struct owned_batch {
     behaviour_log_probs = random_floats(rng, rows, -2.5, -0.05);
     start_state = random_floats(rng, B * static_cast<std::size_t>(net.state_size()), -0.5, 0.5);
     dones.resize(rows);
+    truncated.resize(rows);
     prev_actions.resize(rows);
     actions.resize(rows);
     for (std::size_t i = 0; i < rows; ++i) {
@@ -770,12 +779,16 @@ struct owned_batch {
       prev_actions[i] = static_cast<std::int32_t>(rng() % A);
       actions[i] = static_cast<std::int32_t>(rng() % A);
     }
+    for (std::size_t i = 0; i < rows; ++i) {  // some episode ends are time limits
+      truncated[i] = dones[i] != 0 && rng.uniform() < 0.5 ? 1 : 0;
+    }
     view.T = T;
     view.B = B;
     view.num_actions = A;
     view.observations = observations;
     view.rewards = rewards;
     view.dones = dones;
+    view.truncated = truncated;
     view.prev_actions = prev_actions;
     view.actions = actions;
     view.behaviour_log_probs = behaviour_log_probs;
@@ -1014,8 +1027,10 @@ void compare_pixel_trainer(const seedrl::frame_stack_config& stack,
     dones[0] = 1;              // environment 0 starts an episode at t = 0
     dones[1] = 0;              // environment 1 reads its start state's history
     dones[3 * B + B - 1] = 1;  // and the last one starts one mid-unroll
+    std::vector<std::uint8_t> truncated(rows);
+    truncated[3 * B + B - 1] = 1;  // ended by a time limit: that transition is cut
     const seedrl::training_batch<float> batch{
-        T, B, 5, observations, rewards, dones, prev_actions, actions, behaviour, start};
+        T, B, 5, observations, rewards, dones, truncated, prev_actions, actions, behaviour, start};
     const auto want = cpu.train_step(batch, cpu_net, cpu_opt, loss, 40.0);
     const auto got = gpu.train_step(batch, gpu_net, gpu_opt, loss, 40.0);
     REQUIRE(want.applied);

@@ -22,6 +22,22 @@
 ///   d total / d logits[t] = -(pg_adv_t / N) (onehot(a_t) - p_t) - (entropy_cost / N) dH/dz
 ///   d total / d values[t] = -baseline_cost (vs_t - V_t) / N
 /// and both are 0 at step T: the bootstrap value only enters through vs and pg_adv.
+///
+/// Time-limit truncation. truncated[t+1] set means the env output after a_t ended the episode
+/// by a time limit, not by reaching a terminal state (dones[t+1] is set too, so recurrent state
+/// still resets there). The right target, r_t + discount * V(s_final), needs the episode's final
+/// observation, which the automatic reset has replaced (seedrl/env/env_batch.hpp), and
+/// gamma_t = 0 would wrongly treat the timeout as a terminal state. So transition t is left
+/// out, as if the unroll ended there:
+///   vs_t = V_t and pg_adv_t = 0: no policy-gradient and no baseline term or gradient from t;
+///   V-trace's recursion restarts at t: step t-1 bootstraps from V_t with acc_t = 0.
+/// Its entropy term stays: H(pi_t) depends on the state s_t only, which is a real state of the
+/// episode, so regularising the policy there is as valid as anywhere. N stays T * B: dividing
+/// by the number of kept steps instead would make each transition's weight depend on how many
+/// others in the batch hit a time limit, and the entropy term, which keeps every step, shares
+/// the denominator. Cut steps are rare (one per episode at most), so the policy and baseline
+/// terms shrink by that share only. gamma_t of a cut step does not matter. truncated[0] is
+/// never read (its transition belongs to the unroll before).
 
 #include <cmath>
 #include <concepts>
@@ -56,6 +72,9 @@ struct impala_batch {
   std::span<const S> behaviour_log_probs;  ///< [(T+1)*B] log mu(a_t) when the actor acted
   std::span<const S> rewards;              ///< [(T+1)*B] reward in the env output of step t
   std::span<const std::uint8_t> dones;  ///< [(T+1)*B] nonzero: step t's env output ended an episode
+  /// [(T+1)*B] nonzero: step t's env output ended the episode by a time limit (dones is set
+  /// too); transition t-1 is then left out of the loss (see the file comment)
+  std::span<const std::uint8_t> truncated;
 };
 
 /// Where the loss writes d(total)/d(outputs); same shapes as the batch's logits and values.
@@ -104,7 +123,8 @@ class impala_loss {
 
   /// Computes the loss terms on `batch` and writes their gradient to `grad`. Throws
   /// std::invalid_argument, before writing anything, on inconsistent sizes, an action of
-  /// steps 0..T-1 outside [0, A) or gradient arrays that overlap the batch's arrays.
+  /// steps 0..T-1 outside [0, A), a step truncated but not done, or gradient arrays that
+  /// overlap the batch's arrays.
   /// Allocates scratch for V-trace (6 * T * B scalars) on each call.
   loss_terms operator()(const batch_type& batch, gradient_type& grad) const {
     check(batch, grad);
@@ -135,8 +155,9 @@ class impala_loss {
     // V_t for t < T are the first n values (time-major); the bootstrap is step T's row.
     const std::span<const S> values = batch.values.subspan(0, n);
     const std::span<const S> bootstrap = batch.values.subspan(n, B);
-    vtrace<S>(T, B, log_rhos, discounts, rewards, values, bootstrap, to_vtrace_params(), vs,
-              pg_advantages);
+    // Transition t is cut where step t+1's env output was a time-limit truncation.
+    vtrace<S>(T, B, log_rhos, discounts, rewards, values, bootstrap, batch.truncated.subspan(B, n),
+              to_vtrace_params(), vs, pg_advantages);
 
     const S inv_n = S(1) / static_cast<S>(n);
     const S entropy_coef = -config_.entropy_cost * inv_n;
@@ -206,8 +227,10 @@ class impala_loss {
     size(batch.behaviour_log_probs.size(), steps, "batch.behaviour_log_probs", "(T+1)*B");
     size(batch.rewards.size(), steps, "batch.rewards", "(T+1)*B");
     size(batch.dones.size(), steps, "batch.dones", "(T+1)*B");
+    size(batch.truncated.size(), steps, "batch.truncated", "(T+1)*B");
     size(grad.logits.size(), steps * A, "grad.logits", "(T+1)*B*A");
     size(grad.values.size(), steps, "grad.values", "(T+1)*B");
+    detail::impala_check_truncated_done(batch.truncated.data(), batch.dones.data(), steps, B, who);
     // Step T's action is never used (its transition is in the next unroll), so only
     // steps 0..T-1 must hold valid actions.
     for (std::size_t i = 0; i < T * B; ++i) {

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -73,27 +74,13 @@ vtrace_coefficients<S> make_vtrace_coefficients(const vtrace_params<S>& params, 
           threshold(params.clip_pg_rho_threshold, "clip_pg_rho_threshold"), params.lambda};
 }
 
-}  // namespace detail
-
-/// Computes vs (value targets) and pg_advantages, both [T*B], from log importance weights
-/// log(pi(a_t) / mu(a_t)) and the other [T*B] inputs plus bootstrap_value [B].
-///
-/// Throws std::invalid_argument, before writing anything, when a size is not T*B (or B for
-/// bootstrap_value), when a threshold is not positive or lambda is outside [0, 1], or when an
-/// output overlaps an input or the other output (the scan keeps partial sums in `vs`).
-///
-/// Arrays are spans of `S` deduced from `params`, so std::vector arguments convert; the scan
-/// runs over t backwards with b innermost, reading and writing whole contiguous rows, and
-/// allocates nothing: row t+1 of `vs` holds acc_{t+1} until row t has used it.
+/// The scan behind both `seedrl::vtrace` overloads; `truncated` null means no truncation.
 template <std::floating_point S>
-void vtrace(std::size_t T, std::size_t B, std::span<const std::type_identity_t<S>> log_rhos,
-            std::span<const std::type_identity_t<S>> discounts,
-            std::span<const std::type_identity_t<S>> rewards,
-            std::span<const std::type_identity_t<S>> values,
-            std::span<const std::type_identity_t<S>> bootstrap_value,
-            const vtrace_params<S>& params, std::span<std::type_identity_t<S>> vs,
-            std::span<std::type_identity_t<S>> pg_advantages) {
-  const char* who = "seedrl::vtrace";
+void vtrace_scan(const char* who, std::size_t T, std::size_t B, std::span<const S> log_rhos,
+                 std::span<const S> discounts, std::span<const S> rewards,
+                 std::span<const S> values, std::span<const S> bootstrap_value,
+                 const std::span<const std::uint8_t>* truncated, const vtrace_params<S>& params,
+                 std::span<S> vs, std::span<S> pg_advantages) {
   if (B != 0 && T > std::numeric_limits<std::size_t>::max() / B) {
     throw std::invalid_argument(std::string(who) + ": T * B overflows std::size_t");
   }
@@ -114,10 +101,14 @@ void vtrace(std::size_t T, std::size_t B, std::span<const std::type_identity_t<S
   check(bootstrap_value.size(), B, "bootstrap_value", "B");
   check(vs.size(), n, "vs", "T * B");
   check(pg_advantages.size(), n, "pg_advantages", "T * B");
+  if (truncated != nullptr) {
+    check(truncated->size(), n, "truncated", "T * B");
+  }
+  const std::uint8_t* cut = truncated != nullptr ? truncated->data() : nullptr;
   const std::span<const S> inputs[] = {log_rhos, discounts, rewards, values, bootstrap_value};
   const auto outputs_clear = [&](std::span<const S> out, const char* name) {
     for (const auto& in : inputs) {
-      if (detail::spans_overlap(out, in)) {
+      if (spans_overlap(out, in)) {
         throw std::invalid_argument(std::string(who) + ": output " + name +
                                     " overlaps an input; pass separate arrays");
       }
@@ -125,10 +116,14 @@ void vtrace(std::size_t T, std::size_t B, std::span<const std::type_identity_t<S
   };
   outputs_clear(vs, "vs");
   outputs_clear(pg_advantages, "pg_advantages");
-  if (detail::spans_overlap(vs, pg_advantages)) {
+  if (truncated != nullptr &&
+      (spans_overlap(vs, *truncated) || spans_overlap(pg_advantages, *truncated))) {
+    throw std::invalid_argument(std::string(who) + ": an output overlaps truncated");
+  }
+  if (spans_overlap(vs, pg_advantages)) {
     throw std::invalid_argument(std::string(who) + ": vs and pg_advantages overlap");
   }
-  const detail::vtrace_coefficients<S> k = detail::make_vtrace_coefficients(params, who);
+  const vtrace_coefficients<S> k = make_vtrace_coefficients(params, who);
   if (n == 0) {
     return;
   }
@@ -148,30 +143,88 @@ void vtrace(std::size_t T, std::size_t B, std::span<const std::type_identity_t<S
             .exp();
     // Two loops rather than `last ? 0 : next_acc[b]` inside one: a conditional load keeps the
     // compiler from vectorising the row.
-    const auto scan_row = [&](auto next_acc_at) {
+    // Likewise without truncation flags the row runs the plain step, so results stay bit for
+    // bit those of the scan before truncation existed.
+    const auto scan_row = [&](auto next_acc_at, auto cut_at) {
       for (std::size_t b = 0; b < B; ++b) {
         const auto step =
-            detail::vtrace_step_from_rho(k, rho[b], discounts[row + b], rewards[row + b],
-                                         values[row + b], next_values[b], next_acc_at(b));
+            cut_at(b, vtrace_step_from_rho(k, rho[b], discounts[row + b], rewards[row + b],
+                                           values[row + b], next_values[b], next_acc_at(b)));
         vs[row + b] = step.acc;
         pg_advantages[row + b] = step.pg_advantage;
       }
     };
-    if (last) {
-      scan_row([](std::size_t) { return S(0); });
+    const auto zero_acc = [](std::size_t) { return S(0); };
+    const auto carried_acc = [next_acc](std::size_t b) { return next_acc[b]; };
+    const auto keep = [](std::size_t, vtrace_step_result<S> r) { return r; };
+    const auto cut_row = [cut, row](std::size_t b, vtrace_step_result<S> r) {
+      return vtrace_cut(r, cut[row + b]);
+    };
+    if (cut == nullptr) {
+      if (last) {
+        scan_row(zero_acc, keep);
+      } else {
+        scan_row(carried_acc, keep);
+      }
+    } else if (last) {
+      scan_row(zero_acc, cut_row);
     } else {
-      scan_row([next_acc](std::size_t b) { return next_acc[b]; });
+      scan_row(carried_acc, cut_row);
     }
     if (!last) {
       // Row t no longer needs acc_{t+1}: turn row t+1 into the targets.
       for (std::size_t b = 0; b < B; ++b) {
-        next_acc[b] = detail::vtrace_target(next_values[b], next_acc[b]);
+        next_acc[b] = vtrace_target(next_values[b], next_acc[b]);
       }
     }
   }
   for (std::size_t b = 0; b < B; ++b) {
-    vs[b] = detail::vtrace_target(values[b], vs[b]);
+    vs[b] = vtrace_target(values[b], vs[b]);
   }
+}
+
+}  // namespace detail
+
+/// Computes vs (value targets) and pg_advantages, both [T*B], from log importance weights
+/// log(pi(a_t) / mu(a_t)) and the other [T*B] inputs plus bootstrap_value [B].
+///
+/// `truncated` [T*B], indexed like the other arrays: nonzero where transition t ended its
+/// episode at a time limit (the IMPALA loss passes its batch's truncated[t+1]). Such a step is
+/// left out: vs_t = V_t and pg_t = 0, and the recursion restarts there as at an unroll end
+/// (see `seedrl/detail/vtrace_step.hpp`); its discount does not matter. All zeros gives, bit
+/// for bit, the overload without `truncated`.
+///
+/// Throws std::invalid_argument, before writing anything, when a size is not T*B (or B for
+/// bootstrap_value), when a threshold is not positive or lambda is outside [0, 1], or when an
+/// output overlaps an input or the other output (the scan keeps partial sums in `vs`).
+///
+/// Arrays are spans of `S` deduced from `params`, so std::vector arguments convert; the scan
+/// runs over t backwards with b innermost, reading and writing whole contiguous rows, and
+/// allocates nothing: row t+1 of `vs` holds acc_{t+1} until row t has used it.
+template <std::floating_point S>
+void vtrace(std::size_t T, std::size_t B, std::span<const std::type_identity_t<S>> log_rhos,
+            std::span<const std::type_identity_t<S>> discounts,
+            std::span<const std::type_identity_t<S>> rewards,
+            std::span<const std::type_identity_t<S>> values,
+            std::span<const std::type_identity_t<S>> bootstrap_value,
+            std::span<const std::uint8_t> truncated, const vtrace_params<S>& params,
+            std::span<std::type_identity_t<S>> vs,
+            std::span<std::type_identity_t<S>> pg_advantages) {
+  detail::vtrace_scan<S>("seedrl::vtrace", T, B, log_rhos, discounts, rewards, values,
+                         bootstrap_value, &truncated, params, vs, pg_advantages);
+}
+
+/// V-trace without truncation: the overload above with every `truncated` flag 0.
+template <std::floating_point S>
+void vtrace(std::size_t T, std::size_t B, std::span<const std::type_identity_t<S>> log_rhos,
+            std::span<const std::type_identity_t<S>> discounts,
+            std::span<const std::type_identity_t<S>> rewards,
+            std::span<const std::type_identity_t<S>> values,
+            std::span<const std::type_identity_t<S>> bootstrap_value,
+            const vtrace_params<S>& params, std::span<std::type_identity_t<S>> vs,
+            std::span<std::type_identity_t<S>> pg_advantages) {
+  detail::vtrace_scan<S>("seedrl::vtrace", T, B, log_rhos, discounts, rewards, values,
+                         bootstrap_value, nullptr, params, vs, pg_advantages);
 }
 
 }  // namespace seedrl

@@ -59,6 +59,9 @@ struct impala_loss_operands {
   const S* behaviour_log_probs = nullptr;
   const S* rewards = nullptr;
   const std::uint8_t* dones = nullptr;
+  /// [(T+1)*B] nonzero: step t's env output ended the episode by a time limit (dones is set
+  /// too); required, all zeros for none. See seedrl/algo/impala_loss.hpp.
+  const std::uint8_t* truncated = nullptr;
   S* grad_logits = nullptr;  ///< out [(T+1)*B*A]
   S* grad_values = nullptr;  ///< out [(T+1)*B]
 };

@@ -140,6 +140,12 @@ class host_backend {
     batch.behaviour_log_probs = {op.behaviour_log_probs, rows};
     batch.rewards = {op.rewards, rows};
     batch.dones = {op.dones, rows};
+    if (op.truncated == nullptr) {
+      throw std::invalid_argument(
+          "seedrl::host_backend::impala_loss: op.truncated is null; pass (T+1)*B flags, all "
+          "zeros when no step was truncated");
+    }
+    batch.truncated = {op.truncated, rows};
     impala_gradients<S> grads{{op.grad_logits, rows * A}, {op.grad_values, rows}};
     return seedrl::impala_loss<S>(config)(batch, grads);
   }

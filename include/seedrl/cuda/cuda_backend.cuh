@@ -328,7 +328,7 @@ class cuda_backend {
 
   /// SEED's IMPALA loss on device arrays (cuda/impala_loss.cuh); writes both gradients, returns
   /// the terms, waits for the stream. The kernels trust the actions of steps 0..T-1 to lie in
-  /// [0, A): check them on the host first (the CPU loss does).
+  /// [0, A) and truncated steps to be done: check them on the host first (the CPU loss does).
   template <class S>
   loss_terms impala_loss(const impala_loss_config<S>& config,
                          const seedrl::impala_loss_operands<S>& op) const {
@@ -336,6 +336,11 @@ class cuda_backend {
       throw std::invalid_argument(
           "seedrl::cuda::cuda_backend::impala_loss: T, B and A must be positive, got T = " +
           std::to_string(op.T) + ", B = " + std::to_string(op.B) + ", A = " + std::to_string(op.A));
+    }
+    if (op.truncated == nullptr) {
+      throw std::invalid_argument(
+          "seedrl::cuda::cuda_backend::impala_loss: op.truncated is null; pass (T+1)*B flags, "
+          "all zeros when no step was truncated");
     }
     return impala_loss_forward_backward(make_impala_loss_coefficients(config), op, workspace<S>(),
                                         stream_.get());

@@ -3,7 +3,7 @@
 /// SEED's IMPALA loss on the GPU (the formulas are in `seedrl/algo/impala_loss.hpp`):
 ///   1. per row (t, b) of steps 0..T-1: log pi(a_t) by `log_prob`, log rho, the clipped reward
 ///      and the discount (`detail::impala_clip_reward`, `detail::impala_discount`);
-///   2. V-trace (`vtrace.cuh`);
+///   2. V-trace (`vtrace.cuh`), cut where step t+1 was a time-limit truncation (`truncated`);
 ///   3. per row: the logits' gradient by `log_prob_entropy_gradient` (log-softmax, entropy and
 ///      policy gradient in one pass), the value gradient by `detail::impala_value_gradient`, and
 ///      the row's three loss terms; step T's gradient rows are zeroed;
@@ -175,6 +175,7 @@ loss_terms impala_loss_forward_backward(const impala_loss_coefficients<S>& k,
   v.rewards = rewards;
   v.values = op.values;
   v.bootstrap = op.values + n;
+  v.truncated = op.truncated + op.B;  // transition t is cut where step t+1 was truncated
   v.vs = vs;
   v.pg_advantages = pg;
   vtrace(k.vtrace, v, stream);

@@ -3,13 +3,15 @@
 /// V-trace on the GPU as a batch-parallel reverse scan: one thread per column b walks t from
 /// T-1 down to 0, carrying (V_{t+1}, acc_{t+1}) in registers and running
 /// `detail::vtrace_step` (`seedrl/detail/vtrace_step.hpp`), the function the CPU `vtrace()`
-/// runs. Arrays are time-major [T][B] as on the CPU, so consecutive threads read consecutive
-/// addresses of each row: every input is read once and every output written once, which makes
-/// the kernel bandwidth-bound by design (7 arrays of T*B scalars move).
+/// runs, cut at time-limit truncations by `detail::vtrace_cut` as on the CPU. Arrays are time-major
+/// [T][B] as on the CPU, so consecutive threads read consecutive addresses of each row: every input
+/// is read once and every output written once, which makes the kernel bandwidth-bound by design (7
+/// arrays of T*B scalars move).
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "seedrl/cuda/detail/launch.cuh"
 #include "seedrl/cuda/error.cuh"
@@ -27,6 +29,9 @@ struct vtrace_operands {
   const S* rewards = nullptr;
   const S* values = nullptr;
   const S* bootstrap = nullptr;
+  /// [T*B] or null (none): nonzero where transition t ended its episode at a time limit; that
+  /// step is cut as on the CPU (`seedrl::detail::vtrace_cut`)
+  const std::uint8_t* truncated = nullptr;
   S* vs = nullptr;             ///< out
   S* pg_advantages = nullptr;  ///< out
 };
@@ -47,6 +52,7 @@ static __global__ void vtrace_kernel(seedrl::detail::vtrace_coefficients<S> k,
   const S* __restrict__ discounts = op.discounts;
   const S* __restrict__ rewards = op.rewards;
   const S* __restrict__ values = op.values;
+  const std::uint8_t* __restrict__ truncated = op.truncated;
   S* __restrict__ vs = op.vs;
   S* __restrict__ pg = op.pg_advantages;
   const std::size_t stride = static_cast<std::size_t>(op.B);
@@ -57,19 +63,23 @@ static __global__ void vtrace_kernel(seedrl::detail::vtrace_coefficients<S> k,
   S disc = discounts[i];
   S rew = rewards[i];
   S value = values[i];
+  std::uint8_t cut = truncated != nullptr ? truncated[i] : std::uint8_t(0);
   for (int t = op.T - 1; t >= 0; --t) {
     S lr_next = S(0);
     S disc_next = S(0);
     S rew_next = S(0);
     S value_next = S(0);
+    std::uint8_t cut_next = 0;
     if (t > 0) {
       const std::size_t j = i - stride;
       lr_next = log_rhos[j];
       disc_next = discounts[j];
       rew_next = rewards[j];
       value_next = values[j];
+      cut_next = truncated != nullptr ? truncated[j] : std::uint8_t(0);
     }
-    const auto r = seedrl::detail::vtrace_step(k, lr, disc, rew, value, next_value, next_acc);
+    const auto r = seedrl::detail::vtrace_cut(
+        seedrl::detail::vtrace_step(k, lr, disc, rew, value, next_value, next_acc), cut);
     vs[i] = seedrl::detail::vtrace_target(value, r.acc);
     pg[i] = r.pg_advantage;
     next_value = value;
@@ -78,6 +88,7 @@ static __global__ void vtrace_kernel(seedrl::detail::vtrace_coefficients<S> k,
     disc = disc_next;
     rew = rew_next;
     value = value_next;
+    cut = cut_next;
     i -= stride;  // wraps below 0 after t = 0, when it is no longer used
   }
 }

@@ -5,7 +5,10 @@
 /// loss kernel (`seedrl/cuda/impala_loss.cuh`) runs the arithmetic the CPU loss runs.
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "seedrl/core/config.hpp"
 
@@ -27,6 +30,21 @@ SEEDRL_HOST_DEVICE S impala_discount(S discount, std::uint8_t next_done) {
 template <std::floating_point S>
 SEEDRL_HOST_DEVICE S impala_value_gradient(S baseline_cost, S vs, S value, S inv_n) {
   return -baseline_cost * (vs - value) * inv_n;
+}
+
+/// Host-side check of the truncation convention: truncated[i] nonzero requires dones[i]
+/// nonzero (a truncation ends the episode; the protocol refuses the other case). Throws
+/// std::invalid_argument naming `who` and the row (t = i / B, b = i % B).
+inline void impala_check_truncated_done(const std::uint8_t* truncated, const std::uint8_t* dones,
+                                        std::size_t rows, std::size_t B, const char* who) {
+  for (std::size_t i = 0; i < rows; ++i) {
+    if (truncated[i] != 0 && dones[i] == 0) {
+      throw std::invalid_argument(std::string(who) + ": truncated[" + std::to_string(i) +
+                                  "] (t = " + std::to_string(i / B) +
+                                  ", b = " + std::to_string(i % B) +
+                                  ") is set but dones is not: a truncation ends the episode");
+    }
+  }
 }
 
 }  // namespace seedrl::detail

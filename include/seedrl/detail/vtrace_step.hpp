@@ -13,9 +13,16 @@
 /// t + 1 = T too, so a step only needs (V_{t+1}, acc_{t+1}) carried from the step after it.
 /// The order of the products follows SEED RL's vtrace.py (c_t = min(1, rho_t) * lambda, then
 /// gamma_t * c_t * acc_{t+1}).
+///
+/// Time-limit truncation (`vtrace_cut`): when transition t ended its episode at a time limit,
+/// its target r_t + gamma V(s_{t+1}) is unknown, since the final observation s_{t+1} was
+/// replaced by the reset. Such a step is left out: acc_t = 0 (so vs_t = V_t) and pg_t = 0, and
+/// step t-1 then sees (V_t, 0), exactly what it would see if the unroll ended at t. Every
+/// backend applies the cut through the same function, so the semantics cannot drift.
 
 #include <cmath>
 #include <concepts>
+#include <cstdint>
 
 #include "seedrl/core/config.hpp"
 
@@ -66,6 +73,15 @@ SEEDRL_HOST_DEVICE vtrace_step_result<S> vtrace_step(const vtrace_coefficients<S
                                                      S next_acc) {
   using std::exp;
   return vtrace_step_from_rho(k, exp(log_rho), discount, reward, value, next_value, next_acc);
+}
+
+/// `step` unchanged when `truncated` is 0; otherwise acc_t = 0 and pg_t = 0: transition t ended
+/// its episode at a time limit and is left out of the targets and the loss (see the file
+/// comment). The step is computed first and then selected, so a row of them vectorises.
+template <std::floating_point S>
+SEEDRL_HOST_DEVICE vtrace_step_result<S> vtrace_cut(vtrace_step_result<S> step,
+                                                    std::uint8_t truncated) {
+  return truncated != 0 ? vtrace_step_result<S>{S(0), S(0)} : step;
 }
 
 /// vs_t = V_t + acc_t; a function so that every backend forms it the same way.

@@ -416,7 +416,8 @@ class learner {
     std::vector<std::uint32_t> slots;
     std::vector<std::uint64_t> run_ids;
     std::vector<scalar> rewards;
-    std::vector<std::uint8_t> dones;  // as sent by the actor
+    std::vector<std::uint8_t> dones;      // as sent by the actor
+    std::vector<std::uint8_t> truncated;  // as sent: the episode ended by a time limit
     std::vector<scalar> observations;
   };
 
@@ -455,6 +456,7 @@ class learner {
     p.run_ids.resize(capacity);
     p.rewards.resize(capacity);
     p.dones.resize(capacity);
+    p.truncated.resize(capacity);
     p.observations.resize(capacity * obs_size_);
     return p;
   }
@@ -800,6 +802,7 @@ class learner {
       p.run_ids[row] = v.run_id(i);
       p.rewards[row] = static_cast<scalar>(v.reward(i));
       p.dones[row] = v.done(i);
+      p.truncated[row] = v.truncated(i);
       scalar* dst = p.observations.data() + row * obs_size_;
       const auto src = v.observation(i);
       switch (obs_spec_.type) {
@@ -928,8 +931,8 @@ class learner {
         store_.set_prev_action(slot, actions[r]);
         unroll<scalar>* done_unroll = builder_.append(
             slot, std::span<const scalar>(p.observations).subspan(r * obs_size_, obs_size_),
-            p.rewards[r], resets[r] != 0, prev_actions[r], actions[r], logp[r], version,
-            std::span<const scalar>(state_before).subspan(r * W, W));
+            p.rewards[r], resets[r] != 0, p.truncated[r] != 0, prev_actions[r], actions[r], logp[r],
+            version, std::span<const scalar>(state_before).subspan(r * W, W));
         if (done_unroll != nullptr) {
           slots.unlock();
           // Backpressure from a full training queue is the trainer's limit, not inference work.
@@ -986,7 +989,7 @@ class learner {
                       A = num_actions_;
     const auto W = static_cast<std::size_t>(train_net_.state_size());
     std::vector<scalar> obs(T1 * B * obs_size_), rewards(T1 * B), behaviour(T1 * B), start(B * W);
-    std::vector<std::uint8_t> dones(T1 * B);
+    std::vector<std::uint8_t> dones(T1 * B), truncated(T1 * B);
     std::vector<std::int32_t> prev_actions(T1 * B), actions(T1 * B);
     std::vector<unroll<scalar>*> batch;
     batch.reserve(B);
@@ -1016,6 +1019,7 @@ class learner {
                       obs_size_, obs.begin() + static_cast<std::ptrdiff_t>(r * obs_size_));
           rewards[r] = u.rewards[t];
           dones[r] = u.dones[t];
+          truncated[r] = u.truncated[t];
           prev_actions[r] = u.prev_actions[t];
           actions[r] = u.actions[t];
           behaviour[r] = u.behaviour_log_probs[t];
@@ -1029,8 +1033,8 @@ class learner {
                   start.begin() + static_cast<std::ptrdiff_t>(b * W));
         builder_.recycle(batch[b]);
       }
-      const training_batch<scalar> tb{T,       B,         A,    obs, rewards, dones, prev_actions,
-                                      actions, behaviour, start};
+      const training_batch<scalar> tb{
+          T, B, A, obs, rewards, dones, truncated, prev_actions, actions, behaviour, start};
       train_step_result r;
       try {
         r = trainer_.train_step(tb, train_net_, optimizer_, loss_, config_.max_grad_norm);

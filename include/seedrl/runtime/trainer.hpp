@@ -67,7 +67,7 @@ class host_trainer {
     impala_gradients<S> grads{s.d_logits, s.d_values};
     train_step_result r;
     r.terms = loss({batch.T, batch.B, A, s.logits, s.values, batch.actions,
-                    batch.behaviour_log_probs, batch.rewards, batch.dones},
+                    batch.behaviour_log_probs, batch.rewards, batch.dones, batch.truncated},
                    grads);
     net.zero_gradients();
     net.backward_unroll({s.d_logits, s.d_values});

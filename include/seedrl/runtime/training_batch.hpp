@@ -17,12 +17,15 @@ namespace seedrl {
 /// t * B + b. Step 0 repeats the last step of the unroll before (SEED's overlap).
 template <class S>
 struct training_batch {
-  std::size_t T = 0;                           ///< unroll length (the arrays hold T+1 steps)
-  std::size_t B = 0;                           ///< unrolls
-  std::size_t num_actions = 0;                 ///< A
-  std::span<const S> observations;             ///< [(T+1)*B*observation size]
-  std::span<const S> rewards;                  ///< [(T+1)*B]
-  std::span<const std::uint8_t> dones;         ///< [(T+1)*B]
+  std::size_t T = 0;                    ///< unroll length (the arrays hold T+1 steps)
+  std::size_t B = 0;                    ///< unrolls
+  std::size_t num_actions = 0;          ///< A
+  std::span<const S> observations;      ///< [(T+1)*B*observation size]
+  std::span<const S> rewards;           ///< [(T+1)*B]
+  std::span<const std::uint8_t> dones;  ///< [(T+1)*B]
+  /// [(T+1)*B] nonzero: step t's env output ended the episode by a time limit (dones is set
+  /// too). The loss leaves transition t-1 out (seedrl/algo/impala_loss.hpp); all zeros: none.
+  std::span<const std::uint8_t> truncated;
   std::span<const std::int32_t> prev_actions;  ///< [(T+1)*B] the action before step t
   std::span<const std::int32_t> actions;       ///< [(T+1)*B] the action taken at step t
   std::span<const S> behaviour_log_probs;      ///< [(T+1)*B] log mu(a_t)

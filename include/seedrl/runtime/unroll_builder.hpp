@@ -1,9 +1,9 @@
 #pragma once
 /// \file
 /// Builds each environment's unroll of `unroll_length + 1` steps, as SEED RL does: step t holds
-/// the observation the agent saw, the reward and done flag that came with it, the previous
-/// action, the action taken and its behaviour log-probability. When an unroll is complete it
-/// is handed out by pointer and the next one starts with a copy of its last step (one-step
+/// the observation the agent saw, the reward, done and truncated flags that came with it, the
+/// previous action, the action taken and its behaviour log-probability. When an unroll is complete
+/// it is handed out by pointer and the next one starts with a copy of its last step (one-step
 /// overlap) and the recurrent state from before that step. Unrolls come from a pool allocated
 /// up front; the trainer gives them back with `recycle`.
 
@@ -26,6 +26,7 @@ struct unroll {
   std::vector<S> observations;  ///< [steps, observation_size]
   std::vector<S> rewards;
   std::vector<std::uint8_t> dones;
+  std::vector<std::uint8_t> truncated;  ///< the episode ended by a time limit (dones set too)
   std::vector<std::int32_t> prev_actions;
   std::vector<std::int32_t> actions;
   std::vector<S> behaviour_log_probs;
@@ -52,6 +53,7 @@ class unroll_builder {
       u.observations.resize(steps_ * obs_size_);
       u.rewards.resize(steps_);
       u.dones.resize(steps_);
+      u.truncated.resize(steps_);
       u.prev_actions.resize(steps_);
       u.actions.resize(steps_);
       u.behaviour_log_probs.resize(steps_);
@@ -63,12 +65,14 @@ class unroll_builder {
 
   std::size_t steps() const noexcept { return steps_; }
 
-  /// Appends one step for `slot`; `behaviour_version` is the parameter version that chose
+  /// Appends one step for `slot`; `truncated` says the episode that `done` ends was cut by a
+  /// time limit (it implies `done`); `behaviour_version` is the parameter version that chose
   /// `action`, `state_before` the recurrent state fed to inference at this step. Returns the
   /// completed unroll when this step filled it, else nullptr.
   unroll<S>* append(std::size_t slot, std::span<const S> observation, S reward, bool done,
-                    std::int32_t prev_action, std::int32_t action, S behaviour_log_prob,
-                    std::uint64_t behaviour_version, std::span<const S> state_before) {
+                    bool truncated, std::int32_t prev_action, std::int32_t action,
+                    S behaviour_log_prob, std::uint64_t behaviour_version,
+                    std::span<const S> state_before) {
     unroll<S>*& u = current_.at(slot);
     if (u == nullptr) {
       u = take();
@@ -81,6 +85,7 @@ class unroll_builder {
               u->observations.begin() + static_cast<std::ptrdiff_t>(t * obs_size_));
     u->rewards[t] = reward;
     u->dones[t] = done;
+    u->truncated[t] = truncated;
     u->prev_actions[t] = prev_action;
     u->actions[t] = action;
     u->behaviour_log_probs[t] = behaviour_log_prob;
@@ -98,6 +103,7 @@ class unroll_builder {
                 obs_size_, u->observations.begin());
     u->rewards[0] = done_unroll->rewards[last];
     u->dones[0] = done_unroll->dones[last];
+    u->truncated[0] = done_unroll->truncated[last];
     u->prev_actions[0] = done_unroll->prev_actions[last];
     u->actions[0] = done_unroll->actions[last];
     u->behaviour_log_probs[0] = done_unroll->behaviour_log_probs[last];

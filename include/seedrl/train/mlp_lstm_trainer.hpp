@@ -40,6 +40,7 @@
 #include "seedrl/algo/impala_loss_config.hpp"
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/core/config.hpp"
+#include "seedrl/detail/impala_math.hpp"
 #include "seedrl/net/mlp_lstm_agent_config.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
@@ -204,6 +205,7 @@ class backend_mlp_lstm_trainer {
     be.upload(batch.observations, obs_buf_.data());
     be.upload(batch.rewards, rewards_.data());
     be.upload(batch.dones, dones_.data());
+    be.upload(batch.truncated, truncated_.data());
     be.upload(batch.actions, actions_.data());
     be.upload(batch.behaviour_log_probs, behaviour_.data());
     if (config_.reward_and_action_inputs)
@@ -222,6 +224,7 @@ class backend_mlp_lstm_trainer {
     op.behaviour_log_probs = behaviour_.data();
     op.rewards = rewards_.data();
     op.dones = dones_.data();
+    op.truncated = truncated_.data();
     op.grad_logits = d_logits_.data();
     op.grad_values = d_values_.data();
     train_step_result r;
@@ -279,10 +282,13 @@ class backend_mlp_lstm_trainer {
     size("observations", batch.observations.size(), N * obs_, "(T+1)*B*observation_size");
     size("rewards", batch.rewards.size(), N, "(T+1)*B");
     size("dones", batch.dones.size(), N, "(T+1)*B");
+    size("truncated", batch.truncated.size(), N, "(T+1)*B");
     size("prev_actions", batch.prev_actions.size(), N, "(T+1)*B");
     size("actions", batch.actions.size(), N, "(T+1)*B");
     size("behaviour_log_probs", batch.behaviour_log_probs.size(), N, "(T+1)*B");
     size("start_state", batch.start_state.size(), B * state_size(), "B*state_size()");
+    detail::impala_check_truncated_done(batch.truncated.data(), batch.dones.data(), N, B,
+                                        "seedrl::backend_mlp_lstm_trainer::train_step");
     const auto in_range = [&](std::int32_t a) {
       return a >= 0 && static_cast<std::size_t>(a) < A_;
     };
@@ -308,6 +314,7 @@ class backend_mlp_lstm_trainer {
     grow(rewards_, N);
     grow(behaviour_, N);
     grow(dones_, N);
+    grow(truncated_, N);
     grow(actions_, N);
     if (config_.reward_and_action_inputs)
       grow(prev_actions_, N);
@@ -499,6 +506,7 @@ class backend_mlp_lstm_trainer {
 
   buffer<S> obs_buf_, rewards_, behaviour_, start_state_;
   buffer<std::uint8_t> dones_;
+  buffer<std::uint8_t> truncated_;  ///< per step: ended by a time limit (read by the loss only)
   buffer<std::int32_t> actions_, prev_actions_;
   std::vector<buffer<S>> torso_out_;  ///< outputs of all but the last torso layer
   buffer<S> core_in_;                 ///< [N, core_in_width]
