@@ -292,10 +292,11 @@ stage_result training_only(const options& o) {
   const auto obs = random_floats(T1 * B * 4, rng, -1, 1);
   const auto rewards = random_floats(T1 * B, rng, 0, 1);
   const auto behaviour = random_floats(T1 * B, rng, -1.5, -0.1);
-  std::vector<std::uint8_t> dones(T1 * B);
+  std::vector<std::uint8_t> dones(T1 * B), truncated(T1 * B);
   std::vector<std::int32_t> prev_actions(T1 * B), actions(T1 * B);
   for (std::size_t i = 0; i < T1 * B; ++i) {
     dones[i] = rng.below(20) == 0;
+    truncated[i] = dones[i] != 0 && i % 2 == 0;  // some episode ends are time limits
     actions[i] = static_cast<std::int32_t>(rng.below(A));
     prev_actions[i] = i >= B ? actions[i - B] : 0;
   }
@@ -305,7 +306,7 @@ stage_result training_only(const options& o) {
     seedrl::agent_unroll_output<float> out{logits, values};
     net.forward_unroll({T1, B, obs, rewards, dones, prev_actions, start}, out);
     seedrl::impala_gradients<float> grads{d_logits, d_values};
-    loss({T, B, A, logits, values, actions, behaviour, rewards, dones}, grads);
+    loss({T, B, A, logits, values, actions, behaviour, rewards, dones, truncated}, grads);
     net.zero_gradients();
     net.backward_unroll({d_logits, d_values});
     seedrl::clip_by_global_norm<float>(net.gradients(), 40.0);
