@@ -4,10 +4,12 @@
 // BM_train_step: forward over a [T+1 = 21, B = 32] unroll of the MLP 64-64 + LSTM 64 network,
 // the IMPALA loss, backward through time, global-norm clipping and an Adam step; reported as
 // samples (T * B) per second. Its baseline is BM_sgemm_1024 in seedrl_bench_lstm.
-// BM_vtrace: T = 100, B = 256, float; BM_memcpy_vtrace_bytes copies as many bytes as V-trace
-// reads and writes (4 inputs and 2 outputs of T*B floats, plus B bootstraps).
+// BM_vtrace: T = 100, B = 256, float, without and with time-limit flags; BM_memcpy_vtrace_bytes
+// copies as many bytes as V-trace reads and writes (4 inputs and 2 outputs of T*B floats, plus
+// B bootstraps).
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -65,7 +67,9 @@ BENCHMARK(BM_train_step)->Unit(benchmark::kMicrosecond);
 
 constexpr std::size_t vtrace_T = 100, vtrace_B = 256;
 
-void BM_vtrace(benchmark::State& state) {
+/// `with_truncation`: pass time-limit flags (one step in 50 set), which takes the scan's
+/// per-element cut; without, the overload that has none.
+void BM_vtrace(benchmark::State& state, bool with_truncation) {
   const std::size_t n = vtrace_T * vtrace_B;
   seedrl::random_generator rng(2);
   const auto log_rhos = random_floats(n, rng, -1, 1);
@@ -73,17 +77,26 @@ void BM_vtrace(benchmark::State& state) {
   const auto rewards = random_floats(n, rng, -1, 1);
   const auto values = random_floats(n, rng, -1, 1);
   const auto bootstrap = random_floats(vtrace_B, rng, -1, 1);
+  std::vector<std::uint8_t> truncated(n);
+  for (std::size_t i = 0; i < n; i += 50)
+    truncated[i] = 1;
   std::vector<float> vs(n), pg(n);
   for (auto _ : state) {
-    seedrl::vtrace<float>(vtrace_T, vtrace_B, log_rhos, discounts, rewards, values, bootstrap, {},
-                          vs, pg);
+    if (with_truncation) {
+      seedrl::vtrace<float>(vtrace_T, vtrace_B, log_rhos, discounts, rewards, values, bootstrap,
+                            truncated, {}, vs, pg);
+    } else {
+      seedrl::vtrace<float>(vtrace_T, vtrace_B, log_rhos, discounts, rewards, values, bootstrap, {},
+                            vs, pg);
+    }
     benchmark::DoNotOptimize(vs.data());
     benchmark::DoNotOptimize(pg.data());
   }
   state.SetBytesProcessed(
       static_cast<std::int64_t>(state.iterations() * (6 * n + vtrace_B) * sizeof(float)));
 }
-BENCHMARK(BM_vtrace)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_vtrace, no_truncation, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_vtrace, with_truncation, true)->Unit(benchmark::kMicrosecond);
 
 void BM_memcpy_vtrace_bytes(benchmark::State& state) {
   const std::size_t bytes = (6 * vtrace_T * vtrace_B + vtrace_B) * sizeof(float);
