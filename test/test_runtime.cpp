@@ -1,8 +1,10 @@
 // Learner runtime pieces without I/O: the dynamic batcher's flush rules, the per-env state
 // store, the unroll builder's overlap and resets, the training queue and parameter publication.
+#include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <thread>
@@ -441,4 +443,38 @@ TEST_CASE("thread_time_split counts the stretch in progress into every reading",
   CHECK(at(600ms)[idle] == Approx(0.1));
   CHECK(split.state() == idle);
   CHECK_THROWS_AS(split.enter(2, t0 + 1s), std::out_of_range);
+}
+
+TEST_CASE("read_at_one_instant: states sum to the clock while threads switch states",
+          "[runtime][stages]") {
+  // Two threads switch states as fast as they can; every joint reading must account for exactly
+  // the time since the start in each split. (With the clock read before the locks, a stretch
+  // begun just after that read made a reading sum to more than the clock: CI saw 26 us.)
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  seedrl::thread_time_split<3> a(0, t0);
+  seedrl::thread_time_split<2> b(0, t0);
+  std::atomic<bool> stop{false};
+  std::thread ta([&] {
+    for (std::size_t i = 0; !stop; ++i)
+      a.enter(i % 3);
+  });
+  std::thread tb([&] {
+    for (std::size_t i = 0; !stop; ++i)
+      b.enter(i % 2);
+  });
+  std::size_t bad = 0;
+  for (int i = 0; i < 20000; ++i)
+    seedrl::read_at_one_instant(
+        [&](clock::time_point now, const std::array<double, 3>& sa,
+            const std::array<double, 2>& sb) {
+          const double wall = std::chrono::duration<double>(now - t0).count();
+          bad += std::abs(sa[0] + sa[1] + sa[2] - wall) > 1e-9 * (1.0 + wall);
+          bad += std::abs(sb[0] + sb[1] - wall) > 1e-9 * (1.0 + wall);
+        },
+        a, b);
+  stop = true;
+  ta.join();
+  tb.join();
+  CHECK(bad == 0);
 }

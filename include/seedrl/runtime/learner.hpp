@@ -385,19 +385,21 @@ class learner {
 
   /// A consistent copy of the counters.
   learner_stats stats() const {
-    const auto now = std::chrono::steady_clock::now();
     std::lock_guard lock(stats_mutex_);
     learner_stats s = stats_;
     s.queue_depth = queue_.size();
     s.connected_actors = connected_.load();
-    s.seconds_since_start = std::chrono::duration<double>(now - created_).count();
-    const auto inference = inference_time_.seconds(now);
-    s.seconds_waiting_for_batch = inference[waiting_for_batch];
-    s.seconds_inference = inference[inferring];
-    s.seconds_blocked_on_queue = inference[blocked_on_queue];
-    const auto trainer = trainer_time_.seconds(now);
-    s.seconds_waiting_for_data = trainer[waiting_for_data];
-    s.seconds_training = trainer[training];
+    // One instant for the clock and both threads' splits, so their states sum to the clock.
+    read_at_one_instant(
+        [&](auto now, const auto& inference, const auto& trainer) {
+          s.seconds_since_start = std::chrono::duration<double>(now - created_).count();
+          s.seconds_waiting_for_batch = inference[waiting_for_batch];
+          s.seconds_inference = inference[inferring];
+          s.seconds_blocked_on_queue = inference[blocked_on_queue];
+          s.seconds_waiting_for_data = trainer[waiting_for_data];
+          s.seconds_training = trainer[training];
+        },
+        inference_time_, trainer_time_);
     return s;
   }
 
@@ -858,7 +860,7 @@ class learner {
       const auto t_start = std::chrono::steady_clock::now();
       if (batch == nullptr)
         break;
-      inference_time_.enter(inferring, t_start);
+      inference_time_.enter(inferring);
       apply_releases();
       params_.update_if_newer(&version, infer_net_.parameters());
       const std::size_t B = batch->rows;
@@ -936,10 +938,10 @@ class learner {
         if (done_unroll != nullptr) {
           slots.unlock();
           // Backpressure from a full training queue is the trainer's limit, not inference work.
-          inference_time_.enter(blocked_on_queue, std::chrono::steady_clock::now());
+          inference_time_.enter(blocked_on_queue);
           if (!queue_.push(done_unroll))
             builder_.recycle(done_unroll);  // shutting down
-          inference_time_.enter(inferring, std::chrono::steady_clock::now());
+          inference_time_.enter(inferring);
           slots.lock();
         }
       }
@@ -952,7 +954,7 @@ class learner {
       }
       const auto requests = static_cast<std::int64_t>(batch->entries.size());
       batcher_.release(batch);
-      inference_time_.enter(waiting_for_batch, std::chrono::steady_clock::now());
+      inference_time_.enter(waiting_for_batch);
       std::lock_guard lock(stats_mutex_);
       stats_.frames += static_cast<std::int64_t>(B);
       stats_.batches += 1;
@@ -994,7 +996,7 @@ class learner {
     std::vector<unroll<scalar>*> batch;
     batch.reserve(B);
     for (;;) {
-      trainer_time_.enter(waiting_for_data, std::chrono::steady_clock::now());
+      trainer_time_.enter(waiting_for_data);
       batch.clear();
       while (batch.size() < B) {
         auto u = queue_.pop();
@@ -1005,7 +1007,7 @@ class learner {
         }
         batch.push_back(*u);
       }
-      trainer_time_.enter(training, std::chrono::steady_clock::now());
+      trainer_time_.enter(training);
       // The parameters about to be trained are the last ones published; only this thread
       // publishes once training runs.
       const std::uint64_t trainer_version = params_.version();
@@ -1042,7 +1044,7 @@ class learner {
         // A trainer that fails (e.g. a GPU error) stops training, not the process: inference
         // goes on with the last parameters and the log says why.
         log(std::string("seedrl learner: training stopped: ") + e.what());
-        trainer_time_.enter(waiting_for_data, std::chrono::steady_clock::now());  // not busy
+        trainer_time_.enter(waiting_for_data);  // not busy
         {
           std::lock_guard lock(stats_mutex_);
           stats_.trainer_error = e.what();

@@ -15,9 +15,25 @@
 
 namespace seedrl {
 
+template <std::size_t N, class Clock = std::chrono::steady_clock>
+class thread_time_split;
+
+/// Calls `use(now, seconds...)` with every split's reading at one instant `now`. All splits are
+/// locked before the clock is read, so no stretch can have begun after `now`: each split's states
+/// then sum to exactly `now` minus its start, and so do differences between two such readings.
+/// (Reading the clock first let a thread that had just entered a state start a stretch after
+/// `now`; that reading's states summed to more than the wall time, by microseconds.) Needs the
+/// threads to use `enter(state)`, which reads the clock under the split's lock.
+template <class F, class Clock, std::size_t... N>
+void read_at_one_instant(F&& use, const thread_time_split<N, Clock>&... splits) {
+  std::scoped_lock lock(splits.mutex_...);
+  const auto now = Clock::now();
+  use(now, splits.seconds_locked(now)...);
+}
+
 /// See the file comment. `N` states, numbered 0..N-1; one thread calls `enter`, any thread may
 /// call `seconds`. Time points are passed in, so that tests can use a fake clock.
-template <std::size_t N, class Clock = std::chrono::steady_clock>
+template <std::size_t N, class Clock>
 class thread_time_split {
  public:
   using time_point = typename Clock::time_point;
@@ -33,14 +49,19 @@ class thread_time_split {
     state_ = state;
   }
 
+  /// As above at `Clock::now()`, read under the lock (what `read_at_one_instant` relies on).
+  void enter(std::size_t state) {
+    checked(state);
+    std::lock_guard lock(mutex_);
+    close_stretch(Clock::now());
+    state_ = state;
+  }
+
   /// Seconds spent in each state up to `now`, the stretch in progress included. A `now` before
   /// the current stretch began counts that stretch as 0, never negative.
   std::array<double, N> seconds(time_point now) const {
     std::lock_guard lock(mutex_);
-    std::array<double, N> s = totals_;
-    if (now > since_)
-      s[state_] += std::chrono::duration<double>(now - since_).count();
-    return s;
+    return seconds_locked(now);
   }
 
   /// The state now.
@@ -50,6 +71,16 @@ class thread_time_split {
   }
 
  private:
+  template <class F, class C, std::size_t... M>
+  friend void read_at_one_instant(F&& use, const thread_time_split<M, C>&... splits);
+
+  std::array<double, N> seconds_locked(time_point now) const {
+    std::array<double, N> s = totals_;
+    if (now > since_)
+      s[state_] += std::chrono::duration<double>(now - since_).count();
+    return s;
+  }
+
   static std::size_t checked(std::size_t state) {
     if (state >= N)
       throw std::out_of_range("seedrl::thread_time_split: no such state");
