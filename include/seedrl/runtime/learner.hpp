@@ -71,7 +71,9 @@ template <class Net, class Opt, class Tr, class Trn = host_trainer,
           class LossFn = impala_loss<typename detail::learner_scalar<Net>::type>,
           class Sampler = categorical_sampler>
 class learner {
-  static_assert(check_learner_network<Net>());
+  static_assert(check_learner_network<Net>(),
+                "seedrl::learner: the network does not model seedrl::LearnerNetwork (what it "
+                "lacks is named above; see seedrl/runtime/learner_network.hpp)");
   static_assert(!LearnerNetwork<Net> || Trainer<Trn, Net, Opt, LossFn>,
                 "seedrl::learner: the trainer type does not model seedrl::Trainer for this "
                 "network, optimizer and loss (see seedrl/runtime/trainer.hpp)");
