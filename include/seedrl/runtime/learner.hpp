@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -98,7 +99,7 @@ class learner {
   learner(const learner_config& config, const Net& net, Opt optimizer, LossFn loss,
           observation_spec obs_spec, action_spec act_spec, Trn trainer = Trn(),
           Sampler sampler = Sampler())
-      : created_((checked(net, act_spec, sampler), std::chrono::steady_clock::now())),
+      : created_((checked(net, obs_spec, act_spec, sampler), std::chrono::steady_clock::now())),
         queue_(config.queue_batches * config.batch_size),
         inference_(config, net, obs_spec, act_spec, std::move(sampler), queue_, params_, stats_,
                    created_),
@@ -180,16 +181,26 @@ class learner {
   }
 
  private:
-  /// Checks what the pieces cannot see alone, before any of them is built.
-  static void checked(const Net& net, const action_spec& act_spec, const Sampler& sampler) {
+  /// Checks what the pieces cannot see alone, before any of them is built: a mismatch would
+  /// otherwise surface as an exception on the inference thread at the first batch.
+  static void checked(const Net& net, const observation_spec& obs_spec,
+                      const action_spec& act_spec, const Sampler& sampler) {
     sampler.check(act_spec);
     if constexpr (requires { net.num_actions(); }) {
-      if (act_spec.is_discrete() &&
-          static_cast<std::int64_t>(net.num_actions()) != static_cast<std::int64_t>(act_spec.num_actions)) {
+      if (act_spec.is_discrete() && static_cast<std::int64_t>(net.num_actions()) !=
+                                        static_cast<std::int64_t>(act_spec.num_actions)) {
         throw std::invalid_argument("seedrl::learner: the network has " +
                                     std::to_string(net.num_actions()) +
                                     " actions, the action spec " +
                                     std::to_string(act_spec.num_actions));
+      }
+    }
+    if constexpr (requires { net.observation_size(); }) {
+      if (static_cast<std::int64_t>(net.observation_size()) != obs_spec.num_elements()) {
+        throw std::invalid_argument("seedrl::learner: the network reads " +
+                                    std::to_string(net.observation_size()) +
+                                    " elements per observation, the observation spec has " +
+                                    std::to_string(obs_spec.num_elements()));
       }
     }
   }
