@@ -40,7 +40,8 @@ class linear_policy {
   };
 
   linear_policy(std::size_t obs_size, std::size_t num_actions)
-      : obs_(obs_size), act_(num_actions),
+      : obs_(obs_size),
+        act_(num_actions),
         params_(num_actions * obs_size + num_actions + obs_size + 1, 0.0f),
         grads_(params_.size(), 0.0f) {}
 
@@ -67,10 +68,12 @@ class linear_policy {
       const float* x = &saved_[r * obs_];
       for (std::size_t a = 0; a < act_; ++a) {
         const float d = g.logits[r * act_ + a];
-        for (std::size_t i = 0; i < obs_; ++i) dw[a * obs_ + i] += d * x[i];
+        for (std::size_t i = 0; i < obs_; ++i)
+          dw[a * obs_ + i] += d * x[i];
         db[a] += d;
       }
-      for (std::size_t i = 0; i < obs_; ++i) du[i] += g.baseline[r] * x[i];
+      for (std::size_t i = 0; i < obs_; ++i)
+        du[i] += g.baseline[r] * x[i];
       *dc += g.baseline[r];
     }
   }
@@ -96,11 +99,13 @@ class linear_policy {
       const float* x = &in.observations[r * obs_];
       for (std::size_t a = 0; a < act_; ++a) {
         float z = b[a];
-        for (std::size_t i = 0; i < obs_; ++i) z += w[a * obs_ + i] * x[i];
+        for (std::size_t i = 0; i < obs_; ++i)
+          z += w[a * obs_ + i] * x[i];
         out.logits[r * act_ + a] = z;
       }
       float v = c;
-      for (std::size_t i = 0; i < obs_; ++i) v += u[i] * x[i];
+      for (std::size_t i = 0; i < obs_; ++i)
+        v += u[i] * x[i];
       out.baseline[r] = v;
     }
   }

@@ -466,8 +466,8 @@ class actor_server {
                    std::to_string(obs_bytes) + "-byte observations");
         return;
       }
-      if (const auto code = protocol::parse_step(
-              s.frame, static_cast<std::uint32_t>(s.num_envs), obs_bytes, s.step, &why);
+      if (const auto code = protocol::parse_step(s.frame, static_cast<std::uint32_t>(s.num_envs),
+                                                 obs_bytes, s.step, &why);
           code != protocol::error_code::none) {
         refuse(s, protocol::message_type::error, code, why);
         return;

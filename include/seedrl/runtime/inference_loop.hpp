@@ -165,7 +165,8 @@ class inference_loop {
       p.rewards[row] = static_cast<scalar>(v.reward(i));
       p.dones[row] = v.done(i);
       p.truncated[row] = v.truncated(i);
-      v.decode_observation(i, obs_type_, std::span(p.observations).subspan(row * obs_size_, obs_size_));
+      v.decode_observation(i, obs_type_,
+                           std::span(p.observations).subspan(row * obs_size_, obs_size_));
     }
   }
 
@@ -185,8 +186,7 @@ class inference_loop {
     const std::size_t cap = batcher_.capacity();
     const auto W = static_cast<std::size_t>(net_.state_size());
     auto state = net_.initial_state(cap);
-    std::vector<scalar> state_before(cap * W), outputs(cap * policy_width_), values(cap),
-        logp(cap);
+    std::vector<scalar> state_before(cap * W), outputs(cap * policy_width_), values(cap), logp(cap);
     std::vector<std::uint8_t> resets(cap);
     std::vector<std::int32_t> prev_actions(cap), actions(cap);
     std::uint64_t version = 0;

@@ -61,7 +61,9 @@ struct learner_scalar {
   using type = float;
 };
 template <class N>
-  requires requires { typename N::scalar_type; }
+requires requires {
+  typename N::scalar_type;
+}
 struct learner_scalar<N> {
   using type = typename N::scalar_type;
 };
@@ -78,8 +80,9 @@ class learner {
   static_assert(!LearnerNetwork<Net> || Trainer<Trn, Net, Opt, LossFn>,
                 "seedrl::learner: the trainer type does not model seedrl::Trainer for this "
                 "network, optimizer and loss (see seedrl/runtime/trainer.hpp)");
-  static_assert(Loss<LossFn>, "seedrl::learner: the loss type does not model seedrl::Loss (see "
-                              "seedrl/algo/loss.hpp)");
+  static_assert(Loss<LossFn>,
+                "seedrl::learner: the loss type does not model seedrl::Loss (see "
+                "seedrl/algo/loss.hpp)");
   static_assert(ActionSampler<Sampler, typename detail::learner_scalar<Net>::type>,
                 "seedrl::learner: the sampler type does not model seedrl::ActionSampler (see "
                 "seedrl/runtime/action_sampler.hpp)");
@@ -105,8 +108,8 @@ class learner {
                    created_),
         training_(config, net, std::move(optimizer), std::move(trainer), std::move(loss),
                   static_cast<std::size_t>(obs_spec.num_elements()),
-                  static_cast<std::size_t>(act_spec.num_actions), queue_,
-                  inference_.unroll_pool(), params_, stats_, created_),
+                  static_cast<std::size_t>(act_spec.num_actions), queue_, inference_.unroll_pool(),
+                  params_, stats_, created_),
         server_(config, obs_spec, act_spec, inference_, stats_) {}
 
   learner(const learner&) = delete;
@@ -183,16 +186,15 @@ class learner {
  private:
   /// Checks what the pieces cannot see alone, before any of them is built: a mismatch would
   /// otherwise surface as an exception on the inference thread at the first batch.
-  static void checked(const Net& net, const observation_spec& obs_spec,
-                      const action_spec& act_spec, const Sampler& sampler) {
+  static void checked(const Net& net, const observation_spec& obs_spec, const action_spec& act_spec,
+                      const Sampler& sampler) {
     sampler.check(act_spec);
     if constexpr (requires { net.num_actions(); }) {
       if (act_spec.is_discrete() && static_cast<std::int64_t>(net.num_actions()) !=
                                         static_cast<std::int64_t>(act_spec.num_actions)) {
-        throw std::invalid_argument("seedrl::learner: the network has " +
-                                    std::to_string(net.num_actions()) +
-                                    " actions, the action spec " +
-                                    std::to_string(act_spec.num_actions));
+        throw std::invalid_argument(
+            "seedrl::learner: the network has " + std::to_string(net.num_actions()) +
+            " actions, the action spec " + std::to_string(act_spec.num_actions));
       }
     }
     if constexpr (requires { net.observation_size(); }) {

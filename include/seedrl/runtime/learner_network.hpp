@@ -37,8 +37,10 @@ namespace seedrl {
 namespace detail::learner_network_parts {
 
 template <class N>
-concept has_scalar = requires { typename N::scalar_type; } &&
-    std::floating_point<typename N::scalar_type>;
+concept has_scalar = requires {
+  typename N::scalar_type;
+}
+&&std::floating_point<typename N::scalar_type>;
 
 template <class N>
 concept has_state_type = has_scalar<N> && requires {

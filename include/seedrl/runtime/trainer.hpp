@@ -56,9 +56,8 @@ concept Trainer = requires(T& t, Net& net, Opt& opt,
 class host_trainer {
  public:
   template <class Net, class Opt, class L, class S = typename Net::scalar_type>
-    requires Loss<L> && std::same_as<typename L::scalar_type, S>
-  train_step_result train_step(const training_batch<S>& batch, Net& net, Opt& opt, const L& loss,
-                               double max_grad_norm) {
+  requires Loss<L> && std::same_as<typename L::scalar_type, S> train_step_result train_step(
+      const training_batch<S>& batch, Net& net, Opt& opt, const L& loss, double max_grad_norm) {
     const std::size_t rows = (batch.T + 1) * batch.B, A = batch.num_actions;
     auto& s = scratch<S>();
     s.logits.resize(rows * A);

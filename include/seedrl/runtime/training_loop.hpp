@@ -53,8 +53,7 @@ class training_loop {
   /// Publishes `net`'s parameters.
   training_loop(const learner_config& config, const Net& net, Opt optimizer, Trn trainer,
                 LossFn loss, std::size_t observation_size, std::size_t num_actions,
-                unroll_queue& queue,
-                unroll_builder<scalar>& pool, parameter_store<scalar>& params,
+                unroll_queue& queue, unroll_builder<scalar>& pool, parameter_store<scalar>& params,
                 detail::stats_board& stats, std::chrono::steady_clock::time_point created)
       : config_(config),
         obs_size_(observation_size),
