@@ -115,9 +115,12 @@ class actor_server {
                            goodbye);
     std::lock_guard lock(connections_mutex_);
     for (auto& c : connections_) {
+      // Under the write lock, so that it never interleaves with a refusal being written.
+      std::lock_guard write(c->write_mutex);
       if (c->is_open() && c->conn.is_open()) {
         try {
-          c->write(goodbye);
+          const std::span<const std::byte> bufs[] = {goodbye};
+          c->conn.write(bufs);
         } catch (const std::exception&) {
           // Best effort: the actor may be gone already.
         }
