@@ -98,7 +98,7 @@ class learner {
   /// `net` gives the architecture and initial parameters (copied for training and inference).
   /// `trainer` runs the training steps (the CPU by default); `sampler` chooses actions.
   /// Throws std::invalid_argument for an action space the sampler cannot serve, or a network
-  /// whose action count differs from `act_spec`'s.
+  /// whose action count or observation size (where it reports them) differs from the specs.
   learner(const learner_config& config, const Net& net, Opt optimizer, LossFn loss,
           observation_spec obs_spec, action_spec act_spec, Trn trainer = Trn(),
           Sampler sampler = Sampler())
