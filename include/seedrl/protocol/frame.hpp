@@ -1210,6 +1210,32 @@ class step_view {
     detail::copy_elements_le(dst.data(), record(i) + step_record_fixed_size,
                              std::min(dst.size(), obs_bytes_), size_of(type));
   }
+  /// Converts record i's observation, elements of wire type `type`, into `dst` as `S` (the
+  /// learner's scalar): the one copy from a step frame into an inference batch. Writes
+  /// min(dst.size(), observation elements) elements.
+  template <class S>
+  void decode_observation(std::size_t i, dtype type, std::span<S> dst) const noexcept {
+    const std::byte* src = record(i) + step_record_fixed_size;
+    const std::size_t n = std::min(dst.size(), obs_bytes_ / size_of(type));
+    switch (type) {
+      case dtype::float32:
+        for (std::size_t j = 0; j < n; ++j)
+          dst[j] = static_cast<S>(detail::load_f32(src + 4 * j));
+        break;
+      case dtype::float64:
+        for (std::size_t j = 0; j < n; ++j)
+          dst[j] = static_cast<S>(detail::load_f64(src + 8 * j));
+        break;
+      case dtype::uint8:
+        for (std::size_t j = 0; j < n; ++j)
+          dst[j] = static_cast<S>(std::to_integer<std::uint8_t>(src[j]));
+        break;
+      case dtype::int32:
+        for (std::size_t j = 0; j < n; ++j)
+          dst[j] = static_cast<S>(static_cast<std::int32_t>(detail::load_u32(src + 4 * j)));
+        break;
+    }
+  }
 
  private:
   friend error_code parse_step(std::span<const std::byte>, std::uint32_t, std::size_t, step_view&,

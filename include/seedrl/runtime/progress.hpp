@@ -13,7 +13,7 @@
 #include <string>
 
 #include "seedrl/metrics/metrics_log.hpp"
-#include "seedrl/runtime/learner.hpp"
+#include "seedrl/runtime/learner_stats.hpp"
 
 namespace seedrl {
 

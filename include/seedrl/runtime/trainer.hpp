@@ -4,9 +4,10 @@
 /// parameter update. The learner assembles the batch on the host and publishes the parameters
 /// the trainer leaves in the network; the trainer decides where the arithmetic runs.
 ///
-/// A type `T` models `seedrl::Trainer<T, Net, Opt>` when it provides:
-///   - `train_step_result train_step(const training_batch<S>&, Net&, Opt&,
-///      const impala_loss<S>&, double max_grad_norm)`: forward over the unrolls, the loss,
+/// A type `T` models `seedrl::Trainer<T, Net, Opt, L>` (L, the loss, is `impala_loss<S>` unless
+/// given) when it provides:
+///   - `train_step_result train_step(const training_batch<S>&, Net&, Opt&, const L&,
+///      double max_grad_norm)`: forward over the unrolls, the loss,
 ///     back-propagation through time, clipping by global norm, one optimizer step. Afterwards
 ///     `net.parameters()` holds the new parameters (what the learner publishes). A gradient
 ///     whose norm is not finite skips the update (`applied` false, `skipped` says why) and
@@ -38,10 +39,10 @@
 namespace seedrl {
 
 /// A way to run training steps; see the file comment.
-template <class T, class Net, class Opt>
+template <class T, class Net, class Opt, class L = impala_loss<typename Net::scalar_type>>
 concept Trainer = requires(T& t, Net& net, Opt& opt,
-                           const training_batch<typename Net::scalar_type>& batch,
-                           const impala_loss<typename Net::scalar_type>& loss, double max_norm) {
+                           const training_batch<typename Net::scalar_type>& batch, const L& loss,
+                           double max_norm) {
   { t.train_step(batch, net, opt, loss, max_norm) } -> std::same_as<train_step_result>;
   t.sync_to_host(net, opt);
   t.load_from_host(net, opt);
@@ -49,11 +50,14 @@ concept Trainer = requires(T& t, Net& net, Opt& opt,
 
 /// Trains the network object on the CPU: its forward_unroll / backward_unroll, the CPU loss,
 /// clip_by_global_norm and the optimizer's step. Keeps its output buffers between steps.
+/// The loss is any seedrl::Loss whose batch and gradient types are laid out as
+/// `impala_batch<S>` and `impala_gradients<S>` (the policy outputs, values, actions, behaviour
+/// log-probabilities, rewards, dones and truncation flags of the unrolls), e.g. impala_loss.
 class host_trainer {
  public:
-  template <class Net, class Opt, class S = typename Net::scalar_type>
-  train_step_result train_step(const training_batch<S>& batch, Net& net, Opt& opt,
-                               const impala_loss<S>& loss, double max_grad_norm) {
+  template <class Net, class Opt, class L, class S = typename Net::scalar_type>
+  requires Loss<L> && std::same_as<typename L::scalar_type, S> train_step_result train_step(
+      const training_batch<S>& batch, Net& net, Opt& opt, const L& loss, double max_grad_norm) {
     const std::size_t rows = (batch.T + 1) * batch.B, A = batch.num_actions;
     auto& s = scratch<S>();
     s.logits.resize(rows * A);
@@ -64,10 +68,11 @@ class host_trainer {
     net.forward_unroll({batch.T + 1, batch.B, batch.observations, batch.rewards, batch.dones,
                         batch.prev_actions, batch.start_state},
                        out);
-    impala_gradients<S> grads{s.d_logits, s.d_values};
+    typename L::gradient_type grads{s.d_logits, s.d_values};
     train_step_result r;
-    r.terms = loss({batch.T, batch.B, A, s.logits, s.values, batch.actions,
-                    batch.behaviour_log_probs, batch.rewards, batch.dones, batch.truncated},
+    r.terms = loss(typename L::batch_type{batch.T, batch.B, A, s.logits, s.values, batch.actions,
+                                          batch.behaviour_log_probs, batch.rewards, batch.dones,
+                                          batch.truncated},
                    grads);
     net.zero_gradients();
     net.backward_unroll({s.d_logits, s.d_values});

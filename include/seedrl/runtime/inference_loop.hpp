@@ -1,0 +1,312 @@
+#pragma once
+/// \file
+/// The learner's inference side: it takes validated steps from the actor server
+/// (detail::step_request), batches them dynamically, runs the network one step with each
+/// environment's recurrent state, chooses actions with the ActionSampler, answers every actor,
+/// then appends each step to its environment's unroll and pushes completed unrolls to the
+/// training queue. It also keeps the policy-lag bookkeeping: every step records the parameter
+/// version that chose its action.
+///
+/// Threads: connection threads call `submit` (their observations are copied straight into the
+/// filling batch, outside the batcher's lock); one inference thread runs batches and is the
+/// only one that writes actions. Environment slots are handed out under a lock and given back
+/// through the inference thread, so that no batch ever refers to a freed slot.
+///
+/// `Net` models LearnerNetwork; `Sampler` models ActionSampler.
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "seedrl/core/random.hpp"
+#include "seedrl/core/spec.hpp"
+#include "seedrl/net/agent_io.hpp"
+#include "seedrl/runtime/action_sampler.hpp"
+#include "seedrl/runtime/batcher.hpp"
+#include "seedrl/runtime/bounded_queue.hpp"
+#include "seedrl/runtime/detail/stats_board.hpp"
+#include "seedrl/runtime/detail/step_request.hpp"
+#include "seedrl/runtime/env_state_store.hpp"
+#include "seedrl/runtime/learner_config.hpp"
+#include "seedrl/runtime/learner_stats.hpp"
+#include "seedrl/runtime/parameter_store.hpp"
+#include "seedrl/runtime/thread_time_split.hpp"
+#include "seedrl/runtime/unroll_builder.hpp"
+
+namespace seedrl {
+
+/// See the file comment.
+template <class Net, class Sampler = categorical_sampler>
+class inference_loop {
+ public:
+  using scalar = typename Net::scalar_type;
+  using unroll_queue = bounded_queue<unroll<scalar>*>;
+  using time_split = thread_time_split<3>;
+
+  /// `net` is copied; completed unrolls go to `queue`, parameters come from `params`, counters
+  /// go to `stats`. `created` is the learner's clock start.
+  inference_loop(const learner_config& config, const Net& net, const observation_spec& obs_spec,
+                 const action_spec& act_spec, Sampler sampler, unroll_queue& queue,
+                 const parameter_store<scalar>& params, detail::stats_board& stats,
+                 std::chrono::steady_clock::time_point created)
+      : obs_type_(obs_spec.type),
+        obs_size_(static_cast<std::size_t>(obs_spec.num_elements())),
+        sampler_(std::move(sampler)),
+        policy_width_(sampler_.outputs_per_row(act_spec)),
+        net_(net),
+        store_(config.max_envs, net.state_size()),
+        builder_(config.max_envs, config.unroll_length, obs_size_,
+                 static_cast<std::size_t>(net.state_size()),
+                 (config.queue_batches + 2) * config.batch_size),
+        batcher_(config.batching, [&](std::size_t cap) { return make_payload(cap); }),
+        rng_(config.seed),
+        queue_(queue),
+        params_(params),
+        stats_(stats),
+        time_(waiting_for_batch, created) {}
+
+  inference_loop(const inference_loop&) = delete;
+  inference_loop& operator=(const inference_loop&) = delete;
+  ~inference_loop() { stop(); }
+
+  /// Reserves `num_envs` environment slots for a new actor; nullopt when max_envs are taken.
+  /// On success the actor's environments count as connected for the batcher.
+  std::optional<std::size_t> attach(std::size_t num_envs) {
+    std::optional<std::size_t> first;
+    {
+      std::lock_guard lock(slots_mutex_);
+      first = store_.allocate(num_envs);
+    }
+    if (first)
+      batcher_.add_connected(static_cast<std::ptrdiff_t>(num_envs));
+    return first;
+  }
+
+  /// Gives back an actor's slots once it has no request in flight; the inference thread frees
+  /// them (and drops their partial unrolls) before its next batch.
+  void detach(std::size_t first_slot, std::size_t num_envs) {
+    batcher_.add_connected(-static_cast<std::ptrdiff_t>(num_envs));
+    std::lock_guard lock(slots_mutex_);
+    releases_.push_back({first_slot, num_envs});
+  }
+
+  /// Puts one actor's step into the filling batch; false once stopping (nothing was taken).
+  bool submit(const detail::step_request& r) {
+    return batcher_.submit(r.from, r.step->size(),
+                           [&](payload& p, std::size_t first) { fill(r, p, first); });
+  }
+
+  /// Starts the inference thread.
+  void start() {
+    thread_ = std::thread([this] { run(); });
+  }
+
+  /// Answers what is already batched, closes the training queue (so that inference never
+  /// blocks on a full one) and joins the thread. Safe to call twice.
+  void stop() {
+    batcher_.shutdown();
+    queue_.close();
+    if (thread_.joinable())
+      thread_.join();
+  }
+
+  /// Where the unrolls come from; the trainer gives them back here.
+  unroll_builder<scalar>& unroll_pool() noexcept { return builder_; }
+
+  /// Where the inference thread's time goes; see report_time.
+  const time_split& thread_time() const noexcept { return time_; }
+
+  /// Writes a reading of time() into the learner's counters.
+  static void report_time(const std::array<double, 3>& seconds, learner_stats& s) noexcept {
+    s.seconds_waiting_for_batch = seconds[waiting_for_batch];
+    s.seconds_inference = seconds[inferring];
+    s.seconds_blocked_on_queue = seconds[blocked_on_queue];
+  }
+
+ private:
+  enum state : std::size_t { waiting_for_batch, inferring, blocked_on_queue };
+
+  /// One inference batch's inputs, preallocated for `capacity` rows.
+  struct payload {
+    std::vector<std::uint32_t> slots;
+    std::vector<std::uint64_t> run_ids;
+    std::vector<scalar> rewards;
+    std::vector<std::uint8_t> dones;      // as sent by the actor
+    std::vector<std::uint8_t> truncated;  // as sent: the episode ended by a time limit
+    std::vector<scalar> observations;
+  };
+
+  payload make_payload(std::size_t capacity) const {
+    payload p;
+    p.slots.resize(capacity);
+    p.run_ids.resize(capacity);
+    p.rewards.resize(capacity);
+    p.dones.resize(capacity);
+    p.truncated.resize(capacity);
+    p.observations.resize(capacity * obs_size_);
+    return p;
+  }
+
+  /// Copies a step into the batch rows [first, first + k); runs outside the batcher lock.
+  void fill(const detail::step_request& r, payload& p, std::size_t first) {
+    const auto& v = *r.step;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::size_t row = first + v.env_index(i);
+      p.slots[row] = static_cast<std::uint32_t>(r.first_slot + v.env_index(i));
+      p.run_ids[row] = v.run_id(i);
+      p.rewards[row] = static_cast<scalar>(v.reward(i));
+      p.dones[row] = v.done(i);
+      p.truncated[row] = v.truncated(i);
+      v.decode_observation(i, obs_type_,
+                           std::span(p.observations).subspan(row * obs_size_, obs_size_));
+    }
+  }
+
+  void apply_releases() {
+    std::lock_guard lock(slots_mutex_);
+    for (const auto& [first, k] : releases_) {
+      for (std::size_t j = first; j < first + k; ++j) {
+        dropped_steps_ += static_cast<std::int64_t>(builder_.pending(j));
+        builder_.reset(j);  // drop partial unrolls
+      }
+      store_.release(first, k);
+    }
+    releases_.clear();  // keeps its capacity: no allocation once actors come and go
+  }
+
+  void run() {
+    const std::size_t cap = batcher_.capacity();
+    const auto W = static_cast<std::size_t>(net_.state_size());
+    auto state = net_.initial_state(cap);
+    std::vector<scalar> state_before(cap * W), outputs(cap * policy_width_), values(cap), logp(cap);
+    std::vector<std::uint8_t> resets(cap);
+    std::vector<std::int32_t> prev_actions(cap), actions(cap);
+    std::uint64_t version = 0;
+    std::vector<finished_episode> finished;  // reused: no allocation per batch
+    finished.reserve(cap);
+    for (;;) {
+      auto* batch = batcher_.next_batch();
+      const auto t_start = std::chrono::steady_clock::now();
+      if (batch == nullptr)
+        break;
+      time_.enter(inferring);
+      apply_releases();
+      params_.update_if_newer(&version, net_.parameters());
+      const std::size_t B = batch->rows;
+      payload& p = batch->payload;
+      finished.clear();
+      std::unique_lock slots(slots_mutex_);  // slots cannot be released under our feet
+      for (std::size_t r = 0; r < B; ++r) {
+        const std::size_t slot = p.slots[r];
+        const auto seen =
+            store_.observe(slot, p.run_ids[r], static_cast<double>(p.rewards[r]), p.dones[r] != 0);
+        if (seen.run_changed) {
+          dropped_steps_ += static_cast<std::int64_t>(builder_.pending(slot));
+          builder_.reset(slot);
+        }
+        if (seen.finished)
+          finished.push_back(*seen.finished);
+        resets[r] = static_cast<std::uint8_t>(p.dones[r] != 0 || seen.run_changed);
+        prev_actions[r] = store_.prev_action(slot);
+        const auto row = store_.state(slot);
+        std::copy(row.begin(), row.end(),
+                  state_before.begin() + static_cast<std::ptrdiff_t>(r * W));
+      }
+      slots.unlock();
+      // Inference on the first B rows of the preallocated buffers.
+      state.batch = static_cast<std::ptrdiff_t>(B);
+      std::copy_n(state_before.begin(), B * W, state.data.begin());
+      agent_step_output<scalar> out{std::span(outputs).first(B * policy_width_),
+                                    std::span(values).first(B)};
+      net_.infer({std::span<const scalar>(p.observations).first(B * obs_size_),
+                  std::span<const scalar>(p.rewards).first(B),
+                  std::span<const std::uint8_t>(resets).first(B),
+                  std::span<const std::int32_t>(prev_actions).first(B)},
+                 state, out);
+      sampler_.sample(std::span<const scalar>(out.logits), B, policy_width_, rng_,
+                      std::span(actions).first(B), std::span(logp).first(B));
+      // Answer every request before the slower bookkeeping, to keep the actors' round trip short.
+      // The batch's rows stop counting as waiting first: an actor steps again as soon as it has
+      // its actions, and its old rows must not look "waiting" still (see answered()).
+      batcher_.answered(batch);
+      double batching_seconds = 0.0, answer_seconds = 0.0;
+      for (const auto& e : batch->entries) {
+        auto& from = *static_cast<detail::requester*>(e.requester);
+        // Read before answering: once answered, the actor's next step overwrites it.
+        batching_seconds += std::chrono::duration<double>(t_start - from.received()).count();
+        from.answer(std::span<const std::int32_t>(actions).subspan(e.first_row, e.rows));
+        const auto answered = std::chrono::steady_clock::now();
+        answer_seconds += std::chrono::duration<double>(answered - t_start).count();
+      }
+      slots.lock();
+      for (std::size_t r = 0; r < B; ++r) {
+        const std::size_t slot = p.slots[r];
+        const auto row = store_.state(slot);
+        std::copy_n(state.data.begin() + static_cast<std::ptrdiff_t>(r * W), W, row.begin());
+        store_.set_prev_action(slot, actions[r]);
+        unroll<scalar>* done_unroll = builder_.append(
+            slot, std::span<const scalar>(p.observations).subspan(r * obs_size_, obs_size_),
+            p.rewards[r], resets[r] != 0, p.truncated[r] != 0, prev_actions[r], actions[r], logp[r],
+            version, std::span<const scalar>(state_before).subspan(r * W, W));
+        if (done_unroll != nullptr) {
+          slots.unlock();
+          // Backpressure from a full training queue is the trainer's limit, not inference work.
+          time_.enter(blocked_on_queue);
+          if (!queue_.push(done_unroll))
+            builder_.recycle(done_unroll);  // shutting down
+          time_.enter(inferring);
+          slots.lock();
+        }
+      }
+      slots.unlock();
+      for (const auto& e : batch->entries)
+        static_cast<detail::requester*>(e.requester)->request_done();
+      const auto requests = static_cast<std::int64_t>(batch->entries.size());
+      batcher_.release(batch);
+      time_.enter(waiting_for_batch);
+      for (const auto& f : finished)
+        episodes_.add(f.episode_return, static_cast<double>(f.length));
+      stats_.update([&](learner_stats& s) {
+        s.frames += static_cast<std::int64_t>(B);
+        s.batches += 1;
+        s.batch_rows += static_cast<std::int64_t>(B);
+        s.requests += requests;
+        s.dropped_unroll_steps = dropped_steps_;
+        s.request_seconds_batching += batching_seconds;
+        s.request_seconds_inference += answer_seconds;
+        s.episodes += static_cast<std::int64_t>(finished.size());
+        episodes_.report(s);
+      });
+    }
+  }
+
+  dtype obs_type_;
+  std::size_t obs_size_;
+  Sampler sampler_;
+  std::size_t policy_width_;  // policy outputs per row (logits: one per action)
+  Net net_;
+  env_state_store<scalar> store_;
+  unroll_builder<scalar> builder_;
+  dynamic_batcher<payload> batcher_;
+  random_generator rng_;
+  unroll_queue& queue_;
+  const parameter_store<scalar>& params_;
+  detail::stats_board& stats_;
+  time_split time_;
+  std::thread thread_;
+
+  std::mutex slots_mutex_;  // slot allocation and release vs. the inference thread
+  std::vector<std::pair<std::size_t, std::size_t>> releases_;
+  detail::episode_window episodes_;  // inference thread only
+  std::int64_t dropped_steps_ = 0;   // inference thread only; copied into the counters
+};
+
+}  // namespace seedrl

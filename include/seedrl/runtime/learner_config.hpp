@@ -1,0 +1,56 @@
+#pragma once
+/// \file
+/// The learner's settings (seedrl/runtime/learner.hpp), apart from the learner so that its
+/// pieces (actor_server, inference_loop, training_loop) can take them without the whole learner.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "seedrl/io/checkpoint_schedule.hpp"
+#include "seedrl/protocol/frame.hpp"
+#include "seedrl/runtime/batcher.hpp"
+#include "seedrl/security/shared_secret.hpp"
+
+namespace seedrl {
+
+/// Learner settings.
+struct learner_config {
+  std::size_t max_envs = 4096;     ///< environment slots across all actors
+  std::size_t unroll_length = 20;  ///< T; unrolls hold T + 1 steps
+  std::size_t batch_size = 16;     ///< unrolls per training step
+  /// Training queue capacity, in training batches. Every env of an actor finishes an unroll
+  /// on the same step, so size it to hold such a burst (actors x envs per actor / batch_size):
+  /// a full queue blocks inference and starves the trainer (docs/performance.md, (d)).
+  std::size_t queue_batches = 2;
+  batcher_config batching{};    ///< inference batch size and deadline
+  double max_grad_norm = 40.0;  ///< global-norm clipping
+  std::uint32_t max_payload = protocol::default_max_payload;
+  std::uint64_t seed = 0;  ///< action sampling
+  /// When set, every actor must pass the challenge-response of docs/security.md before hello.
+  std::shared_ptr<const security::shared_secret> auth_secret;
+  /// Longest time from accepting a connection to its welcome; a silent or slow peer is refused
+  /// with idle_timeout so it cannot hold a connection thread.
+  std::chrono::milliseconds handshake_timeout{10000};
+  /// Most connections held at once (open or in handshake); more are refused at accept.
+  std::size_t max_connections = 4096;
+  /// Where the trainer saves checkpoints (docs/checkpoints.md); empty turns them off. It must
+  /// hold no checkpoints unless the learner was restored (not weights only) from one of them:
+  /// start() refuses another run's directory (see require_no_checkpoints).
+  std::filesystem::path checkpoint_dir;
+  /// When to save: every N training steps and/or S seconds, and at stop().
+  checkpoint_schedule_config checkpointing{1000, 60.0, true};
+  /// Checkpoints kept in checkpoint_dir, the newest included (0 keeps all).
+  std::size_t keep_checkpoints = 5;
+  /// Strings stored in every checkpoint, e.g. "network" describing the architecture so that
+  /// an evaluation program can rebuild it.
+  std::map<std::string, std::string, std::less<>> checkpoint_meta;
+  std::function<void(const std::string&)> log = [](const std::string&) {};
+};
+
+}  // namespace seedrl

@@ -1,0 +1,300 @@
+#pragma once
+/// \file
+/// The learner's training side: one thread takes `batch_size` completed unrolls from the
+/// training queue, stacks them time-major into a training_batch, has the Trainer run one step
+/// with the loss, publishes the new parameters to inference and writes checkpoints on
+/// schedule. It owns the training copy of the network, the optimizer and the checkpoint
+/// format's counters (what `restore` reads back).
+///
+/// `Net` models LearnerNetwork, `Opt` Optimizer, `Trn` Trainer<Trn, Net, Opt, LossFn> and
+/// `LossFn` Loss (seedrl::impala_loss by default).
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/io/checkpoint.hpp"
+#include "seedrl/io/checkpoint_schedule.hpp"
+#include "seedrl/runtime/bounded_queue.hpp"
+#include "seedrl/runtime/detail/stats_board.hpp"
+#include "seedrl/runtime/learner_config.hpp"
+#include "seedrl/runtime/learner_stats.hpp"
+#include "seedrl/runtime/parameter_store.hpp"
+#include "seedrl/runtime/thread_time_split.hpp"
+#include "seedrl/runtime/trainer.hpp"
+#include "seedrl/runtime/training_batch.hpp"
+#include "seedrl/runtime/unroll_builder.hpp"
+
+namespace seedrl {
+
+/// See the file comment.
+template <class Net, class Opt, class Trn = host_trainer,
+          class LossFn = impala_loss<typename Net::scalar_type>>
+class training_loop {
+ public:
+  using scalar = typename Net::scalar_type;
+  using unroll_queue = bounded_queue<unroll<scalar>*>;
+  using time_split = thread_time_split<2>;
+
+  /// `net` is copied; unrolls of `observation_size`-element observations come from `queue`
+  /// and go back to `pool`, parameters are published to `params`, counters go to `stats`.
+  /// `num_actions` is the batch's policy width. `created` is the learner's clock start.
+  /// Publishes `net`'s parameters.
+  training_loop(const learner_config& config, const Net& net, Opt optimizer, Trn trainer,
+                LossFn loss, std::size_t observation_size, std::size_t num_actions,
+                unroll_queue& queue, unroll_builder<scalar>& pool, parameter_store<scalar>& params,
+                detail::stats_board& stats, std::chrono::steady_clock::time_point created)
+      : config_(config),
+        obs_size_(observation_size),
+        num_actions_(num_actions),
+        net_(net),
+        optimizer_(std::move(optimizer)),
+        trainer_(std::move(trainer)),
+        loss_(std::move(loss)),
+        queue_(queue),
+        pool_(pool),
+        params_(params),
+        stats_(stats),
+        time_(waiting_for_data, created) {
+    params_.publish(net_.parameters());
+  }
+
+  training_loop(const training_loop&) = delete;
+  training_loop& operator=(const training_loop&) = delete;
+  ~training_loop() { join(); }
+
+  /// Restores a checkpoint before start(): always the parameters (checked against this
+  /// network's size and scalar type); unless `weights_only`, also the optimizer state and the
+  /// frame, episode and training-step counters. Throws checkpoint_error and changes nothing on
+  /// a mismatch; publishes the restored parameters.
+  void restore(const checkpoint& c, bool weights_only) {
+    Net restored(net_);
+    restore_parameters(c, restored);
+    Opt optimizer = optimizer_;
+    std::int64_t frames = 0, episodes = 0, steps = 0;
+    if (!weights_only) {
+      restore_optimizer(c, optimizer);
+      frames = c.int_counter("frames");
+      episodes = c.int_counter("episodes");
+      steps = c.int_counter("train_steps");
+    }
+    // Everything parsed and checked: now apply it all.
+    std::copy(restored.parameters().begin(), restored.parameters().end(),
+              net_.parameters().begin());
+    if (!weights_only)
+      optimizer_ = std::move(optimizer);
+    trainer_.load_from_host(net_, optimizer_);
+    params_.publish(net_.parameters());
+    if (!weights_only) {
+      stats_.update([&](learner_stats& s) {
+        s.frames = frames;
+        s.episodes = episodes;
+        s.train_steps = steps;
+      });
+      resumed_from_ = c.source;
+    }
+  }
+
+  /// Starts the trainer thread. Throws checkpoint_error, and starts nothing, if
+  /// checkpoint_dir holds checkpoints and this loop was not restored in full from one of
+  /// them: a new run must not save beside another run's (require_no_checkpoints).
+  void start() {
+    if (!config_.checkpoint_dir.empty()) {
+      if (!continues_checkpoint_dir())
+        require_no_checkpoints(config_.checkpoint_dir);
+      checkpoints_.emplace(config_.checkpointing, stats_.read().train_steps);
+    }
+    thread_ = std::thread([this] { run(); });
+  }
+
+  /// Joins the thread (it ends once the queue is closed and drained), then saves a checkpoint
+  /// when asked to at exit. Safe to call twice.
+  void stop() {
+    join();
+    // Always at exit (when asked for), even with no new training step: the frame and episode
+    // counters moved on, and a resumed run should continue from them.
+    if (checkpoints_ && config_.checkpointing.at_exit && !saved_at_exit_) {
+      saved_at_exit_ = true;
+      save_checkpoint("at exit");
+    }
+  }
+
+  /// Where the trainer thread's time goes; see report_time.
+  const time_split& thread_time() const noexcept { return time_; }
+
+  /// Writes a reading of thread_time() into the learner's counters.
+  static void report_time(const std::array<double, 2>& seconds, learner_stats& s) noexcept {
+    s.seconds_waiting_for_data = seconds[waiting_for_data];
+    s.seconds_training = seconds[training];
+  }
+
+ private:
+  enum state : std::size_t { waiting_for_data, training };
+
+  void join() {
+    if (thread_.joinable())
+      thread_.join();
+  }
+
+  void run() {
+    const std::size_t T = config_.unroll_length, T1 = T + 1, B = config_.batch_size,
+                      A = num_actions_;
+    const auto W = static_cast<std::size_t>(net_.state_size());
+    std::vector<scalar> obs(T1 * B * obs_size_), rewards(T1 * B), behaviour(T1 * B), start(B * W);
+    std::vector<std::uint8_t> dones(T1 * B), truncated(T1 * B);
+    std::vector<std::int32_t> prev_actions(T1 * B), actions(T1 * B);
+    std::vector<unroll<scalar>*> batch;
+    batch.reserve(B);
+    for (;;) {
+      time_.enter(waiting_for_data);
+      batch.clear();
+      while (batch.size() < B) {
+        auto u = queue_.pop();
+        if (!u) {
+          for (auto* v : batch)
+            pool_.recycle(v);
+          return;
+        }
+        batch.push_back(*u);
+      }
+      time_.enter(training);
+      // The parameters about to be trained are the last ones published; only this thread
+      // publishes once training runs.
+      const std::uint64_t trainer_version = params_.version();
+      std::uint64_t lag_sum = 0, lag_max = 0;
+      // Time-major [T+1, B]: step t of unroll b is row t * B + b.
+      for (std::size_t b = 0; b < B; ++b) {
+        const auto& u = *batch[b];
+        for (std::size_t t = 0; t < T1; ++t) {
+          const std::size_t r = t * B + b;
+          std::copy_n(u.observations.begin() + static_cast<std::ptrdiff_t>(t * obs_size_),
+                      obs_size_, obs.begin() + static_cast<std::ptrdiff_t>(r * obs_size_));
+          rewards[r] = u.rewards[t];
+          dones[r] = u.dones[t];
+          truncated[r] = u.truncated[t];
+          prev_actions[r] = u.prev_actions[t];
+          actions[r] = u.actions[t];
+          behaviour[r] = u.behaviour_log_probs[t];
+          if (t < T) {  // step T only bootstraps: its action is not trained on
+            const std::uint64_t lag = trainer_version - u.behaviour_versions[t];
+            lag_sum += lag;
+            lag_max = std::max(lag_max, lag);
+          }
+        }
+        std::copy(u.start_state.begin(), u.start_state.end(),
+                  start.begin() + static_cast<std::ptrdiff_t>(b * W));
+        pool_.recycle(batch[b]);
+      }
+      const training_batch<scalar> tb{
+          T, B, A, obs, rewards, dones, truncated, prev_actions, actions, behaviour, start};
+      train_step_result r;
+      try {
+        r = trainer_.train_step(tb, net_, optimizer_, loss_, config_.max_grad_norm);
+      } catch (const std::exception& e) {
+        // A trainer that fails (e.g. a GPU error) stops training, not the process: inference
+        // goes on with the last parameters and the log says why.
+        config_.log(std::string("seedrl learner: training stopped: ") + e.what());
+        time_.enter(waiting_for_data);  // not busy
+        stats_.update([&](learner_stats& s) { s.trainer_error = e.what(); });
+        queue_.close();
+        return;
+      }
+      if (!r.applied)
+        config_.log("seedrl learner: skipped a training step: " + r.skipped);
+      params_.publish(net_.parameters());
+      std::int64_t steps = 0;
+      stats_.update([&](learner_stats& s) {
+        steps = ++s.train_steps;
+        s.last_loss = r.terms;
+        s.last_grad_norm = r.grad_norm;
+        if (r.learning_rate == r.learning_rate)  // not NaN: the trainer knows it
+          s.learning_rate = r.learning_rate;
+        s.policy_lag_mean =
+            T * B > 0 ? static_cast<double>(lag_sum) / static_cast<double>(T * B) : 0.0;
+        s.policy_lag_max = lag_max;
+      });
+      // This thread owns the parameters and optimizer, so its checkpoints are consistent.
+      if (checkpoints_ && checkpoints_->due(steps) != checkpoint_reason::none)
+        save_checkpoint(to_string(checkpoints_->due(steps)));
+    }
+  }
+
+  /// Whether restore() loaded, in full, a checkpoint read from checkpoint_dir.
+  [[nodiscard]] bool continues_checkpoint_dir() const {
+    if (!resumed_from_ || resumed_from_->empty())
+      return false;
+    const std::filesystem::path from =
+        resumed_from_->has_parent_path() ? resumed_from_->parent_path() : ".";
+    std::error_code ec;
+    return std::filesystem::equivalent(from, config_.checkpoint_dir, ec) && !ec;
+  }
+
+  /// Writes a checkpoint of the training parameters, optimizer and counters. Called by the
+  /// trainer thread, or by stop() once it has joined; a failure (disk full) is logged and
+  /// training goes on.
+  void save_checkpoint(const std::string& why) {
+    const learner_stats s = stats_.read();
+    checkpoint c;
+    c.step = s.train_steps;
+    try {
+      trainer_.sync_to_host(net_, optimizer_);
+    } catch (const std::exception& e) {  // e.g. the GPU failed: its state is out of reach
+      config_.log(std::string("seedrl learner: could not save a checkpoint: the trainer's state "
+                              "could not be read: ") +
+                  e.what());
+      return;
+    }
+    store_parameters(c, net_);
+    store_optimizer(c, optimizer_);
+    c.counters["frames"] = s.frames;
+    c.counters["episodes"] = s.episodes;
+    c.counters["train_steps"] = s.train_steps;
+    c.counters["mean_return"] = s.mean_return;
+    for (const auto& [key, value] : config_.checkpoint_meta)
+      c.meta[key] = value;
+    try {
+      checkpoint_write_options options;
+      options.keep_last = config_.keep_checkpoints;
+      options.report = [this](const std::filesystem::path& file, const std::string& reason) {
+        config_.log("seedrl learner: checkpoint " + file.string() + ": " + reason);
+      };
+      const auto path = write_checkpoint(config_.checkpoint_dir, c, options);
+      checkpoints_->saved(c.step);
+      stats_.update([](learner_stats& st) { ++st.checkpoints_saved; });
+      config_.log("seedrl learner: saved " + path.string() + " (" + why + ", " +
+                  std::to_string(s.frames) + " frames)");
+    } catch (const std::exception& e) {
+      config_.log(std::string("seedrl learner: could not save a checkpoint: ") + e.what());
+    }
+  }
+
+  learner_config config_;
+  std::size_t obs_size_;
+  std::size_t num_actions_;
+  Net net_;
+  Opt optimizer_;
+  Trn trainer_;
+  LossFn loss_;
+  unroll_queue& queue_;
+  unroll_builder<scalar>& pool_;
+  parameter_store<scalar>& params_;
+  detail::stats_board& stats_;
+  time_split time_;
+  std::optional<checkpoint_schedule<>> checkpoints_;   // set when checkpoint_dir is
+  std::optional<std::filesystem::path> resumed_from_;  // the source of a full restore()
+  bool saved_at_exit_ = false;
+  std::thread thread_;
+};
+
+}  // namespace seedrl
