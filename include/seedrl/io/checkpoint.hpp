@@ -641,15 +641,18 @@ inline std::optional<std::string> checkpoint::meta_value(std::string_view name) 
       detail::checkpoint_put_bytes(out, v);
     }
   });
-  for (const auto& [name, t] : c.tensors) {
-    section(checkpoint_section_kind::tensor, name, [&] {
+  // Named entries, not structured bindings: clang before 16 cannot capture a binding in a lambda.
+  for (const auto& entry : c.tensors) {
+    const auto& t = entry.second;
+    section(checkpoint_section_kind::tensor, entry.first, [&] {
       detail::checkpoint_put_u32(out, static_cast<std::uint32_t>(t.type));
       detail::checkpoint_put_u64(out, t.count);
       out.insert(out.end(), t.data.begin(), t.data.end());
     });
   }
-  for (const auto& [name, b] : c.blobs) {
-    section(checkpoint_section_kind::blob, name,
+  for (const auto& entry : c.blobs) {
+    const auto& b = entry.second;
+    section(checkpoint_section_kind::blob, entry.first,
             [&] { out.insert(out.end(), b.begin(), b.end()); });
   }
 
