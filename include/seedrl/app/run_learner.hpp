@@ -1,0 +1,262 @@
+#pragma once
+/// \file
+/// Learner and local modes: a `seedrl::learner` on TCP with checkpoints (--checkpoint-dir,
+/// --resume, --init-checkpoint), optional actor processes (local mode), and a progress loop
+/// that prints `progress_line` every `progress_seconds`, writes TensorBoard metrics
+/// (--logdir) and stops when the mean return reaches --target-return (exit 0), after
+/// --total-frames (exit 1 below a target, 0 without one), when training fails or every actor
+/// of a local run is gone (exit 1), or on SIGINT/SIGTERM (exit 130). A checkpoint that cannot
+/// be used exits 2.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/app/auth.hpp"
+#include "seedrl/app/processes.hpp"
+#include "seedrl/app/run_options.hpp"
+#include "seedrl/app/signals.hpp"
+#include "seedrl/core/spec.hpp"
+#include "seedrl/io/checkpoint.hpp"
+#include "seedrl/metrics/metrics_log.hpp"
+#include "seedrl/optim/adam.hpp"
+#include "seedrl/runtime/learner.hpp"
+#include "seedrl/runtime/progress.hpp"
+#include "seedrl/transport/tcp.hpp"
+
+namespace seedrl::app {
+
+/// An agent ready to train: its network (architecture and initial parameters), the one-line
+/// description checkpoints carry (a run refuses to resume another network's checkpoint), the
+/// optimizer and the loss settings.
+template <class Net, class Opt = adam<typename Net::scalar_type>>
+struct agent_parts {
+  Net network;
+  std::string description;
+  Opt optimizer;
+  impala_loss_config<typename Net::scalar_type> loss{};
+};
+
+/// What the learner side needs to know about the environment and its actors.
+struct environment_info {
+  std::string name;                   ///< checkpoint meta "environment"
+  observation_spec observations;      ///< what actors send
+  action_spec actions;                ///< what the network chooses from
+  /// argv of actor process `index` in local mode, given the learner's HOST:PORT and its seed.
+  /// Unset: this program itself in actor mode (`/proc/self/exe actor --learner ...`).
+  std::function<std::vector<std::string>(const std::string& address, int index,
+                                         std::uint64_t seed)>
+      actor_command;
+  std::string actor_kind;      ///< e.g. "Python ALE/Pong-v5", for the "started ..." line
+  std::string checkpoint_hint; ///< appended when a checkpoint holds another network
+  bool announce_network = false;  ///< print "actions: N; network: ..." after listening
+};
+
+/// The argv of a local-mode actor that re-runs this program in actor mode; `extra` is appended
+/// (e.g. the program's own flags that actors need).
+inline std::vector<std::string> self_actor_command(const run_options& o, const std::string& address,
+                                                   std::uint64_t seed,
+                                                   const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args{"/proc/self/exe",
+                                "actor",
+                                "--learner",
+                                address,
+                                "--envs-per-actor",
+                                std::to_string(o.envs_per_actor),
+                                "--seed",
+                                std::to_string(seed)};
+  if (o.no_auth)
+    args.emplace_back("--no-auth");
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+/// The learner's settings from the flags.
+inline learner_config make_learner_config(const run_options& o) {
+  learner_config lc;
+  lc.max_envs = o.max_envs;
+  lc.unroll_length = o.unroll_length;
+  lc.batch_size = o.batch_size;
+  lc.queue_batches = o.queue_batches;
+  lc.batching.max_batch = o.inference_batch;
+  lc.batching.max_request_rows = std::max<std::size_t>(o.envs_per_actor, 256);
+  lc.seed = o.seed;
+  lc.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
+  lc.checkpoint_dir = o.checkpoint_dir;
+  lc.checkpointing.every_steps = o.checkpoint_every_steps > 0
+                                     ? std::optional<std::int64_t>(o.checkpoint_every_steps)
+                                     : std::nullopt;
+  lc.checkpointing.every_seconds = o.checkpoint_every_seconds > 0
+                                       ? std::optional<double>(o.checkpoint_every_seconds)
+                                       : std::nullopt;
+  return lc;
+}
+
+namespace detail {
+
+/// --resume / --init-checkpoint: restores `l`. Returns an exit status when the run must stop.
+template <class Learner>
+std::optional<int> restore_from_flags(const run_options& o, Learner& l,
+                                      const std::string& description, const std::string& hint) {
+  if (!o.resume && o.init_checkpoint.empty())
+    return std::nullopt;
+  const auto report = [](const std::filesystem::path& f, const std::string& why) {
+    std::fprintf(stderr, "skipping checkpoint %s: %s\n", f.c_str(), why.c_str());
+  };
+  std::optional<checkpoint> c;
+  const std::filesystem::path from = o.resume ? o.checkpoint_dir : o.init_checkpoint;
+  if (std::filesystem::is_directory(from))
+    c = read_latest_checkpoint(from, report);
+  else if (!o.resume)
+    c = read_checkpoint(from);
+  if (!c && !o.resume) {
+    std::fprintf(stderr, "no valid checkpoint in %s\n", from.c_str());
+    return 2;
+  }
+  if (!c) {
+    std::printf("no checkpoint in %s yet: starting afresh\n", from.c_str());
+    return std::nullopt;
+  }
+  const auto held = c->meta_value("network");
+  if (held && *held != description) {
+    std::fprintf(stderr, "%s holds a different network:\n  checkpoint: %s\n  this run:   %s\n%s",
+                 c->source.c_str(), held->c_str(), description.c_str(),
+                 hint.empty() ? "" : (hint + "\n").c_str());
+    return 2;
+  }
+  l.restore(*c, !o.resume);
+  std::printf("%s %s: training step %lld, %lld frames\n",
+              o.resume ? "resumed from" : "initial weights from", c->source.c_str(),
+              static_cast<long long>(c->step),
+              static_cast<long long>(o.resume ? c->int_counter("frames") : 0));
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+/// Runs learner or local mode (see the file comment) with `trainer` doing the training steps.
+template <class Net, class Opt, class Trainer = host_trainer>
+int run_learner(const run_options& o, secret_ptr secret, const agent_parts<Net, Opt>& agent,
+                const environment_info& env, Trainer trainer = Trainer()) {
+  learner_config lc = make_learner_config(o);
+  const bool loopback = o.host == "127.0.0.1" || o.host == "localhost" || o.host == "::1";
+  if (!secret && !loopback) {
+    std::fprintf(stderr,
+                 "warning: listening on %s without authentication: anyone who reaches it can "
+                 "join; set SEEDRL_AUTH_SECRET or --auth-secret-file\n",
+                 o.host.c_str());
+  }
+  lc.auth_secret = std::move(secret);
+  lc.checkpoint_meta["network"] = agent.description;
+  lc.checkpoint_meta["environment"] = env.name;
+  impala_loss_config<typename Net::scalar_type> loss = agent.loss;
+  loss.entropy_cost = static_cast<typename Net::scalar_type>(o.entropy_cost);
+  learner<Net, Opt, tcp_transport, Trainer> l(lc, agent.network, agent.optimizer,
+                                              impala_loss<typename Net::scalar_type>(loss),
+                                              env.observations, env.actions, std::move(trainer));
+  if (const auto rc = detail::restore_from_flags(o, l, agent.description, env.checkpoint_hint))
+    return *rc;
+  // Before listening: start() refuses a checkpoint directory that holds another run's.
+  l.start();
+  tcp_transport transport;
+  auto listener = transport.listen({o.host, o.port});
+  const auto port = listener.local_port();
+  std::printf("learner listening on %s:%u\n", o.host.c_str(), static_cast<unsigned>(port));
+  if (env.announce_network)
+    std::printf("actions: %d; network: %s\n", env.actions.num_actions, agent.description.c_str());
+  std::fflush(stdout);
+  l.serve(std::move(listener));
+
+  child_processes kids;
+  if (o.mode == run_mode::local) {
+    const std::string address = o.host + ":" + std::to_string(port);
+    for (int i = 0; i < o.actors; ++i) {
+      const std::uint64_t seed = o.seed * 1000 + static_cast<std::uint64_t>(i) + 1;
+      kids.add(spawn(env.actor_command ? env.actor_command(address, i, seed)
+                                       : self_actor_command(o, address, seed)));
+    }
+    std::printf("started %d %sactor processes with %zu envs each\n", o.actors,
+                env.actor_kind.empty() ? "" : (env.actor_kind + " ").c_str(), o.envs_per_actor);
+  }
+  std::unique_ptr<metrics_log> metrics;
+  if (!o.logdir.empty())
+    metrics = std::make_unique<metrics_log>(o.logdir);
+
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  learner_stats last = l.stats();  // a resumed run starts from its counters
+  auto last_time = t0;
+  int rc = 1;
+  auto& stop = stop_requested();
+  while (!stop) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const auto s = l.stats();
+    const auto now = clock::now();
+    if (!s.trainer_error.empty()) {
+      std::fprintf(stderr, "training failed: %s\n", s.trainer_error.c_str());
+      break;
+    }
+    const bool solved =
+        o.target_return && s.returns_counted == 100 && s.mean_return >= *o.target_return;
+    const bool out_of_frames = s.frames >= o.total_frames;
+    // Actors that all died (e.g. a Python package missing) would leave the learner waiting.
+    const bool actors_gone = !kids.empty() && s.connected_actors == 0 &&
+                             now - t0 > std::chrono::seconds(60) && s.frames == last.frames;
+    if (now - last_time >= std::chrono::duration<double>(o.progress_seconds) || solved ||
+        out_of_frames || actors_gone) {
+      const double dt = std::chrono::duration<double>(now - last_time).count();
+      const auto p = progress_between(last, s, dt, o.inference_batch);
+      std::printf("%s\n", progress_line(p).c_str());
+      std::fflush(stdout);
+      if (metrics)
+        log_progress(*metrics, p);
+      last = s;
+      last_time = now;
+    }
+    const double elapsed = std::chrono::duration<double>(now - t0).count();
+    if (solved) {
+      std::printf(
+          "solved: mean return %.2f over the last 100 episodes after %lld frames in %.0f s\n",
+          s.mean_return, static_cast<long long>(s.frames), elapsed);
+      rc = 0;
+      break;
+    }
+    if (out_of_frames) {
+      if (o.target_return) {
+        std::printf("stopped after %lld frames: mean return %.2f is below %.2f\n",
+                    static_cast<long long>(s.frames), s.mean_return, *o.target_return);
+        rc = 1;
+      } else {
+        std::printf(
+            "done: %lld frames in %.0f s, %lld training steps, %lld episodes, mean return "
+            "%.2f\n",
+            static_cast<long long>(s.frames), elapsed, static_cast<long long>(s.train_steps),
+            static_cast<long long>(s.episodes), s.mean_return);
+        rc = 0;
+      }
+      break;
+    }
+    if (actors_gone) {
+      std::fprintf(stderr, "no actor connected for a minute: giving up (see their errors above)\n");
+      break;
+    }
+  }
+  if (stop)
+    rc = 130;
+  kids.terminate();
+  l.stop();
+  kids.wait();
+  return rc;
+}
+
+}  // namespace seedrl::app

@@ -1,0 +1,180 @@
+#pragma once
+/// \file
+/// The flags every seedrl training program shares, and the mode it runs in. A program fills a
+/// `run_options` with its own defaults, registers the flags with `add_run_flags` (every flag
+/// shows its default in `--help`), adds flags of its own, and parses (app/cli.hpp).
+///
+///   local    a learner plus --actors actor processes on loopback
+///   learner  a learner listening on --host:--port for actors
+///   actor    one actor process connecting to --learner
+///   eval     plays a checkpoint's policy (--checkpoint-dir or --init-checkpoint)
+
+#include <CLI/CLI.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "seedrl/app/cli.hpp"
+
+namespace seedrl::app {
+
+/// What a program run does.
+enum class run_mode { local, learner, actor, eval };
+
+/// Flags shared by the training programs; defaults are those of the CartPole demo.
+struct run_options {
+  run_mode mode = run_mode::local;
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+  int actors = 4;
+  std::size_t envs_per_actor = 4;
+  std::size_t max_envs = 4096;  ///< learner-mode env slots; local mode: actors x envs
+  std::size_t unroll_length = 20;
+  std::size_t batch_size = 16;
+  std::size_t queue_batches = 2;
+  std::size_t inference_batch = 16;
+  std::optional<double> learning_rate;  ///< unset: the agent recipe's default
+  double entropy_cost = 0.001;
+  std::int64_t total_frames = 8'000'000;
+  std::optional<double> target_return = 475.0;  ///< unset: train for --total-frames
+  std::string logdir;
+  std::uint64_t seed = 1;
+  std::string device = "cpu";
+  std::string checkpoint_dir;
+  std::int64_t checkpoint_every_steps = 500;  ///< 0: off
+  double checkpoint_every_seconds = 60.0;     ///< 0: off
+  bool resume = false;
+  std::string init_checkpoint;
+  std::string auth_secret_file;
+  bool no_auth = false;
+  int eval_episodes = 100;
+  bool eval_sample = false;
+  /// Seconds between progress lines (not a flag: a program's choice).
+  double progress_seconds = 2.0;
+};
+
+/// Which modes a program offers; all four by default.
+struct mode_set {
+  bool local = true, learner = true, actor = true, eval = true;
+};
+
+namespace detail {
+inline std::string format_number(double v) {
+  std::string s = std::to_string(v);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (!s.empty() && s.back() == '.')
+    s.pop_back();
+  return s;
+}
+}  // namespace detail
+
+/// Registers the shared flags and the MODE positional on `cli`, writing into `o` on parse.
+/// The values `o` holds now are the defaults `--help` shows.
+inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
+  cli.option_defaults()->always_capture_default();
+  std::map<std::string, run_mode> names;
+  std::string mode_help = "what to run:";
+  const auto offer = [&](bool on, const char* name, run_mode m, const char* what) {
+    if (!on)
+      return;
+    names.emplace(name, m);
+    mode_help += std::string("\n  ") + name + std::string(9 - std::string(name).size(), ' ') + what;
+  };
+  offer(modes.local, "local", run_mode::local, "a learner plus --actors actor processes on loopback");
+  offer(modes.learner, "learner", run_mode::learner, "a learner listening on --host:--port");
+  offer(modes.actor, "actor", run_mode::actor, "one actor process connecting to --learner");
+  offer(modes.eval, "eval", run_mode::eval,
+        "play the policy of a checkpoint (--checkpoint-dir or --init-checkpoint)");
+  cli.add_option("mode", o.mode, mode_help)
+      ->required()
+      ->transform(CLI::CheckedTransformer(names))
+      ->option_text("MODE");
+
+  cli.add_option_function<std::string>(
+         "--learner",
+         [&o](const std::string& v) {
+           const auto hp = parse_host_port(v);
+           if (!hp)
+             throw CLI::ValidationError("--learner", "needs HOST:PORT, got '" + v + "'");
+           o.host = hp->host;
+           o.port = hp->port;
+         },
+         "learner address (actor mode)")
+      ->option_text("HOST:PORT");
+  cli.add_option("--host", o.host, "where the learner listens");
+  cli.add_option("--port", o.port, "the learner's port (0: any free port)");
+  cli.add_option("--actors", o.actors, "actor processes in local mode")->check(positive_number);
+  cli.add_option("--envs-per-actor", o.envs_per_actor, "environments per actor")
+      ->check(positive_number);
+  cli.add_option("--max-envs", o.max_envs,
+                 "environments the learner holds state for (local mode: actors x envs)")
+      ->check(positive_number);
+  cli.add_option("--unroll-length", o.unroll_length, "steps per unroll")->check(positive_number);
+  cli.add_option("--batch-size", o.batch_size, "unrolls per training step")
+      ->check(positive_number);
+  cli.add_option("--inference-batch", o.inference_batch, "largest inference batch, in envs")
+      ->check(positive_number);
+  cli.add_option("--queue-batches", o.queue_batches,
+                 "training queue, in training batches (hold an unroll burst: actors x envs per "
+                 "actor / batch size)")
+      ->check(positive_number);
+  cli.add_option_function<double>(
+         "--learning-rate", [&o](double v) { o.learning_rate = v; },
+         o.learning_rate ? "Adam learning rate (default " + detail::format_number(*o.learning_rate) + ")"
+                         : std::string("Adam learning rate (default: the network's)"))
+      ->check(positive_number);
+  cli.add_option("--entropy-cost", o.entropy_cost, "entropy bonus weight")
+      ->check(non_negative_number);
+  cli.add_option("--total-frames", o.total_frames, "stop after this many env frames")
+      ->check(positive_number);
+  cli.add_option_function<double>(
+      "--target-return", [&o](double v) { o.target_return = v; },
+      "stop when the mean of the last 100 episodes reaches R (default " +
+          (o.target_return ? detail::format_number(*o.target_return) : std::string("none")) + ")");
+  cli.add_option("--logdir", o.logdir,
+                 "write metrics there: metrics.jsonl and TensorBoard event files");
+  cli.add_option("--seed", o.seed, "random seed");
+  cli.add_option("--device", o.device, "where the learner trains (cuda: the first GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+
+  auto* dir = cli.add_option("--checkpoint-dir", o.checkpoint_dir,
+                             "save checkpoints there (one directory per run: a new run refuses "
+                             "one that holds checkpoints; --resume continues it)");
+  cli.add_option("--checkpoint-every-steps", o.checkpoint_every_steps,
+                 "checkpoint every N training steps (0: off)")
+      ->check(non_negative_number);
+  cli.add_option("--checkpoint-every-seconds", o.checkpoint_every_seconds,
+                 "checkpoint every S seconds (0: off); always at exit")
+      ->check(non_negative_number);
+  auto* init = cli.add_option("--init-checkpoint", o.init_checkpoint,
+                              "start from a checkpoint's weights only (file or directory)");
+  cli.add_flag("--resume", o.resume,
+               "continue from the newest good checkpoint in --checkpoint-dir")
+      ->needs(dir)
+      ->excludes(init);
+  cli.add_option("--auth-secret-file", o.auth_secret_file,
+                 "the link's shared secret (mode 0600); otherwise SEEDRL_AUTH_SECRET, never the "
+                 "command line. Local mode makes a random one for its actors when neither is "
+                 "given")
+      ->check(CLI::ExistingFile);
+  cli.add_flag("--no-auth", o.no_auth, "run the link without authentication");
+  if (modes.eval) {
+    cli.add_option("--episodes", o.eval_episodes, "episodes to play (eval mode)")
+        ->check(positive_number);
+    cli.add_flag("--sample", o.eval_sample,
+                 "eval mode: sample actions from the policy instead of taking the argmax");
+  }
+}
+
+/// Settles what depends on more than one flag, after parsing: local mode sizes the learner's
+/// env table to its own actors.
+inline void finish_run_options(run_options& o) {
+  if (o.mode == run_mode::local)
+    o.max_envs = static_cast<std::size_t>(o.actors) * o.envs_per_actor;
+}
+
+}  // namespace seedrl::app
