@@ -13,7 +13,7 @@ namespace seedrl::app {
 
 namespace detail {
 inline std::atomic<bool> stop_flag{false};
-extern "C" inline void on_stop_signal(int) {
+extern "C" inline void seedrl_app_on_stop_signal(int) {
   if (stop_flag.exchange(true))
     std::_Exit(130);
 }
@@ -28,7 +28,7 @@ inline std::atomic<bool>& stop_requested() noexcept {
 /// its round trip and says goodbye instead of seeing its link fail.
 inline void install_stop_handlers() {
   struct sigaction sa {};
-  sa.sa_handler = detail::on_stop_signal;
+  sa.sa_handler = detail::seedrl_app_on_stop_signal;
   sa.sa_flags = SA_RESTART;
   ::sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, nullptr);
