@@ -29,12 +29,19 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/app/cli.hpp"
+#include "seedrl/app/mlp_recipe.hpp"
+#include "seedrl/app/processes.hpp"
+#include "seedrl/app/run_actor.hpp"
+#include "seedrl/app/run_learner.hpp"
+#include "seedrl/app/signals.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/env/cartpole.hpp"
 #include "seedrl/env/env_batch.hpp"
@@ -68,79 +75,55 @@ struct options {
   std::uint64_t seed = 1;
 };
 
-[[noreturn]] void usage(int code) {
-  std::printf(
-      "usage: seedrl_bench_e2e [options]\n"
-      "  --actors A            actor processes (default 4)\n"
-      "  --envs-per-actor K    environments per actor (default 4)\n"
-      "  --inference-batch N   learner's largest inference batch (default 16)\n"
-      "  --batch-size B        unrolls per training step (default 16)\n"
-      "  --unroll-length T     steps per unroll (default 20)\n"
-      "  --queue-batches Q     training queue capacity, in training batches (default 2)\n"
-      "  --seconds S           end-to-end measuring window (default 10)\n"
-      "  --warmup S            end-to-end warm-up before the window (default 2)\n"
-      "  --stage-seconds S     each stage-alone measurement (default 2)\n"
-      "  --repeats R           runs of every stage; medians are reported (default 3)\n"
-      "  --lstm                MLP+LSTM core instead of the MLP (as cartpole_seed --lstm)\n"
-      "  --actor-threads       actors as threads of this process instead of processes\n"
-      "  --e2e-only            run only the end-to-end stage (e.g. under perf record)\n"
-      "  --seed S              seed (default 1)\n");
-  std::exit(code);
+/// The flags, through the program layer's CLI11 parser (--help lists them; a bad one exits 2).
+std::optional<int> parse(int argc, char** argv, options& o) {
+  CLI::App cli("End-to-end SEED throughput on CartPole against each stage run alone",
+               "seedrl_bench_e2e");
+  cli.option_defaults()->always_capture_default();
+  const auto& positive = seedrl::app::positive_number;
+  cli.add_option("--actors", o.actors, "actor processes")->check(positive);
+  cli.add_option("--envs-per-actor", o.envs_per_actor, "environments per actor")->check(positive);
+  cli.add_option("--inference-batch", o.inference_batch, "learner's largest inference batch")
+      ->check(positive);
+  cli.add_option("--batch-size", o.batch_size, "unrolls per training step")->check(positive);
+  cli.add_option("--unroll-length", o.unroll_length, "steps per unroll")->check(positive);
+  cli.add_option("--queue-batches", o.queue_batches,
+                 "training queue capacity, in training batches")
+      ->check(positive);
+  cli.add_option("--seconds", o.seconds, "end-to-end measuring window")->check(positive);
+  cli.add_option("--warmup", o.warmup, "end-to-end warm-up before the window")
+      ->check(seedrl::app::non_negative_number);
+  cli.add_option("--stage-seconds", o.stage_seconds, "each stage-alone measurement")
+      ->check(positive);
+  cli.add_option("--repeats", o.repeats, "runs of every stage; medians are reported")
+      ->check(positive);
+  cli.add_flag("--lstm", o.lstm, "MLP+LSTM core instead of the MLP (as cartpole_seed --lstm)");
+  cli.add_flag("--actor-threads", o.actor_threads,
+               "actors as threads of this process instead of processes");
+  cli.add_flag("--e2e-only", o.e2e_only,
+               "run only the end-to-end stage (e.g. under perf record)");
+  cli.add_option("--seed", o.seed, "seed");
+  return seedrl::app::parse_command_line(cli, argc, argv);
 }
 
-options parse(int argc, char** argv) {
-  options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h")
-      usage(0);
-    else if (a == "--actors")
-      o.actors = std::stoi(next());
-    else if (a == "--envs-per-actor")
-      o.envs_per_actor = std::stoul(next());
-    else if (a == "--inference-batch")
-      o.inference_batch = std::stoul(next());
-    else if (a == "--batch-size")
-      o.batch_size = std::stoul(next());
-    else if (a == "--unroll-length")
-      o.unroll_length = std::stoul(next());
-    else if (a == "--queue-batches")
-      o.queue_batches = std::stoul(next());
-    else if (a == "--seconds")
-      o.seconds = std::stod(next());
-    else if (a == "--warmup")
-      o.warmup = std::stod(next());
-    else if (a == "--stage-seconds")
-      o.stage_seconds = std::stod(next());
-    else if (a == "--repeats")
-      o.repeats = std::stoi(next());
-    else if (a == "--lstm")
-      o.lstm = true;
-    else if (a == "--actor-threads")
-      o.actor_threads = true;
-    else if (a == "--e2e-only")
-      o.e2e_only = true;
-    else if (a == "--seed")
-      o.seed = std::stoull(next());
-    else {
-      std::fprintf(stderr, "unknown option %s\n", a.c_str());
-      usage(2);
-    }
-  }
-  if (o.actors < 1 || o.envs_per_actor < 1 || o.inference_batch < 1 || o.batch_size < 1 ||
-      o.unroll_length < 1 || o.queue_batches < 1 || o.repeats < 1 || o.seconds <= 0 ||
-      o.stage_seconds <= 0) {
-    std::fprintf(stderr, "counts, sizes and times must be positive\n");
-    std::exit(2);
-  }
-  return o;
+/// The demo's settings (seedrl_cartpole_seed) for the shared parts, from the bench's flags.
+seedrl::app::run_options run_settings(const options& o) {
+  seedrl::app::run_options r;
+  r.actors = o.actors;
+  r.envs_per_actor = o.envs_per_actor;
+  r.inference_batch = o.inference_batch;
+  r.batch_size = o.batch_size;
+  r.unroll_length = o.unroll_length;
+  r.queue_batches = o.queue_batches;
+  r.seed = o.seed;
+  return r;
+}
+
+/// The demo's agent: MLP 64-64, with an LSTM 64 core only under --lstm; Adam at the demo's rate.
+seedrl::app::mlp_recipe recipe(const options& o) {
+  seedrl::app::mlp_recipe r;
+  r.lstm = o.lstm;
+  return r;
 }
 
 double median(std::vector<double> v) {
@@ -153,13 +136,9 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-/// The demo's network: MLP 64-64, with an LSTM 64 core only under --lstm.
 seedrl::mlp_lstm_agent_config net_config(const options& o) {
-  seedrl::mlp_lstm_agent_config c;
-  c.seed = o.seed;
-  if (!o.lstm)
-    c.lstm_size = 0;
-  return c;
+  return recipe(o).shape(run_settings(o), seedrl::cartpole::observation_spec(),
+                         seedrl::cartpole::action_spec());
 }
 
 std::vector<float> random_floats(std::size_t n, seedrl::random_generator& rng, double lo,
@@ -283,10 +262,10 @@ stage_result training_only(const options& o) {
   seedrl::mlp_lstm_agent<float> net(net_config(o));
   const std::size_t T = o.unroll_length, T1 = T + 1, B = o.batch_size, A = 2;
   seedrl::adam_config adam;
-  adam.learning_rate = o.lstm ? 5e-4 : 2e-3;
+  adam.learning_rate = o.lstm ? recipe(o).lstm_learning_rate : recipe(o).learning_rate;
   seedrl::adam<float> optimizer(adam);
   seedrl::impala_loss_config<float> lc;
-  lc.entropy_cost = 0.001f;
+  lc.entropy_cost = static_cast<float>(run_settings(o).entropy_cost);
   seedrl::impala_loss<float> loss(lc);
   seedrl::random_generator rng(o.seed);
   const auto obs = random_floats(T1 * B * 4, rng, -1, 1);
@@ -317,11 +296,6 @@ stage_result training_only(const options& o) {
 
 // ---------------------------------------------------------------------------------------------
 // 4. end-to-end
-
-std::atomic<bool> child_stop{false};
-extern "C" void on_term(int) {
-  child_stop = true;
-}
 
 /// A thread's CPU time and time spent runnable but waiting for a CPU, from schedstat: on a
 /// shared 2-core machine the second tells preemption apart from work.
@@ -357,25 +331,22 @@ seedrl::actor_config actor_settings(std::size_t envs, std::uint64_t seed) {
 
 using tcp_actor = seedrl::actor<seedrl::cartpole, std::function<seedrl::tcp_connection()>>;
 
-/// `seedrl_bench_e2e --actor-child PORT K SEED`: one actor process, stopped by SIGTERM.
+/// `seedrl_bench_e2e --actor-child PORT K SEED`: one actor process (the demo's actor mode),
+/// stopped by SIGTERM.
 int actor_child(std::uint16_t port, std::size_t envs, std::uint64_t seed) {
-  struct sigaction sa {};
-  sa.sa_handler = on_term;
-  ::sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGTERM, &sa, nullptr);
-  seedrl::tcp_transport transport;
-  tcp_actor a(
-      actor_settings(envs, seed), [](std::size_t) { return seedrl::cartpole{}; },
-      [&] {
-        return transport.connect({"127.0.0.1", port});
-      });
+  seedrl::app::install_stop_handlers();
+  seedrl::app::run_options r;
+  r.mode = seedrl::app::run_mode::actor;
+  r.port = port;
+  r.envs_per_actor = envs;
+  r.seed = seed;
   try {
-    a.run(child_stop);
+    return seedrl::app::run_actor<seedrl::cartpole>(
+        r, nullptr, [](std::size_t) { return seedrl::cartpole{}; }, "bench-actor");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench actor: %s\n", e.what());
     return 1;
   }
-  return 0;
 }
 
 struct e2e_result {
@@ -392,22 +363,16 @@ struct e2e_result {
 };
 
 e2e_result end_to_end(const options& o, const char* self) {
-  seedrl::adam_config adam;
-  adam.learning_rate = o.lstm ? 5e-4 : 2e-3;
-  seedrl::impala_loss_config<float> loss;
-  loss.entropy_cost = 0.001f;
-  seedrl::learner_config lc;
-  lc.unroll_length = o.unroll_length;
-  lc.batch_size = o.batch_size;
-  lc.queue_batches = o.queue_batches;
-  lc.batching.max_batch = o.inference_batch;
-  lc.batching.max_request_rows = std::max<std::size_t>(o.envs_per_actor, 256);
-  lc.seed = o.seed;
-  lc.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
-  const seedrl::mlp_lstm_agent<float> net(net_config(o));
+  // The demo's learner and agent (seedrl_cartpole_seed local), built by the program layer.
+  const auto settings = run_settings(o);
+  const auto agent = recipe(o).make(settings, seedrl::cartpole::observation_spec(),
+                                    seedrl::cartpole::action_spec());
+  seedrl::impala_loss_config<float> loss = agent.loss;
+  loss.entropy_cost = static_cast<float>(settings.entropy_cost);
   seedrl::learner<seedrl::mlp_lstm_agent<float>, seedrl::adam<float>, seedrl::tcp_transport>
-      learner(lc, net, seedrl::adam<float>(adam), seedrl::impala_loss<float>(loss),
-              seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+      learner(seedrl::app::make_learner_config(settings), agent.network, agent.optimizer,
+              seedrl::impala_loss<float>(loss), seedrl::cartpole::observation_spec(),
+              seedrl::cartpole::action_spec());
   seedrl::tcp_transport transport;
   auto listener = transport.listen({"127.0.0.1", 0});
   const std::uint16_t port = listener.local_port();
@@ -443,16 +408,9 @@ e2e_result end_to_end(const options& o, const char* self) {
       });
       continue;
     }
-    // Built before fork: only exec runs in the child of this multi-threaded process.
-    const std::string p = std::to_string(port), k = std::to_string(o.envs_per_actor),
-                      s = std::to_string(seed);
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::execl(self, self, "--actor-child", p.c_str(), k.c_str(), s.c_str(),
-              static_cast<char*>(nullptr));
-      std::_Exit(127);
-    }
-    children.push_back(pid);
+    children.push_back(seedrl::app::spawn({self, "--actor-child", std::to_string(port),
+                                           std::to_string(o.envs_per_actor),
+                                           std::to_string(seed)}));
   }
 
   struct snapshot {
@@ -543,7 +501,9 @@ int main(int argc, char** argv) {
                        std::stoull(argv[4]));
   }
   ::signal(SIGPIPE, SIG_IGN);  // a vanished actor shows up as a write error instead
-  const options o = parse(argc, argv);
+  options o;
+  if (const auto rc = parse(argc, argv, o))
+    return *rc;
   // The real path, not /proc/self/exe, so that actor processes show under our name in perf.
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   std::printf(
