@@ -1,6 +1,6 @@
 """Conan 2 recipe for seedrl, a header-only C++20 library.
 
-Eigen and Boost are ordinary requirements; a profile may satisfy them from the system with
+Eigen, Boost and CLI11 are ordinary requirements; a profile may satisfy them from the system with
 [platform_requires] (test/packaging/conan_create.sh does). The package carries seedrl's own
 CMake config files, so consumers use find_package(seedrl CONFIG) exactly as with an install.
 """
@@ -31,6 +31,7 @@ class SeedrlConan(ConanFile):
     def requirements(self):
         self.requires("eigen/[>=3.4 <4]")
         self.requires("boost/[>=1.74]")
+        self.requires("cli11/[>=2.1 <3]")  # seedrl::app, the program layer (seedrl/app/)
 
     def layout(self):
         cmake_layout(self)

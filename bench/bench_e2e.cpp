@@ -87,8 +87,7 @@ std::optional<int> parse(int argc, char** argv, options& o) {
       ->check(positive);
   cli.add_option("--batch-size", o.batch_size, "unrolls per training step")->check(positive);
   cli.add_option("--unroll-length", o.unroll_length, "steps per unroll")->check(positive);
-  cli.add_option("--queue-batches", o.queue_batches,
-                 "training queue capacity, in training batches")
+  cli.add_option("--queue-batches", o.queue_batches, "training queue capacity, in training batches")
       ->check(positive);
   cli.add_option("--seconds", o.seconds, "end-to-end measuring window")->check(positive);
   cli.add_option("--warmup", o.warmup, "end-to-end warm-up before the window")
@@ -100,8 +99,7 @@ std::optional<int> parse(int argc, char** argv, options& o) {
   cli.add_flag("--lstm", o.lstm, "MLP+LSTM core instead of the MLP (as cartpole_seed --lstm)");
   cli.add_flag("--actor-threads", o.actor_threads,
                "actors as threads of this process instead of processes");
-  cli.add_flag("--e2e-only", o.e2e_only,
-               "run only the end-to-end stage (e.g. under perf record)");
+  cli.add_flag("--e2e-only", o.e2e_only, "run only the end-to-end stage (e.g. under perf record)");
   cli.add_option("--seed", o.seed, "seed");
   return seedrl::app::parse_command_line(cli, argc, argv);
 }
@@ -408,9 +406,9 @@ e2e_result end_to_end(const options& o, const char* self) {
       });
       continue;
     }
-    children.push_back(seedrl::app::spawn({self, "--actor-child", std::to_string(port),
-                                           std::to_string(o.envs_per_actor),
-                                           std::to_string(seed)}));
+    children.push_back(
+        seedrl::app::spawn({self, "--actor-child", std::to_string(port),
+                            std::to_string(o.envs_per_actor), std::to_string(seed)}));
   }
 
   struct snapshot {

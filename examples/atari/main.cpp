@@ -81,7 +81,8 @@ void add_pixel_flags(CLI::App& cli, pixel_options& p) {
       ->check(CLI::Range(0.0, 1.0));
   cli.add_flag("--full-action-space", p.full_action_space,
                "all 18 ALE actions instead of the game's minimal set");
-  cli.add_option("--python", p.python, "Python for the ALE actors (default $SEEDRL_PYTHON or python3)");
+  cli.add_option("--python", p.python,
+                 "Python for the ALE actors (default $SEEDRL_PYTHON or python3)");
 }
 
 /// The Python actor's argv for this game; its package comes from this source tree unless
@@ -128,8 +129,8 @@ int train(const app::run_options& o, const pixel_options& p, app::secret_ptr sec
   stack.depth = p.frame_stack;
   seedrl::adam_config adam;
   adam.learning_rate = *o.learning_rate;
-  app::agent_parts<seedrl::frame_stacked<Agent>> agent{seedrl::frame_stacked<Agent>(stack, c), seedrl::describe(c),
-                                                       seedrl::adam<float>(adam), {}};
+  app::agent_parts<seedrl::frame_stacked<Agent>> agent{
+      seedrl::frame_stacked<Agent>(stack, c), seedrl::describe(c), seedrl::adam<float>(adam), {}};
   agent.loss.max_abs_reward = 1.0f;  // SEED clips Atari rewards on the learner
   return app::with_trainer<gpu_trainer<std::remove_cvref_t<decltype(c.torso)>>>(
       o, "seedrl_atari", [&](auto trainer) {

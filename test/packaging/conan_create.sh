@@ -21,6 +21,7 @@ export CONAN_HOME="$work/home"
 "$conan" profile detect --force >/dev/null
 eigen=$(dpkg-query -W -f='${Version}' libeigen3-dev 2>/dev/null | sed 's/-.*//')
 boost=$(sed -n 's/#define BOOST_LIB_VERSION "\([0-9]*\)_\([0-9]*\)"/\1.\2.0/p' /usr/include/boost/version.hpp)
+cli11=$(dpkg-query -W -f='${Version}' libcli11-dev 2>/dev/null | sed 's/[+-].*//')
 cat >"$work/profile" <<PROFILE
 include(default)
 [settings]
@@ -28,6 +29,7 @@ compiler.cppstd=20
 [platform_requires]
 eigen/${eigen:-3.4.0}
 boost/${boost:-1.74.0}
+cli11/${cli11:-2.1.2}
 PROFILE
 echo "profile:"; cat "$work/profile"
 "$conan" create "$work/recipe" --profile:host "$work/profile" --profile:build "$work/profile" \

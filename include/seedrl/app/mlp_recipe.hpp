@@ -58,7 +58,8 @@ struct mlp_recipe {
                                  const action_spec& act) const {
     const auto c = shape(o, obs, act);
     adam_config adam;
-    adam.learning_rate = o.learning_rate ? *o.learning_rate : (lstm ? lstm_learning_rate : learning_rate);
+    adam.learning_rate =
+        o.learning_rate ? *o.learning_rate : (lstm ? lstm_learning_rate : learning_rate);
     return {network_type(c), describe(c), seedrl::adam<float>(adam), {}};
   }
 

@@ -50,10 +50,8 @@ class program {
   run_options options;
   /// Builds environment `i` of a process from the process's seed (default: `Env{}`; env_batch
   /// seeds each environment on reset anyway).
-  std::function<Env(std::size_t index, std::uint64_t seed)> make_env = [](std::size_t,
-                                                                         std::uint64_t) {
-    return Env{};
-  };
+  std::function<Env(std::size_t index, std::uint64_t seed)> make_env =
+      [](std::size_t, std::uint64_t) { return Env{}; };
   /// Checkpoint meta "environment" (default: the program's name).
   std::string environment_name;
 

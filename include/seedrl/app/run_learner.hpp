@@ -49,16 +49,15 @@ struct agent_parts {
 
 /// What the learner side needs to know about the environment and its actors.
 struct environment_info {
-  std::string name;                   ///< checkpoint meta "environment"
-  observation_spec observations;      ///< what actors send
-  action_spec actions;                ///< what the network chooses from
+  std::string name;               ///< checkpoint meta "environment"
+  observation_spec observations;  ///< what actors send
+  action_spec actions;            ///< what the network chooses from
   /// argv of actor process `index` in local mode, given the learner's HOST:PORT and its seed.
   /// Unset: this program itself in actor mode (`/proc/self/exe actor --learner ...`).
-  std::function<std::vector<std::string>(const std::string& address, int index,
-                                         std::uint64_t seed)>
+  std::function<std::vector<std::string>(const std::string& address, int index, std::uint64_t seed)>
       actor_command;
-  std::string actor_kind;      ///< e.g. "Python ALE/Pong-v5", for the "started ..." line
-  std::string checkpoint_hint; ///< appended when a checkpoint holds another network
+  std::string actor_kind;         ///< e.g. "Python ALE/Pong-v5", for the "started ..." line
+  std::string checkpoint_hint;    ///< appended when a checkpoint holds another network
   bool announce_network = false;  ///< print "actions: N; network: ..." after listening
 };
 
@@ -67,14 +66,10 @@ struct environment_info {
 inline std::vector<std::string> self_actor_command(const run_options& o, const std::string& address,
                                                    std::uint64_t seed,
                                                    const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args{"/proc/self/exe",
-                                "actor",
-                                "--learner",
-                                address,
-                                "--envs-per-actor",
-                                std::to_string(o.envs_per_actor),
-                                "--seed",
-                                std::to_string(seed)};
+  std::vector<std::string> args{"/proc/self/exe",   "actor",
+                                "--learner",        address,
+                                "--envs-per-actor", std::to_string(o.envs_per_actor),
+                                "--seed",           std::to_string(seed)};
   if (o.no_auth)
     args.emplace_back("--no-auth");
   args.insert(args.end(), extra.begin(), extra.end());

@@ -84,7 +84,8 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
     names.emplace(name, m);
     mode_help += std::string("\n  ") + name + std::string(9 - std::string(name).size(), ' ') + what;
   };
-  offer(modes.local, "local", run_mode::local, "a learner plus --actors actor processes on loopback");
+  offer(modes.local, "local", run_mode::local,
+        "a learner plus --actors actor processes on loopback");
   offer(modes.learner, "learner", run_mode::learner, "a learner listening on --host:--port");
   offer(modes.actor, "actor", run_mode::actor, "one actor process connecting to --learner");
   offer(modes.eval, "eval", run_mode::eval,
@@ -114,8 +115,7 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
                  "environments the learner holds state for (local mode: actors x envs)")
       ->check(positive_number);
   cli.add_option("--unroll-length", o.unroll_length, "steps per unroll")->check(positive_number);
-  cli.add_option("--batch-size", o.batch_size, "unrolls per training step")
-      ->check(positive_number);
+  cli.add_option("--batch-size", o.batch_size, "unrolls per training step")->check(positive_number);
   cli.add_option("--inference-batch", o.inference_batch, "largest inference batch, in envs")
       ->check(positive_number);
   cli.add_option("--queue-batches", o.queue_batches,
@@ -124,8 +124,9 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
       ->check(positive_number);
   cli.add_option_function<double>(
          "--learning-rate", [&o](double v) { o.learning_rate = v; },
-         o.learning_rate ? "Adam learning rate (default " + detail::format_number(*o.learning_rate) + ")"
-                         : std::string("Adam learning rate (default: the network's)"))
+         o.learning_rate
+             ? "Adam learning rate (default " + detail::format_number(*o.learning_rate) + ")"
+             : std::string("Adam learning rate (default: the network's)"))
       ->check(positive_number);
   cli.add_option("--entropy-cost", o.entropy_cost, "entropy bonus weight")
       ->check(non_negative_number);
@@ -152,8 +153,7 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
       ->check(non_negative_number);
   auto* init = cli.add_option("--init-checkpoint", o.init_checkpoint,
                               "start from a checkpoint's weights only (file or directory)");
-  cli.add_flag("--resume", o.resume,
-               "continue from the newest good checkpoint in --checkpoint-dir")
+  cli.add_flag("--resume", o.resume, "continue from the newest good checkpoint in --checkpoint-dir")
       ->needs(dir)
       ->excludes(init);
   cli.add_option("--auth-secret-file", o.auth_secret_file,
