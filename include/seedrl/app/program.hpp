@@ -71,7 +71,8 @@ class program {
       if (options.mode == run_mode::eval) {
         const Env probe = make_env(0, options.seed);
         const auto parts = recipe.make(options, probe.observation_spec(), probe.action_spec());
-        return run_eval<Env>(options, parts.network, parts.description, make);
+        return run_eval<Env>(options, parts.network, parts.description, make,
+                             recipe.checkpoint_hint());
       }
       const std::string env_name = environment_name.empty() ? name_ : environment_name;
       secret_ptr secret = load_secret(options);

@@ -5,7 +5,8 @@
 /// episodes on `--envs-per-actor` environments with greedy actions (--sample: sampled), through
 /// `seedrl::policy`, which keeps each environment's recurrent state as the learner did. Prints
 /// "greedy policy: mean return M over N episodes (min A, max B)"; exit 2 without a usable
-/// checkpoint.
+/// checkpoint. `play_episodes` and `print_eval_result` are the parts an evaluation program of
+/// its own (examples/cartpole_eval) uses.
 
 #include <algorithm>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -24,45 +26,26 @@
 
 namespace seedrl::app {
 
-/// See the file comment. `net` has this run's architecture; `description` is its checkpoint
-/// description.
-template <class Env, class Net>
-int run_eval(const run_options& o, const Net& architecture, const std::string& description,
-             std::function<Env(std::size_t)> make_env) {
-  using scalar = typename Net::scalar_type;
-  const std::filesystem::path from =
-      o.init_checkpoint.empty() ? o.checkpoint_dir : o.init_checkpoint;
-  if (from.empty()) {
-    std::fprintf(stderr, "eval needs --checkpoint-dir DIR or --init-checkpoint PATH\n");
-    return 2;
-  }
-  const auto c = std::filesystem::is_directory(from)
-                     ? read_latest_checkpoint(from)
-                     : std::optional<checkpoint>(read_checkpoint(from));
-  if (!c) {
-    std::fprintf(stderr, "no valid checkpoint in %s\n", from.c_str());
-    return 2;
-  }
-  const auto held = c->meta_value("network");
-  if (held && *held != description) {
-    std::fprintf(stderr, "%s holds a different network:\n  checkpoint: %s\n  this run:   %s\n",
-                 c->source.c_str(), held->c_str(), description.c_str());
-    return 2;
-  }
-  Net net(architecture);
-  restore_parameters(*c, net);
-  std::printf("%s: training step %lld, %s\n", c->source.c_str(), static_cast<long long>(c->step),
-              description.c_str());
+/// Returns over the episodes played.
+struct eval_result {
+  int episodes = 0;
+  double mean = 0.0, lowest = 0.0, highest = 0.0;
+};
 
-  const std::size_t envs = o.envs_per_actor;
-  const auto how = o.eval_sample ? action_selection::sample : action_selection::greedy;
-  policy<Net> pol(net, envs, o.seed);
-  auto batch = env_batch<Env>::create(envs, make_env, o.seed);
+/// Plays `episodes` episodes with `net`'s policy on `envs` environments at once (built by
+/// `make_env`, seeded from `seed`), choosing actions `how`.
+template <class Env, class Net>
+eval_result play_episodes(const Net& net, std::function<Env(std::size_t)> make_env,
+                          std::size_t envs, std::uint64_t seed, int episodes,
+                          action_selection how) {
+  using scalar = typename Net::scalar_type;
+  policy<Net> pol(net, envs, seed);
+  auto batch = env_batch<Env>::create(envs, make_env, seed);
   std::vector<std::uint8_t> dones(envs, 1);  // every first observation starts an episode
   std::vector<scalar> converted, rewards(envs);
-  int finished = 0;
-  double total = 0.0, lowest = 1e300, highest = -1e300;
-  while (finished < o.eval_episodes) {
+  eval_result r{0, 0.0, 1e300, -1e300};
+  double total = 0.0;
+  while (r.episodes < episodes) {
     const auto obs = batch.observations();
     std::span<const scalar> input;
     if constexpr (std::is_same_v<std::remove_cv_t<typename decltype(obs)::element_type>, scalar>) {
@@ -75,17 +58,64 @@ int run_eval(const run_options& o, const Net& architecture, const std::string& d
     batch.step(pol.act(input, rewards, dones, how));
     std::copy(batch.dones().begin(), batch.dones().end(), dones.begin());
     for (const auto& e : batch.finished_episodes()) {
-      if (finished == o.eval_episodes)
+      if (r.episodes == episodes)
         break;
-      ++finished;
+      ++r.episodes;
       total += e.episode_return;
-      lowest = std::min(lowest, e.episode_return);
-      highest = std::max(highest, e.episode_return);
+      r.lowest = std::min(r.lowest, e.episode_return);
+      r.highest = std::max(r.highest, e.episode_return);
     }
   }
+  r.mean = total / episodes;
+  return r;
+}
+
+/// "greedy policy: mean return M over N episodes (min A, max B)" ("sampled" for sampling).
+inline void print_eval_result(const eval_result& r, action_selection how) {
   std::printf("%s policy: mean return %.1f over %d episodes (min %.0f, max %.0f)\n",
-              o.eval_sample ? "sampled" : "greedy", total / o.eval_episodes, o.eval_episodes,
-              lowest, highest);
+              how == action_selection::greedy ? "greedy" : "sampled", r.mean, r.episodes, r.lowest,
+              r.highest);
+}
+
+/// The checkpoint at `from`: a file, or a directory's newest good one; nullopt when there is
+/// none (said on stderr).
+inline std::optional<checkpoint> read_eval_checkpoint(const std::filesystem::path& from) {
+  auto c = std::filesystem::is_directory(from) ? read_latest_checkpoint(from)
+                                               : std::optional<checkpoint>(read_checkpoint(from));
+  if (!c)
+    std::fprintf(stderr, "no valid checkpoint in %s\n", from.c_str());
+  return c;
+}
+
+/// See the file comment. `architecture` is this run's network; `description` its checkpoint
+/// description; `hint` is printed when a checkpoint holds another network.
+template <class Env, class Net>
+int run_eval(const run_options& o, const Net& architecture, const std::string& description,
+             std::function<Env(std::size_t)> make_env, const std::string& hint = {}) {
+  const std::filesystem::path from =
+      o.init_checkpoint.empty() ? o.checkpoint_dir : o.init_checkpoint;
+  if (from.empty()) {
+    std::fprintf(stderr, "eval needs --checkpoint-dir DIR or --init-checkpoint PATH\n");
+    return 2;
+  }
+  const auto c = read_eval_checkpoint(from);
+  if (!c)
+    return 2;
+  const auto held = c->meta_value("network");
+  if (held && *held != description) {
+    std::fprintf(stderr, "%s holds a different network:\n  checkpoint: %s\n  this run:   %s\n%s",
+                 c->source.c_str(), held->c_str(), description.c_str(),
+                 hint.empty() ? "" : (hint + "\n").c_str());
+    return 2;
+  }
+  Net net(architecture);
+  restore_parameters(*c, net);
+  std::printf("%s: training step %lld, %s\n", c->source.c_str(), static_cast<long long>(c->step),
+              description.c_str());
+  const auto how = o.eval_sample ? action_selection::sample : action_selection::greedy;
+  print_eval_result(
+      play_episodes<Env>(net, std::move(make_env), o.envs_per_actor, o.seed, o.eval_episodes, how),
+      how);
   return 0;
 }
 

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -32,7 +33,7 @@ struct run_options {
   std::uint16_t port = 0;
   int actors = 4;
   std::size_t envs_per_actor = 4;
-  std::size_t max_envs = 4096;  ///< learner-mode env slots; local mode: actors x envs
+  std::size_t max_envs = 4096;  ///< env slots; local mode: at least actors x envs
   std::size_t unroll_length = 20;
   std::size_t batch_size = 16;
   std::size_t queue_batches = 2;
@@ -112,7 +113,7 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
   cli.add_option("--envs-per-actor", o.envs_per_actor, "environments per actor")
       ->check(positive_number);
   cli.add_option("--max-envs", o.max_envs,
-                 "environments the learner holds state for (local mode: actors x envs)")
+                 "environments the learner holds state for (local mode: at least actors x envs)")
       ->check(positive_number);
   cli.add_option("--unroll-length", o.unroll_length, "steps per unroll")->check(positive_number);
   cli.add_option("--batch-size", o.batch_size, "unrolls per training step")->check(positive_number);
@@ -170,11 +171,11 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
   }
 }
 
-/// Settles what depends on more than one flag, after parsing: local mode sizes the learner's
-/// env table to its own actors.
+/// Settles what depends on more than one flag, after parsing: local mode gives the learner's
+/// env table room for all its actors' environments.
 inline void finish_run_options(run_options& o) {
   if (o.mode == run_mode::local)
-    o.max_envs = static_cast<std::size_t>(o.actors) * o.envs_per_actor;
+    o.max_envs = std::max(o.max_envs, static_cast<std::size_t>(o.actors) * o.envs_per_actor);
 }
 
 }  // namespace seedrl::app
