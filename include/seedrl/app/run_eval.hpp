@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "seedrl/app/checkpoint_network.hpp"
 #include "seedrl/app/run_options.hpp"
 #include "seedrl/env/env_batch.hpp"
 #include "seedrl/io/checkpoint.hpp"
@@ -101,13 +102,8 @@ int run_eval(const run_options& o, const Net& architecture, const std::string& d
   const auto c = read_eval_checkpoint(from);
   if (!c)
     return 2;
-  const auto held = c->meta_value("network");
-  if (held && *held != description) {
-    std::fprintf(stderr, "%s holds a different network:\n  checkpoint: %s\n  this run:   %s\n%s",
-                 c->source.c_str(), held->c_str(), description.c_str(),
-                 hint.empty() ? "" : (hint + "\n").c_str());
+  if (!holds_network(*c, description, hint))
     return 2;
-  }
   Net net(architecture);
   restore_parameters(*c, net);
   std::printf("%s: training step %lld, %s\n", c->source.c_str(), static_cast<long long>(c->step),

@@ -23,6 +23,7 @@
 
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/app/auth.hpp"
+#include "seedrl/app/checkpoint_network.hpp"
 #include "seedrl/app/processes.hpp"
 #include "seedrl/app/run_options.hpp"
 #include "seedrl/app/signals.hpp"
@@ -122,13 +123,8 @@ std::optional<int> restore_from_flags(const run_options& o, Learner& l,
     std::printf("no checkpoint in %s yet: starting afresh\n", from.c_str());
     return std::nullopt;
   }
-  const auto held = c->meta_value("network");
-  if (held && *held != description) {
-    std::fprintf(stderr, "%s holds a different network:\n  checkpoint: %s\n  this run:   %s\n%s",
-                 c->source.c_str(), held->c_str(), description.c_str(),
-                 hint.empty() ? "" : (hint + "\n").c_str());
+  if (!holds_network(*c, description, hint))
     return 2;
-  }
   l.restore(*c, !o.resume);
   std::printf("%s %s: training step %lld, %lld frames\n",
               o.resume ? "resumed from" : "initial weights from", c->source.c_str(),

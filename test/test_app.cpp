@@ -1,0 +1,130 @@
+// The program layer's flag handling (seedrl/app/): what each flag sets, the defaults a program
+// chose, and exit status 2 with a message for every kind of bad input (CLI11's own codes
+// differ per error kind). test/e2e/flags.sh checks the same through a built program.
+#include "seedrl/app/run_options.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "seedrl/app/checkpoint_network.hpp"
+#include "seedrl/app/cli.hpp"
+
+namespace {
+
+using seedrl::app::run_mode;
+using seedrl::app::run_options;
+
+/// Parses `args` (after the program name) into `o` with the shared flags; returns what
+/// parse_command_line returned.
+std::optional<int> parse(run_options& o, std::vector<std::string> args,
+                         seedrl::app::mode_set modes = {}) {
+  CLI::App cli("test", "seedrl_test");
+  seedrl::app::add_run_flags(cli, o, modes);
+  args.insert(args.begin(), "seedrl_test");
+  std::vector<const char*> argv;
+  for (const auto& a : args)
+    argv.push_back(a.c_str());
+  const auto rc = seedrl::app::parse_command_line(cli, static_cast<int>(argv.size()), argv.data());
+  if (!rc)
+    seedrl::app::finish_run_options(o);
+  return rc;
+}
+
+}  // namespace
+
+TEST_CASE("parse_host_port splits at the last colon and checks the port", "[app]") {
+  using seedrl::app::parse_host_port;
+  const auto a = parse_host_port("10.0.0.7:5000");
+  REQUIRE(a);
+  CHECK(a->host == "10.0.0.7");
+  CHECK(a->port == 5000);
+  const auto v6 = parse_host_port("::1:65535");
+  REQUIRE(v6);
+  CHECK(v6->host == "::1");
+  CHECK(v6->port == 65535);
+  CHECK(parse_host_port("h:0")->port == 0);
+  CHECK_FALSE(parse_host_port("localhost"));
+  CHECK_FALSE(parse_host_port("localhost:"));
+  CHECK_FALSE(parse_host_port("localhost:65536"));
+  CHECK_FALSE(parse_host_port("localhost:99999999999"));
+  CHECK_FALSE(parse_host_port("localhost:50x"));
+  CHECK_FALSE(parse_host_port("localhost:-1"));
+}
+
+TEST_CASE("flags set the run options; unset ones keep the program's defaults", "[app]") {
+  run_options o;
+  o.entropy_cost = 0.01;  // a program's own default
+  REQUIRE_FALSE(parse(o, {"actor", "--learner", "example.org:4000", "--envs-per-actor", "3",
+                          "--seed", "9", "--no-auth"}));
+  CHECK(o.mode == run_mode::actor);
+  CHECK(o.host == "example.org");
+  CHECK(o.port == 4000);
+  CHECK(o.envs_per_actor == 3);
+  CHECK(o.seed == 9);
+  CHECK(o.no_auth);
+  CHECK(o.entropy_cost == 0.01);
+  CHECK_FALSE(o.learning_rate);  // the recipe's default
+  REQUIRE(o.target_return);
+  CHECK(*o.target_return == 475.0);
+
+  run_options l;
+  REQUIRE_FALSE(
+      parse(l, {"--learning-rate", "3e-4", "learner", "--target-return", "-100", "--checkpoint-dir",
+                "ckpt", "--resume", "--checkpoint-every-steps", "0"}));
+  CHECK(l.mode == run_mode::learner);
+  REQUIRE(l.learning_rate);
+  CHECK(*l.learning_rate == 3e-4);
+  CHECK(*l.target_return == -100.0);
+  CHECK(l.checkpoint_dir == "ckpt");
+  CHECK(l.resume);
+  CHECK(l.checkpoint_every_steps == 0);
+  CHECK(l.max_envs == 4096);
+}
+
+TEST_CASE("local mode gives the learner room for all its actors' environments", "[app]") {
+  run_options small;
+  REQUIRE_FALSE(parse(small, {"local", "--actors", "2", "--envs-per-actor", "8"}));
+  CHECK(small.max_envs == 4096);
+  run_options big;
+  REQUIRE_FALSE(parse(big, {"local", "--actors", "3", "--envs-per-actor", "2000"}));
+  CHECK(big.max_envs == 6000);
+  run_options learner;
+  REQUIRE_FALSE(parse(learner, {"learner", "--envs-per-actor", "2000"}));
+  CHECK(learner.max_envs == 4096);
+}
+
+TEST_CASE("--help exits 0; every kind of bad input exits 2", "[app]") {
+  const auto rc = [](std::vector<std::string> args, seedrl::app::mode_set modes = {}) {
+    run_options o;
+    return parse(o, std::move(args), modes);
+  };
+  CHECK(rc({"--help"}) == 0);
+  CHECK(rc({"local", "-h"}) == 0);
+  CHECK(rc({}) == 2);                             // no mode
+  CHECK(rc({"train"}) == 2);                      // no such mode
+  CHECK(rc({"local", "--no-such-flag"}) == 2);    // unknown flag
+  CHECK(rc({"local", "extra"}) == 2);             // a second positional
+  CHECK(rc({"local", "--actors", "four"}) == 2);  // malformed
+  CHECK(rc({"local", "--actors", "0"}) == 2);     // out of range
+  CHECK(rc({"local", "--actors"}) == 2);          // value missing
+  CHECK(rc({"local", "--port", "65536"}) == 2);   // does not fit
+  CHECK(rc({"local", "--learning-rate", "-1"}) == 2);
+  CHECK(rc({"local", "--entropy-cost", "x"}) == 2);
+  CHECK(rc({"local", "--device", "tpu"}) == 2);
+  CHECK(rc({"actor", "--learner", "nohost"}) == 2);
+  CHECK(rc({"local", "--resume"}) == 2);  // needs --checkpoint-dir
+  CHECK(rc({"local", "--checkpoint-dir", "d", "--resume", "--init-checkpoint", "c"}) == 2);
+  CHECK(rc({"local", "--auth-secret-file", "/no/such/file"}) == 2);
+  CHECK(rc({"eval"}, {.eval = false}) == 2);  // a mode the program does not offer
+  CHECK(rc({"local", "--episodes", "3"}, {.eval = false}) == 2);
+}
+
+TEST_CASE("holds_network refuses a checkpoint of another network", "[app]") {
+  seedrl::checkpoint c;
+  CHECK(seedrl::app::holds_network(c, "mlp a"));  // says nothing: accepted
+  c.meta["network"] = "mlp a";
+  CHECK(seedrl::app::holds_network(c, "mlp a"));
+  CHECK_FALSE(seedrl::app::holds_network(c, "mlp b", "(was it trained with --lstm?)"));
+}
