@@ -53,7 +53,7 @@ TEST_CASE("parse_host_port splits at the last colon and checks the port", "[app]
   CHECK_FALSE(parse_host_port("localhost:-1"));
 }
 
-TEST_CASE("flags set the run options; unset ones keep the program's defaults", "[app]") {
+TEST_CASE("flags set the run options, and unset ones keep the program's defaults", "[app]") {
   run_options o;
   o.entropy_cost = 0.01;  // a program's own default
   REQUIRE_FALSE(parse(o, {"actor", "--learner", "example.org:4000", "--envs-per-actor", "3",
@@ -95,7 +95,7 @@ TEST_CASE("local mode gives the learner room for all its actors' environments", 
   CHECK(learner.max_envs == 4096);
 }
 
-TEST_CASE("--help exits 0; every kind of bad input exits 2", "[app]") {
+TEST_CASE("--help exits 0, and every kind of bad input exits 2", "[app]") {
   const auto rc = [](std::vector<std::string> args, seedrl::app::mode_set modes = {}) {
     run_options o;
     return parse(o, std::move(args), modes);
