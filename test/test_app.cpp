@@ -10,6 +10,7 @@
 
 #include "seedrl/app/checkpoint_network.hpp"
 #include "seedrl/app/cli.hpp"
+#include "seedrl/app/python_actor.hpp"
 
 namespace {
 
@@ -127,4 +128,30 @@ TEST_CASE("holds_network refuses a checkpoint of another network", "[app]") {
   c.meta["network"] = "mlp a";
   CHECK(seedrl::app::holds_network(c, "mlp a"));
   CHECK_FALSE(seedrl::app::holds_network(c, "mlp b", "(was it trained with --lstm?)"));
+}
+
+TEST_CASE("parse_python_env_spec reads the Python actor's --print-spec line", "[app]") {
+  using seedrl::app::parse_python_env_spec;
+  const auto pong = parse_python_env_spec(
+      R"({"env": "ALE/Pong-v5", "observation": {"dtype": "uint8", "shape": [84, 84]}, )"
+      R"("actions": 6})"
+      "\n");
+  REQUIRE(pong);
+  CHECK(pong->actions.num_actions == 6);
+  CHECK(pong->observations.type == seedrl::dtype::uint8);
+  CHECK(pong->observations.shape == seedrl::tensor_shape{84, 84});
+  const auto cartpole = parse_python_env_spec(
+      R"({"env": "CartPole-v1", "observation": {"dtype": "float32", "shape": [4]}, "actions": 2})");
+  REQUIRE(cartpole);
+  CHECK(cartpole->observations.type == seedrl::dtype::float32);
+  CHECK(cartpole->observations.shape == seedrl::tensor_shape{4});
+  CHECK(cartpole->actions.num_actions == 2);
+  CHECK_FALSE(parse_python_env_spec(""));
+  CHECK_FALSE(parse_python_env_spec(R"({"observation": {"dtype": "uint8", "shape": [2]}})"));
+  CHECK_FALSE(parse_python_env_spec(
+      R"({"observation": {"dtype": "complex64", "shape": [2]}, "actions": 2})"));
+  CHECK_FALSE(
+      parse_python_env_spec(R"({"observation": {"dtype": "uint8", "shape": [0]}, "actions": 2})"));
+  CHECK_FALSE(
+      parse_python_env_spec(R"({"observation": {"dtype": "uint8", "shape": [2]}, "actions": 0})"));
 }

@@ -13,14 +13,12 @@
 // checkpoints and the progress loop are seedrl/app; this file holds what is specific to pixels.
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "seedrl/app/cli.hpp"
-#include "seedrl/app/processes.hpp"
+#include "seedrl/app/python_actor.hpp"
 #include "seedrl/app/run_actor.hpp"
 #include "seedrl/app/run_learner.hpp"
 #include "seedrl/app/trainer_choice.hpp"
@@ -53,14 +51,12 @@ struct pixel_options {
   std::vector<std::ptrdiff_t> conv_channels;  // empty: the network's default
   double sticky_actions = 0.0;
   bool full_action_space = false;
-  std::string python;
+  app::python_actor python;  // ALE games: python -m seedrl_actor --env ALE/NAME-v5
   bool is_catch() const { return game == "catch"; }
   std::string ale_id() const { return "ALE/" + game + "-v5"; }
 };
 
 void add_pixel_flags(CLI::App& cli, pixel_options& p) {
-  const char* py = std::getenv("SEEDRL_PYTHON");
-  p.python = py && *py ? py : "python3";
   cli.add_option("--game", p.game,
                  "an ALE game (Pong, Breakout, ...: ALE/NAME-v5 through the Python actor) or catch "
                  "(a C++ pixel game)");
@@ -81,36 +77,8 @@ void add_pixel_flags(CLI::App& cli, pixel_options& p) {
       ->check(CLI::Range(0.0, 1.0));
   cli.add_flag("--full-action-space", p.full_action_space,
                "all 18 ALE actions instead of the game's minimal set");
-  cli.add_option("--python", p.python,
+  cli.add_option("--python", p.python.python,
                  "Python for the ALE actors (default $SEEDRL_PYTHON or python3)");
-}
-
-/// The Python actor's argv for this game; its package comes from this source tree unless
-/// installed.
-std::vector<std::string> python_actor_args(const pixel_options& p) {
-  const std::string dir = SEEDRL_PYTHON_PACKAGE_DIR;
-  if (!dir.empty() && std::filesystem::exists(dir + "/seedrl_actor")) {
-    const char* old = std::getenv("PYTHONPATH");
-    ::setenv("PYTHONPATH", (old && *old ? dir + ":" + old : dir).c_str(), 1);
-  }
-  std::vector<std::string> args{p.python, "-m", "seedrl_actor", "--env", p.ale_id()};
-  if (p.sticky_actions > 0.0)
-    args.insert(args.end(), {"--sticky-actions", std::to_string(p.sticky_actions)});
-  if (p.full_action_space)
-    args.emplace_back("--full-action-space");
-  return args;
-}
-
-/// The action count of an ALE game, asked of the Python actor (`--print-spec`), so that the
-/// learner's network matches what the actors will send.
-std::optional<std::int32_t> ale_action_count(const pixel_options& p) {
-  auto args = python_actor_args(p);
-  args.emplace_back("--print-spec");
-  const auto out = app::capture(args);
-  const auto at = out ? out->find("\"actions\":") : std::string::npos;
-  if (at == std::string::npos)
-    return std::nullopt;
-  return static_cast<std::int32_t>(std::stoi(out->substr(at + 10)));
 }
 
 /// Trains `Agent` (a pixel agent under learner-side frame stacking) sized by the flags.
@@ -150,21 +118,18 @@ int run_learner(const app::run_options& o, const pixel_options& p, app::secret_p
       return app::self_actor_command(o, address, seed, {"--game", "catch"});
     };
   } else {
-    const auto n = ale_action_count(p);
-    if (!n) {
+    const auto spec = p.python.spec();
+    if (!spec) {
       std::fprintf(stderr,
                    "cannot ask the Python actor for %s's action count: is ale-py installed for %s?"
                    " (pip install ale-py gymnasium numpy; or --python PATH)\n",
-                   p.ale_id().c_str(), p.python.c_str());
+                   p.ale_id().c_str(), p.python.python.c_str());
       return 3;
     }
-    env.actions = seedrl::action_spec::discrete(*n);
+    env.actions = spec->actions;
     env.actor_kind = p.ale_id();
     env.actor_command = [&o, &p](const std::string& address, int, std::uint64_t seed) {
-      auto args = python_actor_args(p);
-      args.insert(args.end(), {"--learner", address, "--envs", std::to_string(o.envs_per_actor),
-                               "--seed", std::to_string(seed)});
-      return args;
+      return p.python.command(address, o.envs_per_actor, seed);
     };
   }
   if (p.network == "nature") {
@@ -201,6 +166,13 @@ int main(int argc, char** argv) {
   if (const auto rc = app::parse_command_line(cli, argc, argv))
     return *rc;
   app::finish_run_options(o);
+  p.python.env_id = p.ale_id();
+  if (p.sticky_actions > 0.0)
+    p.python.options.insert(p.python.options.end(),
+                            {"--sticky-actions", std::to_string(p.sticky_actions)});
+  if (p.full_action_space)
+    p.python.options.emplace_back("--full-action-space");
+  app::python_actor::use_package_from(SEEDRL_PYTHON_PACKAGE_DIR);
   if (p.network == "nature" && !p.conv_channels.empty() && p.conv_channels.size() != 3) {
     std::fprintf(stderr, "seedrl_atari: --conv-channels needs 3 values for the Nature CNN\n");
     return 2;
@@ -209,7 +181,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "actor mode plays catch; for ALE games run: %s -m seedrl_actor --learner "
                  "HOST:PORT --env %s --envs K\n",
-                 p.python.c_str(), p.ale_id().c_str());
+                 p.python.python.c_str(), p.ale_id().c_str());
     return 2;
   }
   app::install_stop_handlers();
