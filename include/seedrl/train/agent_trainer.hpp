@@ -54,6 +54,7 @@
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_optimizer.hpp"
 #include "seedrl/train/backend_torso.hpp"
+#include "seedrl/train/detail/backend_ops.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
 
 namespace seedrl {
@@ -390,19 +391,15 @@ class backend_agent_trainer {
     grow(d_core_out_, N * core_out_width_);
   }
 
-  /// Reallocates `b` (a buffer<T>) to n elements if it holds fewer.
   template <class Buffer>
   void grow(Buffer& b, std::size_t n) {
-    using T = std::remove_cv_t<std::remove_pointer_t<decltype(b.data())>>;
-    if (b.size() < n)
-      b = backend_->template allocate<T>(n);
+    detail::grow(*backend_, b, n);
   }
 
-  /// Row-major GEMM with sizes checked to fit int when the batch was checked.
+  /// Row-major GEMM; the sizes were checked to fit int.
   void gemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, S alpha, const S* a,
             std::size_t lda, const S* b, std::size_t ldb, S beta, S* c, std::size_t ldc) {
-    backend_->gemm(ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
-                   static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+    detail::gemm(*backend_, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
 
   backend_torso_batch<S> torso_batch(std::size_t steps, std::size_t B) const {

@@ -31,6 +31,7 @@
 #include "seedrl/net/pixel_lstm_agent_config.hpp"
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_torso.hpp"
+#include "seedrl/train/detail/backend_ops.hpp"
 #include "seedrl/train/detail/impala_resnet_torso.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
 #include "seedrl/train/detail/nature_cnn_torso.hpp"
@@ -167,14 +168,13 @@ class backend_pixel_torso {
 
   template <class Buffer>
   void grow(Buffer& b, std::size_t n) {
-    if (b.size() < n)
-      b = backend_->template allocate<S>(n);
+    detail::grow(*backend_, b, n);
   }
 
+  /// Row-major GEMM; the sizes were checked to fit int.
   void gemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, S alpha, const S* a,
             std::size_t lda, const S* b, std::size_t ldb, S beta, S* c, std::size_t ldc) {
-    backend_->gemm(ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
-                   static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+    detail::gemm(*backend_, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
 
   Backend* backend_;
