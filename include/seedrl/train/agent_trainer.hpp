@@ -83,7 +83,7 @@ class backend_agent_trainer {
   /// actions, negative sizes) and allocates the parameter and gradient arrays. `torso` must
   /// use `backend`.
   backend_agent_trainer(Backend& backend, Torso torso, const backend_core_config& core)
-      : backend_(&backend), torso_(std::move(torso)), core_(core), opt_(backend, who_, 0) {
+      : backend_(backend), torso_(std::move(torso)), core_(core), opt_(backend, who_, 0) {
     if (core_.num_actions <= 0 || core_.lstm_size < 0 || core_.lstm_layers < 0) {
       throw std::invalid_argument(std::string(who_) +
                                   ": num_actions must be positive, lstm_size and lstm_layers "
@@ -358,48 +358,37 @@ class backend_agent_trainer {
 
   /// Sizes every work buffer for N rows and B environments; reallocates only to grow.
   void reserve(std::size_t N, std::size_t B) {
-    grow(obs_buf_, N * torso_.observation_size());
-    grow(rewards_, N);
-    grow(behaviour_, N);
-    grow(dones_, N);
-    grow(truncated_, N);
-    grow(actions_, N);
+    backend_.grow(obs_buf_, N * torso_.observation_size());
+    backend_.grow(rewards_, N);
+    backend_.grow(behaviour_, N);
+    backend_.grow(dones_, N);
+    backend_.grow(truncated_, N);
+    backend_.grow(actions_, N);
     if (core_.reward_and_action_inputs)
-      grow(prev_actions_, N);
+      backend_.grow(prev_actions_, N);
     if (state_size() > 0)
-      grow(start_state_, B * state_size());
+      backend_.grow(start_state_, B * state_size());
     torso_.reserve(N);
-    grow(core_in_, N * core_in_width_);
+    backend_.grow(core_in_, N * core_in_width_);
     layers_.resize(L_);
     for (auto& layer : layers_) {
-      grow(layer.gates, N * 4 * H_);
-      grow(layer.h_prev, N * H_);
-      grow(layer.c_prev, N * H_);
-      grow(layer.tanh_c, N * H_);
-      grow(layer.h, N * H_);
+      backend_.grow(layer.gates, N * 4 * H_);
+      backend_.grow(layer.h_prev, N * H_);
+      backend_.grow(layer.c_prev, N * H_);
+      backend_.grow(layer.tanh_c, N * H_);
+      backend_.grow(layer.h, N * H_);
     }
     if (L_ > 0) {
-      grow(dz_, N * 4 * H_);
-      grow(dh_next_, B * H_);
-      grow(dc_next_, B * H_);
-      grow(d_core_in_, N * core_in_width_);
+      backend_.grow(dz_, N * 4 * H_);
+      backend_.grow(dh_next_, B * H_);
+      backend_.grow(dc_next_, B * H_);
+      backend_.grow(d_core_in_, N * core_in_width_);
     }
-    grow(logits_, N * A_);
-    grow(values_, N);
-    grow(d_logits_, N * A_);
-    grow(d_values_, N);
-    grow(d_core_out_, N * core_out_width_);
-  }
-
-  template <class Buffer>
-  void grow(Buffer& b, std::size_t n) {
-    detail::grow(*backend_, b, n);
-  }
-
-  /// Row-major GEMM; the sizes were checked to fit int.
-  void gemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, S alpha, const S* a,
-            std::size_t lda, const S* b, std::size_t ldb, S beta, S* c, std::size_t ldc) {
-    detail::gemm(*backend_, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    backend_.grow(logits_, N * A_);
+    backend_.grow(values_, N);
+    backend_.grow(d_logits_, N * A_);
+    backend_.grow(d_values_, N);
+    backend_.grow(d_core_out_, N * core_out_width_);
   }
 
   backend_torso_batch<S> torso_batch(std::size_t steps, std::size_t B) const {
@@ -437,13 +426,13 @@ class backend_agent_trainer {
       auto& c = layers_[l];
       const std::size_t I = layer_input(l), ldw = I + H_;
       const S* w = p + lstm_w_[l];
-      gemm(false, true, N, 4 * H_, I, S(1), x, I, w, ldw, S(0), c.gates.data(), 4 * H_);
+      backend_.gemm(false, true, N, 4 * H_, I, S(1), x, I, w, ldw, S(0), c.gates.data(), 4 * H_);
       be.for_each(B * H_, detail::lstm_start_state_kernel<S>{
                               start_state_.data(), state_size(), torso_.state_size() + 2 * H_ * l,
                               dones_.data(), c.h_prev.data(), c.c_prev.data(), H_});
       for (std::size_t t = 0; t < steps; ++t) {
-        gemm(false, true, B, 4 * H_, H_, S(1), c.h_prev.data() + t * B * H_, H_, w + I, ldw, S(1),
-             c.gates.data() + t * B * 4 * H_, 4 * H_);
+        backend_.gemm(false, true, B, 4 * H_, H_, S(1), c.h_prev.data() + t * B * H_, H_, w + I,
+                      ldw, S(1), c.gates.data() + t * B * 4 * H_, 4 * H_);
         be.for_each(B * H_, detail::lstm_forward_step_kernel<S>{
                                 c.gates.data(), p + lstm_b_[l], dones_.data(), c.c_prev.data(),
                                 c.h_prev.data(), c.tanh_c.data(), c.h.data(), H_, B, t, steps});
@@ -452,9 +441,11 @@ class backend_agent_trainer {
     }
     // Heads.
     const std::size_t C = core_out_width_;
-    gemm(false, true, N, A_, C, S(1), core_out(), C, p + policy_w_, C, S(0), logits_.data(), A_);
+    backend_.gemm(false, true, N, A_, C, S(1), core_out(), C, p + policy_w_, C, S(0),
+                  logits_.data(), A_);
     be.for_each(N * A_, detail::add_bias_kernel<S>{logits_.data(), p + policy_b_, A_, A_});
-    gemm(false, true, N, 1, C, S(1), core_out(), C, p + value_w_, C, S(0), values_.data(), 1);
+    backend_.gemm(false, true, N, 1, C, S(1), core_out(), C, p + value_w_, C, S(0), values_.data(),
+                  1);
     be.for_each(N, detail::add_bias_kernel<S>{values_.data(), p + value_b_, 1, 1});
   }
 
@@ -465,14 +456,16 @@ class backend_agent_trainer {
     S* g = grads_.data();
     be.fill(g, num_parameters_, S(0));
     // Heads: weight and bias gradients, then the gradient w.r.t. the core output.
-    gemm(true, false, A_, C, N, S(1), d_logits_.data(), A_, core_out(), C, S(1), g + policy_w_, C);
+    backend_.gemm(true, false, A_, C, N, S(1), d_logits_.data(), A_, core_out(), C, S(1),
+                  g + policy_w_, C);
     be.for_each(A_, detail::column_sum_add_kernel<S>{d_logits_.data(), N, A_, g + policy_b_});
-    gemm(true, false, 1, C, N, S(1), d_values_.data(), 1, core_out(), C, S(1), g + value_w_, C);
+    backend_.gemm(true, false, 1, C, N, S(1), d_values_.data(), 1, core_out(), C, S(1),
+                  g + value_w_, C);
     be.for_each(1, detail::column_sum_add_kernel<S>{d_values_.data(), N, 1, g + value_b_});
-    gemm(false, false, N, C, A_, S(1), d_logits_.data(), A_, p + policy_w_, C, S(0),
-         d_core_out_.data(), C);
-    gemm(false, false, N, C, 1, S(1), d_values_.data(), 1, p + value_w_, C, S(1),
-         d_core_out_.data(), C);
+    backend_.gemm(false, false, N, C, A_, S(1), d_logits_.data(), A_, p + policy_w_, C, S(0),
+                  d_core_out_.data(), C);
+    backend_.gemm(false, false, N, C, 1, S(1), d_values_.data(), 1, p + value_w_, C, S(1),
+                  d_core_out_.data(), C);
     // LSTM layers from the top; d_core_out_ holds the gradient w.r.t. the current layer's h.
     for (std::size_t l = L_; l-- > 0;) {
       auto& c = layers_[l];
@@ -484,19 +477,19 @@ class backend_agent_trainer {
                                 c.c_prev.data(), dones_.data(), dh_next_.data(), dc_next_.data(),
                                 dz_.data(), H_, B, t, steps});
         if (t > 0) {  // dh into step t-1: dz_t W_hh
-          gemm(false, false, B, H_, 4 * H_, S(1), dz_.data() + t * B * 4 * H_, 4 * H_, w + I, ldw,
-               S(0), dh_next_.data(), H_);
+          backend_.gemm(false, false, B, H_, 4 * H_, S(1), dz_.data() + t * B * 4 * H_, 4 * H_,
+                        w + I, ldw, S(0), dh_next_.data(), H_);
         }
       }
       const S* x = l == 0 ? static_cast<const S*>(core_in_.data()) : layers_[l - 1].h.data();
       S* gw = g + lstm_w_[l];
-      gemm(true, false, 4 * H_, I, N, S(1), dz_.data(), 4 * H_, x, I, S(1), gw, ldw);
-      gemm(true, false, 4 * H_, H_, N, S(1), dz_.data(), 4 * H_, c.h_prev.data(), H_, S(1), gw + I,
-           ldw);
+      backend_.gemm(true, false, 4 * H_, I, N, S(1), dz_.data(), 4 * H_, x, I, S(1), gw, ldw);
+      backend_.gemm(true, false, 4 * H_, H_, N, S(1), dz_.data(), 4 * H_, c.h_prev.data(), H_, S(1),
+                    gw + I, ldw);
       be.for_each(4 * H_, detail::column_sum_add_kernel<S>{dz_.data(), N, 4 * H_, g + lstm_b_[l]});
       // The gradient w.r.t. this layer's input: the layer below's h, or the core input.
       S* dx = l == 0 ? d_core_in_.data() : d_core_out_.data();
-      gemm(false, false, N, I, 4 * H_, S(1), dz_.data(), 4 * H_, w, ldw, S(0), dx, I);
+      backend_.gemm(false, false, N, I, 4 * H_, S(1), dz_.data(), 4 * H_, w, ldw, S(0), dx, I);
     }
     // The torso, from the gradient w.r.t. its output: the core input's first columns (the
     // reward and action columns have no parameters). Without an LSTM the heads read the core
@@ -513,7 +506,7 @@ class backend_agent_trainer {
     buffer<S> h;       ///< [N, H] outgoing h: the next layer's input
   };
 
-  Backend* backend_;
+  detail::backend_ref<Backend> backend_;
   Torso torso_;
   backend_core_config core_;
   std::size_t A_ = 0, H_ = 0, L_ = 0, features_ = 0;

@@ -36,7 +36,7 @@ class backend_mlp_torso {
   /// Checks `config` as `mlp_lstm_agent` does (std::invalid_argument), its core and heads
   /// included, and lays out the torso's parameters.
   backend_mlp_torso(Backend& backend, const mlp_lstm_agent_config& config)
-      : backend_(&backend), config_(config) {
+      : backend_(backend), config_(config) {
     const std::string who = "seedrl::backend_mlp_lstm_trainer";
     if (config_.observation_size <= 0 || config_.num_actions <= 0 || config_.hidden_sizes.empty() ||
         config_.lstm_size < 0 || config_.lstm_layers <= 0) {
@@ -91,9 +91,9 @@ class backend_mlp_torso {
   void reserve(std::size_t rows) {
     out_.resize(hidden_.size() - 1);
     for (std::size_t k = 0; k + 1 < hidden_.size(); ++k)
-      grow(out_[k], rows * hidden_[k]);
-    grow(d_a_, rows * max_hidden_);
-    grow(d_b_, rows * max_hidden_);
+      backend_.grow(out_[k], rows * hidden_[k]);
+    backend_.grow(d_a_, rows * max_hidden_);
+    backend_.grow(d_b_, rows * max_hidden_);
   }
 
   /// Every layer on all rows; the last one writes into out (row stride ld).
@@ -105,8 +105,8 @@ class backend_mlp_torso {
       const bool last = k + 1 == hidden_.size();
       S* y = last ? out : out_[k].data();
       const std::size_t ld_y = last ? ld : hidden_[k];
-      gemm(false, true, N, hidden_[k], in_width, S(1), in, in_width, params + w_[k], in_width, S(0),
-           y, ld_y);
+      backend_.gemm(false, true, N, hidden_[k], in_width, S(1), in, in_width, params + w_[k],
+                    in_width, S(0), y, ld_y);
       backend_->for_each(N * hidden_[k],
                          detail::bias_relu_kernel<S>{y, params + b_[k], hidden_[k], ld_y});
       in = y;
@@ -130,12 +130,12 @@ class backend_mlp_torso {
           N * width, detail::relu_backward_kernel<S>{dy, ld_dy, y, last ? ld : width, d, width});
       const S* input = k == 0 ? batch.observations : static_cast<const S*>(out_[k - 1].data());
       const std::size_t in_width = k == 0 ? obs_ : hidden_[k - 1];
-      gemm(true, false, width, in_width, N, S(1), d, width, input, in_width, S(1), grads + w_[k],
-           in_width);
+      backend_.gemm(true, false, width, in_width, N, S(1), d, width, input, in_width, S(1),
+                    grads + w_[k], in_width);
       backend_->for_each(width, detail::column_sum_add_kernel<S>{d, N, width, grads + b_[k]});
       if (k > 0) {
-        gemm(false, false, N, in_width, width, S(1), d, width, params + w_[k], in_width, S(0),
-             d_next, in_width);
+        backend_.gemm(false, false, N, in_width, width, S(1), d, width, params + w_[k], in_width,
+                      S(0), d_next, in_width);
         dy = d_next;
         ld_dy = in_width;
         std::swap(d, d_next);  // the next ReLU backward runs in place on d_next
@@ -144,18 +144,7 @@ class backend_mlp_torso {
   }
 
  private:
-  template <class Buffer>
-  void grow(Buffer& b, std::size_t n) {
-    detail::grow(*backend_, b, n);
-  }
-
-  /// Row-major GEMM; the sizes were checked to fit int.
-  void gemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, S alpha, const S* a,
-            std::size_t lda, const S* b, std::size_t ldb, S beta, S* c, std::size_t ldc) {
-    detail::gemm(*backend_, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  }
-
-  Backend* backend_;
+  detail::backend_ref<Backend> backend_;
   mlp_lstm_agent_config config_;
   std::size_t obs_ = 0, max_hidden_ = 0, num_parameters_ = 0;
   std::vector<std::size_t> hidden_, w_, b_;  ///< widths; offsets of W and b per layer

@@ -53,7 +53,7 @@ class backend_pixel_torso {
   /// The torso of `frame_stacked<pixel_lstm_agent<Torso, S>>(stack, agent)`. Checks both as the
   /// CPU classes do (std::invalid_argument), the core's sizes included.
   backend_pixel_torso(Backend& backend, const frame_stack_config& stack, const agent_config& agent)
-      : backend_(&backend), stack_(stack), agent_(agent), conv_(make_conv(backend, stack, agent)) {
+      : backend_(backend), stack_(stack), agent_(agent), conv_(make_conv(backend, stack, agent)) {
     frame_ = static_cast<std::size_t>(stack_.height * stack_.width * stack_.channels);
     D_ = static_cast<std::size_t>(stack_.depth);
     history_ = (D_ - 1) * frame_;
@@ -96,10 +96,10 @@ class backend_pixel_torso {
 
   /// Sizes the stacks, activations and gradients for `rows` rows; reallocates only to grow.
   void reserve(std::size_t rows) {
-    grow(input_, rows * input_size_);
+    backend_.grow(input_, rows * input_size_);
     conv_.reserve(rows);
-    grow(d_features_, rows * features_);
-    grow(d_dense_, rows * dense_);
+    backend_.grow(d_features_, rows * features_);
+    backend_.grow(d_dense_, rows * dense_);
   }
 
   void forward(const backend_torso_batch<S>& batch, const S* params, S* out, std::size_t ld) {
@@ -116,8 +116,8 @@ class backend_pixel_torso {
                     static_cast<S>(agent_.observation_scale)});
     features_data_ = conv_.forward(params, input_.data(), N);
     // Dense + ReLU into out (the core input's first columns).
-    gemm(false, true, N, dense_, features_, S(1), features_data_, features_, params + dense_w_,
-         features_, S(0), out, ld);
+    backend_.gemm(false, true, N, dense_, features_, S(1), features_data_, features_,
+                  params + dense_w_, features_, S(0), out, ld);
     be.for_each(N * dense_, detail::bias_relu_kernel<S>{out, params + dense_b_, dense_, ld});
   }
 
@@ -127,12 +127,12 @@ class backend_pixel_torso {
     const std::size_t N = batch.rows();
     be.for_each(N * dense_,
                 detail::relu_backward_kernel<S>{d_out, ld, out, ld, d_dense_.data(), dense_});
-    gemm(true, false, dense_, features_, N, S(1), d_dense_.data(), dense_, features_data_,
-         features_, S(1), grads + dense_w_, features_);
+    backend_.gemm(true, false, dense_, features_, N, S(1), d_dense_.data(), dense_, features_data_,
+                  features_, S(1), grads + dense_w_, features_);
     be.for_each(dense_,
                 detail::column_sum_add_kernel<S>{d_dense_.data(), N, dense_, grads + dense_b_});
-    gemm(false, false, N, features_, dense_, S(1), d_dense_.data(), dense_, params + dense_w_,
-         features_, S(0), d_features_.data(), features_);
+    backend_.gemm(false, false, N, features_, dense_, S(1), d_dense_.data(), dense_,
+                  params + dense_w_, features_, S(0), d_features_.data(), features_);
     conv_.backward(params, grads, d_features_.data(), N);
   }
 
@@ -166,18 +166,7 @@ class backend_pixel_torso {
                      who);
   }
 
-  template <class Buffer>
-  void grow(Buffer& b, std::size_t n) {
-    detail::grow(*backend_, b, n);
-  }
-
-  /// Row-major GEMM; the sizes were checked to fit int.
-  void gemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, S alpha, const S* a,
-            std::size_t lda, const S* b, std::size_t ldb, S beta, S* c, std::size_t ldc) {
-    detail::gemm(*backend_, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  }
-
-  Backend* backend_;
+  detail::backend_ref<Backend> backend_;
   frame_stack_config stack_;
   agent_config agent_;
   conv_type conv_;
