@@ -88,11 +88,42 @@ class agent_trainer_engine {
   virtual std::size_t num_parameters() const = 0;
 };
 
+template <class R>
+concept recipe_has_name = requires {
+  { R::name } -> std::convertible_to<const char*>;
+};
+template <class R>
+concept recipe_has_shape = requires {
+  typename R::shape_type;
+};
+template <class R>
+concept recipe_has_describe = recipe_has_shape<R> && requires(const typename R::shape_type& shape) {
+  { R::describe(shape) } -> std::convertible_to<std::string>;
+};
+
+/// Fails to compile, one message per missing member, unless R has what agent_trainer reads
+/// outside its .cuh (the rest is checked where the .cuh and the Trainer members use it).
+template <class R>
+consteval bool check_recipe() {
+  static_assert(recipe_has_name<R>,
+                "seedrl: this type is not a cuda::agent_trainer Recipe: it lacks `static "
+                "constexpr const char* name`");
+  static_assert(recipe_has_shape<R>,
+                "seedrl: this type is not a cuda::agent_trainer Recipe: it lacks `using "
+                "shape_type = ...;`");
+  static_assert(recipe_has_describe<R>,
+                "seedrl: this type is not a cuda::agent_trainer Recipe: it lacks `static "
+                "std::string describe(const shape_type&)`");
+  return recipe_has_name<R> && recipe_has_describe<R>;
+}
+
 }  // namespace detail
 
 /// Trains the agent `Recipe` describes on a GPU; see the file comment.
 template <std::floating_point S, class Recipe>
 class agent_trainer {
+  static_assert(detail::check_recipe<Recipe>());
+
  public:
   using scalar_type = S;                           ///< parameter type
   using recipe_type = Recipe;                      ///< how networks map onto the GPU step

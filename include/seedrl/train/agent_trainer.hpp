@@ -214,7 +214,7 @@ class backend_agent_trainer {
   /// [(T+1)*B*A] and values [(T+1)*B] into `logits` and `values` (std::invalid_argument on
   /// other sizes). Changes no parameter and no gradient.
   void evaluate(const training_batch<S>& batch, std::span<S> logits, std::span<S> values) {
-    check_batch(batch);
+    check_batch(batch, "evaluate");
     const std::size_t N = (batch.T + 1) * batch.B;
     check_size("evaluate (logits)", logits.size(), N * A_);
     check_size("evaluate (values)", values.size(), N);
@@ -236,7 +236,7 @@ class backend_agent_trainer {
       throw std::invalid_argument(std::string(who_) + "::train_step needs max_grad_norm > 0, got " +
                                   std::to_string(max_grad_norm) + " (+infinity never clips)");
     }
-    check_batch(batch);
+    check_batch(batch, "train_step");
     const std::size_t B = batch.B, steps = batch.T + 1;
     upload(batch);
     forward(steps, B);
@@ -280,9 +280,11 @@ class backend_agent_trainer {
     }
   }
 
-  void check_batch(const training_batch<S>& batch) const {
-    const auto fail = [](const std::string& what) {
-      throw std::invalid_argument(std::string(who_) + "::train_step: " + what);
+  /// Throws std::invalid_argument, its message naming `member`, unless `batch` fits.
+  void check_batch(const training_batch<S>& batch, const char* member) const {
+    const std::string where = std::string(who_) + "::" + member;
+    const auto fail = [&](const std::string& what) {
+      throw std::invalid_argument(where + ": " + what);
     };
     const std::size_t T = batch.T, B = batch.B;
     if (T == 0 || B == 0) {
@@ -319,7 +321,7 @@ class backend_agent_trainer {
     size("behaviour_log_probs", batch.behaviour_log_probs.size(), N, "(T+1)*B");
     size("start_state", batch.start_state.size(), B * state_size(), "B*state_size()");
     detail::impala_check_truncated_done(batch.truncated.data(), batch.dones.data(), N, B,
-                                        "seedrl::backend_agent_trainer::train_step");
+                                        where.c_str());
     const auto in_range = [&](std::int32_t a) {
       return a >= 0 && static_cast<std::size_t>(a) < A_;
     };
