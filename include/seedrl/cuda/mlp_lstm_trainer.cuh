@@ -1,177 +1,25 @@
 #pragma once
 /// \file
-/// The GPU side of `cuda::mlp_lstm_trainer` (seedrl/cuda/mlp_lstm_trainer.hpp): its members that
-/// touch the device, over `backend_mlp_lstm_trainer<cuda_backend, S>`. Include it from exactly
-/// one .cu file of a program, compiled by nvcc, next to one explicit instantiation per scalar
-/// type the program uses:
+/// The GPU side of `cuda::mlp_lstm_trainer` (seedrl/cuda/mlp_lstm_trainer.hpp): its
+/// constructor, which makes the `cuda::agent_trainer` engine. Include it from exactly one .cu
+/// file of a program, compiled by nvcc, next to one explicit instantiation per scalar type the
+/// program uses:
 ///
 ///   #include "seedrl/cuda/mlp_lstm_trainer.cuh"
 ///   template class seedrl::cuda::mlp_lstm_trainer<float>;
 ///
-/// Includes no Eigen (only the network's config header), so nvcc never compiles the CPU
-/// network.
+/// Includes no Eigen, so nvcc never compiles the CPU network.
 
-#include <cuda_runtime.h>
+#include <concepts>
 
-#include <cstddef>
-#include <cstdint>
-#include <memory>
-#include <span>
-#include <stdexcept>
-#include <string>
-#include <utility>
-#include <vector>
-
-#include "seedrl/cuda/cuda_backend.cuh"
-#include "seedrl/cuda/device.cuh"
-#include "seedrl/cuda/error.cuh"
+#include "seedrl/cuda/agent_trainer.cuh"
 #include "seedrl/cuda/mlp_lstm_trainer.hpp"
-#include "seedrl/net/mlp_lstm_agent_config.hpp"
-#include "seedrl/train/mlp_lstm_trainer.hpp"
 
 namespace seedrl::cuda {
 
-namespace detail {
-
-/// Throws std::runtime_error with what to do when CUDA device `device` cannot be used.
-inline void require_trainer_device(int device) {
-  const std::string who = "seedrl::cuda::mlp_lstm_trainer (device " + std::to_string(device) + ")";
-  require_device(who);
-  const device_presence p = query_devices();
-  if (device < 0 || device >= p.count) {
-    throw std::runtime_error("seedrl: " + who + " asks for CUDA device " + std::to_string(device) +
-                             ", but this machine has " + std::to_string(p.count) +
-                             " usable device(s), numbered from 0; pick one of them (or set "
-                             "CUDA_VISIBLE_DEVICES)");
-  }
-}
-
-/// Makes `device` current on the calling thread (the learner may train on another thread than
-/// the one that made the trainer).
-inline void use_device(int device) {
-  SEEDRL_CUDA_CHECK(cudaSetDevice(device));
-}
-
-}  // namespace detail
-
 template <std::floating_point S>
-struct mlp_lstm_trainer<S>::impl {
-  cuda_backend backend;
-  std::unique_ptr<backend_mlp_lstm_trainer<cuda_backend, S>> trainer;
-  std::string shape;  ///< describe(config) of `trainer`'s network
-
-  backend_mlp_lstm_trainer<cuda_backend, S>& model(const char* who) const {
-    if (!trainer) {
-      throw std::logic_error(std::string("seedrl::cuda::mlp_lstm_trainer::") + who +
-                             ": no network on the GPU yet; call load_from_host or upload_model "
-                             "first");
-    }
-    return *trainer;
-  }
-};
-
-template <std::floating_point S>
-mlp_lstm_trainer<S>::mlp_lstm_trainer(int device) : device_(device) {
-  detail::require_trainer_device(device);
-  detail::use_device(device);
-  impl_ = std::make_unique<impl>();
-}
-
-template <std::floating_point S>
-mlp_lstm_trainer<S>::~mlp_lstm_trainer() {
-  if (impl_) {
-    (void)cudaSetDevice(device_);  // free on the right device; a destructor cannot report
-    impl_.reset();
-  }
-}
-
-template <std::floating_point S>
-mlp_lstm_trainer<S>::mlp_lstm_trainer(mlp_lstm_trainer&&) noexcept = default;
-
-template <std::floating_point S>
-mlp_lstm_trainer<S>& mlp_lstm_trainer<S>::operator=(mlp_lstm_trainer&& other) noexcept {
-  if (this != &other) {
-    if (impl_) {
-      (void)cudaSetDevice(device_);
-      impl_.reset();
-    }
-    device_ = other.device_;
-    impl_ = std::move(other.impl_);
-    loaded_ = std::exchange(other.loaded_, false);
-    loaded_kind_ = other.loaded_kind_;
-  }
-  return *this;
-}
-
-template <std::floating_point S>
-void mlp_lstm_trainer<S>::upload_model(const mlp_lstm_agent_config& config,
-                                       std::span<const S> params) {
-  detail::use_device(device_);
-  std::string shape = describe(config);
-  if (!impl_->trainer || impl_->shape != shape) {
-    impl_->trainer.reset();  // free the old network's buffers before allocating the new one
-    impl_->trainer =
-        std::make_unique<backend_mlp_lstm_trainer<cuda_backend, S>>(impl_->backend, config);
-    impl_->shape = std::move(shape);
-  }
-  impl_->trainer->set_parameters(params);
-}
-
-template <std::floating_point S>
-void mlp_lstm_trainer<S>::upload_optimizer(const adam_config& config, std::int64_t steps,
-                                           std::span<const std::span<const S>> state) {
-  detail::use_device(device_);
-  impl_->model("upload_optimizer").set_optimizer(config, steps, state);
-}
-
-template <std::floating_point S>
-void mlp_lstm_trainer<S>::upload_optimizer(const rmsprop_config& config, std::int64_t steps,
-                                           std::span<const std::span<const S>> state) {
-  detail::use_device(device_);
-  impl_->model("upload_optimizer").set_optimizer(config, steps, state);
-}
-
-template <std::floating_point S>
-train_step_result mlp_lstm_trainer<S>::step(const training_batch<S>& batch,
-                                            const impala_loss_config<S>& loss, double max_grad_norm,
-                                            std::span<S> params_out) {
-  detail::use_device(device_);
-  auto& model = impl_->model("step");
-  if (params_out.size() != model.num_parameters()) {
-    throw std::invalid_argument("seedrl::cuda::mlp_lstm_trainer::step: params_out holds " +
-                                std::to_string(params_out.size()) + " values, the network has " +
-                                std::to_string(model.num_parameters()));
-  }
-  train_step_result r = model.train_step(batch, loss, max_grad_norm);
-  model.get_parameters(params_out);  // waits for the step
-  return r;
-}
-
-template <std::floating_point S>
-void mlp_lstm_trainer<S>::download_parameters(std::span<S> params_out) const {
-  detail::use_device(device_);
-  impl_->model("download_parameters").get_parameters(params_out);
-}
-
-template <std::floating_point S>
-std::int64_t mlp_lstm_trainer<S>::optimizer_steps() const {
-  return impl_->model("optimizer_steps").optimizer_step_count();
-}
-
-template <std::floating_point S>
-std::vector<std::vector<S>> mlp_lstm_trainer<S>::optimizer_arrays() const {
-  detail::use_device(device_);
-  return impl_->model("optimizer_arrays").optimizer_state();
-}
-
-template <std::floating_point S>
-double mlp_lstm_trainer<S>::learning_rate() const {
-  return impl_->model("learning_rate").learning_rate();
-}
-
-template <std::floating_point S>
-std::size_t mlp_lstm_trainer<S>::num_parameters() const {
-  return impl_->trainer ? impl_->trainer->num_parameters() : 0;
-}
+mlp_lstm_trainer<S>::mlp_lstm_trainer(int device)
+    : agent_trainer<S, mlp_lstm_recipe>(
+          device, detail::make_agent_trainer_engine<S, mlp_lstm_recipe>(device)) {}
 
 }  // namespace seedrl::cuda

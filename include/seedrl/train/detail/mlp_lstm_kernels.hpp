@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The per-element bodies of `backend_mlp_lstm_trainer` (seedrl/train/mlp_lstm_trainer.hpp):
+/// The per-element bodies of `backend_agent_trainer` (seedrl/train/agent_trainer.hpp):
 /// small trivially copyable functors that a ComputeBackend runs with `for_each(n, f)`, a loop on
 /// the CPU and a kernel launch on a GPU. Each holds only sizes, scalars and backend pointers, and
 /// its `operator()` is `SEEDRL_HOST_DEVICE` and calls only device-safe code (the shared

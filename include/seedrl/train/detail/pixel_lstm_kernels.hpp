@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// The per-element bodies that `backend_pixel_lstm_trainer` (seedrl/train/pixel_lstm_trainer.hpp)
-/// and its torsos add to those of `backend_mlp_lstm_trainer` (mlp_lstm_kernels.hpp): rebuilding
+/// The per-element bodies that `backend_pixel_torso` (seedrl/train/pixel_torso.hpp) and its
+/// convolutional torsos add to those of `backend_agent_trainer` (mlp_lstm_kernels.hpp): rebuilding
 /// frame stacks and an in-place ReLU (the convolutions are the backend's primitives). Like
 /// those, each is a trivially copyable functor holding only sizes, scalars and backend
 /// pointers, whose `operator()` is `SEEDRL_HOST_DEVICE` and device-safe, run by a

@@ -1,0 +1,163 @@
+#pragma once
+/// \file
+/// The GPU side of `cuda::agent_trainer` (seedrl/cuda/agent_trainer.hpp): the engine, a
+/// `backend_agent_trainer<cuda_backend, S, Recipe::torso<cuda_backend, S>>` on one device, and
+/// the constructor that makes it. Include it from exactly one .cu file of a program, compiled by
+/// nvcc, next to one explicit instantiation per scalar type and recipe the program uses:
+///
+///   #include "seedrl/cuda/agent_trainer.cuh"
+///   template class seedrl::cuda::agent_trainer<float, my_recipe>;
+///
+/// Includes no Eigen (only the recipe's config headers), so nvcc never compiles the CPU
+/// networks.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "seedrl/cuda/agent_trainer.hpp"
+#include "seedrl/cuda/cuda_backend.cuh"
+#include "seedrl/cuda/device.cuh"
+#include "seedrl/cuda/error.cuh"
+#include "seedrl/train/agent_trainer.hpp"
+
+namespace seedrl::cuda {
+
+namespace detail {
+
+/// Throws std::runtime_error with what to do when CUDA device `device` cannot be used by the
+/// trainer `name`.
+inline void require_agent_trainer_device(const char* name, int device) {
+  const std::string who = std::string(name) + " (device " + std::to_string(device) + ")";
+  require_device(who);
+  const device_presence p = query_devices();
+  if (device < 0 || device >= p.count) {
+    throw std::runtime_error("seedrl: " + who + " asks for CUDA device " + std::to_string(device) +
+                             ", but this machine has " + std::to_string(p.count) +
+                             " usable device(s), numbered from 0; pick one of them (or set "
+                             "CUDA_VISIBLE_DEVICES)");
+  }
+}
+
+/// Makes `device` current on the calling thread (the learner may train on another thread than
+/// the one that made the trainer).
+inline void use_agent_trainer_device(int device) {
+  SEEDRL_CUDA_CHECK(cudaSetDevice(device));
+}
+
+/// The engine of `agent_trainer<S, Recipe>`; see agent_trainer_engine.
+template <class S, class Recipe>
+class agent_trainer_engine_impl final
+    : public agent_trainer_engine<S, typename Recipe::shape_type> {
+  using shape_type = typename Recipe::shape_type;
+  using trainer_type =
+      backend_agent_trainer<cuda_backend, S, typename Recipe::template torso<cuda_backend, S>>;
+
+ public:
+  explicit agent_trainer_engine_impl(int device) : device_(device) {
+    require_agent_trainer_device(Recipe::name, device);
+    use_agent_trainer_device(device);
+    backend_ = std::make_unique<cuda_backend>();
+  }
+
+  ~agent_trainer_engine_impl() override {
+    (void)cudaSetDevice(device_);  // free on the right device; a destructor cannot report
+    trainer_.reset();
+    backend_.reset();
+  }
+
+  agent_trainer_engine_impl(const agent_trainer_engine_impl&) = delete;
+  agent_trainer_engine_impl& operator=(const agent_trainer_engine_impl&) = delete;
+
+  void upload_model(const shape_type& shape, std::span<const S> params) override {
+    use_agent_trainer_device(device_);
+    std::string key = Recipe::describe(shape);
+    if (!trainer_ || key_ != key) {
+      trainer_.reset();  // free the old network's buffers before allocating the new one
+      trainer_ = Recipe::template make_trainer<trainer_type>(*backend_, shape);
+      key_ = std::move(key);
+    }
+    trainer_->set_parameters(params);
+  }
+
+  void upload_optimizer(const adam_config& config, std::int64_t steps,
+                        std::span<const std::span<const S>> state) override {
+    use_agent_trainer_device(device_);
+    model("upload_optimizer").set_optimizer(config, steps, state);
+  }
+
+  void upload_optimizer(const rmsprop_config& config, std::int64_t steps,
+                        std::span<const std::span<const S>> state) override {
+    use_agent_trainer_device(device_);
+    model("upload_optimizer").set_optimizer(config, steps, state);
+  }
+
+  train_step_result step(const training_batch<S>& batch, const impala_loss_config<S>& loss,
+                         double max_grad_norm, std::span<S> params_out) override {
+    use_agent_trainer_device(device_);
+    auto& m = model("step");
+    if (params_out.size() != m.num_parameters()) {
+      throw std::invalid_argument(std::string(Recipe::name) + "::step: params_out holds " +
+                                  std::to_string(params_out.size()) + " values, the network has " +
+                                  std::to_string(m.num_parameters()));
+    }
+    train_step_result r = m.train_step(batch, loss, max_grad_norm);
+    m.get_parameters(params_out);  // waits for the step
+    return r;
+  }
+
+  void download_parameters(std::span<S> params_out) const override {
+    use_agent_trainer_device(device_);
+    model("download_parameters").get_parameters(params_out);
+  }
+
+  std::int64_t optimizer_steps() const override {
+    return model("optimizer_steps").optimizer_step_count();
+  }
+
+  std::vector<std::vector<S>> optimizer_arrays() const override {
+    use_agent_trainer_device(device_);
+    return model("optimizer_arrays").optimizer_state();
+  }
+
+  double learning_rate() const override { return model("learning_rate").learning_rate(); }
+
+  std::size_t num_parameters() const override { return trainer_ ? trainer_->num_parameters() : 0; }
+
+ private:
+  trainer_type& model(const char* who) const {
+    if (!trainer_) {
+      throw std::logic_error(std::string(Recipe::name) + "::" + who +
+                             ": no network on the GPU yet; call load_from_host or upload_model "
+                             "first");
+    }
+    return *trainer_;
+  }
+
+  int device_ = 0;
+  std::unique_ptr<cuda_backend> backend_;  ///< behind a pointer: the trainer keeps its address
+  std::unique_ptr<trainer_type> trainer_;
+  std::string key_;  ///< Recipe::describe of `trainer_`'s network
+};
+
+/// The GPU side of an agent_trainer<S, Recipe> on `device`.
+template <class S, class Recipe>
+std::unique_ptr<agent_trainer_engine<S, typename Recipe::shape_type>> make_agent_trainer_engine(
+    int device) {
+  return std::make_unique<agent_trainer_engine_impl<S, Recipe>>(device);
+}
+
+}  // namespace detail
+
+template <std::floating_point S, class Recipe>
+agent_trainer<S, Recipe>::agent_trainer(int device)
+    : agent_trainer(device, detail::make_agent_trainer_engine<S, Recipe>(device)) {}
+
+}  // namespace seedrl::cuda

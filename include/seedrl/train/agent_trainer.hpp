@@ -1,0 +1,533 @@
+#pragma once
+/// \file
+/// `backend_agent_trainer<Backend, S, Torso>`: the one training step of every agent built from
+/// a torso part (seedrl/train/backend_torso.hpp), a core (an n-layer LSTM or none, optionally
+/// fed the clipped reward and the one-hot previous action) and policy and value heads: forward
+/// over the unrolls, SEED's IMPALA loss, back-propagation through time, global-norm clipping,
+/// Adam or RMSProp, written once against the ComputeBackend primitives
+/// (seedrl/backend/compute_backend.hpp). On `host_backend` it runs on the CPU, which is how the
+/// tests check its data flow against `host_trainer` + the CPU agents; on a CUDA backend the
+/// same code keeps every array on the GPU (seedrl/cuda/agent_trainer.hpp wraps it as a
+/// Trainer). It includes no Eigen, so nvcc compiles it together with a CUDA backend.
+///
+/// `backend_mlp_lstm_trainer` (the MLP torso) and `backend_pixel_lstm_trainer` (frame stacks,
+/// Nature CNN or IMPALA ResNet, dense layer) are this class with the library's torsos.
+///
+/// The arithmetic is the CPU agents': the same parameter layout (the torso's parameters, then
+/// per LSTM layer W [4H, I + H] and b [4H], policy W [A, C] and b [A], value W [1, C] and b
+/// [1]), the same per-element functions (detail::lstm_unit, detail::lstm_unit_grad,
+/// detail::adam_update, ...), the same reset semantics (an environment's state is zeroed before
+/// a step marked done and no gradient crosses it) and the same clipping rule as
+/// `clip_by_global_norm`. Only the order of some sums differs (GEMMs are split into input and
+/// recurrent parts, bias gradients are column sums), so results agree to rounding.
+///
+/// Data flow of one step, N = (T+1) * B rows, time-major:
+///   torso:   writes its features straight into the core input [N, core_in], followed by the
+///            reward and one-hot previous-action columns;
+///   LSTM l:  G = X W_ih^T for all rows at once, then per step t: G_t += h_prev_t W_hh^T and a
+///            pointwise pass (gates, c, tanh c, h, and step t+1's incoming state);
+///   heads:   logits = Y W_p^T + b_p, values = Y W_v^T + b_v;
+///   backward mirrors it: per step only the pointwise pass and dh_prev = dz_t W_hh; the input
+///            gradient dX = dZ W_ih and the weight gradients dZ^T [X | H_prev] are one GEMM each
+///            per layer after the loop; then the torso's backward from dX's feature columns.
+
+#include <algorithm>
+#include <cmath>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "seedrl/algo/impala_loss_config.hpp"
+#include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/core/config.hpp"
+#include "seedrl/detail/impala_math.hpp"
+#include "seedrl/optim/adam.hpp"
+#include "seedrl/optim/rmsprop.hpp"
+#include "seedrl/runtime/training_batch.hpp"
+#include "seedrl/train/backend_core_config.hpp"
+#include "seedrl/train/backend_optimizer.hpp"
+#include "seedrl/train/backend_torso.hpp"
+#include "seedrl/train/detail/backend_ops.hpp"
+#include "seedrl/train/detail/mlp_lstm_kernels.hpp"
+
+namespace seedrl {
+
+/// Trains an agent made of `Torso` (a BackendTorso part), an LSTM core or none and policy and
+/// value heads on a ComputeBackend; see the file comment. Keeps a reference to the backend,
+/// which must outlive it. Parameters start at zero: load them with `set_parameters` (e.g. from
+/// the CPU agent's `parameters()`), and choose the optimizer with `set_optimizer`, before the
+/// first `train_step`. Work buffers are allocated at the first step and again only when T or
+/// B grow.
+template <ComputeBackend Backend, std::floating_point S, class Torso>
+class backend_agent_trainer {
+  static_assert(check_backend_torso<Torso, Backend, S>());
+
+  template <class T>
+  using buffer = typename Backend::template buffer<T>;
+
+  static constexpr const char* who_ = "seedrl::backend_agent_trainer";
+
+ public:
+  using scalar_type = S;         ///< parameter and activation type
+  using backend_type = Backend;  ///< where the arrays live
+  using torso_type = Torso;      ///< the part before the core
+
+  /// The agent `torso` + `core`; throws std::invalid_argument on a core that cannot work (no
+  /// actions, negative sizes) and allocates the parameter and gradient arrays. `torso` must
+  /// use `backend`.
+  backend_agent_trainer(Backend& backend, Torso torso, const backend_core_config& core)
+      : backend_(backend), torso_(std::move(torso)), core_(core), opt_(backend, who_, 0) {
+    if (core_.num_actions <= 0 || core_.lstm_size < 0 || core_.lstm_layers < 0) {
+      throw std::invalid_argument(std::string(who_) +
+                                  ": num_actions must be positive, lstm_size and lstm_layers "
+                                  "non-negative");
+    }
+    if (torso_.output_size() == 0)
+      throw std::invalid_argument(std::string(who_) + ": the torso has no output");
+    A_ = static_cast<std::size_t>(core_.num_actions);
+    H_ = static_cast<std::size_t>(core_.lstm_size);
+    L_ = H_ > 0 ? static_cast<std::size_t>(core_.lstm_layers) : 0;
+    features_ = torso_.output_size();
+    core_in_width_ = features_ + (core_.reward_and_action_inputs ? 1 + A_ : 0);
+    // The CPU agents' layout: torso, LSTM layers (W [4H, I + H], b [4H]), policy (W [A, C],
+    // b [A]), value (W [1, C], b [1]).
+    std::size_t at = torso_.num_parameters();
+    for (std::size_t l = 0; l < L_; ++l) {
+      lstm_w_.push_back(at);
+      at += 4 * H_ * (layer_input(l) + H_);
+      lstm_b_.push_back(at);
+      at += 4 * H_;
+    }
+    core_out_width_ = L_ > 0 ? H_ : core_in_width_;
+    policy_w_ = at;
+    at += A_ * core_out_width_;
+    policy_b_ = at;
+    at += A_;
+    value_w_ = at;
+    at += core_out_width_;
+    value_b_ = at;
+    at += 1;
+    num_parameters_ = at;
+    check_fits_int("a layer width", core_in_width_ + H_ + 4 * H_ + A_);
+    opt_ = backend_optimizer<Backend, S>(backend, who_, num_parameters_);
+    params_ = backend_->template allocate<S>(num_parameters_);
+    grads_ = backend_->template allocate<S>(num_parameters_);
+  }
+
+  /// The agent an agent recipe (its config types) describes: `Torso(backend, recipe...)` and
+  /// `Torso::core_config(recipe...)`, e.g. (backend, mlp_lstm_agent_config) for the MLP torso
+  /// or (backend, frame_stack_config, pixel_lstm_agent_config<...>) for the pixel torso. Throws
+  /// std::invalid_argument where the recipe's CPU classes would.
+  template <class... Recipe>
+  requires(sizeof...(Recipe) > 0 && std::constructible_from<Torso, Backend&, const Recipe&...> &&
+           requires(const Recipe&... r) {
+             { Torso::core_config(r...) } -> std::convertible_to<backend_core_config>;
+           }) backend_agent_trainer(Backend& backend, const Recipe&... recipe)
+      : backend_agent_trainer(backend, Torso(backend, recipe...), Torso::core_config(recipe...)) {}
+
+  backend_agent_trainer(const backend_agent_trainer&) = delete;
+  backend_agent_trainer& operator=(const backend_agent_trainer&) = delete;
+  backend_agent_trainer(backend_agent_trainer&&) = default;
+  backend_agent_trainer& operator=(backend_agent_trainer&&) = default;
+  ~backend_agent_trainer() = default;
+
+  /// The torso part.
+  const Torso& torso() const noexcept { return torso_; }
+  /// The core and heads.
+  const backend_core_config& core_config() const noexcept { return core_; }
+
+  /// The recipe's shape, where the torso keeps it (the MLP torso: mlp_lstm_agent_config; the
+  /// pixel torso: its agent config).
+  decltype(auto) config() const requires requires(const Torso& t) { t.config(); }
+  { return torso_.config(); }
+  /// The frame stacking, where the torso stacks frames.
+  decltype(auto) stack_config() const requires requires(const Torso& t) { t.stack_config(); }
+  { return torso_.stack_config(); }
+
+  /// Elements of the flat parameter (and gradient) array; the CPU agent's count.
+  std::size_t num_parameters() const noexcept { return num_parameters_; }
+
+  /// Elements of one step's observation in a training batch.
+  std::size_t observation_size() const noexcept { return torso_.observation_size(); }
+
+  /// Width of one environment's recurrent state: the torso's (e.g. a frame history), then
+  /// (h, c) per LSTM layer.
+  std::size_t state_size() const noexcept { return torso_.state_size() + 2 * L_ * H_; }
+
+  /// Replaces the parameters (the CPU agent's layout); throws std::invalid_argument on a size
+  /// mismatch.
+  void set_parameters(std::span<const S> host) {
+    check_size("set_parameters", host.size(), num_parameters_);
+    backend_->upload(host, params_.data());
+  }
+
+  /// Copies the parameters out; throws std::invalid_argument on a size mismatch.
+  void get_parameters(std::span<S> host) const {
+    check_size("get_parameters", host.size(), num_parameters_);
+    backend_->download(static_cast<const S*>(params_.data()), host);
+  }
+
+  /// Copies out the gradients of the last `train_step`, after clipping (unclipped when the
+  /// step was skipped); throws std::invalid_argument on a size mismatch.
+  void get_gradients(std::span<S> host) const {
+    check_size("get_gradients", host.size(), num_parameters_);
+    backend_->download(static_cast<const S*>(grads_.data()), host);
+  }
+
+  /// Trains with Adam as `seedrl::adam<S>(config)` would after `step_count` steps. `state` is
+  /// {m, v}, each of num_parameters() elements; empty (or two empty arrays, what a fresh
+  /// seedrl::adam holds) means zeros, and is the only state allowed with step_count 0 (as
+  /// adam::load_state). Throws std::invalid_argument (a bad config, a negative step count,
+  /// wrong array count or sizes) and then changes nothing.
+  void set_optimizer(const adam_config& config, std::int64_t step_count,
+                     std::span<const std::span<const S>> state = {}) {
+    opt_.set(config, step_count, state);
+  }
+
+  /// Trains with RMSProp as `seedrl::rmsprop<S>(config)` would after `step_count` steps.
+  /// `state` is {v} or, when config.momentum > 0, {v, momentum buffer}; otherwise as the Adam
+  /// overload.
+  void set_optimizer(const rmsprop_config& config, std::int64_t step_count,
+                     std::span<const std::span<const S>> state = {}) {
+    opt_.set(config, step_count, state);
+  }
+
+  /// Optimizer steps done so far (0 before set_optimizer).
+  std::int64_t optimizer_step_count() const noexcept { return opt_.step_count(); }
+
+  /// The optimizer's arrays in the CPU class's order (adam: m, v; rmsprop: v [, momentum
+  /// buffer]); each empty at step count 0, as the CPU classes hold them; {} before
+  /// set_optimizer.
+  std::vector<std::vector<S>> optimizer_state() const { return opt_.state(); }
+
+  /// The learning rate the next step will use; throws std::logic_error before set_optimizer.
+  double learning_rate() const { return opt_.learning_rate(); }
+
+  /// The forward pass alone over `batch` (checked as by train_step): copies the logits
+  /// [(T+1)*B*A] and values [(T+1)*B] into `logits` and `values` (std::invalid_argument on
+  /// other sizes). Changes no parameter and no gradient.
+  void evaluate(const training_batch<S>& batch, std::span<S> logits, std::span<S> values) {
+    check_batch(batch, "evaluate");
+    const std::size_t N = (batch.T + 1) * batch.B;
+    check_size("evaluate (logits)", logits.size(), N * A_);
+    check_size("evaluate (values)", values.size(), N);
+    upload(batch);
+    forward(batch.T + 1, batch.B);
+    backend_->download(static_cast<const S*>(logits_.data()), logits);
+    backend_->download(static_cast<const S*>(values_.data()), values);
+  }
+
+  /// One IMPALA training step on `batch`; see the file comment. Throws std::logic_error before
+  /// set_optimizer, std::invalid_argument (before any work) when max_grad_norm is not > 0, when
+  /// the batch's sizes do not fit the network, or on an action or previous action outside
+  /// [0, A). A gradient with a non-finite norm skips the update (`applied` false, `skipped`
+  /// says why, grad_norm 0 as host_trainer reports it) and changes no parameter.
+  train_step_result train_step(const training_batch<S>& batch, const impala_loss_config<S>& loss,
+                               double max_grad_norm) {
+    opt_.require("train_step");
+    if (!(max_grad_norm > 0.0)) {
+      throw std::invalid_argument(std::string(who_) + "::train_step needs max_grad_norm > 0, got " +
+                                  std::to_string(max_grad_norm) + " (+infinity never clips)");
+    }
+    check_batch(batch, "train_step");
+    const std::size_t B = batch.B, steps = batch.T + 1;
+    upload(batch);
+    forward(steps, B);
+    Backend& be = *backend_;
+    impala_loss_operands<S> op;
+    op.T = static_cast<int>(batch.T);
+    op.B = static_cast<int>(B);
+    op.A = static_cast<int>(A_);
+    op.logits = logits_.data();
+    op.values = values_.data();
+    op.actions = actions_.data();
+    op.behaviour_log_probs = behaviour_.data();
+    op.rewards = rewards_.data();
+    op.dones = dones_.data();
+    op.truncated = truncated_.data();
+    op.grad_logits = d_logits_.data();
+    op.grad_values = d_values_.data();
+    train_step_result r;
+    r.terms = be.impala_loss(loss, op);
+    backward(steps, B);
+    r.learning_rate = opt_.learning_rate();
+    if (clip_gradients_on_backend(be, grads_.data(), num_parameters_, max_grad_norm, r))
+      opt_.step(params_.data(), grads_.data());
+    return r;
+  }
+
+ private:
+  std::size_t layer_input(std::size_t l) const noexcept { return l == 0 ? core_in_width_ : H_; }
+
+  static void check_fits_int(const char* what, std::size_t n) {
+    if (n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      throw std::invalid_argument(std::string(who_) + ": " + what + " (" + std::to_string(n) +
+                                  ") exceeds INT_MAX");
+    }
+  }
+
+  static void check_size(const char* what, std::size_t got, std::size_t want) {
+    if (got != want) {
+      throw std::invalid_argument(std::string(who_) + "::" + what + ": got " + std::to_string(got) +
+                                  " values, expected " + std::to_string(want));
+    }
+  }
+
+  /// Throws std::invalid_argument, its message naming `member`, unless `batch` fits.
+  void check_batch(const training_batch<S>& batch, const char* member) const {
+    const std::string where = std::string(who_) + "::" + member;
+    const auto fail = [&](const std::string& what) {
+      throw std::invalid_argument(where + ": " + what);
+    };
+    const std::size_t T = batch.T, B = batch.B;
+    if (T == 0 || B == 0) {
+      fail("T and B must be positive (an unroll has T+1 >= 2 steps), got T = " + std::to_string(T) +
+           ", B = " + std::to_string(B));
+    }
+    if (batch.num_actions != A_) {
+      fail("batch.num_actions is " + std::to_string(batch.num_actions) + ", the network has " +
+           std::to_string(A_));
+    }
+    // The core's GEMMs and the torso's tensors are int-indexed (cuBLAS, cuDNN).
+    const std::size_t core_rows = static_cast<std::size_t>(std::numeric_limits<int>::max()) /
+                                  (4 * H_ + core_in_width_ + A_ + 1);
+    const std::size_t max_rows = std::min(core_rows, torso_.max_rows());
+    if (T + 1 > max_rows / B) {
+      fail("(T+1)*B = " + std::to_string((T + 1) * B) +
+           " rows are too many for int-sized tensors (at most " + std::to_string(max_rows) + ")");
+    }
+    const std::size_t N = (T + 1) * B;
+    const auto size = [&](const char* name, std::size_t got, std::size_t want, const char* shape) {
+      if (got != want) {
+        fail(std::string(name) + " holds " + std::to_string(got) + " values, expected " + shape +
+             " = " + std::to_string(want) + " (T = " + std::to_string(T) +
+             ", B = " + std::to_string(B) + ")");
+      }
+    };
+    size("observations", batch.observations.size(), N * torso_.observation_size(),
+         "(T+1)*B*observation_size");
+    size("rewards", batch.rewards.size(), N, "(T+1)*B");
+    size("dones", batch.dones.size(), N, "(T+1)*B");
+    size("truncated", batch.truncated.size(), N, "(T+1)*B");
+    size("prev_actions", batch.prev_actions.size(), N, "(T+1)*B");
+    size("actions", batch.actions.size(), N, "(T+1)*B");
+    size("behaviour_log_probs", batch.behaviour_log_probs.size(), N, "(T+1)*B");
+    size("start_state", batch.start_state.size(), B * state_size(), "B*state_size()");
+    detail::impala_check_truncated_done(batch.truncated.data(), batch.dones.data(), N, B,
+                                        where.c_str());
+    const auto in_range = [&](std::int32_t a) {
+      return a >= 0 && static_cast<std::size_t>(a) < A_;
+    };
+    if (core_.reward_and_action_inputs) {
+      for (std::size_t i = 0; i < N; ++i) {
+        if (!in_range(batch.prev_actions[i])) {
+          fail("prev_actions[" + std::to_string(i) + "] is " +
+               std::to_string(batch.prev_actions[i]) + ", outside [0, " + std::to_string(A_) + ")");
+        }
+      }
+    }
+    for (std::size_t i = 0; i < T * B; ++i) {  // step T's action is never used, as in the loss
+      if (!in_range(batch.actions[i])) {
+        fail("actions[" + std::to_string(i) + "] is " + std::to_string(batch.actions[i]) +
+             ", outside [0, " + std::to_string(A_) + ")");
+      }
+    }
+  }
+
+  /// Sizes the work buffers for the (checked) batch and copies it to the backend.
+  void upload(const training_batch<S>& batch) {
+    const std::size_t B = batch.B, N = (batch.T + 1) * B;
+    reserve(N, B);
+    Backend& be = *backend_;
+    be.upload(batch.observations, obs_buf_.data());
+    be.upload(batch.rewards, rewards_.data());
+    be.upload(batch.dones, dones_.data());
+    be.upload(batch.truncated, truncated_.data());
+    be.upload(batch.actions, actions_.data());
+    be.upload(batch.behaviour_log_probs, behaviour_.data());
+    if (core_.reward_and_action_inputs)
+      be.upload(batch.prev_actions, prev_actions_.data());
+    if (state_size() > 0)
+      be.upload(batch.start_state, start_state_.data());
+  }
+
+  /// Sizes every work buffer for N rows and B environments; reallocates only to grow.
+  void reserve(std::size_t N, std::size_t B) {
+    backend_.grow(obs_buf_, N * torso_.observation_size());
+    backend_.grow(rewards_, N);
+    backend_.grow(behaviour_, N);
+    backend_.grow(dones_, N);
+    backend_.grow(truncated_, N);
+    backend_.grow(actions_, N);
+    if (core_.reward_and_action_inputs)
+      backend_.grow(prev_actions_, N);
+    if (state_size() > 0)
+      backend_.grow(start_state_, B * state_size());
+    torso_.reserve(N);
+    backend_.grow(core_in_, N * core_in_width_);
+    layers_.resize(L_);
+    for (auto& layer : layers_) {
+      backend_.grow(layer.gates, N * 4 * H_);
+      backend_.grow(layer.h_prev, N * H_);
+      backend_.grow(layer.c_prev, N * H_);
+      backend_.grow(layer.tanh_c, N * H_);
+      backend_.grow(layer.h, N * H_);
+    }
+    if (L_ > 0) {
+      backend_.grow(dz_, N * 4 * H_);
+      backend_.grow(dh_next_, B * H_);
+      backend_.grow(dc_next_, B * H_);
+      backend_.grow(d_core_in_, N * core_in_width_);
+    }
+    backend_.grow(logits_, N * A_);
+    backend_.grow(values_, N);
+    backend_.grow(d_logits_, N * A_);
+    backend_.grow(d_values_, N);
+    backend_.grow(d_core_out_, N * core_out_width_);
+  }
+
+  backend_torso_batch<S> torso_batch(std::size_t steps, std::size_t B) const {
+    backend_torso_batch<S> t;
+    t.observations = obs_buf_.data();
+    t.start_state = start_state_.data();
+    t.state_width = state_size();
+    t.dones = dones_.data();
+    t.steps = steps;
+    t.B = B;
+    return t;
+  }
+
+  const S* core_out() const {
+    return L_ > 0 ? layers_[L_ - 1].h.data() : static_cast<const S*>(core_in_.data());
+  }
+
+  void forward(std::size_t steps, std::size_t B) {
+    Backend& be = *backend_;
+    const std::size_t N = steps * B;
+    const S* p = params_.data();
+    // The torso writes into the first columns of the core input.
+    torso_.forward(torso_batch(steps, B), p, core_in_.data(), core_in_width_);
+    if (core_.reward_and_action_inputs) {
+      const bool clip = core_.max_abs_input_reward.has_value();
+      be.for_each(N * (1 + A_),
+                  detail::reward_action_inputs_kernel<S>{
+                      core_in_.data(), core_in_width_, features_, A_, rewards_.data(),
+                      prev_actions_.data(), clip, clip ? *core_.max_abs_input_reward : 0.0});
+    }
+    // LSTM layers, one after another over the whole unroll; layer l's (h, c) sit after the
+    // torso's state in a start state row.
+    const S* x = core_in_.data();
+    for (std::size_t l = 0; l < L_; ++l) {
+      auto& c = layers_[l];
+      const std::size_t I = layer_input(l), ldw = I + H_;
+      const S* w = p + lstm_w_[l];
+      backend_.gemm(false, true, N, 4 * H_, I, S(1), x, I, w, ldw, S(0), c.gates.data(), 4 * H_);
+      be.for_each(B * H_, detail::lstm_start_state_kernel<S>{
+                              start_state_.data(), state_size(), torso_.state_size() + 2 * H_ * l,
+                              dones_.data(), c.h_prev.data(), c.c_prev.data(), H_});
+      for (std::size_t t = 0; t < steps; ++t) {
+        backend_.gemm(false, true, B, 4 * H_, H_, S(1), c.h_prev.data() + t * B * H_, H_, w + I,
+                      ldw, S(1), c.gates.data() + t * B * 4 * H_, 4 * H_);
+        be.for_each(B * H_, detail::lstm_forward_step_kernel<S>{
+                                c.gates.data(), p + lstm_b_[l], dones_.data(), c.c_prev.data(),
+                                c.h_prev.data(), c.tanh_c.data(), c.h.data(), H_, B, t, steps});
+      }
+      x = c.h.data();
+    }
+    // Heads.
+    const std::size_t C = core_out_width_;
+    backend_.gemm(false, true, N, A_, C, S(1), core_out(), C, p + policy_w_, C, S(0),
+                  logits_.data(), A_);
+    be.for_each(N * A_, detail::add_bias_kernel<S>{logits_.data(), p + policy_b_, A_, A_});
+    backend_.gemm(false, true, N, 1, C, S(1), core_out(), C, p + value_w_, C, S(0), values_.data(),
+                  1);
+    be.for_each(N, detail::add_bias_kernel<S>{values_.data(), p + value_b_, 1, 1});
+  }
+
+  void backward(std::size_t steps, std::size_t B) {
+    Backend& be = *backend_;
+    const std::size_t N = steps * B, C = core_out_width_;
+    const S* p = params_.data();
+    S* g = grads_.data();
+    be.fill(g, num_parameters_, S(0));
+    // Heads: weight and bias gradients, then the gradient w.r.t. the core output.
+    backend_.gemm(true, false, A_, C, N, S(1), d_logits_.data(), A_, core_out(), C, S(1),
+                  g + policy_w_, C);
+    be.for_each(A_, detail::column_sum_add_kernel<S>{d_logits_.data(), N, A_, g + policy_b_});
+    backend_.gemm(true, false, 1, C, N, S(1), d_values_.data(), 1, core_out(), C, S(1),
+                  g + value_w_, C);
+    be.for_each(1, detail::column_sum_add_kernel<S>{d_values_.data(), N, 1, g + value_b_});
+    backend_.gemm(false, false, N, C, A_, S(1), d_logits_.data(), A_, p + policy_w_, C, S(0),
+                  d_core_out_.data(), C);
+    backend_.gemm(false, false, N, C, 1, S(1), d_values_.data(), 1, p + value_w_, C, S(1),
+                  d_core_out_.data(), C);
+    // LSTM layers from the top; d_core_out_ holds the gradient w.r.t. the current layer's h.
+    for (std::size_t l = L_; l-- > 0;) {
+      auto& c = layers_[l];
+      const std::size_t I = layer_input(l), ldw = I + H_;
+      const S* w = p + lstm_w_[l];
+      for (std::size_t t = steps; t-- > 0;) {
+        be.for_each(B * H_, detail::lstm_backward_step_kernel<S>{
+                                d_core_out_.data(), H_, c.gates.data(), c.tanh_c.data(),
+                                c.c_prev.data(), dones_.data(), dh_next_.data(), dc_next_.data(),
+                                dz_.data(), H_, B, t, steps});
+        if (t > 0) {  // dh into step t-1: dz_t W_hh
+          backend_.gemm(false, false, B, H_, 4 * H_, S(1), dz_.data() + t * B * 4 * H_, 4 * H_,
+                        w + I, ldw, S(0), dh_next_.data(), H_);
+        }
+      }
+      const S* x = l == 0 ? static_cast<const S*>(core_in_.data()) : layers_[l - 1].h.data();
+      S* gw = g + lstm_w_[l];
+      backend_.gemm(true, false, 4 * H_, I, N, S(1), dz_.data(), 4 * H_, x, I, S(1), gw, ldw);
+      backend_.gemm(true, false, 4 * H_, H_, N, S(1), dz_.data(), 4 * H_, c.h_prev.data(), H_, S(1),
+                    gw + I, ldw);
+      be.for_each(4 * H_, detail::column_sum_add_kernel<S>{dz_.data(), N, 4 * H_, g + lstm_b_[l]});
+      // The gradient w.r.t. this layer's input: the layer below's h, or the core input.
+      S* dx = l == 0 ? d_core_in_.data() : d_core_out_.data();
+      backend_.gemm(false, false, N, I, 4 * H_, S(1), dz_.data(), 4 * H_, w, ldw, S(0), dx, I);
+    }
+    // The torso, from the gradient w.r.t. its output: the core input's first columns (the
+    // reward and action columns have no parameters). Without an LSTM the heads read the core
+    // input itself, whose width is then C.
+    const S* d_out = L_ > 0 ? static_cast<const S*>(d_core_in_.data()) : d_core_out_.data();
+    torso_.backward(torso_batch(steps, B), p, g, core_in_.data(), d_out, core_in_width_);
+  }
+
+  struct layer_buffers {
+    buffer<S> gates;   ///< [N, 4H] pre-activations, then the activated gates
+    buffer<S> h_prev;  ///< [N, H] incoming h of each step, after resets
+    buffer<S> c_prev;  ///< [N, H] incoming c of each step, after resets
+    buffer<S> tanh_c;  ///< [N, H]
+    buffer<S> h;       ///< [N, H] outgoing h: the next layer's input
+  };
+
+  detail::backend_ref<Backend> backend_;
+  Torso torso_;
+  backend_core_config core_;
+  std::size_t A_ = 0, H_ = 0, L_ = 0, features_ = 0;
+  std::size_t core_in_width_ = 0, core_out_width_ = 0;
+  std::size_t num_parameters_ = 0;
+  std::vector<std::size_t> lstm_w_, lstm_b_;
+  std::size_t policy_w_ = 0, policy_b_ = 0, value_w_ = 0, value_b_ = 0;
+  buffer<S> params_, grads_;
+
+  backend_optimizer<Backend, S> opt_;  ///< Adam or RMSProp state
+
+  buffer<S> obs_buf_, rewards_, behaviour_, start_state_;
+  buffer<std::uint8_t> dones_;
+  buffer<std::uint8_t> truncated_;  ///< per step: ended by a time limit (read by the loss only)
+  buffer<std::int32_t> actions_, prev_actions_;
+  buffer<S> core_in_;  ///< [N, core_in_width]: torso features, reward, one-hot prev action
+  std::vector<layer_buffers> layers_;
+  buffer<S> logits_, values_, d_logits_, d_values_;
+  buffer<S> d_core_out_, d_core_in_, dz_, dh_next_, dc_next_;
+};
+
+}  // namespace seedrl

@@ -1,0 +1,180 @@
+#pragma once
+/// \file
+/// `backend_pixel_torso<Backend, S, TorsoConfig>`: the torso of the pixel agents the Atari
+/// example trains, `frame_stacked<pixel_lstm_agent<Torso, S>>` over the Nature CNN
+/// (`nature_cnn_config`, the default) or the IMPALA ResNet (`impala_resnet_config`), as a
+/// BackendTorso part (seedrl/train/backend_torso.hpp): frame stacks rebuilt from single frames,
+/// pixels scaled by observation_scale, the convolutional torso (train/detail/*_torso.hpp: the
+/// backend's conv2d primitives), then a dense layer with ReLU writing straight into the core
+/// input. Its recurrent state is frame_stacked's frame history (the depth-1 previous frames).
+/// Parameters in the CPU network's order: the convolutional torso's, then dense W [D, F] and
+/// b [D]. Built from (frame_stack_config, pixel_lstm_agent_config<TorsoConfig>), which also give
+/// the core (one LSTM fed the reward and previous action), so
+/// `backend_agent_trainer<Backend, S, backend_pixel_torso<Backend, S, TorsoConfig>>` (alias
+/// `backend_pixel_lstm_trainer`) is constructed from the network's configs alone.
+///
+/// Data flow, N = (T+1) * B rows: one gather builds every step's scaled CHW stack from the
+/// unroll's frames and the start state's frame history (detail::frame_stack_input_kernel); the
+/// convolutions run on all N images at once; then the dense GEMM.
+
+#include <concepts>
+#include <cstddef>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/net/frame_stack_config.hpp"
+#include "seedrl/net/impala_resnet_config.hpp"
+#include "seedrl/net/nature_cnn_config.hpp"
+#include "seedrl/net/pixel_lstm_agent_config.hpp"
+#include "seedrl/train/backend_core_config.hpp"
+#include "seedrl/train/backend_torso.hpp"
+#include "seedrl/train/detail/backend_ops.hpp"
+#include "seedrl/train/detail/impala_resnet_torso.hpp"
+#include "seedrl/train/detail/mlp_lstm_kernels.hpp"
+#include "seedrl/train/detail/nature_cnn_torso.hpp"
+#include "seedrl/train/detail/pixel_lstm_kernels.hpp"
+
+namespace seedrl {
+
+/// Frame stacking, a convolutional torso (given by its config type) and a dense ReLU layer on a
+/// backend; see the file comment.
+template <ComputeBackend Backend, std::floating_point S, class TorsoConfig = nature_cnn_config>
+class backend_pixel_torso {
+  template <class T>
+  using buffer = typename Backend::template buffer<T>;
+  using conv_type = typename detail::backend_torso<Backend, S, TorsoConfig>::type;
+
+ public:
+  using agent_config = pixel_lstm_agent_config<TorsoConfig>;  ///< the agent's shape
+
+  /// The torso of `frame_stacked<pixel_lstm_agent<Torso, S>>(stack, agent)`. Checks both as the
+  /// CPU classes do (std::invalid_argument), the core's sizes included.
+  backend_pixel_torso(Backend& backend, const frame_stack_config& stack, const agent_config& agent)
+      : backend_(backend), stack_(stack), agent_(agent), conv_(make_conv(backend, stack, agent)) {
+    frame_ = static_cast<std::size_t>(stack_.height * stack_.width * stack_.channels);
+    D_ = static_cast<std::size_t>(stack_.depth);
+    history_ = (D_ - 1) * frame_;
+    dense_ = static_cast<std::size_t>(agent_.dense_size);
+    input_size_ = D_ * frame_;
+    features_ = conv_.output_size();
+    dense_w_ = conv_.num_parameters();
+    dense_b_ = dense_w_ + dense_ * features_;
+    num_parameters_ = dense_b_ + dense_;
+    if (dense_ + features_ + input_size_ >
+        static_cast<std::size_t>(std::numeric_limits<int>::max()))
+      throw std::invalid_argument(std::string(who_) + ": a layer width exceeds INT_MAX");
+  }
+
+  /// The core and heads of the agent: one LSTM fed the dense output, the reward (clipped as
+  /// the agent says) and the one-hot previous action.
+  static backend_core_config core_config(const frame_stack_config&, const agent_config& agent) {
+    backend_core_config c;
+    c.num_actions = agent.num_actions;
+    c.lstm_size = agent.lstm_size;
+    c.lstm_layers = 1;
+    c.reward_and_action_inputs = true;
+    c.max_abs_input_reward = agent.max_abs_input_reward;
+    return c;
+  }
+
+  /// The frame stacking.
+  const frame_stack_config& stack_config() const noexcept { return stack_; }
+  /// The agent's shape.
+  const agent_config& config() const noexcept { return agent_; }
+
+  std::size_t num_parameters() const noexcept { return num_parameters_; }
+  std::size_t output_size() const noexcept { return dense_; }
+  /// One single frame: the observation size of a training batch.
+  std::size_t observation_size() const noexcept { return frame_; }
+  /// frame_stacked's history: the depth-1 previous frames.
+  std::size_t state_size() const noexcept { return history_; }
+  /// N images through the convolutions, whose tensors are int-indexed (cuBLAS, cuDNN).
+  std::size_t max_rows() const noexcept { return conv_.max_batch(); }
+
+  /// Sizes the stacks, activations and gradients for `rows` rows; reallocates only to grow.
+  void reserve(std::size_t rows) {
+    backend_.grow(input_, rows * input_size_);
+    conv_.reserve(rows);
+    backend_.grow(d_features_, rows * features_);
+    backend_.grow(d_dense_, rows * dense_);
+  }
+
+  void forward(const backend_torso_batch<S>& batch, const S* params, S* out, std::size_t ld) {
+    Backend& be = *backend_;
+    const std::size_t N = batch.rows();
+    // Every step's stack, scaled, in the agent's CHW layout.
+    be.for_each(N * input_size_,
+                detail::frame_stack_input_kernel<S>{
+                    input_.data(), batch.observations, batch.start_state, batch.state_width,
+                    batch.dones, batch.B, D_, static_cast<std::size_t>(stack_.channels),
+                    static_cast<std::size_t>(stack_.height * stack_.width), stack_.channels_last,
+                    static_cast<std::size_t>(agent_.channels),
+                    static_cast<std::size_t>(agent_.height * agent_.width), agent_.channels_last,
+                    static_cast<S>(agent_.observation_scale)});
+    features_data_ = conv_.forward(params, input_.data(), N);
+    // Dense + ReLU into out (the core input's first columns).
+    backend_.gemm(false, true, N, dense_, features_, S(1), features_data_, features_,
+                  params + dense_w_, features_, S(0), out, ld);
+    be.for_each(N * dense_, detail::bias_relu_kernel<S>{out, params + dense_b_, dense_, ld});
+  }
+
+  void backward(const backend_torso_batch<S>& batch, const S* params, S* grads, const S* out,
+                const S* d_out, std::size_t ld) {
+    Backend& be = *backend_;
+    const std::size_t N = batch.rows();
+    be.for_each(N * dense_,
+                detail::relu_backward_kernel<S>{d_out, ld, out, ld, d_dense_.data(), dense_});
+    backend_.gemm(true, false, dense_, features_, N, S(1), d_dense_.data(), dense_, features_data_,
+                  features_, S(1), grads + dense_w_, features_);
+    be.for_each(dense_,
+                detail::column_sum_add_kernel<S>{d_dense_.data(), N, dense_, grads + dense_b_});
+    backend_.gemm(false, false, N, features_, dense_, S(1), d_dense_.data(), dense_,
+                  params + dense_w_, features_, S(0), d_features_.data(), features_);
+    conv_.backward(params, grads, d_features_.data(), N);
+  }
+
+ private:
+  static constexpr const char* who_ = "seedrl::backend_pixel_lstm_trainer";
+
+  /// Checks the frame stacking and the agent as the CPU classes do, then builds the
+  /// convolutional torso.
+  static conv_type make_conv(Backend& backend, const frame_stack_config& stack,
+                             const agent_config& agent) {
+    const std::string who = who_;
+    const auto fail = [&](const std::string& what) {
+      throw std::invalid_argument(who + ": " + what);
+    };
+    if (stack.height <= 0 || stack.width <= 0 || stack.channels <= 0 || stack.depth <= 0)
+      fail("frame height, width, channels and depth must be positive");
+    if (agent.height <= 0 || agent.width <= 0 || agent.channels <= 0)
+      fail("the agent's height, width and channels must be positive");
+    if (agent.num_actions <= 0 || agent.dense_size <= 0 || agent.lstm_size <= 0)
+      fail("num_actions, dense_size and lstm_size must be positive");
+    const auto frame = static_cast<std::size_t>(stack.height * stack.width * stack.channels);
+    const auto input = static_cast<std::size_t>(agent.channels * agent.height * agent.width);
+    if (input != static_cast<std::size_t>(stack.depth) * frame) {
+      fail("the agent reads " + std::to_string(input) +
+           " elements per observation, but a stack of " + std::to_string(stack.depth) +
+           " frames of " + std::to_string(frame) + " is " +
+           std::to_string(static_cast<std::size_t>(stack.depth) * frame));
+    }
+    return conv_type(backend, agent.torso, static_cast<std::size_t>(agent.channels),
+                     static_cast<std::size_t>(agent.height), static_cast<std::size_t>(agent.width),
+                     who);
+  }
+
+  detail::backend_ref<Backend> backend_;
+  frame_stack_config stack_;
+  agent_config agent_;
+  conv_type conv_;
+  const S* features_data_ = nullptr;  ///< the convolutions' output of the last forward
+  std::size_t frame_ = 0, D_ = 0, history_ = 0, dense_ = 0, input_size_ = 0, features_ = 0;
+  std::size_t num_parameters_ = 0, dense_w_ = 0, dense_b_ = 0;
+  buffer<S> input_;  ///< [N, C*H*W] every step's scaled stack
+  buffer<S> d_features_, d_dense_;
+};
+
+}  // namespace seedrl
