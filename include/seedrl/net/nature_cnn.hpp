@@ -3,8 +3,9 @@
 /// The Nature DQN convolutional torso (Mnih et al. 2015): conv 8x8 stride 4, conv 4x4
 /// stride 2, conv 3x3 stride 1, each followed by ReLU, on NCHW batches (one image per row, as
 /// `conv2d`). The output is the last convolution's activations flattened in NCHW order
-/// (PyTorch's `flatten(1)`); the dense layer that follows belongs to `pixel_lstm_agent`.
-/// Models `PixelTorso` (see pixel_lstm_agent.hpp).
+/// (PyTorch's `flatten(1)`); the dense layer that follows belongs to `dense_torso`
+/// (`nature_cnn_torso`, seedrl/net/parts/dense_torso.hpp). Models `FeatureStack`
+/// (seedrl/net/parts/torso.hpp) and `PixelTorso` (pixel_lstm_agent.hpp).
 
 #include <algorithm>
 #include <array>
