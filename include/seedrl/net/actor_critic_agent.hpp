@@ -60,9 +60,9 @@ struct agent_options {
   std::int32_t num_actions = 0;  ///< the action spec's count; the policy head must agree
   /// Feed the reward and the one-hot previous action to the core, after the torso's features.
   bool reward_and_action_inputs = true;
-  std::optional<double> max_abs_input_reward;  ///< clip the reward fed to the core
-  std::uint64_t seed = 0;                      ///< initialisation
-  std::string name = "actor_critic_agent";     ///< in error messages
+  std::optional<double> max_abs_input_reward = std::nullopt;  ///< clip the reward fed to the core
+  std::uint64_t seed = 0;                                     ///< initialisation
+  std::string name = "actor_critic_agent";                    ///< in error messages
 };
 
 /// An agent composed of parts; see the file comment.
