@@ -19,7 +19,12 @@ void seedrl_test_eigen_assertion(const char* what, const char* file, int line);
 
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/eigen_core.hpp"
+#include "seedrl/net/actor_critic_agent.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/net/parts/dense_torso.hpp"
+#include "seedrl/net/parts/lstm_core.hpp"
+#include "seedrl/net/parts/mlp_torso.hpp"
+#include "seedrl/net/parts/no_core.hpp"
 
 namespace {
 std::atomic<long> allocations{0};        // global operator new
@@ -151,6 +156,53 @@ TEST_CASE("wide LSTM inference allocates nothing in steady state", "[alloc]") {
   config.hidden_sizes = {256};
   config.lstm_size = 256;
   CHECK(allocations_during_inference(config, 64, 10) == 0);
+}
+
+namespace {
+
+/// As allocations_during_inference, for any agent over float observations in [0, 255].
+template <class Net>
+long allocations_during_inference_of(Net& net, std::size_t B, int steps) {
+  auto state = net.initial_state(B);
+  seedrl::random_generator rng(2);
+  std::vector<float> obs(B * static_cast<std::size_t>(net.observation_size()));
+  for (auto& x : obs)
+    x = static_cast<float>(rng.below(256));
+  std::vector<float> rewards(B, 1.0f), logits(B * static_cast<std::size_t>(net.policy_size())),
+      values(B);
+  std::vector<std::uint8_t> dones(B, 0);
+  std::vector<std::int32_t> prev(B, 0);
+  seedrl::agent_step_output<float> out{logits, values};
+  net.infer({obs, rewards, dones, prev}, state, out);
+  net.infer({obs, rewards, dones, prev}, state, out);
+  const long before = heap_allocations();
+  for (int i = 0; i < steps; ++i) {
+    dones[static_cast<std::size_t>(i) % B] = static_cast<std::uint8_t>(i % 3 == 0);
+    net.infer({obs, rewards, dones, prev}, state, out);
+  }
+  return heap_allocations() - before;
+}
+
+}  // namespace
+
+TEST_CASE("agents composed from parts infer without allocating in steady state", "[alloc]") {
+  // A small conv torso on 10x10x4 channels-last images, with an LSTM core.
+  seedrl::actor_critic_agent<float, seedrl::image_observations, seedrl::small_conv_torso<float>,
+                             seedrl::lstm_core<float>, seedrl::categorical_head<float>>
+      conv({.num_actions = 5},
+           seedrl::image_observations{
+               .height = 10, .width = 10, .channels = 4, .channels_last = true, .scale = 1.0 / 255},
+           seedrl::small_conv_torso<float>(seedrl::small_conv<float>({}, 4, 10, 10), {.size = 128}),
+           {.hidden_size = 64}, {.num_actions = 5});
+  CHECK(allocations_during_inference_of(conv, 32, 20) == 0);
+  // A tanh MLP with no core and no reward or action inputs.
+  seedrl::actor_critic_agent<float, seedrl::vector_observations, seedrl::mlp_torso<float>,
+                             seedrl::no_core<float>, seedrl::categorical_head<float>>
+      mlp({.num_actions = 3, .reward_and_action_inputs = false}, seedrl::vector_observations{6},
+          seedrl::mlp_torso<float>(
+              {.input_size = 6, .widths = {64, 64}, .act = seedrl::activation::tanh}),
+          {}, {.num_actions = 3});
+  CHECK(allocations_during_inference_of(mlp, 64, 50) == 0);
 }
 
 #ifdef SEEDRL_ALLOC_TEST_TCP
