@@ -96,11 +96,13 @@ static_assert(seedrl::Torso<square_torso, double>);
 using user_agent =
     seedrl::actor_critic_agent<double, seedrl::vector_observations, square_torso,
                                seedrl::lstm_core<double>, seedrl::categorical_head<double>>;
+using tanh_conv_torso = seedrl::small_conv_torso<double, seedrl::tanh_activation>;
 using small_conv_agent =
-    seedrl::actor_critic_agent<double, seedrl::image_observations, seedrl::small_conv_torso<double>,
+    seedrl::actor_critic_agent<double, seedrl::image_observations, tanh_conv_torso,
                                seedrl::lstm_core<double>, seedrl::categorical_head<double>>;
+using tanh_mlp_torso = seedrl::mlp_torso<double, seedrl::tanh_activation>;
 using tanh_mlp_agent =
-    seedrl::actor_critic_agent<double, seedrl::vector_observations, seedrl::mlp_torso<double>,
+    seedrl::actor_critic_agent<double, seedrl::vector_observations, tanh_mlp_torso,
                                seedrl::no_core<double>, seedrl::categorical_head<double>>;
 
 static_assert(seedrl::Network<user_agent>);
@@ -203,9 +205,8 @@ small_conv_agent make_small_conv_agent(std::ptrdiff_t padding, bool channels_las
                                  .channels = C,
                                  .channels_last = channels_last,
                                  .scale = 1.0 / 255.0},
-      seedrl::small_conv_torso<double>(
-          seedrl::small_conv<double>({.channels = {4, 3}, .padding = padding}, C, H, W),
-          {.size = 5, .act = seedrl::activation::tanh}),
+      tanh_conv_torso(seedrl::small_conv<double>({.channels = {4, 3}, .padding = padding}, C, H, W),
+                      {.size = 5}),
       {.hidden_size = 3, .num_layers = 1, .forget_bias = 1.0}, {.num_actions = 4});
 }
 
@@ -312,9 +313,7 @@ TEST_CASE("a tanh MLP with no core matches a plain-loop forward and central diff
           "[parts][gradcheck]") {
   tanh_mlp_agent net({.num_actions = 2, .reward_and_action_inputs = false, .seed = 11},
                      seedrl::vector_observations{3},
-                     seedrl::mlp_torso<double>(
-                         {.input_size = 3, .widths = {5, 4}, .act = seedrl::activation::tanh}),
-                     {}, {.num_actions = 2});
+                     tanh_mlp_torso({.input_size = 3, .widths = {5, 4}}), {}, {.num_actions = 2});
   CHECK(net.state_size() == 0);
   spread_parameters(net, 12);
   seedrl::random_generator rng(13);

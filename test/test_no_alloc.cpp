@@ -196,12 +196,11 @@ TEST_CASE("agents composed from parts infer without allocating in steady state",
            {.hidden_size = 64}, {.num_actions = 5});
   CHECK(allocations_during_inference_of(conv, 32, 20) == 0);
   // A tanh MLP with no core and no reward or action inputs.
-  seedrl::actor_critic_agent<float, seedrl::vector_observations, seedrl::mlp_torso<float>,
-                             seedrl::no_core<float>, seedrl::categorical_head<float>>
+  using tanh_mlp = seedrl::mlp_torso<float, seedrl::tanh_activation>;
+  seedrl::actor_critic_agent<float, seedrl::vector_observations, tanh_mlp, seedrl::no_core<float>,
+                             seedrl::categorical_head<float>>
       mlp({.num_actions = 3, .reward_and_action_inputs = false}, seedrl::vector_observations{6},
-          seedrl::mlp_torso<float>(
-              {.input_size = 6, .widths = {64, 64}, .act = seedrl::activation::tanh}),
-          {}, {.num_actions = 3});
+          tanh_mlp({.input_size = 6, .widths = {64, 64}}), {}, {.num_actions = 3});
   CHECK(allocations_during_inference_of(mlp, 64, 50) == 0);
 }
 

@@ -20,12 +20,11 @@
 /// For example, an MLP with tanh and no recurrent core, for CartPole:
 ///
 ///     using namespace seedrl;
-///     using net_t = actor_critic_agent<float, vector_observations, mlp_torso<float>,
-///                                      no_core<float>, categorical_head<float>>;
+///     using torso_t = mlp_torso<float, tanh_activation>;
+///     using net_t = actor_critic_agent<float, vector_observations, torso_t, no_core<float>,
+///                                      categorical_head<float>>;
 ///     net_t net({.num_actions = 2, .reward_and_action_inputs = false},
-///               vector_observations{4},
-///               mlp_torso<float>({.input_size = 4, .widths = {64, 64},
-///                                 .act = activation::tanh}),
+///               vector_observations{4}, torso_t({.input_size = 4, .widths = {64, 64}}),
 ///               {}, {.num_actions = 2});
 ///
 /// The ready agents are names for compositions: `mlp_lstm_agent` and the pixel agents

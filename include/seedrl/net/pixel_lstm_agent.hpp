@@ -95,7 +95,7 @@ class pixel_lstm_agent : public pixel_lstm_composition<S, Torso> {
                                .scale = config.observation_scale,
                                .flatten = false},
             dense_torso<S, Torso>(Torso(config.torso, config.channels, config.height, config.width),
-                                  dense_torso_options{config.dense_size, activation::relu}),
+                                  dense_torso_options{config.dense_size}),
             lstm_core_options{.hidden_size = config.lstm_size,
                               .num_layers = 1,
                               .forget_bias = config.forget_bias},

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// `dense_torso<S, Features>`: a convolutional FeatureStack (seedrl/net/parts/torso.hpp) over
-/// C x H x W images, then a dense layer with an activation (ReLU in SEED RL's agents). Models
+/// `dense_torso<S, Features, Act>`: a convolutional FeatureStack (seedrl/net/parts/torso.hpp)
+/// over C x H x W images, then a dense layer with the activation `Act` (`relu_activation`, the
+/// default and SEED RL's choice, or `tanh_activation`; activation.hpp). Models
 /// seedrl::Torso. Parameters: the stack's, then the dense W [D, F] row-major and b [D]; the stack
 /// is initialised first, then the dense layer (`linear::init`).
 ///
@@ -31,12 +32,11 @@ namespace seedrl {
 
 /// The dense layer over the features.
 struct dense_torso_options {
-  std::ptrdiff_t size = 512;          ///< outputs of the dense layer
-  activation act = activation::relu;  ///< after the dense layer
+  std::ptrdiff_t size = 512;  ///< outputs of the dense layer
 };
 
 /// A feature stack plus a dense layer; see the file comment.
-template <std::floating_point S, FeatureStack<S> Features>
+template <std::floating_point S, FeatureStack<S> Features, Activation<S> Act = relu_activation>
 class dense_torso {
  public:
   dense_torso(Features features, dense_torso_options options)
@@ -79,7 +79,7 @@ class dense_torso {
     if (features_data_ == nullptr)
       throw std::logic_error("seedrl::dense_torso::backward: call forward first");
     const std::ptrdiff_t N = rows_, F = features_.output_size();
-    activation_backward(options_.act, cview(y_, N, options_.size, y_stride_), dy);
+    Act::backward(cview(y_, N, options_.size, y_stride_), dy);
     const auto features = cview(features_data_, N, F);
     dense_.backward_params(features, cview(dy));
     if (d_features_.size() < static_cast<std::size_t>(N * F))
@@ -95,7 +95,7 @@ class dense_torso {
     // sizes (3136 x 512); the tiled product keeps inference off the heap.
     detail::gemm_stack_tiled(y, features, dense_.weight().transpose(), false);
     y.rowwise() += dense_.bias();
-    activation_forward(options_.act, y);
+    Act::forward(y);
   }
 
   Features features_;
@@ -108,16 +108,16 @@ class dense_torso {
 };
 
 /// The Nature CNN with its dense layer (512 and ReLU in the paper).
-template <std::floating_point S>
-using nature_cnn_torso = dense_torso<S, nature_cnn<S>>;
+template <std::floating_point S, class Act = relu_activation>
+using nature_cnn_torso = dense_torso<S, nature_cnn<S>, Act>;
 
 /// The IMPALA ResNet with its dense layer (256 and ReLU in the paper).
-template <std::floating_point S>
-using impala_resnet_torso = dense_torso<S, impala_resnet<S>>;
+template <std::floating_point S, class Act = relu_activation>
+using impala_resnet_torso = dense_torso<S, impala_resnet<S>, Act>;
 
 /// The small conv stack with a dense layer.
-template <std::floating_point S>
-using small_conv_torso = dense_torso<S, small_conv<S>>;
+template <std::floating_point S, class Act = relu_activation>
+using small_conv_torso = dense_torso<S, small_conv<S>, Act>;
 
 static_assert(Torso<nature_cnn_torso<float>, float>);
 static_assert(Torso<impala_resnet_torso<double>, double>);

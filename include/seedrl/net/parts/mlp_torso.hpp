@@ -1,9 +1,10 @@
 #pragma once
 /// \file
-/// `mlp_torso<S>`: fully connected layers of the given widths, each followed by the chosen
-/// activation (ReLU or tanh), over flat feature vectors. Models seedrl::Torso
-/// (seedrl/net/parts/torso.hpp). Parameters: each layer's W [out, in] row-major then b [out],
-/// first layer first; each layer initialised as `linear::init` (PyTorch's default) in order.
+/// `mlp_torso<S, Act>`: fully connected layers of the given widths, each followed by the
+/// activation `Act` (`relu_activation`, the default, or `tanh_activation`; activation.hpp), over
+/// flat feature vectors. Models seedrl::Torso (seedrl/net/parts/torso.hpp). Parameters: each
+/// layer's W [out, in] row-major then b [out], first layer first; each layer initialised as
+/// `linear::init` (PyTorch's default) in order.
 
 #include <algorithm>
 #include <concepts>
@@ -25,12 +26,11 @@ namespace seedrl {
 /// Shape of an `mlp_torso`.
 struct mlp_torso_options {
   std::ptrdiff_t input_size = 0;               ///< features per observation row
-  std::vector<std::ptrdiff_t> widths{64, 64};  ///< one layer per entry
-  activation act = activation::relu;           ///< after every layer, the last included
+  std::vector<std::ptrdiff_t> widths{64, 64};  ///< one layer per entry, each followed by Act
 };
 
 /// The MLP torso; see the file comment.
-template <std::floating_point S>
+template <std::floating_point S, Activation<S> Act = relu_activation>
 class mlp_torso {
  public:
   explicit mlp_torso(mlp_torso_options options) : options_(std::move(options)) {
@@ -96,7 +96,7 @@ class mlp_torso {
     for (std::ptrdiff_t k = last; k >= 0; --k) {
       auto& layer = layers_[static_cast<std::size_t>(k)];
       auto dk = view(d, N, layer.out_features());
-      activation_backward(options_.act, output(k, N), dk);
+      Act::backward(output(k, N), dk);
       const auto input = k == 0 ? cview(x_, N, input_size(), x_stride_) : output(k - 1, N);
       layer.backward_params(input, cview(dk));
       if (k > 0) {
@@ -133,7 +133,7 @@ class mlp_torso {
       }
       auto out_view = view(out, N, layer.out_features(), stride);
       layer.forward(cview<S>(in, N, in_width, in_stride), out_view);
-      activation_forward(options_.act, out_view);
+      Act::forward(out_view);
       in = out;
       in_width = layer.out_features();
       in_stride = stride;
