@@ -91,16 +91,13 @@ extern "C" const char* __asan_default_options() {
 
 namespace {
 
-/// Counts heap allocations made by `steps` inference calls after two warm-up calls.
-long allocations_during_inference(const seedrl::mlp_lstm_agent_config& config, std::size_t B,
-                                  int steps) {
-  seedrl::mlp_lstm_agent<float> net(config);
+/// Counts heap allocations made by `steps` inference calls of `net` on `obs` (B rows) after
+/// two warm-up calls.
+template <class Net>
+long allocations_during_inference_of(Net& net, const std::vector<float>& obs, std::size_t B,
+                                     int steps) {
   auto state = net.initial_state(B);
-  seedrl::random_generator rng(1);
-  std::vector<float> obs(B * static_cast<std::size_t>(config.observation_size));
-  for (auto& x : obs)
-    x = static_cast<float>(rng.uniform(-1, 1));
-  std::vector<float> rewards(B, 1.0f), logits(B * static_cast<std::size_t>(config.num_actions)),
+  std::vector<float> rewards(B, 1.0f), logits(B * static_cast<std::size_t>(net.policy_size())),
       values(B);
   std::vector<std::uint8_t> dones(B, 0);
   std::vector<std::int32_t> prev(B, 0);
@@ -113,6 +110,17 @@ long allocations_during_inference(const seedrl::mlp_lstm_agent_config& config, s
     net.infer({obs, rewards, dones, prev}, state, out);
   }
   return heap_allocations() - before;
+}
+
+/// The same for an `mlp_lstm_agent` on observations in [-1, 1].
+long allocations_during_inference(const seedrl::mlp_lstm_agent_config& config, std::size_t B,
+                                  int steps) {
+  seedrl::mlp_lstm_agent<float> net(config);
+  seedrl::random_generator rng(1);
+  std::vector<float> obs(B * static_cast<std::size_t>(config.observation_size));
+  for (auto& x : obs)
+    x = static_cast<float>(rng.uniform(-1, 1));
+  return allocations_during_inference_of(net, obs, B, steps);
 }
 
 }  // namespace
@@ -160,27 +168,14 @@ TEST_CASE("wide LSTM inference allocates nothing in steady state", "[alloc]") {
 
 namespace {
 
-/// As allocations_during_inference, for any agent over float observations in [0, 255].
+/// Observations for `net`: B rows of pixel values in 0..255.
 template <class Net>
-long allocations_during_inference_of(Net& net, std::size_t B, int steps) {
-  auto state = net.initial_state(B);
+std::vector<float> pixel_rows(const Net& net, std::size_t B) {
   seedrl::random_generator rng(2);
   std::vector<float> obs(B * static_cast<std::size_t>(net.observation_size()));
   for (auto& x : obs)
     x = static_cast<float>(rng.below(256));
-  std::vector<float> rewards(B, 1.0f), logits(B * static_cast<std::size_t>(net.policy_size())),
-      values(B);
-  std::vector<std::uint8_t> dones(B, 0);
-  std::vector<std::int32_t> prev(B, 0);
-  seedrl::agent_step_output<float> out{logits, values};
-  net.infer({obs, rewards, dones, prev}, state, out);
-  net.infer({obs, rewards, dones, prev}, state, out);
-  const long before = heap_allocations();
-  for (int i = 0; i < steps; ++i) {
-    dones[static_cast<std::size_t>(i) % B] = static_cast<std::uint8_t>(i % 3 == 0);
-    net.infer({obs, rewards, dones, prev}, state, out);
-  }
-  return heap_allocations() - before;
+  return obs;
 }
 
 }  // namespace
@@ -194,14 +189,14 @@ TEST_CASE("agents composed from parts infer without allocating in steady state",
                .height = 10, .width = 10, .channels = 4, .channels_last = true, .scale = 1.0 / 255},
            seedrl::small_conv_torso<float>(seedrl::small_conv<float>({}, 4, 10, 10), {.size = 128}),
            {.hidden_size = 64}, {.num_actions = 5});
-  CHECK(allocations_during_inference_of(conv, 32, 20) == 0);
+  CHECK(allocations_during_inference_of(conv, pixel_rows(conv, 32), 32, 20) == 0);
   // A tanh MLP with no core and no reward or action inputs.
   using tanh_mlp = seedrl::mlp_torso<float, seedrl::tanh_activation>;
   seedrl::actor_critic_agent<float, seedrl::vector_observations, tanh_mlp, seedrl::no_core<float>,
                              seedrl::categorical_head<float>>
       mlp({.num_actions = 3, .reward_and_action_inputs = false}, seedrl::vector_observations{6},
           tanh_mlp({.input_size = 6, .widths = {64, 64}}), {}, {.num_actions = 3});
-  CHECK(allocations_during_inference_of(mlp, 64, 50) == 0);
+  CHECK(allocations_during_inference_of(mlp, pixel_rows(mlp, 64), 64, 50) == 0);
 }
 
 #ifdef SEEDRL_ALLOC_TEST_TCP

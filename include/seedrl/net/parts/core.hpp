@@ -35,37 +35,16 @@
 #include <span>
 
 #include "seedrl/core/random.hpp"
+#include "seedrl/detail/part_members.hpp"
 #include "seedrl/net/tensor.hpp"
 
 namespace seedrl {
 
 namespace detail::core_parts {
-template <class C>
-concept has_options_type = requires {
-  typename C::options_type;
-};
-template <class C>
-concept has_constructor = has_options_type<C> &&
-    std::constructible_from<C, const typename C::options_type&, std::ptrdiff_t>;
-template <class C>
-concept has_output_size = requires(const C& c) {
-  { c.output_size() } -> std::convertible_to<std::ptrdiff_t>;
-};
+using namespace part_members;
 template <class C>
 concept has_state_size = requires(const C& c) {
   { c.state_size() } -> std::convertible_to<std::ptrdiff_t>;
-};
-template <class C>
-concept has_num_parameters = requires(const C& c) {
-  { c.num_parameters() } -> std::convertible_to<std::size_t>;
-};
-template <class C, class S>
-concept has_bind = requires(C& c, S* p) {
-  c.bind(p, p);
-};
-template <class C>
-concept has_init = requires(C& c, random_generator& rng) {
-  c.init(rng);
 };
 template <class C, class S>
 concept has_step = requires(C& c, const_matrix_view<S> x, std::span<const std::uint8_t> dones,
@@ -85,7 +64,8 @@ concept has_backward_unroll = requires(C& c, matrix_view<S> dy) {
 
 /// A core over scalar type S; see the file comment.
 template <class C, class S>
-concept Core = detail::core_parts::has_constructor<C> && detail::core_parts::has_output_size<C> &&
+concept Core =
+    detail::core_parts::has_options_constructor<C> && detail::core_parts::has_output_size<C> &&
     detail::core_parts::has_state_size<C> && detail::core_parts::has_num_parameters<C> &&
     detail::core_parts::has_bind<C, S> && detail::core_parts::has_init<C> &&
     detail::core_parts::has_step<C, S> && detail::core_parts::has_forward_unroll<C, S> &&
@@ -97,7 +77,7 @@ consteval bool check_core() {
   using namespace detail::core_parts;
   static_assert(has_options_type<C>,
                 "seedrl: this type is not a seedrl::Core: it lacks `using options_type = ...;`");
-  static_assert(!has_options_type<C> || has_constructor<C>,
+  static_assert(!has_options_type<C> || has_options_constructor<C>,
                 "seedrl: this type is not a seedrl::Core: it lacks a constructor "
                 "`C(const options_type&, std::ptrdiff_t input_size)`");
   static_assert(has_output_size<C>,

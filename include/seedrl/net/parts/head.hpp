@@ -31,34 +31,13 @@
 #include <cstdint>
 
 #include "seedrl/core/random.hpp"
+#include "seedrl/detail/part_members.hpp"
 #include "seedrl/net/tensor.hpp"
 
 namespace seedrl {
 
 namespace detail::head_parts {
-template <class H>
-concept has_options_type = requires {
-  typename H::options_type;
-};
-template <class H>
-concept has_constructor = has_options_type<H> &&
-    std::constructible_from<H, const typename H::options_type&, std::ptrdiff_t>;
-template <class H>
-concept has_output_size = requires(const H& h) {
-  { h.output_size() } -> std::convertible_to<std::ptrdiff_t>;
-};
-template <class H>
-concept has_num_parameters = requires(const H& h) {
-  { h.num_parameters() } -> std::convertible_to<std::size_t>;
-};
-template <class H, class S>
-concept has_bind = requires(H& h, S* p) {
-  h.bind(p, p);
-};
-template <class H>
-concept has_init = requires(H& h, random_generator& rng) {
-  h.init(rng);
-};
+using namespace part_members;
 template <class H, class S>
 concept has_forward = requires(const H& h, const_matrix_view<S> x, matrix_view<S> y) {
   h.forward(x, y);
@@ -75,7 +54,8 @@ concept has_num_actions = requires(const H& h) {
 
 /// An output head over scalar type S; see the file comment.
 template <class H, class S>
-concept Head = detail::head_parts::has_constructor<H> && detail::head_parts::has_output_size<H> &&
+concept Head =
+    detail::head_parts::has_options_constructor<H> && detail::head_parts::has_output_size<H> &&
     detail::head_parts::has_num_parameters<H> && detail::head_parts::has_bind<H, S> &&
     detail::head_parts::has_init<H> && detail::head_parts::has_forward<H, S> &&
     detail::head_parts::has_backward<H, S> && std::copy_constructible<H>;
@@ -90,7 +70,7 @@ consteval bool check_head() {
   using namespace detail::head_parts;
   static_assert(has_options_type<H>,
                 "seedrl: this type is not a seedrl::Head: it lacks `using options_type = ...;`");
-  static_assert(!has_options_type<H> || has_constructor<H>,
+  static_assert(!has_options_type<H> || has_options_constructor<H>,
                 "seedrl: this type is not a seedrl::Head: it lacks a constructor "
                 "`H(const options_type&, std::ptrdiff_t input_size)`");
   static_assert(has_output_size<H>,

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "seedrl/detail/part_members.hpp"
 #include "seedrl/net/tensor.hpp"
 
 namespace seedrl {
@@ -42,14 +43,7 @@ constexpr const char* to_string(feature_layout l) noexcept {
 }
 
 namespace detail::preprocess_parts {
-template <class P>
-concept has_input_size = requires(const P& p) {
-  { p.input_size() } -> std::convertible_to<std::ptrdiff_t>;
-};
-template <class P>
-concept has_output_size = requires(const P& p) {
-  { p.output_size() } -> std::convertible_to<std::ptrdiff_t>;
-};
+using namespace part_members;
 template <class P>
 concept has_output_layout = requires(const P& p) {
   { p.output_layout() } -> std::same_as<feature_layout>;

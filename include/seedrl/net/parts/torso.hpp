@@ -43,35 +43,17 @@
 #include <cstddef>
 
 #include "seedrl/core/random.hpp"
+#include "seedrl/detail/part_members.hpp"
 #include "seedrl/net/parts/preprocess.hpp"
 #include "seedrl/net/tensor.hpp"
 
 namespace seedrl {
 
 namespace detail::torso_parts {
-template <class T>
-concept has_input_size = requires(const T& t) {
-  { t.input_size() } -> std::convertible_to<std::ptrdiff_t>;
-};
-template <class T>
-concept has_output_size = requires(const T& t) {
-  { t.output_size() } -> std::convertible_to<std::ptrdiff_t>;
-};
+using namespace part_members;
 template <class T>
 concept has_input_layout = requires(const T& t) {
   { t.input_layout() } -> std::same_as<feature_layout>;
-};
-template <class T>
-concept has_num_parameters = requires(const T& t) {
-  { t.num_parameters() } -> std::convertible_to<std::size_t>;
-};
-template <class T, class S>
-concept has_bind = requires(T& t, S* p) {
-  t.bind(p, p);
-};
-template <class T>
-concept has_init = requires(T& t, random_generator& rng) {
-  t.init(rng);
 };
 template <class T, class S>
 concept has_infer = requires(T& t, const_matrix_view<S> x, matrix_view<S> y) {
