@@ -19,7 +19,12 @@ void seedrl_test_eigen_assertion(const char* what, const char* file, int line);
 
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/eigen_core.hpp"
+#include "seedrl/net/actor_critic_agent.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/net/parts/dense_torso.hpp"
+#include "seedrl/net/parts/lstm_core.hpp"
+#include "seedrl/net/parts/mlp_torso.hpp"
+#include "seedrl/net/parts/no_core.hpp"
 
 namespace {
 std::atomic<long> allocations{0};        // global operator new
@@ -86,16 +91,13 @@ extern "C" const char* __asan_default_options() {
 
 namespace {
 
-/// Counts heap allocations made by `steps` inference calls after two warm-up calls.
-long allocations_during_inference(const seedrl::mlp_lstm_agent_config& config, std::size_t B,
-                                  int steps) {
-  seedrl::mlp_lstm_agent<float> net(config);
+/// Counts heap allocations made by `steps` inference calls of `net` on `obs` (B rows) after
+/// two warm-up calls.
+template <class Net>
+long allocations_during_inference_of(Net& net, const std::vector<float>& obs, std::size_t B,
+                                     int steps) {
   auto state = net.initial_state(B);
-  seedrl::random_generator rng(1);
-  std::vector<float> obs(B * static_cast<std::size_t>(config.observation_size));
-  for (auto& x : obs)
-    x = static_cast<float>(rng.uniform(-1, 1));
-  std::vector<float> rewards(B, 1.0f), logits(B * static_cast<std::size_t>(config.num_actions)),
+  std::vector<float> rewards(B, 1.0f), logits(B * static_cast<std::size_t>(net.policy_size())),
       values(B);
   std::vector<std::uint8_t> dones(B, 0);
   std::vector<std::int32_t> prev(B, 0);
@@ -108,6 +110,17 @@ long allocations_during_inference(const seedrl::mlp_lstm_agent_config& config, s
     net.infer({obs, rewards, dones, prev}, state, out);
   }
   return heap_allocations() - before;
+}
+
+/// The same for an `mlp_lstm_agent` on observations in [-1, 1].
+long allocations_during_inference(const seedrl::mlp_lstm_agent_config& config, std::size_t B,
+                                  int steps) {
+  seedrl::mlp_lstm_agent<float> net(config);
+  seedrl::random_generator rng(1);
+  std::vector<float> obs(B * static_cast<std::size_t>(config.observation_size));
+  for (auto& x : obs)
+    x = static_cast<float>(rng.uniform(-1, 1));
+  return allocations_during_inference_of(net, obs, B, steps);
 }
 
 }  // namespace
@@ -151,6 +164,39 @@ TEST_CASE("wide LSTM inference allocates nothing in steady state", "[alloc]") {
   config.hidden_sizes = {256};
   config.lstm_size = 256;
   CHECK(allocations_during_inference(config, 64, 10) == 0);
+}
+
+namespace {
+
+/// Observations for `net`: B rows of pixel values in 0..255.
+template <class Net>
+std::vector<float> pixel_rows(const Net& net, std::size_t B) {
+  seedrl::random_generator rng(2);
+  std::vector<float> obs(B * static_cast<std::size_t>(net.observation_size()));
+  for (auto& x : obs)
+    x = static_cast<float>(rng.below(256));
+  return obs;
+}
+
+}  // namespace
+
+TEST_CASE("agents composed from parts infer without allocating in steady state", "[alloc]") {
+  // A small conv torso on 10x10x4 channels-last images, with an LSTM core.
+  seedrl::actor_critic_agent<float, seedrl::image_observations, seedrl::small_conv_torso<float>,
+                             seedrl::lstm_core<float>, seedrl::categorical_head<float>>
+      conv({.num_actions = 5},
+           seedrl::image_observations{
+               .height = 10, .width = 10, .channels = 4, .channels_last = true, .scale = 1.0 / 255},
+           seedrl::small_conv_torso<float>(seedrl::small_conv<float>({}, 4, 10, 10), {.size = 128}),
+           {.hidden_size = 64}, {.num_actions = 5});
+  CHECK(allocations_during_inference_of(conv, pixel_rows(conv, 32), 32, 20) == 0);
+  // A tanh MLP with no core and no reward or action inputs.
+  using tanh_mlp = seedrl::mlp_torso<float, seedrl::tanh_activation>;
+  seedrl::actor_critic_agent<float, seedrl::vector_observations, tanh_mlp, seedrl::no_core<float>,
+                             seedrl::categorical_head<float>>
+      mlp({.num_actions = 3, .reward_and_action_inputs = false}, seedrl::vector_observations{6},
+          tanh_mlp({.input_size = 6, .widths = {64, 64}}), {}, {.num_actions = 3});
+  CHECK(allocations_during_inference_of(mlp, pixel_rows(mlp, 64), 64, 50) == 0);
 }
 
 #ifdef SEEDRL_ALLOC_TEST_TCP

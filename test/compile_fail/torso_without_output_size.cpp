@@ -1,24 +1,25 @@
 // Must NOT compile: `almost_torso` forgot output_size(). The test checks that the compiler's
-// message names exactly that, rather than burying it in errors from inside the trainer.
-#include <cstddef>
-
-#include "seedrl/backend/host_backend.hpp"
-#include "seedrl/train/agent_trainer.hpp"
+// message names it, rather than burying it in substitution failures.
+#include "seedrl/net/actor_critic_agent.hpp"
+#include "seedrl/net/parts/linear_heads.hpp"
+#include "seedrl/net/parts/no_core.hpp"
+#include "seedrl/net/parts/preprocess.hpp"
 
 struct almost_torso {
+  std::ptrdiff_t input_size() const { return 4; }
+  seedrl::feature_layout input_layout() const { return seedrl::feature_layout::vector; }
   std::size_t num_parameters() const { return 0; }
-  std::size_t observation_size() const { return 1; }
-  std::size_t state_size() const { return 0; }
-  std::size_t max_rows() const { return 1; }
-  void reserve(std::size_t) {}
-  void forward(const seedrl::backend_torso_batch<float>&, const float*, float*, std::size_t) {}
-  void backward(const seedrl::backend_torso_batch<float>&, const float*, float*, const float*,
-                const float*, std::size_t) {}
+  void bind(float*, float*) {}
+  void init(seedrl::random_generator&) {}
+  void infer(seedrl::const_matrix_view<float>, seedrl::matrix_view<float>) {}
+  void forward(seedrl::const_matrix_view<float>, seedrl::matrix_view<float>) {}
+  void backward(seedrl::matrix_view<float>) {}
 };
 
 int main() {
-  seedrl::host_backend backend;
-  seedrl::backend_agent_trainer<seedrl::host_backend, float, almost_torso> trainer(
-      backend, almost_torso{}, seedrl::backend_core_config{});
-  return static_cast<int>(trainer.num_parameters());
+  seedrl::actor_critic_agent<float, seedrl::vector_observations, almost_torso,
+                             seedrl::no_core<float>, seedrl::categorical_head<float>>
+      net({.num_actions = 2}, seedrl::vector_observations{4}, almost_torso{}, {},
+          {.num_actions = 2});
+  return static_cast<int>(net.parameters().size());
 }

@@ -4,7 +4,8 @@
 /// per row, as `conv2d`). Each stack: conv 3x3 padding 1, max pool 3x3 stride 2 padding 1,
 /// then residual blocks of (ReLU, conv 3x3, ReLU, conv 3x3) plus the skip; after the last
 /// stack a ReLU. The output is flattened in NCHW order; the dense layer that follows belongs to
-/// `pixel_lstm_agent`. Models `PixelTorso` (see pixel_lstm_agent.hpp).
+/// `dense_torso` (`impala_resnet_torso`, seedrl/net/parts/dense_torso.hpp). Models
+/// `FeatureStack` (seedrl/net/parts/torso.hpp) and `PixelTorso` (pixel_lstm_agent.hpp).
 ///
 /// Training keeps every block's input and both ReLU outputs; at 84x84 that is about 0.25 M
 /// floats per image, so a 20 x 32 unroll holds about 0.7 GB of activations.

@@ -1,0 +1,405 @@
+// Agents composed from parts (seedrl/net/actor_critic_agent.hpp): the small conv torso and a
+// torso defined here, in float64 against central differences and independent loop references;
+// a tanh MLP with no core against a plain-loop forward; inference against the unroll; and the
+// errors for parts that do not fit together.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gradcheck.hpp"
+#include "seedrl/core/random.hpp"
+#include "seedrl/net/actor_critic_agent.hpp"
+#include "seedrl/net/frame_stack.hpp"
+#include "seedrl/net/network.hpp"
+#include "seedrl/net/parts/dense_torso.hpp"
+#include "seedrl/net/parts/linear_heads.hpp"
+#include "seedrl/net/parts/lstm_core.hpp"
+#include "seedrl/net/parts/mlp_torso.hpp"
+#include "seedrl/net/parts/no_core.hpp"
+#include "seedrl/net/parts/preprocess.hpp"
+#include "seedrl/net/parts/small_conv.hpp"
+
+namespace {
+
+using seedrl_test::dot;
+using seedrl_test::gradcheck;
+using seedrl_test::random_vector;
+using seedrl_test::require_close;
+
+// ---------------------------------------------------------------------------------------------
+// A user's own torso: y = (x W^T + b)^2, elementwise. Nothing in the library knows it.
+
+class square_torso {
+ public:
+  square_torso(std::ptrdiff_t in, std::ptrdiff_t out) : in_(in), out_(out) {}
+
+  std::ptrdiff_t input_size() const { return in_; }
+  std::ptrdiff_t output_size() const { return out_; }
+  seedrl::feature_layout input_layout() const { return seedrl::feature_layout::vector; }
+  std::size_t num_parameters() const { return static_cast<std::size_t>(out_ * (in_ + 1)); }
+  void bind(double* p, double* g) {
+    p_ = p;
+    g_ = g;
+  }
+  void init(seedrl::random_generator& rng) {
+    for (std::size_t i = 0; i < num_parameters(); ++i)
+      p_[i] = rng.uniform(-0.5, 0.5);
+  }
+  void infer(seedrl::const_matrix_view<double> x, seedrl::matrix_view<double> y) {
+    z_infer_.resize(static_cast<std::size_t>(x.rows() * out_));
+    run(x, y, z_infer_);
+  }
+  void forward(seedrl::const_matrix_view<double> x, seedrl::matrix_view<double> y) {
+    x_.assign(x.data(), x.data() + x.rows() * x.outerStride());
+    stride_ = x.outerStride();
+    rows_ = x.rows();
+    z_.resize(static_cast<std::size_t>(x.rows() * out_));
+    run(x, y, z_);
+  }
+  void backward(seedrl::matrix_view<double> dy) {
+    for (std::ptrdiff_t r = 0; r < rows_; ++r)
+      for (std::ptrdiff_t o = 0; o < out_; ++o) {
+        const double dz = dy(r, o) * 2.0 * z_[static_cast<std::size_t>(r * out_ + o)];
+        for (std::ptrdiff_t i = 0; i < in_; ++i)
+          g_[o * in_ + i] += dz * x_[static_cast<std::size_t>(r * stride_ + i)];
+        g_[out_ * in_ + o] += dz;
+      }
+  }
+
+ private:
+  void run(seedrl::const_matrix_view<double> x, seedrl::matrix_view<double> y,
+           std::vector<double>& z) const {
+    for (std::ptrdiff_t r = 0; r < x.rows(); ++r)
+      for (std::ptrdiff_t o = 0; o < out_; ++o) {
+        double s = p_[out_ * in_ + o];
+        for (std::ptrdiff_t i = 0; i < in_; ++i)
+          s += p_[o * in_ + i] * x(r, i);
+        z[static_cast<std::size_t>(r * out_ + o)] = s;
+        y(r, o) = s * s;
+      }
+  }
+
+  std::ptrdiff_t in_, out_;
+  double* p_ = nullptr;
+  double* g_ = nullptr;
+  std::vector<double> x_, z_, z_infer_;
+  std::ptrdiff_t stride_ = 0, rows_ = 0;
+};
+
+static_assert(seedrl::Torso<square_torso, double>);
+
+using user_agent =
+    seedrl::actor_critic_agent<double, seedrl::vector_observations, square_torso,
+                               seedrl::lstm_core<double>, seedrl::categorical_head<double>>;
+using tanh_conv_torso = seedrl::small_conv_torso<double, seedrl::tanh_activation>;
+using small_conv_agent =
+    seedrl::actor_critic_agent<double, seedrl::image_observations, tanh_conv_torso,
+                               seedrl::lstm_core<double>, seedrl::categorical_head<double>>;
+using tanh_mlp_torso = seedrl::mlp_torso<double, seedrl::tanh_activation>;
+using tanh_mlp_agent =
+    seedrl::actor_critic_agent<double, seedrl::vector_observations, tanh_mlp_torso,
+                               seedrl::no_core<double>, seedrl::categorical_head<double>>;
+
+static_assert(seedrl::Network<user_agent>);
+static_assert(seedrl::Network<small_conv_agent>);
+static_assert(seedrl::Network<tanh_mlp_agent>);
+static_assert(seedrl::Network<seedrl::frame_stacked<small_conv_agent>>);
+
+/// Random unroll inputs for any agent: observations from `pixel` (0..255) or [-1, 1].
+struct unroll {
+  std::size_t T1, B;
+  std::vector<double> obs, rewards, start;
+  std::vector<std::uint8_t> dones;
+  std::vector<std::int32_t> prev;
+  seedrl::agent_unroll_input<double> input() const {
+    return {T1, B, obs, rewards, dones, prev, start};
+  }
+};
+
+template <class Net>
+unroll make_unroll(const Net& net, std::size_t T1, std::size_t B, bool pixels,
+                   seedrl::random_generator& rng) {
+  unroll d{T1, B, {}, {}, {}, {}, {}};
+  d.obs.resize(T1 * B * static_cast<std::size_t>(net.observation_size()));
+  for (auto& x : d.obs)
+    x = pixels ? static_cast<double>(rng.below(256)) : rng.uniform(-1.0, 1.0);
+  d.rewards = random_vector(T1 * B, rng, 3.0);
+  d.start = random_vector(B * static_cast<std::size_t>(net.state_size()), rng, 0.5);
+  for (std::size_t i = 0; i < T1 * B; ++i) {
+    d.dones.push_back(i >= B && rng.below(3) == 0);
+    d.prev.push_back(static_cast<std::int32_t>(rng.below(net.num_actions())));
+  }
+  return d;
+}
+
+/// Parameters spread wider than the default initialisation, so every path carries signal.
+template <class Net>
+void spread_parameters(Net& net, std::uint64_t seed) {
+  seedrl::random_generator rng(seed);
+  for (auto& p : net.parameters())
+    p = rng.uniform(-0.5, 0.5);
+}
+
+/// Central differences of <g, outputs> over every parameter against backward_unroll.
+template <class Net>
+void check_gradients(Net& net, const unroll& d, seedrl::random_generator& rng) {
+  const std::size_t N = d.T1 * d.B, P = static_cast<std::size_t>(net.policy_size());
+  std::vector<double> logits(N * P), values(N);
+  seedrl::agent_unroll_output<double> out{logits, values};
+  const auto g_logits = random_vector(N * P, rng);
+  const auto g_values = random_vector(N, rng);
+  const auto in = d.input();
+  auto loss = [&] {
+    net.forward_unroll(in, out);
+    return dot(logits, g_logits) + dot(values, g_values);
+  };
+  loss();
+  net.zero_gradients();
+  net.backward_unroll({g_logits, g_values});
+  const std::vector<double> analytic(net.gradients().begin(), net.gradients().end());
+  // Most parameters must matter, or the check below would pass on dead paths (a few ReLU
+  // units are dead on any input, their weights' gradients exactly 0).
+  INFO("zero gradients: " << std::count(analytic.begin(), analytic.end(), 0.0) << " of "
+                          << analytic.size());
+  CHECK(std::count(analytic.begin(), analytic.end(), 0.0) < static_cast<long>(analytic.size() / 4));
+  require_close(gradcheck(net.parameters(), analytic, loss));
+}
+
+/// Step-by-step inference from the unroll's start states must reproduce the unroll.
+template <class Net>
+void check_inference_matches_unroll(Net& net, const unroll& d) {
+  const std::size_t B = d.B, P = static_cast<std::size_t>(net.policy_size()),
+                    n = static_cast<std::size_t>(net.observation_size());
+  std::vector<double> logits(d.T1 * B * P), values(d.T1 * B);
+  seedrl::agent_unroll_output<double> out{logits, values};
+  net.forward_unroll(d.input(), out);
+  auto state = net.initial_state(B);
+  std::copy(d.start.begin(), d.start.end(), state.data.begin());
+  std::vector<double> step_logits(B * P), step_values(B);
+  for (std::size_t t = 0; t < d.T1; ++t) {
+    const std::size_t r = t * B;
+    seedrl::agent_step_output<double> step_out{step_logits, step_values};
+    net.infer({std::span<const double>(d.obs).subspan(r * n, B * n),
+               std::span<const double>(d.rewards).subspan(r, B),
+               std::span<const std::uint8_t>(d.dones).subspan(r, B),
+               std::span<const std::int32_t>(d.prev).subspan(r, B)},
+              state, step_out);
+    for (std::size_t i = 0; i < B * P; ++i)
+      REQUIRE(step_logits[i] == Approx(logits[r * P + i]).margin(1e-12));
+    for (std::size_t b = 0; b < B; ++b)
+      REQUIRE(step_values[b] == Approx(values[r + b]).margin(1e-12));
+  }
+}
+
+small_conv_agent make_small_conv_agent(std::ptrdiff_t padding, bool channels_last) {
+  const std::ptrdiff_t H = 10, W = 10, C = 3;
+  return small_conv_agent(
+      {.num_actions = 4, .max_abs_input_reward = 1.0, .seed = 3},
+      seedrl::image_observations{.height = H,
+                                 .width = W,
+                                 .channels = C,
+                                 .channels_last = channels_last,
+                                 .scale = 1.0 / 255.0},
+      tanh_conv_torso(seedrl::small_conv<double>({.channels = {4, 3}, .padding = padding}, C, H, W),
+                      {.size = 5}),
+      {.hidden_size = 3, .num_layers = 1, .forget_bias = 1.0}, {.num_actions = 4});
+}
+
+/// Direct-loop 3x3 stride-1 convolutions + ReLU of one CHW image, from the parameters at p.
+std::vector<double> small_conv_reference(const double* p, std::vector<double> x, std::ptrdiff_t c,
+                                         std::ptrdiff_t h, std::ptrdiff_t w,
+                                         const std::vector<std::ptrdiff_t>& channels,
+                                         std::ptrdiff_t pad) {
+  for (std::ptrdiff_t out_c : channels) {
+    const std::ptrdiff_t oh = h + 2 * pad - 2, ow = w + 2 * pad - 2;
+    const double* wt = p;
+    const double* bias = p + out_c * c * 9;
+    std::vector<double> y(static_cast<std::size_t>(out_c * oh * ow));
+    for (std::ptrdiff_t o = 0; o < out_c; ++o)
+      for (std::ptrdiff_t i = 0; i < oh; ++i)
+        for (std::ptrdiff_t j = 0; j < ow; ++j) {
+          double s = bias[o];
+          for (std::ptrdiff_t ic = 0; ic < c; ++ic)
+            for (std::ptrdiff_t ki = 0; ki < 3; ++ki)
+              for (std::ptrdiff_t kj = 0; kj < 3; ++kj) {
+                const std::ptrdiff_t yi = i + ki - pad, xj = j + kj - pad;
+                if (yi >= 0 && yi < h && xj >= 0 && xj < w)
+                  s += wt[((o * c + ic) * 3 + ki) * 3 + kj] *
+                       x[static_cast<std::size_t>((ic * h + yi) * w + xj)];
+              }
+          y[static_cast<std::size_t>((o * oh + i) * ow + j)] = std::max(s, 0.0);
+        }
+    p = bias + out_c;
+    x = std::move(y);
+    c = out_c;
+    h = oh;
+    w = ow;
+  }
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("small conv torso: features match direct loops, gradients central differences",
+          "[parts][small_conv][gradcheck]") {
+  for (const std::ptrdiff_t padding : {std::ptrdiff_t{0}, std::ptrdiff_t{1}}) {
+    INFO("padding " << padding);
+    // Default initialisation, and tanh after the dense layer: on noise images a ReLU there
+    // would leave whole units dead, and their weights untested.
+    auto net = make_small_conv_agent(padding, true);
+    const std::ptrdiff_t C = 3, H = 10, W = 10;
+    // Features of one channels-last image, through the torso's conv stack alone.
+    seedrl::random_generator rng(5);
+    std::vector<double> hwc(static_cast<std::size_t>(C * H * W)), chw(hwc.size());
+    for (auto& v : hwc)
+      v = static_cast<double>(rng.below(256));
+    for (std::ptrdiff_t p = 0; p < H * W; ++p)
+      for (std::ptrdiff_t c = 0; c < C; ++c)
+        chw[static_cast<std::size_t>(c * H * W + p)] =
+            hwc[static_cast<std::size_t>(p * C + c)] / 255.0;
+    auto stack = net.torso().features();  // a copy: its parameters are bound to net's buffer
+    const auto got = stack.infer(seedrl::cview(chw.data(), 1, C * H * W));
+    const auto want = small_conv_reference(net.parameters().data(), chw, C, H, W, {4, 3}, padding);
+    REQUIRE(got.cols() == static_cast<std::ptrdiff_t>(want.size()));
+    CHECK(got.cols() == (padding == 0 ? 3 * 6 * 6 : 3 * 10 * 10));
+    for (std::size_t i = 0; i < want.size(); ++i)
+      REQUIRE(got(0, static_cast<std::ptrdiff_t>(i)) == Approx(want[i]).margin(1e-12));
+
+    const auto d = make_unroll(net, 4, 2, true, rng);
+    check_gradients(net, d, rng);
+    // Each output channel of the first convolution gets gradient: no dead path hides one.
+    for (std::ptrdiff_t o = 0; o < 4; ++o) {
+      INFO("first convolution, output channel " << o);
+      const auto kernel = net.gradients().subspan(static_cast<std::size_t>(o * C * 9), C * 9);
+      CHECK(std::any_of(kernel.begin(), kernel.end(), [](double g) { return g != 0.0; }));
+    }
+    check_inference_matches_unroll(net, d);
+  }
+}
+
+TEST_CASE("small conv torso accepts any channel count and refuses images too small",
+          "[parts][small_conv]") {
+  for (const std::ptrdiff_t C : {1, 7}) {
+    const seedrl::small_conv<float> s({.channels = {16, 32}}, C, 10, 10);
+    CHECK(s.input_size() == C * 100);
+    CHECK(s.output_size() == 32 * 6 * 6);
+  }
+  CHECK_THROWS_AS(seedrl::small_conv<float>({.channels = {8, 8}}, 1, 3, 3), std::invalid_argument);
+  CHECK_NOTHROW(seedrl::small_conv<float>({.channels = {8, 8}, .padding = 1}, 1, 3, 3));
+}
+
+TEST_CASE("a user's own torso composes, infers and its gradients match central differences",
+          "[parts][gradcheck]") {
+  user_agent net({.num_actions = 3, .seed = 9}, seedrl::vector_observations{4}, square_torso(4, 5),
+                 {.hidden_size = 4}, {.num_actions = 3});
+  CHECK(net.state_size() == 2 * 4);
+  CHECK(net.parameters().size() == 5 * 5 + 4 * 4 * (5 + 1 + 3 + 4 + 1) + 3 * (4 + 1) + (4 + 1));
+  seedrl::random_generator rng(10);
+  const auto d = make_unroll(net, 5, 3, false, rng);
+  check_gradients(net, d, rng);
+  check_inference_matches_unroll(net, d);
+  // A copy is bound to its own buffers and computes the same.
+  user_agent copy(net);
+  CHECK(copy.parameters().data() != net.parameters().data());
+  check_inference_matches_unroll(copy, d);
+}
+
+TEST_CASE("a tanh MLP with no core matches a plain-loop forward and central differences",
+          "[parts][gradcheck]") {
+  tanh_mlp_agent net({.num_actions = 2, .reward_and_action_inputs = false, .seed = 11},
+                     seedrl::vector_observations{3},
+                     tanh_mlp_torso({.input_size = 3, .widths = {5, 4}}), {}, {.num_actions = 2});
+  CHECK(net.state_size() == 0);
+  spread_parameters(net, 12);
+  seedrl::random_generator rng(13);
+  const auto d = make_unroll(net, 3, 2, false, rng);
+  std::vector<double> logits(6 * 2), values(6);
+  seedrl::agent_unroll_output<double> out{logits, values};
+  net.forward_unroll(d.input(), out);
+  // Layout: W1 [5,3] b1, W2 [4,5] b2, policy W [2,4] b, value W [1,4] b.
+  const double* p = net.parameters().data();
+  const auto dense = [&p](const std::vector<double>& x, std::size_t n_out, bool squash) {
+    std::vector<double> y(n_out);
+    for (std::size_t o = 0; o < n_out; ++o) {
+      double s = p[n_out * x.size() + o];
+      for (std::size_t i = 0; i < x.size(); ++i)
+        s += p[o * x.size() + i] * x[i];
+      y[o] = squash ? std::tanh(s) : s;
+    }
+    p += n_out * (x.size() + 1);
+    return y;
+  };
+  for (std::size_t r = 0; r < 6; ++r) {
+    p = net.parameters().data();
+    const std::vector<double> x(d.obs.begin() + static_cast<std::ptrdiff_t>(3 * r),
+                                d.obs.begin() + static_cast<std::ptrdiff_t>(3 * r + 3));
+    const auto h = dense(dense(x, 5, true), 4, true);
+    const auto l = dense(h, 2, false);
+    const auto v = dense(h, 1, false);
+    CHECK(logits[2 * r] == Approx(l[0]).margin(1e-12));
+    CHECK(logits[2 * r + 1] == Approx(l[1]).margin(1e-12));
+    CHECK(values[r] == Approx(v[0]).margin(1e-12));
+  }
+  check_gradients(net, d, rng);
+  check_inference_matches_unroll(net, d);
+}
+
+TEST_CASE("parts that cannot work together are refused at construction, saying why",
+          "[parts][errors]") {
+  const seedrl::image_observations images{.height = 10, .width = 10, .channels = 3, .scale = 1.0};
+  const auto mlp = seedrl::mlp_torso<float>({.input_size = 300, .widths = {8}});
+  using image_mlp =
+      seedrl::actor_critic_agent<float, seedrl::image_observations, seedrl::mlp_torso<float>,
+                                 seedrl::no_core<float>, seedrl::categorical_head<float>>;
+  // Images into an MLP without flattening.
+  CHECK_THROWS_MATCHES(image_mlp({.num_actions = 3}, images, mlp, {}, {.num_actions = 3}),
+                       std::invalid_argument,
+                       Catch::Message("seedrl::actor_critic_agent: the torso reads flat feature "
+                                      "vectors but the preprocessing gives it C x H x W images: "
+                                      "flatten the images (image_observations{.flatten = true}) or "
+                                      "use a conv torso"));
+  auto flat = images;
+  flat.flatten = true;
+  CHECK_NOTHROW(image_mlp({.num_actions = 3}, flat, mlp, {}, {.num_actions = 3}));
+  // Flat vectors into a conv torso.
+  using vector_conv =
+      seedrl::actor_critic_agent<float, seedrl::vector_observations,
+                                 seedrl::small_conv_torso<float>, seedrl::no_core<float>,
+                                 seedrl::categorical_head<float>>;
+  const seedrl::small_conv_torso<float> conv(seedrl::small_conv<float>({}, 3, 10, 10), {.size = 8});
+  CHECK_THROWS_WITH(
+      vector_conv({.num_actions = 3}, seedrl::vector_observations{300}, conv, {},
+                  {.num_actions = 3}),
+      Catch::Contains("the torso reads C x H x W images but the preprocessing gives it flat "
+                      "feature vectors"));
+  // Sizes that disagree.
+  CHECK_THROWS_WITH(image_mlp({.num_actions = 3}, flat,
+                              seedrl::mlp_torso<float>({.input_size = 299, .widths = {8}}), {},
+                              {.num_actions = 3}),
+                    Catch::Contains("gives 300 scalars per observation but the torso reads 299"));
+  // An action count the head does not have.
+  CHECK_THROWS_WITH(
+      image_mlp({.num_actions = 3, .name = "my_agent"}, flat, mlp, {}, {.num_actions = 4}),
+      Catch::Contains("seedrl::my_agent: the policy head has 4 actions but the "
+                      "agent's action count is 3"));
+  CHECK_THROWS_AS(image_mlp({.num_actions = 0}, flat, mlp, {}, {.num_actions = 0}),
+                  std::invalid_argument);
+  // A previous action outside the action space, when the core reads it.
+  using mlp_agent =
+      seedrl::actor_critic_agent<float, seedrl::vector_observations, seedrl::mlp_torso<float>,
+                                 seedrl::lstm_core<float>, seedrl::categorical_head<float>>;
+  mlp_agent net({.num_actions = 2}, seedrl::vector_observations{2},
+                seedrl::mlp_torso<float>({.input_size = 2, .widths = {4}}), {.hidden_size = 3},
+                {.num_actions = 2});
+  auto state = net.initial_state(1);
+  std::vector<float> obs(2), rewards(1), logits(2), values(1);
+  std::vector<std::uint8_t> dones(1);
+  std::vector<std::int32_t> prev{2};
+  seedrl::agent_step_output<float> o{logits, values};
+  CHECK_THROWS_AS(net.infer({obs, rewards, dones, prev}, state, o), std::out_of_range);
+}
