@@ -349,6 +349,95 @@ TEST_CASE("a tanh MLP with no core matches a plain-loop forward and central diff
   check_inference_matches_unroll(net, d);
 }
 
+/// Logits and values of `forward_unroll` and of step-by-step `infer` (with the state after the
+/// last step) over `d`: everything the agent computes from its inputs.
+template <class Net>
+std::vector<double> all_outputs(Net& net, const unroll& d) {
+  const std::size_t B = d.B, P = static_cast<std::size_t>(net.policy_size()),
+                    n = static_cast<std::size_t>(net.observation_size());
+  std::vector<double> logits(d.T1 * B * P), values(d.T1 * B);
+  seedrl::agent_unroll_output<double> out{logits, values};
+  net.forward_unroll(d.input(), out);
+  std::vector<double> all = logits;
+  all.insert(all.end(), values.begin(), values.end());
+  auto state = net.initial_state(B);
+  std::copy(d.start.begin(), d.start.end(), state.data.begin());
+  std::vector<double> step_logits(B * P), step_values(B);
+  for (std::size_t t = 0; t < d.T1; ++t) {
+    const std::size_t r = t * B;
+    seedrl::agent_step_output<double> step_out{step_logits, step_values};
+    net.infer({std::span<const double>(d.obs).subspan(r * n, B * n),
+               std::span<const double>(d.rewards).subspan(r, B),
+               std::span<const std::uint8_t>(d.dones).subspan(r, B),
+               std::span<const std::int32_t>(d.prev).subspan(r, B)},
+              state, step_out);
+    all.insert(all.end(), step_logits.begin(), step_logits.end());
+    all.insert(all.end(), step_values.begin(), step_values.end());
+  }
+  all.insert(all.end(), state.data.begin(), state.data.end());
+  return all;
+}
+
+/// The episode-start convention (docs/architecture.md): at a row whose `done` is set the core
+/// reads reward 0 and an all-zero previous-action one-hot, so the finished episode's last reward
+/// and action cannot leak into the new one. Inputs that differ only there give identical outputs,
+/// in the unroll and in inference alike; the same change at a row without `done` does not.
+template <class Net>
+void check_episode_start_inputs(Net& net, unroll d) {
+  const auto A = net.num_actions();
+  d.dones[0] = 1;  // a start at t = 0 too, where the state is also reset
+  std::size_t starts = 0;
+  for (std::uint8_t x : d.dones)
+    starts += x;
+  REQUIRE(starts >= 2);
+  // Rewards inside the clip, so that clipping cannot make the two inputs agree.
+  unroll other = d;
+  for (std::size_t r = 0; r < d.dones.size(); ++r) {
+    if (d.dones[r] == 0)
+      continue;
+    d.rewards[r] = 0.75;
+    other.rewards[r] = -0.5;
+    other.prev[r] = (d.prev[r] + 1) % A;
+  }
+  const auto want = all_outputs(net, d);
+  const auto got = all_outputs(net, other);
+  REQUIRE(got.size() == want.size());
+  std::size_t differ = 0;  // the same core input, so the same outputs bit for bit
+  for (std::size_t i = 0; i < want.size(); ++i)
+    differ += got[i] != want[i] ? 1 : 0;
+  CHECK(differ == 0);
+  // The columns are live elsewhere: the same change at a row without `done` is seen.
+  std::size_t live = 0;
+  while (d.dones[live] != 0)
+    ++live;
+  unroll changed = d;
+  changed.rewards[live] = d.rewards[live] > 0.0 ? -0.5 : 0.5;
+  changed.prev[live] = (d.prev[live] + 1) % A;
+  CHECK(all_outputs(net, changed) != want);
+}
+
+TEST_CASE("episode starts feed the core reward 0 and no previous action", "[parts]") {
+  seedrl::random_generator rng(21);
+  SECTION("a user's torso with an LSTM core") {
+    user_agent net({.num_actions = 3, .seed = 9}, seedrl::vector_observations{4},
+                   square_torso(4, 5), {.hidden_size = 4}, {.num_actions = 3});
+    spread_parameters(net, 22);
+    check_episode_start_inputs(net, make_unroll(net, 5, 3, false, rng));
+  }
+  SECTION("a conv torso, clipped input reward, no core") {
+    using conv_no_core =
+        seedrl::actor_critic_agent<double, seedrl::image_observations, tanh_conv_torso,
+                                   seedrl::no_core<double>, seedrl::categorical_head<double>>;
+    conv_no_core net(
+        {.num_actions = 4, .max_abs_input_reward = 1.0, .seed = 3},
+        seedrl::image_observations{.height = 6, .width = 6, .channels = 2, .scale = 1.0 / 255.0},
+        tanh_conv_torso(seedrl::small_conv<double>({.channels = {3}}, 2, 6, 6), {.size = 5}), {},
+        {.num_actions = 4});
+    spread_parameters(net, 23);
+    check_episode_start_inputs(net, make_unroll(net, 4, 2, true, rng));
+  }
+}
+
 TEST_CASE("parts that cannot work together are refused at construction, saying why",
           "[parts][errors]") {
   const seedrl::image_observations images{.height = 10, .width = 10, .channels = 3, .scale = 1.0};

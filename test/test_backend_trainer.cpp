@@ -179,6 +179,51 @@ TEST_CASE("backend trainer matches the reference in float", "[backend_trainer]")
   compare_with_reference<float, seedrl::adam<float>>(c, a, l, o);
 }
 
+TEST_CASE("backend trainer feeds episode starts reward 0 and no previous action",
+          "[backend_trainer]") {
+  // The convention of docs/architecture.md, as the CPU agent applies it (test_agent_parts.cpp):
+  // batches that differ only in the reward and previous action at rows with `done` give the
+  // same forward pass; the same change at a row without `done` does not.
+  auto c = small_config();
+  c.hidden_sizes = {6};
+  c.lstm_layers = 2;
+  c.max_abs_input_reward = 1.0;
+  seedrl::host_backend backend;
+  trainer_t<double> trainer(backend, c);
+  seedrl::random_generator rng(17);
+  std::vector<double> p;  // wider than the initialisation, so every path carries signal
+  append_uniform(p, trainer.num_parameters(), -0.5, 0.5, rng);
+  trainer.set_parameters(p);
+  auto d = make_batch<double>(c, trainer.state_size(), 5, 3, rng);
+  auto other = d;
+  std::size_t starts = 0;
+  for (std::size_t r = 0; r < d.dones.size(); ++r) {
+    if (d.dones[r] == 0)
+      continue;
+    ++starts;
+    d.rewards[r] = 0.75;  // inside the clip, so that clipping cannot make them agree
+    other.rewards[r] = -0.5;
+    other.prev_actions[r] = (d.prev_actions[r] + 1) % 3;
+  }
+  REQUIRE(starts >= 2);
+  const auto outputs = [&](const random_batch<double>& b) {
+    const std::size_t rows = (b.T + 1) * b.B;
+    std::vector<double> logits(rows * b.A), values(rows);
+    trainer.evaluate(b.view(), logits, values);
+    logits.insert(logits.end(), values.begin(), values.end());
+    return logits;
+  };
+  const auto want = outputs(d);
+  CHECK(outputs(other) == want);
+  std::size_t live = 0;
+  while (d.dones[live] != 0)
+    ++live;
+  auto changed = d;
+  changed.rewards[live] = d.rewards[live] > 0.0 ? -0.5 : 0.5;
+  changed.prev_actions[live] = (d.prev_actions[live] + 1) % 3;
+  CHECK(outputs(changed) != want);
+}
+
 TEST_CASE("backend trainer comparison notices a wrong parameter in every block",
           "[backend_trainer]") {
   // Guards the tests above: a parameter off by 1e-6 anywhere (torso, LSTM input and recurrent

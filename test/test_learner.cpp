@@ -1139,13 +1139,14 @@ struct recording_trainer {
 static_assert(seedrl::Trainer<recording_trainer, net_t, seedrl::adam<float>>);
 
 /// What step j of an env's run must look like in a training batch, derived from the env's log
-/// alone. Today's conventions (env_batch.hpp, actor.hpp, env_state_store.hpp, learner.hpp):
+/// alone. The conventions (env_batch.hpp, actor.hpp, env_state_store.hpp, learner.hpp):
 ///   - the reward, done and truncated at step j are what the env returned for step j - 1's
 ///     action; at j = 0, the run's first observation, the actor sends reward 0, done 1 and
 ///     truncated 0 (a time limit sets done and truncated, a terminal state done alone);
 ///   - at an episode end the observation is the next episode's first (the final one is lost);
-///   - the previous action is the action of step j - 1, and 0 (also a real action, see issue
-///     18 item 7) where done is set, i.e. at the first step of every episode;
+///   - the previous action is the action of step j - 1, and 0 where done is set, i.e. at the
+///     first step of every episode (the network reads neither it nor the reward there: at an
+///     episode start the core's reward input is 0 and its previous-action one-hot all zero);
 ///   - the action is the one the env received at its j-th step().
 struct expected_step {
   scripted_observation observation{};
@@ -1354,6 +1355,7 @@ TEST_CASE("every field of every training batch lines up with what the environmen
   std::map<std::pair<int, std::size_t>, std::vector<float>> state_after_T_steps;
   std::size_t mid_unroll_dones = 0, overlap_dones = 0;
   std::size_t mid_unroll_truncations = 0, overlap_truncations = 0;
+  std::size_t starts_replayed = 0;
   for (const auto& [key, c] : unrolls) {
     const auto [env, k] = key;
     const auto& log = logs->steps.at(env);
@@ -1399,6 +1401,19 @@ TEST_CASE("every field of every training batch lines up with what the environmen
       const std::array<float, 1> reward{e.reward};
       const std::array<std::uint8_t, 1> done{e.done};
       const std::array<std::int32_t, 1> prev_action{e.prev_action};
+      if (e.done != 0) {
+        // An episode start: the finished episode's last reward and action are not the core's
+        // input (docs/architecture.md), so any others give the behaviour log-prob as well.
+        auto start_state = state;
+        std::array<float, scripted_num_actions> other_logits{};
+        const std::array<float, 1> other_reward{e.reward == 0.5f ? -0.25f : 0.5f};
+        const std::array<std::int32_t, 1> other_prev{(e.prev_action + 1) % scripted_num_actions};
+        seedrl::agent_step_output<float> other_out{other_logits, value};
+        replay.infer({e.observation, other_reward, done, other_prev}, start_state, other_out);
+        CHECK(static_cast<double>(c.behaviour_log_probs[t]) ==
+              Approx(log_softmax_at(other_logits, e.action)).epsilon(1e-4).margin(1e-5));
+        ++starts_replayed;
+      }
       seedrl::agent_step_output<float> out{logits, value};
       replay.infer({e.observation, reward, done, prev_action}, state, out);
       const double want = log_softmax_at(logits, e.action);
@@ -1440,4 +1455,5 @@ TEST_CASE("every field of every training batch lines up with what the environmen
   CHECK(mid_unroll_truncations > 0);
   CHECK(overlap_truncations > 0);
   CHECK(mid_unroll_truncations < mid_unroll_dones);
+  CHECK(starts_replayed > 0);
 }
