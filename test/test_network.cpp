@@ -356,15 +356,15 @@ TEST_CASE("mlp_lstm_agent resets state where done and rejects bad input", "[netw
   seedrl::agent_step_output<float> out{logits, values};
   net.infer({obs, rewards, dones, prev}, state, out);
   // Same input, but env 0 started from a reset state and env 1 from 0.5s: outputs differ,
-  // and env 0's matches a fresh zero state.
+  // and env 0's matches a fresh zero state's (done there too: an episode start also zeroes
+  // the reward and previous-action inputs, so only the state may differ).
   CHECK(values[0] != values[1]);
   auto fresh = net.initial_state(1);
   std::vector<float> l1(2), v1(1);
   seedrl::agent_step_output<float> out1{l1, v1};
-  const std::vector<std::uint8_t> not_done{0};
-  net.infer(
-      {std::span(obs).first(4), std::span(rewards).first(1), not_done, std::span(prev).first(1)},
-      fresh, out1);
+  net.infer({std::span(obs).first(4), std::span(rewards).first(1), std::span(dones).first(1),
+             std::span(prev).first(1)},
+            fresh, out1);
   CHECK(v1[0] == Approx(values[0]).margin(1e-6));
 
   const std::vector<std::int32_t> bad_prev{0, 5};

@@ -353,9 +353,10 @@ void agent_forward(const double* params, const Torso& torso, std::ptrdiff_t C, s
       auto d = dense(features.v, dense_size, r);
       for (auto& v : d)
         v = std::max(v, 0.0);
-      d.push_back(std::clamp(rewards[row], -clip, clip));
+      // An episode start reads reward 0 and no previous action.
+      d.push_back(dones[row] ? 0.0 : std::clamp(rewards[row], -clip, clip));
       for (std::size_t a = 0; a < A; ++a)
-        d.push_back(prev[row] == static_cast<std::int32_t>(a) ? 1.0 : 0.0);
+        d.push_back(!dones[row] && prev[row] == static_cast<std::int32_t>(a) ? 1.0 : 0.0);
       if (dones[row]) {
         std::fill_n(h.begin() + static_cast<std::ptrdiff_t>(b * L), L, 0.0);
         std::fill_n(c.begin() + static_cast<std::ptrdiff_t>(b * L), L, 0.0);

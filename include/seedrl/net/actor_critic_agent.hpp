@@ -9,7 +9,10 @@
 ///
 /// The reward (clipped if asked) and the one-hot previous action join the torso's features as
 /// the core's input when `agent_options::reward_and_action_inputs` is set (SEED RL's agents do
-/// this). Models seedrl::Network over the agent_io.hpp types.
+/// this). At an episode start (a row whose `done` is set) both are zero: reward 0 and no action,
+/// whatever the row carries, so every composed agent gets the convention from the input part
+/// (docs/architecture.md, "Episode-start inputs"). Models seedrl::Network over the agent_io.hpp
+/// types.
 ///
 /// Every parameter lives in one flat buffer (`parameters()`), every gradient in another of the
 /// same layout: torso, core, policy head, value head, each part's slice laid out as the part
@@ -57,7 +60,8 @@ namespace seedrl {
 /// What an `actor_critic_agent` needs beyond its parts.
 struct agent_options {
   std::int32_t num_actions = 0;  ///< the action spec's count; the policy head must agree
-  /// Feed the reward and the one-hot previous action to the core, after the torso's features.
+  /// Feed the reward and the one-hot previous action to the core, after the torso's features
+  /// (both zero at an episode start).
   bool reward_and_action_inputs = true;
   std::optional<double> max_abs_input_reward = std::nullopt;  ///< clip the reward fed to the core
   std::uint64_t seed = 0;                                     ///< initialisation
@@ -184,7 +188,7 @@ class actor_critic_agent {
     const auto x = preprocess_.apply(cview(in.observations.data(), B, observation_size()), ws.x);
     auto core_in = core_input(ws, B);
     torso_.infer(x, torso_columns(core_in));
-    add_reward_and_action(core_in, in.rewards, in.prev_actions);
+    add_reward_and_action(core_in, in.rewards, in.dones, in.prev_actions);
     const auto y = core_.step(cview(core_in), in.dones, state.rows());
     forward_heads(y, out.logits, out.values);
   }
@@ -206,7 +210,7 @@ class actor_critic_agent {
         preprocess_.apply(cview(in.observations.data(), rows_, observation_size()), ws.x);
     auto core_in = core_input(ws, rows_);
     torso_.forward(x, torso_columns(core_in));
-    add_reward_and_action(core_in, in.rewards, in.prev_actions);
+    add_reward_and_action(core_in, in.rewards, in.dones, in.prev_actions);
     const auto y = core_.forward_unroll(T1, B, cview(core_in), in.dones,
                                         cview(in.start_state.data(), B, state_size()));
     core_out_ = y.data();
@@ -307,14 +311,19 @@ class actor_critic_agent {
     return view(core_in.data(), core_in.rows(), torso_.output_size(), core_in_width_);
   }
 
-  /// The clipped reward and the one-hot previous action after the torso's columns.
+  /// The clipped reward and the one-hot previous action after the torso's columns; both zero
+  /// at an episode start (a row with `done`), so that the finished episode's last reward and
+  /// action do not leak into the new one and action 0 keeps its meaning.
   void add_reward_and_action(matrix_view<S> core_in, std::span<const S> rewards,
+                             std::span<const std::uint8_t> dones,
                              std::span<const std::int32_t> prev_actions) const {
     if (!options_.reward_and_action_inputs)
       return;
     const std::ptrdiff_t N = core_in.rows(), c = torso_.output_size();
     core_in.middleCols(c, 1 + options_.num_actions).setZero();
     for (std::ptrdiff_t r = 0; r < N; ++r) {
+      if (dones[static_cast<std::size_t>(r)] != 0)
+        continue;
       double reward = static_cast<double>(rewards[static_cast<std::size_t>(r)]);
       if (options_.max_abs_input_reward)
         reward =

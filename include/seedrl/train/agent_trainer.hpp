@@ -23,7 +23,8 @@
 ///
 /// Data flow of one step, N = (T+1) * B rows, time-major:
 ///   torso:   writes its features straight into the core input [N, core_in], followed by the
-///            reward and one-hot previous-action columns;
+///            reward and one-hot previous-action columns (all zero at a row with done: an
+///            episode start reads reward 0 and no action, as in actor_critic_agent);
 ///   LSTM l:  G = X W_ih^T for all rows at once, then per step t: G_t += h_prev_t W_hh^T and a
 ///            pointwise pass (gates, c, tanh c, h, and step t+1's incoming state);
 ///   heads:   logits = Y W_p^T + b_p, values = Y W_v^T + b_v;
@@ -416,10 +417,10 @@ class backend_agent_trainer {
     torso_.forward(torso_batch(steps, B), p, core_in_.data(), core_in_width_);
     if (core_.reward_and_action_inputs) {
       const bool clip = core_.max_abs_input_reward.has_value();
-      be.for_each(N * (1 + A_),
-                  detail::reward_action_inputs_kernel<S>{
-                      core_in_.data(), core_in_width_, features_, A_, rewards_.data(),
-                      prev_actions_.data(), clip, clip ? *core_.max_abs_input_reward : 0.0});
+      be.for_each(N * (1 + A_), detail::reward_action_inputs_kernel<S>{
+                                    core_in_.data(), core_in_width_, features_, A_, rewards_.data(),
+                                    dones_.data(), prev_actions_.data(), clip,
+                                    clip ? *core_.max_abs_input_reward : 0.0});
     }
     // LSTM layers, one after another over the whole unroll; layer l's (h, c) sit after the
     // torso's state in a start state row.

@@ -52,6 +52,7 @@ struct add_bias_kernel {
 
 /// Writes the reward (clipped to +-max_abs_reward when `clip`) and the one-hot previous action
 /// into columns [first_col, first_col + 1 + num_actions) of the core input; i = r * (1 + A) + k.
+/// A row with `dones` (an episode start) gets zeros in all of them, as in actor_critic_agent.
 template <class S>
 struct reward_action_inputs_kernel {
   S* core_in;
@@ -59,6 +60,7 @@ struct reward_action_inputs_kernel {
   std::size_t first_col;
   std::size_t num_actions;
   const S* rewards;
+  const std::uint8_t* dones;
   const std::int32_t* prev_actions;
   bool clip;
   double max_abs_reward;
@@ -67,7 +69,9 @@ struct reward_action_inputs_kernel {
     const std::size_t cols = 1 + num_actions;
     const std::size_t r = i / cols, k = i % cols;
     S* row = core_in + r * ld + first_col;
-    if (k == 0) {
+    if (dones[r] != 0) {
+      row[k] = S(0);
+    } else if (k == 0) {
       double x = static_cast<double>(rewards[r]);  // clamped in double, as the CPU agent does
       if (clip)
         x = x < -max_abs_reward ? -max_abs_reward : (max_abs_reward < x ? max_abs_reward : x);
