@@ -235,14 +235,16 @@ TEST_CASE("agent trainer: a user's tanh torso trains", "[backend_trainer][agent_
   l.entropy_cost = 0.0;
   const double first = trainer.train_step(batch.view(), l, 40.0).terms.baseline;
   double last = first;
-  for (int i = 0; i < 200; ++i) {
+  // Adam at 1e-2 wanders for a few hundred steps before it settles; 600 steps reach a fit
+  // far below the bar (with episode starts reading no reward, the loss is not down 10x at 200).
+  for (int i = 0; i < 600; ++i) {
     const seedrl::train_step_result r = trainer.train_step(batch.view(), l, 40.0);
     REQUIRE(r.applied);
     last = r.terms.baseline;
   }
   INFO("baseline loss " << first << " -> " << last);
   CHECK(last < 0.1 * first);
-  CHECK(trainer.optimizer_step_count() == 201);
+  CHECK(trainer.optimizer_step_count() == 601);
 }
 
 TEST_CASE("agent trainer: a core that cannot work is refused", "[backend_trainer][agent_trainer]") {
