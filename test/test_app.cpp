@@ -235,3 +235,39 @@ TEST_CASE("pixel_recipe's flags: bad values exit 2", "[app]") {
   CHECK(rc({"local", "--frame-stack", "0"}) == 2);
   CHECK(rc({"local", "--conv-channels", "8,x,16"}) == 2);
 }
+
+TEST_CASE("pixel_recipe takes a checkpoint's network unless network flags are given", "[app]") {
+  const std::string held =
+      "impala_resnet_lstm_agent height=84 width=84 channels=2 channels_last=0 actions=3 "
+      "stacks=4,8 blocks=1 dense=64 lstm=32 max_abs_input_reward=1 scale=0.00392156862745098";
+  seedrl::app::pixel_recipe<> plain;
+  run_options o;
+  REQUIRE_FALSE(parse_with(plain, o, {"eval", "--checkpoint-dir", "d"}));
+  plain.use_checkpoint_network(held);
+  CHECK(plain.network == "resnet");
+  CHECK(plain.conv_channels == std::vector<std::ptrdiff_t>{4, 8});
+  CHECK(plain.resnet_blocks == 1);
+  CHECK(plain.frame_stack == 2);
+  CHECK(plain.dense_size == 64);
+  CHECK(plain.lstm_size == 32);
+  // The rebuilt network's description is the checkpoint's, so eval accepts it.
+  std::string description;
+  plain.with_agent(o, {seedrl::dtype::uint8, {84, 84}}, seedrl::action_spec::discrete(3),
+                   [&](auto& parts, auto) {
+                     description = parts.description;
+                     return 0;
+                   });
+  CHECK(description == held);
+
+  seedrl::app::pixel_recipe<> flagged;
+  run_options o2;
+  REQUIRE_FALSE(parse_with(flagged, o2, {"eval", "--frame-stack", "3"}));
+  flagged.use_checkpoint_network(held);
+  CHECK(flagged.network == "nature");  // the flags name the network: eval compares
+  CHECK(flagged.frame_stack == 3);
+  seedrl::app::pixel_recipe<> other;
+  REQUIRE_FALSE(parse_with(other, o2, {"eval"}));
+  other.use_checkpoint_network("mlp_lstm_agent observation_size=4 actions=2");
+  CHECK(other.network == "nature");  // not a pixel agent: left for eval to refuse
+  CHECK(other.conv_channels.empty());
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # seedrl_catch's own modes: a short local run with a narrow network saves a checkpoint at exit;
-# eval plays it with the same network flags and prints its mean return; eval with the default
-# (wider) network refuses that checkpoint with exit 2.
+# eval plays it, with the same network flags or with none (it reads the network from the
+# checkpoint), and prints its mean return; eval with flags naming another network refuses
+# that checkpoint with exit 2.
 # Usage: catch_eval.sh path/to/seedrl_catch
 set -euo pipefail
 bin=$1
@@ -16,8 +17,15 @@ out=$("$bin" eval --checkpoint-dir "$dir" --episodes 10 "${net[@]}")
 echo "$out"
 grep -q '^greedy policy: mean return .* over 10 episodes' <<<"$out" ||
   { echo "FAIL: eval printed no result"; exit 1; }
+out=$("$bin" eval --checkpoint-dir "$dir" --episodes 10)
+echo "$out"
+grep -q 'convs=8,16,16 dense=64 lstm=32' <<<"$out" ||
+  { echo "FAIL: eval without network flags did not take the checkpoint's network"; exit 1; }
+grep -q '^greedy policy: mean return .* over 10 episodes' <<<"$out" ||
+  { echo "FAIL: eval without network flags printed no result"; exit 1; }
 rc=0
-"$bin" eval --checkpoint-dir "$dir" --episodes 10 >/dev/null 2>"$dir/refused.log" || rc=$?
+"$bin" eval --checkpoint-dir "$dir" --episodes 10 --conv-channels 8,16,16 --dense-size 128 \
+  --lstm-size 32 >/dev/null 2>"$dir/refused.log" || rc=$?
 ((rc == 2)) || { echo "FAIL: eval of another network's checkpoint exited $rc, not 2"; exit 1; }
 grep -q 'holds a different network' "$dir/refused.log" ||
   { echo "FAIL: the refusal does not say why"; cat "$dir/refused.log"; exit 1; }

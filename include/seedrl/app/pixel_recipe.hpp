@@ -14,7 +14,8 @@
 /// `G = GpuTrainer<torso config>`, the GPU trainer for --device cuda (e.g.
 /// `cuda::pixel_lstm_trainer<float, TorsoConfig>`; the default, `no_gpu_trainer`, is void,
 /// and --device cuda then says how to build with CUDA). `use_pixel_defaults` sets SEED's Atari
-/// run settings.
+/// run settings. In eval mode, unless network flags are given, the recipe takes its network
+/// from the checkpoint's description (`use_checkpoint_network`).
 
 #include <CLI/CLI.hpp>
 
@@ -73,23 +74,30 @@ struct pixel_recipe {
   std::ptrdiff_t dense_size = 0;   ///< 0: the network's default
   std::ptrdiff_t frame_stack = 4;
   std::vector<std::ptrdiff_t> conv_channels;  ///< empty: the network's default
+  std::ptrdiff_t resnet_blocks = 2;           ///< residual blocks per ResNet stack (no flag)
   double learning_rate = 4.8e-4;              ///< when run_options has none
   float max_abs_reward = 1.0f;                ///< the loss's reward clip
 
   void add_flags(CLI::App& cli) {
-    cli.add_option("--network", network, "Nature CNN + LSTM 512, or IMPALA ResNet + LSTM 256")
-        ->check(CLI::IsMember({"nature", "resnet"}));
-    cli.add_option("--lstm-size", lstm_size, "LSTM width (0: the network's default)")
-        ->check(non_negative_number);
-    cli.add_option("--dense-size", dense_size, "dense layer width (0: the network's default)")
-        ->check(non_negative_number);
-    cli.add_option("--conv-channels", conv_channels,
-                   "convolution widths A,B,C (Nature: 3 values, default 32,64,64; ResNet: one per "
-                   "stack, default 16,32,32)")
-        ->delimiter(',')
-        ->check(positive_number);
-    cli.add_option("--frame-stack", frame_stack, "frames per stack, kept on the learner")
-        ->check(positive_number);
+    flags_.clear();
+    flags_.push_back(
+        cli.add_option("--network", network, "Nature CNN + LSTM 512, or IMPALA ResNet + LSTM 256")
+            ->check(CLI::IsMember({"nature", "resnet"})));
+    flags_.push_back(
+        cli.add_option("--lstm-size", lstm_size, "LSTM width (0: the network's default)")
+            ->check(non_negative_number));
+    flags_.push_back(
+        cli.add_option("--dense-size", dense_size, "dense layer width (0: the network's default)")
+            ->check(non_negative_number));
+    flags_.push_back(
+        cli.add_option("--conv-channels", conv_channels,
+                       "convolution widths A,B,C (Nature: 3 values, default 32,64,64; ResNet: one "
+                       "per stack, default 16,32,32)")
+            ->delimiter(',')
+            ->check(positive_number));
+    flags_.push_back(
+        cli.add_option("--frame-stack", frame_stack, "frames per stack, kept on the learner")
+            ->check(positive_number));
     // A usage error (exit 2), found before anything starts.
     cli.parse_complete_callback([this] {
       if (network == "nature" && !conv_channels.empty() && conv_channels.size() != 3)
@@ -114,7 +122,38 @@ struct pixel_recipe {
     auto c = impala_resnet_lstm_agent_defaults();
     if (!conv_channels.empty())
       c.torso.channels = conv_channels;
+    c.torso.blocks_per_stack = resnet_blocks;
     return build<impala_resnet_lstm_agent<float>>(o, obs, act, c, std::forward<F>(f));
+  }
+
+  /// Takes the network a checkpoint holds (its description, meta "network") when no network
+  /// flag was given; a description of another kind of network is left to eval to refuse.
+  void use_checkpoint_network(const std::string& held) {
+    for (const CLI::Option* f : flags_) {
+      if (f->count() > 0)
+        return;  // the flags name the network; eval compares it with the checkpoint's
+    }
+    const auto adopt = [this](const auto& c) {
+      dense_size = c.dense_size;
+      lstm_size = c.lstm_size;
+      frame_stack = c.channels;  // single-channel frames
+    };
+    try {
+      if (held.starts_with("nature_cnn_lstm_agent ")) {
+        const auto c = parse_nature_cnn_lstm_agent_description(held);
+        network = "nature";
+        conv_channels.assign(c.torso.channels.begin(), c.torso.channels.end());
+        adopt(c);
+      } else if (held.starts_with("impala_resnet_lstm_agent ")) {
+        const auto c = parse_impala_resnet_lstm_agent_description(held);
+        network = "resnet";
+        conv_channels = c.torso.channels;
+        resnet_blocks = c.torso.blocks_per_stack;
+        adopt(c);
+      }
+    } catch (const std::invalid_argument&) {
+      // not a description this recipe reads: eval says the networks differ
+    }
   }
 
   std::string checkpoint_hint() const {
@@ -123,6 +162,8 @@ struct pixel_recipe {
   }
 
  private:
+  std::vector<const CLI::Option*> flags_;  ///< the network flags, once added
+
   template <class Agent, class Config, class F>
   int build(const run_options& o, const observation_spec& obs, const action_spec& act, Config c,
             F&& f) const {

@@ -74,6 +74,11 @@ class program {
       const auto make = [f = make_env, seed = options.seed](std::size_t i) { return f(i, seed); };
       if (options.mode == run_mode::eval) {
         const Env probe = make_env(0, options.seed);
+        // A recipe that can rebuild its network from a checkpoint's description does so.
+        if constexpr (requires { recipe.use_checkpoint_network(std::string()); }) {
+          if (const auto held = eval_checkpoint_network(options))
+            recipe.use_checkpoint_network(*held);
+        }
         return with_recipe_agent<GpuTrainer>(recipe, options, probe.observation_spec(),
                                              probe.action_spec(), [&](const auto& parts, auto) {
                                                return run_eval<Env>(options, parts.network,
