@@ -6,10 +6,13 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "seedrl/app/checkpoint_network.hpp"
 #include "seedrl/app/cli.hpp"
+#include "seedrl/app/pixel_recipe.hpp"
 #include "seedrl/app/python_actor.hpp"
 
 namespace {
@@ -154,4 +157,117 @@ TEST_CASE("parse_python_env_spec reads the Python actor's --print-spec line", "[
       parse_python_env_spec(R"({"observation": {"dtype": "uint8", "shape": [0]}, "actions": 2})"));
   CHECK_FALSE(
       parse_python_env_spec(R"({"observation": {"dtype": "uint8", "shape": [2]}, "actions": 0})"));
+}
+
+namespace {
+
+/// Parses `args` with the shared flags and `recipe`'s; returns parse_command_line's result.
+template <class Recipe>
+std::optional<int> parse_with(Recipe& recipe, run_options& o, std::vector<std::string> args) {
+  CLI::App cli("test", "seedrl_test");
+  seedrl::app::add_run_flags(cli, o);
+  recipe.add_flags(cli);
+  args.insert(args.begin(), "seedrl_test");
+  std::vector<const char*> argv;
+  for (const auto& a : args)
+    argv.push_back(a.c_str());
+  return seedrl::app::parse_command_line(cli, static_cast<int>(argv.size()), argv.data());
+}
+
+template <class TorsoConfig>
+using named_gpu_trainer = std::vector<TorsoConfig>;  // stands for a GPU trainer of TorsoConfig
+
+}  // namespace
+
+TEST_CASE("pixel_recipe builds the network its flags name, sized by the frames", "[app]") {
+  using recipe_t = seedrl::app::pixel_recipe<named_gpu_trainer>;
+  const seedrl::observation_spec frames{seedrl::dtype::uint8, {84, 84}};
+  const auto actions = seedrl::action_spec::discrete(3);
+  run_options o;
+  seedrl::app::use_pixel_defaults(o);
+  CHECK(o.learning_rate == 4.8e-4);
+  CHECK_FALSE(o.target_return);
+
+  recipe_t nature;
+  REQUIRE_FALSE(parse_with(nature, o,
+                           {"local", "--conv-channels", "8,16,16", "--dense-size", "64",
+                            "--lstm-size", "32", "--frame-stack", "2", "--seed", "5"}));
+  std::string description;
+  const int rc = nature.with_agent(o, frames, actions, [&](auto& parts, auto gpu) {
+    description = parts.description;
+    CHECK(parts.network.num_actions() == 3);
+    CHECK(parts.network.stack_config().depth == 2);
+    CHECK(parts.loss.max_abs_reward == 1.0f);  // SEED's Atari reward clip
+    CHECK(
+        std::is_same_v<typename decltype(gpu)::type, named_gpu_trainer<seedrl::nature_cnn_config>>);
+    return 7;
+  });
+  CHECK(rc == 7);
+  CHECK(description.find("nature_cnn_lstm_agent height=84 width=84 channels=2") == 0);
+  CHECK(description.find("convs=8,16,16 dense=64 lstm=32") != std::string::npos);
+
+  recipe_t resnet;
+  run_options o2;
+  REQUIRE_FALSE(parse_with(resnet, o2, {"eval", "--network", "resnet", "--conv-channels", "4,8"}));
+  resnet.with_agent(o2, {seedrl::dtype::uint8, {10, 12, 1}}, actions, [&](auto& parts, auto gpu) {
+    description = parts.description;
+    CHECK(std::is_same_v<typename decltype(gpu)::type,
+                         named_gpu_trainer<seedrl::impala_resnet_config>>);
+    return 0;
+  });
+  CHECK(description.find("impala_resnet_lstm_agent height=10 width=12 channels=4") == 0);
+
+  // Colour frames are refused at start, saying what was sent.
+  const auto none = [](auto&, auto) { return 0; };
+  CHECK_THROWS_WITH(resnet.with_agent(o2, {seedrl::dtype::uint8, {84, 84, 3}}, actions, none),
+                    Catch::Contains("uint8 [84, 84, 3]"));
+}
+
+TEST_CASE("pixel_recipe's flags: bad values exit 2", "[app]") {
+  const auto rc = [](std::vector<std::string> args) {
+    seedrl::app::pixel_recipe<> recipe;
+    run_options o;
+    return parse_with(recipe, o, std::move(args));
+  };
+  CHECK(rc({"local", "--conv-channels", "8,16"}) == 2);  // the Nature CNN has 3 convolutions
+  CHECK_FALSE(rc({"local", "--network", "resnet", "--conv-channels", "8,16"}));
+  CHECK(rc({"local", "--network", "vgg"}) == 2);
+  CHECK(rc({"local", "--frame-stack", "0"}) == 2);
+  CHECK(rc({"local", "--conv-channels", "8,x,16"}) == 2);
+}
+
+TEST_CASE("pixel_recipe takes a checkpoint's network unless network flags are given", "[app]") {
+  const std::string held =
+      "impala_resnet_lstm_agent height=84 width=84 channels=2 channels_last=0 actions=3 "
+      "stacks=4,8 blocks=1 dense=64 lstm=32 max_abs_input_reward=1 scale=0.00392156862745098";
+  seedrl::app::pixel_recipe<> plain;
+  run_options o;
+  REQUIRE_FALSE(parse_with(plain, o, {"eval", "--checkpoint-dir", "d"}));
+  plain.use_checkpoint_network(held);
+  CHECK(plain.network == "resnet");
+  CHECK(plain.conv_channels == std::vector<std::ptrdiff_t>{4, 8});
+  CHECK(plain.resnet_blocks == 1);
+  CHECK(plain.frame_stack == 2);
+  CHECK(plain.dense_size == 64);
+  CHECK(plain.lstm_size == 32);
+  // The rebuilt network's description is the checkpoint's, so eval accepts it.
+  std::string description;
+  plain.with_agent(o, {seedrl::dtype::uint8, {84, 84}}, seedrl::action_spec::discrete(3),
+                   [&](auto& parts, auto) {
+                     description = parts.description;
+                     return 0;
+                   });
+  CHECK(description == held);
+
+  seedrl::app::pixel_recipe<> flagged;
+  run_options o2;
+  REQUIRE_FALSE(parse_with(flagged, o2, {"eval", "--frame-stack", "3"}));
+  flagged.use_checkpoint_network(held);
+  CHECK(flagged.network == "nature");  // the flags name the network: eval compares
+  CHECK(flagged.frame_stack == 3);
+  seedrl::app::pixel_recipe<> other;
+  REQUIRE_FALSE(parse_with(other, o2, {"eval"}));
+  other.use_checkpoint_network("mlp_lstm_agent observation_size=4 actions=2");
+  CHECK(other.network == "nature");  // not a pixel agent: left for eval to refuse
+  CHECK(other.conv_channels.empty());
 }

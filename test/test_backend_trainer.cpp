@@ -9,12 +9,15 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backend_trainer_support.hpp"
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/net/activation.hpp"
+#include "seedrl/net/actor_critic_agent.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
@@ -112,6 +115,46 @@ TEST_CASE("backend trainer matches the reference: two LSTM layers, two torso lay
   const auto norms = compare_with_reference<double, seedrl::adam<double>>(c, a, loss_config(), o);
   for (const double n : norms)
     CHECK(n > o.max_grad_norm);  // every step was clipped
+}
+
+TEST_CASE("backend trainer with a tanh MLP torso matches the CPU tanh composition",
+          "[backend_trainer]") {
+  // The CPU agent: mlp_lstm_agent's composition with tanh instead of ReLU, same layout.
+  using torso_t = seedrl::mlp_torso<double, seedrl::tanh_activation>;
+  using net_t =
+      seedrl::actor_critic_agent<double, seedrl::vector_observations, torso_t,
+                                 seedrl::lstm_core<double>, seedrl::categorical_head<double>,
+                                 seedrl::value_head<double>>;
+  using backend_torso =
+      seedrl::backend_mlp_torso<seedrl::host_backend, double, seedrl::tanh_activation>;
+  auto c = small_config();
+  c.hidden_sizes = {7, 5};  // two layers: the backward passes through a hidden tanh
+  c.observation_size = 3;
+  net_t net(
+      {.num_actions = c.num_actions, .reward_and_action_inputs = true, .seed = c.seed},
+      seedrl::vector_observations{c.observation_size},
+      torso_t({.input_size = c.observation_size, .widths = c.hidden_sizes}),
+      seedrl::lstm_core_options{
+          .hidden_size = c.lstm_size, .num_layers = c.lstm_layers, .forget_bias = c.forget_bias},
+      {c.num_actions});
+  seedrl::host_backend backend;
+  seedrl::backend_agent_trainer<seedrl::host_backend, double, backend_torso> trainer(backend, c);
+  REQUIRE(trainer.num_parameters() == net.parameters().size());
+  REQUIRE(trainer.state_size() == static_cast<std::size_t>(net.state_size()));
+  trainer.set_parameters(net.parameters());
+  const auto a = adam_lr(1e-3);
+  seedrl::adam<double> opt(a);
+  trainer.set_optimizer(a, 0);
+  run_options o;
+  o.seed = 4;
+  seedrl_test::train_side_by_side(net, opt, trainer, loss_config(), o,
+                                  [&](std::size_t T, std::size_t B, seedrl::random_generator& rng) {
+                                    return make_batch<double>(c, trainer.state_size(), T, B, rng);
+                                  });
+  // Without Act the torso is the ReLU one mlp_lstm_agent's trainer (and its checkpoints) use.
+  static_assert(std::is_same_v<
+                seedrl::backend_mlp_torso<seedrl::host_backend, double>,
+                seedrl::backend_mlp_torso<seedrl::host_backend, double, seedrl::relu_activation>>);
 }
 
 TEST_CASE("backend trainer matches the reference: no LSTM, RMSProp without momentum",

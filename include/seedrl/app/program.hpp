@@ -24,6 +24,7 @@
 #include <string>
 #include <utility>
 
+#include "seedrl/app/agent_recipe.hpp"
 #include "seedrl/app/auth.hpp"
 #include "seedrl/app/cli.hpp"
 #include "seedrl/app/run_actor.hpp"
@@ -54,9 +55,12 @@ class program {
       [](std::size_t, std::uint64_t) { return Env{}; };
   /// Checkpoint meta "environment" (default: the program's name).
   std::string environment_name;
+  /// Print "actions: N; network: ..." once the learner listens.
+  bool announce_network = false;
 
-  /// Parses the flags and runs the mode they name; returns main's exit status. `GpuTrainer` is
-  /// the recipe network's GPU trainer for --device cuda, or void without CUDA.
+  /// Parses the flags and runs the mode they name; returns main's exit status. `Recipe` is an
+  /// agent recipe (app/agent_recipe.hpp). `GpuTrainer` is the recipe network's GPU trainer for
+  /// --device cuda, or void without CUDA (a recipe with `with_agent` names its own).
   template <class GpuTrainer = void, class Recipe>
   int run(int argc, char** argv, Recipe recipe) {
     CLI::App cli(description_, name_);
@@ -70,9 +74,17 @@ class program {
       const auto make = [f = make_env, seed = options.seed](std::size_t i) { return f(i, seed); };
       if (options.mode == run_mode::eval) {
         const Env probe = make_env(0, options.seed);
-        const auto parts = recipe.make(options, probe.observation_spec(), probe.action_spec());
-        return run_eval<Env>(options, parts.network, parts.description, make,
-                             recipe.checkpoint_hint());
+        // A recipe that can rebuild its network from a checkpoint's description does so.
+        if constexpr (requires { recipe.use_checkpoint_network(std::string()); }) {
+          if (const auto held = eval_checkpoint_network(options))
+            recipe.use_checkpoint_network(*held);
+        }
+        return with_recipe_agent<GpuTrainer>(recipe, options, probe.observation_spec(),
+                                             probe.action_spec(), [&](const auto& parts, auto) {
+                                               return run_eval<Env>(options, parts.network,
+                                                                    parts.description, make,
+                                                                    recipe.checkpoint_hint());
+                                             });
       }
       const std::string env_name = environment_name.empty() ? name_ : environment_name;
       secret_ptr secret = load_secret(options);
@@ -84,10 +96,13 @@ class program {
       env.observations = probe.observation_spec();
       env.actions = probe.action_spec();
       env.checkpoint_hint = recipe.checkpoint_hint();
-      const auto parts = recipe.make(options, env.observations, env.actions);
-      return with_trainer<GpuTrainer>(options, name_, [&](auto trainer) {
-        return run_learner(options, std::move(secret), parts, env, std::move(trainer));
-      });
+      env.announce_network = announce_network;
+      return with_recipe_agent<GpuTrainer>(
+          recipe, options, env.observations, env.actions, [&](const auto& parts, auto gpu) {
+            return with_trainer<typename decltype(gpu)::type>(options, name_, [&](auto trainer) {
+              return run_learner(options, std::move(secret), parts, env, std::move(trainer));
+            });
+          });
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s\n", e.what());
       return 2;

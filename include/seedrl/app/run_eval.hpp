@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -86,6 +87,24 @@ inline std::optional<checkpoint> read_eval_checkpoint(const std::filesystem::pat
   if (!c)
     std::fprintf(stderr, "no valid checkpoint in %s\n", from.c_str());
   return c;
+}
+
+/// The network description (meta "network") of the checkpoint eval mode would play; nullopt
+/// when there is none or it cannot be read (run_eval then says why).
+inline std::optional<std::string> eval_checkpoint_network(const run_options& o) {
+  const std::filesystem::path from =
+      o.init_checkpoint.empty() ? o.checkpoint_dir : o.init_checkpoint;
+  if (from.empty())
+    return std::nullopt;
+  try {
+    const auto c = std::filesystem::is_directory(from)
+                       ? read_latest_checkpoint(from)
+                       : std::optional<checkpoint>(read_checkpoint(from));
+    if (c)
+      return c->meta_value("network");
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
 }
 
 /// See the file comment. `architecture` is this run's network; `description` its checkpoint

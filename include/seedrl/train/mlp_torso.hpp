@@ -1,13 +1,17 @@
 #pragma once
 /// \file
-/// `backend_mlp_torso<Backend, S>`: the torso of `seedrl::mlp_lstm_agent` as a BackendTorso part
-/// (seedrl/train/backend_torso.hpp): dense layers with ReLU, X_k = relu(X_{k-1} W_k^T + b_k),
-/// the last one writing straight into the core input. Parameters in the CPU agent's order: per
-/// layer W [out, in] then b [out]. Built from an `mlp_lstm_agent_config`, which also gives the
-/// core (`core_config`), so `backend_agent_trainer<Backend, S, backend_mlp_torso<Backend, S>>`
-/// (alias `backend_mlp_lstm_trainer`) is constructed from the agent's config alone.
+/// `backend_mlp_torso<Backend, S, Act>`: the torso of `seedrl::mlp_lstm_agent` as a BackendTorso
+/// part (seedrl/train/backend_torso.hpp): dense layers X_k = act(X_{k-1} W_k^T + b_k), the last
+/// one writing straight into the core input. `Act` is the CPU parts' activation policy
+/// (net/activation.hpp): `relu_activation` (the default, the agent's) or `tanh_activation`, so
+/// it trains `mlp_torso<S, Act>` compositions; `backend_activation<Act>` gives its kernels.
+/// Parameters in the CPU agent's order: per layer W [out, in] then b [out]. Built from an
+/// `mlp_lstm_agent_config`, which also gives the core (`core_config`), so
+/// `backend_agent_trainer<Backend, S, backend_mlp_torso<Backend, S>>` (alias
+/// `backend_mlp_lstm_trainer`) is constructed from the agent's config alone.
 
 #include <algorithm>
+#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <limits>
@@ -18,6 +22,8 @@
 #include <vector>
 
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/core/config.hpp"
+#include "seedrl/net/activation_math.hpp"
 #include "seedrl/net/mlp_lstm_agent_config.hpp"
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_torso.hpp"
@@ -26,11 +32,73 @@
 
 namespace seedrl {
 
-/// The ReLU MLP torso of an `mlp_lstm_agent` on a backend; see the file comment.
-template <ComputeBackend Backend, std::floating_point S>
+struct relu_activation;  // net/activation.hpp; only named here, so CUDA code needs no Eigen
+struct tanh_activation;
+
+namespace detail {
+
+/// y[r, j] = tanh(y[r, j] + bias[j]) over rows x `width` (i = r * width + j).
+template <class S>
+struct bias_tanh_kernel {
+  S* y;
+  const S* bias;
+  std::size_t width;
+  std::size_t ld;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    using std::tanh;  // float stays float
+    const std::size_t r = i / width, j = i % width;
+    y[r * ld + j] = tanh(y[r * ld + j] + bias[j]);
+  }
+};
+
+/// dx[r, j] = dy[r, j] (1 - y[r, j]^2): tanh's backward from its output.
+template <class S>
+struct tanh_backward_kernel {
+  const S* dy;
+  std::size_t ld_dy;
+  const S* y;
+  std::size_t ld_y;
+  S* dx;
+  std::size_t width;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    const std::size_t r = i / width, j = i % width;
+    dx[i] = dy[r * ld_dy + j] * tanh_grad_from_output(y[r * ld_y + j]);
+  }
+};
+
+}  // namespace detail
+
+/// The backend kernels of an activation policy: `forward<S>` (bias add, then the activation, in
+/// place; fields y, bias, width, ld) and `backward<S>` (fields dy, ld_dy, y, ld_y, dx, width).
+/// Specialise it to train a torso with an activation of your own on a backend.
+template <class Act>
+struct backend_activation;
+
+template <>
+struct backend_activation<relu_activation> {
+  template <class S>
+  using forward = detail::bias_relu_kernel<S>;
+  template <class S>
+  using backward = detail::relu_backward_kernel<S>;
+};
+
+template <>
+struct backend_activation<tanh_activation> {
+  template <class S>
+  using forward = detail::bias_tanh_kernel<S>;
+  template <class S>
+  using backward = detail::tanh_backward_kernel<S>;
+};
+
+/// The MLP torso of an `mlp_lstm_agent` on a backend; see the file comment.
+template <ComputeBackend Backend, std::floating_point S, class Act = relu_activation>
 class backend_mlp_torso {
   template <class T>
   using buffer = typename Backend::template buffer<T>;
+  using forward_kernel = typename backend_activation<Act>::template forward<S>;
+  using backward_kernel = typename backend_activation<Act>::template backward<S>;
 
  public:
   /// Checks `config` as `mlp_lstm_agent` does (std::invalid_argument), its core and heads
@@ -107,14 +175,13 @@ class backend_mlp_torso {
       const std::size_t ld_y = last ? ld : hidden_[k];
       backend_.gemm(false, true, N, hidden_[k], in_width, S(1), in, in_width, params + w_[k],
                     in_width, S(0), y, ld_y);
-      backend_->for_each(N * hidden_[k],
-                         detail::bias_relu_kernel<S>{y, params + b_[k], hidden_[k], ld_y});
+      backend_->for_each(N * hidden_[k], forward_kernel{y, params + b_[k], hidden_[k], ld_y});
       in = y;
       in_width = hidden_[k];
     }
   }
 
-  /// From the last layer down; each ReLU's backward runs into one of two scratch arrays.
+  /// From the last layer down; each activation's backward runs into one of two scratch arrays.
   void backward(const backend_torso_batch<S>& batch, const S* params, S* grads, const S* out,
                 const S* d_out, std::size_t ld) {
     const std::size_t N = batch.rows();
@@ -126,8 +193,7 @@ class backend_mlp_torso {
       const std::size_t width = hidden_[k];
       const bool last = k + 1 == hidden_.size();
       const S* y = last ? out : static_cast<const S*>(out_[k].data());
-      backend_->for_each(
-          N * width, detail::relu_backward_kernel<S>{dy, ld_dy, y, last ? ld : width, d, width});
+      backend_->for_each(N * width, backward_kernel{dy, ld_dy, y, last ? ld : width, d, width});
       const S* input = k == 0 ? batch.observations : static_cast<const S*>(out_[k - 1].data());
       const std::size_t in_width = k == 0 ? obs_ : hidden_[k - 1];
       backend_.gemm(true, false, width, in_width, N, S(1), d, width, input, in_width, S(1),
@@ -138,7 +204,7 @@ class backend_mlp_torso {
                       S(0), d_next, in_width);
         dy = d_next;
         ld_dy = in_width;
-        std::swap(d, d_next);  // the next ReLU backward runs in place on d_next
+        std::swap(d, d_next);  // the next activation's backward runs in place on d_next
       }
     }
   }
@@ -149,7 +215,7 @@ class backend_mlp_torso {
   std::size_t obs_ = 0, max_hidden_ = 0, num_parameters_ = 0;
   std::vector<std::size_t> hidden_, w_, b_;  ///< widths; offsets of W and b per layer
   std::vector<buffer<S>> out_;               ///< outputs of all but the last layer
-  buffer<S> d_a_, d_b_;                      ///< gradients before / after a layer's ReLU
+  buffer<S> d_a_, d_b_;                      ///< gradients before / after a layer's activation
 };
 
 }  // namespace seedrl

@@ -1,0 +1,36 @@
+// Catch from pixels, trained the SEED way: C++ actor processes play the built-in Catch game
+// (seedrl/env/catch.hpp) and send single 84x84 frames; the learner stacks them and trains a
+// Nature CNN (or IMPALA ResNet) + LSTM. No Python needed.
+//
+//   seedrl_catch local [--actors 4] ...          learner + N actor processes on loopback
+//   seedrl_catch learner --port P ...            learner only; actors connect to it
+//   seedrl_catch actor --learner H:P             one actor process
+//   seedrl_catch eval --checkpoint-dir DIR       plays the newest checkpoint greedily
+//
+// Modes, flags, signals, checkpoints and the progress loop are seedrl/app; the pixel network's
+// flags are app/pixel_recipe.hpp's. docs/atari.md says what to expect.
+#include <cstdint>
+
+#include "seedrl/app/pixel_recipe.hpp"
+#include "seedrl/app/program.hpp"
+#include "seedrl/env/catch.hpp"
+#if defined(SEEDRL_HAS_CUDA)
+#include "seedrl/cuda/pixel_lstm_trainer.hpp"  // instantiated in cuda_trainer.cu
+template <class TorsoConfig>
+using gpu_trainer = seedrl::cuda::pixel_lstm_trainer<float, TorsoConfig>;
+#else
+template <class TorsoConfig>
+using gpu_trainer = seedrl::app::no_gpu_trainer<TorsoConfig>;
+#endif
+
+int main(int argc, char** argv) {
+  seedrl::app::program<seedrl::catch_game> p(
+      "seedrl_catch", "Catch from pixels: a CNN+LSTM learner and C++ actor processes");
+  seedrl::app::use_pixel_defaults(p.options);  // SEED's Atari settings
+  p.environment_name = "catch";
+  p.announce_network = true;
+  p.make_env = [](std::size_t i, std::uint64_t seed) {
+    return seedrl::catch_game({}, seed * 7919 + i);
+  };
+  return p.run(argc, argv, seedrl::app::pixel_recipe<gpu_trainer>{});
+}
