@@ -36,7 +36,7 @@ for spec in "CartPole-v1 475" "Acrobot-v1 -100"; do
     start=$EPOCHREALTIME
     set +e
     timeout --signal=INT "$budget" "$bin" local --env "$env" --seed "$seed" \
-      --target-return "$target" --total-frames 100000000 2>/dev/null |
+      --target-return "$target" --total-frames 100000000 2>&1 |
       while IFS= read -r line; do
         printf '%s %s\n' "$(bc <<<"$EPOCHREALTIME - $start")" "$line"
       done >"$log"
@@ -46,8 +46,11 @@ for spec in "CartPole-v1 475" "Acrobot-v1 -100"; do
     awk -v env="$env" -v seed="$seed" '$2 == "frames" {
         for (i = 2; i < NF; ++i) if ($i == "return") r = $(i + 1);
         printf "%s,%s,%.1f,%s,%s\n", env, seed, $1, $3, r }' "$log" >>"$csv"
-    done_line=$(grep -o 'done: .*' "$log" || echo "no done line (rc $rc)")
-    result=$([[ $rc == 0 ]] && echo reached || echo "NOT reached (rc $rc)")
+    # The learner's own summary ("done: N frames in S s, ...") goes to stderr with the actors'.
+    done_line=$(grep -o 'done: [0-9]* frames in [0-9]* s, [0-9]* training steps' "$log" ||
+      echo "no done line")
+    result=$([[ $rc == 0 ]] && echo "reached at $(tail -n 1 "$csv" | cut -d, -f3) s" ||
+      echo "NOT reached within ${budget} s (rc $rc)")
     echo "$env seed $seed: target $target $result; $done_line; load $(cut -d' ' -f1-3 /proc/loadavg)" |
       tee -a "$summary"
     rm -f "$log"
