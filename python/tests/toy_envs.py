@@ -59,6 +59,16 @@ class Image(gym.Env):
         return self._draw(), reward, False, self._t >= 20, {}
 
 
+class Grid(Image):
+    """A 10x10x4 float32 grid (a MinAtar-sized image) that says which action pays."""
+
+    observation_space = spaces.Box(0, 1, (10, 10, 4), dtype=np.float32)
+
+    def _draw(self) -> np.ndarray:
+        self._bright = int(self.np_random.integers(0, 2))
+        return np.full((10, 10, 4), float(self._bright), dtype=np.float32)
+
+
 gym.register("seedrl_toy/Bits-v0", entry_point=Bits)
 
 
@@ -66,6 +76,7 @@ def register_more() -> None:
     """Registers the image environment and environments with unsupported spaces."""
     box = spaces.Box(0, 1, (8,), dtype=np.float32)
     gym.register("seedrl_toy/Image-v0", entry_point=Image)
+    gym.register("seedrl_toy/Grid-v0", entry_point=Grid)
     gym.register("seedrl_toy/DictObs-v0", entry_point=Bits,
                  kwargs={"observation_space": spaces.Dict({"a": box})})
     gym.register("seedrl_toy/MultiDiscrete-v0", entry_point=Bits,

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # seedrl_gym (docs/gym.md) briefly, through Python actors: CartPole-v1 trains for a few frames
 # (exit 0, the configuration and progress lines printed); a third-party environment registered
-# by --env-import with bool observations (mapped to uint8, said at start) trains too, as does an
-# image one through the Nature CNN; unsupported spaces, a torso that is not there and bad flags
-# exit 2 with a message that names them. Skips (exit 77) when gymnasium cannot be imported.
+# by --env-import with bool observations (mapped to uint8, said at start) trains too, as do an
+# image one through the Nature CNN and a 10x10x4 one through the small conv torso. Unsupported
+# spaces, an image too small for the Nature CNN, an unknown torso and bad flags exit 2 with a
+# message that names them. Skips (exit 77) when gymnasium cannot be imported.
 # Usage: gym.sh path/to/seedrl_gym path/to/python3
 set -euo pipefail
 bin=$1
@@ -52,14 +53,18 @@ trains "image -> nature conv torso" --env seedrl_toy/Image-v0 \
   --inference-batch 2 --unroll-length 5 --conv-channels 4,8,8 --dense-size 16 --lstm-size 16 \
   --total-frames 400 --seed 3
 grep -q "uint16 observations travel as int32" "$out" || fail "the uint16 mapping was not said"
+trains "image -> small conv torso" --env seedrl_toy/Grid-v0 --env-import toy_envs:register_more \
+  --torso small --conv-channels 4,8 --actors 1 --envs-per-actor 2 --batch-size 2 \
+  --inference-batch 2 --unroll-length 5 --dense-size 16 --lstm-size 16 --total-frames 400 --seed 3
+grep -q "small_conv_lstm_agent height=10 width=10 channels=4" "$out" ||
+  fail "the small conv network was not printed"
 
 refused "MultiDiscrete(" local --env seedrl_toy/MultiDiscrete-v0 \
   --env-import toy_envs:register_more
 refused "Dict(" local --env seedrl_toy/DictObs-v0 --env-import toy_envs:register_more
 refused "int64" local --env seedrl_toy/Huge-v0 --env-import toy_envs:register_more
 refused "cannot import no_such_package" local --env CartPole-v1 --env-import no_such_package
-refused "--torso small is not available" local --env seedrl_toy/Image-v0 \
-  --env-import toy_envs:register_more --torso small
+refused "too small" local --env seedrl_toy/Grid-v0 --env-import toy_envs:register_more
 refused "--torso" local --env CartPole-v1 --torso resnet50
 refused "--env is required" local
 refused "--no-such-flag" local --env CartPole-v1 --no-such-flag

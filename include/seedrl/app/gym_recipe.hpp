@@ -23,6 +23,7 @@
 #include "seedrl/app/python_actor.hpp"
 #include "seedrl/app/run_learner.hpp"
 #include "seedrl/app/run_options.hpp"
+#include "seedrl/app/small_conv_lstm_agent.hpp"
 #include "seedrl/core/spec.hpp"
 #include "seedrl/net/impala_resnet_lstm_agent.hpp"
 #include "seedrl/net/nature_cnn_lstm_agent.hpp"
@@ -78,12 +79,12 @@ struct gym_recipe {
         ->check(positive_number);
     cli.add_flag("--lstm", vector.lstm, "vector observations: add an LSTM core (64) to the MLP");
     cli.add_option("--torso", torso,
-                   "images: nature (Nature CNN), impala (IMPALA ResNet) or small (small conv "
-                   "stack for low-resolution images)")
+                   "images: nature (Nature CNN), impala (IMPALA ResNet) or small (3x3 "
+                   "convolutions for low-resolution images such as 10x10xC)")
         ->check(CLI::IsMember({"nature", "impala", "small"}));
     cli.add_option("--conv-channels", conv_channels,
                    "images: convolution widths (nature: 3 values, default 32,64,64; impala: one "
-                   "per stack, default 16,32,32)")
+                   "per stack, default 16,32,32; small: one per 3x3 convolution, default 16,32)")
         ->delimiter(',')
         ->check(positive_number);
     cli.add_option("--dense-size", dense_size, "images: dense layer after the torso")
@@ -114,10 +115,12 @@ struct gym_recipe {
       print(o, env, actor, "vector -> MLP torso", parts.description, lr);
       return f(std::move(parts));
     }
-    if (torso == "small")
-      throw std::invalid_argument(
-          "--torso small is not available in this build yet (the small conv torso for "
-          "low-resolution images has not landed); use --torso nature or --torso impala");
+    if (torso == "small") {
+      small_conv_lstm_agent_config c;
+      if (!conv_channels.empty())
+        c.torso.channels = conv_channels;
+      return image<small_conv_lstm_agent<float>>(o, env, actor, c, f);
+    }
     if (torso == "nature") {
       nature_cnn_lstm_agent_config c;
       if (!conv_channels.empty()) {
