@@ -81,6 +81,10 @@ def parser() -> argparse.ArgumentParser:
                     help="the learner's address (required unless --print-spec)")
     ap.add_argument("--env", required=True, metavar="ID",
                     help="gymnasium environment id, e.g. CartPole-v1 or ALE/Pong-v5")
+    ap.add_argument("--env-import", action="append", default=[], metavar="MODULE[:FUNCTION]",
+                    help="import MODULE before making --env, so that a third-party package "
+                         "registers its environments; with :FUNCTION, also call "
+                         "MODULE.FUNCTION() to register them (repeatable)")
     ap.add_argument("--envs", type=_positive, default=1, metavar="K",
                     help="environments stepped by this process (default 1)")
     ap.add_argument("--env-arg", type=_env_arg, action="append", default=[],
@@ -134,6 +138,9 @@ _ATARI_OPTIONS = {"frame_skip": "--frame-skip", "noop_max": "--noop-max",
 def _env_factory(args: argparse.Namespace) -> Callable[[int], object]:
     """make_env(i) for the actor: ALE/ ids with the Atari preprocessing unless asked not to.
     Raises ValueError for Atari options that would not apply."""
+    from .registration import import_registrations
+
+    import_registrations(args.env_import)  # RegistrationError is a ValueError
     kwargs = dict(args.env_arg)
     given = [flag for name, flag in _ATARI_OPTIONS.items() if getattr(args, name) is not None]
     atari = args.env.startswith("ALE/") and not args.no_atari_preprocessing
@@ -158,12 +165,13 @@ def _env_factory(args: argparse.Namespace) -> Callable[[int], object]:
 
 def _print_spec(args: argparse.Namespace) -> int:
     """--print-spec: the hello's specs for --env and its options, as one line of JSON."""
-    from .actor import SpaceError, specs_from_spaces
+    from .actor import SpaceError, observation_note, specs_from_spaces
 
     try:
         env = _env_factory(args)(0)
         try:
             obs, act = specs_from_spaces(env.observation_space, env.action_space)
+            note = observation_note(env.observation_space)
         finally:
             env.close()
     except (SpaceError, ValueError) as e:
@@ -172,6 +180,8 @@ def _print_spec(args: argparse.Namespace) -> int:
     except Exception as e:  # gymnasium's errors for unknown ids, missing extras, ...
         print(f"seedrl actor: cannot make {args.env}: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
+    if note:
+        print(f"seedrl actor: {args.env}: {note}", file=sys.stderr, flush=True)
     print(json.dumps({"env": args.env,
                       "observation": {"dtype": obs.dtype.name.lower(), "shape": list(obs.shape)},
                       "actions": act.num_actions}), flush=True)
@@ -209,6 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # gymnasium's errors for unknown ids, missing extras, ...
         print(f"seedrl actor: cannot make {args.env}: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
+    if actor.batch.observation_note:
+        print(f"seedrl actor: {args.env}: {actor.batch.observation_note}", file=sys.stderr,
+              flush=True)
     _install_signal_handlers(actor.request_stop)
     try:
         steps = actor.run()

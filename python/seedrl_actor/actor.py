@@ -65,11 +65,60 @@ def specs_from_spaces(observation_space: gym.Space,
                       action_space: gym.Space) -> tuple[p.ObservationSpec, p.ActionSpec]:
     """The hello's specs for an environment with these spaces.
 
-    Box observations keep their dtype and shape (a scalar Box travels as [1]); Discrete
-    actions give the action count. Anything else is refused with the reason, rather than
-    converted behind the user's back.
+    Box observations keep their shape (a scalar Box travels as [1]) and their dtype, or the
+    nearest wire dtype that holds every value (wire_dtype_for); Discrete actions give the
+    action count. Anything else is refused with the reason, rather than converted behind the
+    user's back.
     """
     return _observation_spec(observation_space), _action_spec(action_space)
+
+
+_INT32 = np.iinfo(np.int32)
+_FLOAT64_EXACT = 2 ** 53  # every integer of magnitude up to this is a float64
+
+
+def wire_dtype_for(space: spaces.Box) -> tuple[p.DType, str | None]:
+    """The wire dtype that carries `space`'s observations without loss, and a note saying how
+    when it is not the space's own dtype (None when the dtype travels unchanged).
+
+    The protocol carries uint8, int32, float32 and float64. Other numeric and boolean dtypes
+    map to the nearest of these that holds every value: bool -> uint8 (0/1); int8, int16,
+    uint16 -> int32; float16 -> float32; uint32, int64, uint64 -> int32 when the Box's bounds
+    lie in int32's range, else float64 when they lie within +-2^53 (where float64 holds every
+    integer), else refused. Mapped observations are checked on every step: a value the wire
+    dtype cannot hold exactly stops the actor with an error rather than travelling altered.
+    """
+    d = np.dtype(space.dtype)
+    native = p.dtype_from_numpy(d)
+    if native is not None:
+        return native, None
+    if d.kind == "b":
+        return p.DType.UINT8, "bool observations travel as uint8 (0 or 1)"
+    if d.kind in "iu" and d.itemsize <= 2:
+        return p.DType.INT32, f"{d.name} observations travel as int32 (every value fits)"
+    if d.kind == "f" and d.itemsize == 2:
+        return p.DType.FLOAT32, "float16 observations travel as float32 (every value fits)"
+    if d.kind in "iu":
+        low, high = np.min(space.low), np.max(space.high)
+        bounds = f"bounds [{low}, {high}]"
+        if _INT32.min <= low and high <= _INT32.max:
+            return p.DType.INT32, (f"{d.name} observations travel as int32 (the Box's {bounds} "
+                                   "fit; every value is checked)")
+        if -_FLOAT64_EXACT <= low and high <= _FLOAT64_EXACT:
+            return p.DType.FLOAT64, (f"{d.name} observations travel as float64 (the Box's "
+                                     f"{bounds} lie within +-2^53, where float64 is exact; "
+                                     "every value is checked)")
+        raise SpaceError(f"observation space {space} has dtype {d.name} with {bounds}, beyond "
+                         "what the protocol's int32 or float64 can carry exactly (+-2^53); "
+                         "narrow the Box's bounds or cast the observations")
+    raise SpaceError(f"observation space {space} has dtype {d}, which the protocol cannot carry "
+                     "(it carries numbers and booleans as uint8, int32, float32 or float64); "
+                     "cast it, e.g. with gymnasium.wrappers.DtypeObservation")
+
+
+def observation_note(space: gym.Space) -> str | None:
+    """How `space`'s observations travel when their dtype is not a wire dtype (else None)."""
+    return wire_dtype_for(space)[1] if isinstance(space, spaces.Box) else None
 
 
 def _observation_spec(space: gym.Space) -> p.ObservationSpec:
@@ -77,11 +126,7 @@ def _observation_spec(space: gym.Space) -> p.ObservationSpec:
         raise SpaceError(f"observation space {space} is not supported: the protocol carries one "
                          "Box tensor per environment; flatten Dict or Tuple spaces first (e.g. "
                          "gymnasium.wrappers.FlattenObservation)")
-    dtype = p.dtype_from_numpy(space.dtype)
-    if dtype is None:
-        raise SpaceError(f"observation space {space} has dtype {space.dtype}, which the protocol "
-                         "cannot carry (uint8, int32, float32 or float64); cast it, e.g. with "
-                         "gymnasium.wrappers.DtypeObservation")
+    dtype, _ = wire_dtype_for(space)
     shape = tuple(int(d) for d in space.shape) or (1,)
     if len(shape) > p.MAX_RANK:
         raise SpaceError(f"observation space {space} has rank {len(shape)}; the protocol "
@@ -150,6 +195,8 @@ class EnvBatch:
                                  "environments share one observation and one action spec")
         self._env_shape = tuple(envs[0].observation_space.shape)
         self._dtype = p.wire_dtype(self.observation_spec.dtype).newbyteorder("=")
+        self.observation_note = observation_note(envs[0].observation_space)
+        self._mapped = self.observation_note is not None
         self._action_start = int(getattr(envs[0].action_space, "start", 0))
         k = len(self.envs)
         self.observations = np.zeros((k, *self.observation_spec.shape), dtype=self._dtype)
@@ -216,7 +263,15 @@ class EnvBatch:
         if a.shape != self._env_shape:
             raise SpaceError(f"env {i} returned an observation of shape {a.shape}, its "
                              f"observation space says {self._env_shape}")
-        if a.dtype != self._dtype and not np.can_cast(a.dtype, self._dtype, "same_kind"):
+        if a.dtype == self._dtype or np.can_cast(a.dtype, self._dtype, "safe"):
+            return a.reshape(self.observation_spec.shape)
+        if self._mapped:  # the space's dtype is not a wire dtype: nothing may change on the way
+            wire = a.astype(self._dtype)
+            if not np.array_equal(wire.astype(a.dtype), a, equal_nan=a.dtype.kind == "f"):
+                raise SpaceError(f"env {i} returned a {a.dtype} observation that {self._dtype} "
+                                 "cannot hold exactly (outside its observation space's bounds?)")
+            return wire.reshape(self.observation_spec.shape)
+        if not np.can_cast(a.dtype, self._dtype, "same_kind"):
             raise SpaceError(f"env {i} returned a {a.dtype} observation, its observation space "
                              f"says {self._dtype}")
         return a.reshape(self.observation_spec.shape)

@@ -244,8 +244,8 @@ class SpecTests(unittest.TestCase):
         box = spaces.Box(0, 1, (4,), np.float32)
         cases = [
             (spaces.Dict({"a": box}), spaces.Discrete(2), "FlattenObservation"),
-            (spaces.Box(0, 1, (4,), np.float16), spaces.Discrete(2), "float16"),
-            (spaces.Box(0, 1, (4,), np.int64), spaces.Discrete(2), "int64"),
+            (spaces.Box(0, 2**64 - 1, (4,), np.uint64), spaces.Discrete(2), "uint64"),
+            (spaces.Box(0, 2**62, (4,), np.int64), spaces.Discrete(2), "int64"),
             (spaces.Box(0, 1, (1,) * 7, np.float32), spaces.Discrete(2), "rank 7"),
             (spaces.Discrete(3), spaces.Discrete(2), "Box"),
             (box, spaces.Box(-1, 1, (2,), np.float32), "continuous"),

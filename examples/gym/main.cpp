@@ -1,0 +1,70 @@
+// Any gymnasium environment with discrete actions, trained the SEED way: one C++ learner and
+// Python actor processes (python -m seedrl_actor --env ID) on loopback or over TCP.
+//
+//   seedrl_gym local --env CartPole-v1 --target-return 475
+//   seedrl_gym local --env Acrobot-v1 --target-return -100
+//   seedrl_gym local --env my_pkg/MyEnv-v0 --env-import my_pkg     a third-party environment
+//   seedrl_gym learner --env ID --port P        actors: python -m seedrl_actor --learner H:P ...
+//
+// A vector observation gets an MLP torso (64-64, feed-forward unless --lstm); an image (H x W x C,
+// or H x W) gets the conv torso --torso names, a dense layer and an LSTM. docs/gym.md lists the
+// defaults (one set for vectors, one for images) and how they were measured.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "seedrl/app/auth.hpp"
+#include "seedrl/app/cli.hpp"
+#include "seedrl/app/gym_recipe.hpp"
+#include "seedrl/app/python_actor.hpp"
+#include "seedrl/app/run_learner.hpp"
+#include "seedrl/app/signals.hpp"
+#include "seedrl/app/trainer_choice.hpp"
+#ifndef SEEDRL_PYTHON_PACKAGE_DIR
+#define SEEDRL_PYTHON_PACKAGE_DIR ""
+#endif
+
+namespace app = seedrl::app;
+
+int main(int argc, char** argv) {
+  app::run_options o;
+  o.target_return.reset();  // no target unless --target-return: --total-frames
+  o.total_frames = 5'000'000;
+  o.entropy_cost = 0.01;
+  app::gym_recipe recipe;
+  app::python_actor python;
+  CLI::App cli("Any gymnasium environment with discrete actions, through Python actors",
+               "seedrl_gym");
+  app::add_run_flags(cli, o, {.actor = false, .eval = false});
+  app::add_python_actor_flags(cli, python);
+  recipe.add_flags(cli);
+  if (const auto rc = app::parse_command_line(cli, argc, argv))
+    return *rc;
+  app::finish_run_options(o);
+  app::python_actor::use_package_from(SEEDRL_PYTHON_PACKAGE_DIR);
+  app::install_stop_handlers();
+  try {
+    const auto spec = python.spec();  // Python names what it refuses on stderr
+    if (!spec) {
+      std::fprintf(stderr, "seedrl_gym: %s cannot be trained (see above)\n", python.env_id.c_str());
+      return 2;
+    }
+    app::environment_info env;
+    env.name = env.actor_kind = python.env_id;
+    env.observations = spec->observations;
+    env.actions = spec->actions;
+    env.announce_network = true;
+    env.actor_command = [&](const std::string& address, int, std::uint64_t seed) {
+      return python.command(address, o.envs_per_actor, seed);
+    };
+    auto secret = app::load_secret(o);
+    return recipe.visit(o, env, python, [&](auto parts) {
+      return app::with_trainer<void>(o, "seedrl_gym", [&](auto trainer) {
+        return app::run_learner(o, std::move(secret), parts, env, std::move(trainer));
+      });
+    });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "seedrl_gym: %s\n", e.what());
+    return 2;
+  }
+}

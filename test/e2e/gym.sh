@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# seedrl_gym (docs/gym.md) briefly, through Python actors: CartPole-v1 trains for a few frames
+# (exit 0, the configuration and progress lines printed); a third-party environment registered
+# by --env-import with bool observations (mapped to uint8, said at start) trains too, as do an
+# image one through the Nature CNN and a 10x10x4 one through the small conv torso. Unsupported
+# spaces, an image too small for the Nature CNN, an unknown torso and bad flags exit 2 with a
+# message that names them. Skips (exit 77) when gymnasium cannot be imported.
+# Usage: gym.sh path/to/seedrl_gym path/to/python3
+set -euo pipefail
+bin=$1
+python=$2
+if ! "$python" -c "import gymnasium, numpy" 2>/dev/null; then
+  echo "SEEDRL_TEST_SKIPPED: gymnasium or numpy cannot be imported by $python" \
+       "(scripts/install-deps.sh --test-tools installs them into .venv)"
+  exit 77
+fi
+export SEEDRL_PYTHON=$python
+# toy_envs.py, a stand-in for a third-party package, lives next to the Python tests.
+export PYTHONPATH="$(cd "$(dirname "$0")/../../python/tests" && pwd)${PYTHONPATH:+:$PYTHONPATH}"
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  tail -n 40 "$out" >&2
+  exit 1
+}
+# trains EXPECTED-PATTERN ARGS...: exit 0, configuration and progress lines, the pattern.
+trains() {
+  local pattern=$1 rc=0
+  shift
+  "$bin" local "$@" >"$out" 2>&1 || rc=$?
+  ((rc == 0)) || fail "'$*' exited $rc"
+  grep -q '^configuration:' "$out" || fail "'$*' printed no configuration"
+  grep -q '^frames .* f/s' "$out" || fail "'$*' printed no progress line"
+  grep -q '^done: ' "$out" || fail "'$*' printed no 'done:' line"
+  grep -q -- "$pattern" "$out" || fail "'$*': no '$pattern' in the output"
+}
+# refused EXPECTED-PATTERN ARGS...: exit 2, the pattern in the message, no learner started.
+refused() {
+  local pattern=$1 rc=0
+  shift
+  "$bin" "$@" >"$out" 2>&1 || rc=$?
+  ((rc == 2)) || fail "'$*' exited $rc, not 2"
+  grep -q -- "$pattern" "$out" || fail "'$*': no '$pattern' in the message"
+  ! grep -q "listening" "$out" || fail "'$*' started a learner"
+}
+
+trains "vector -> MLP torso" --env CartPole-v1 --actors 2 --total-frames 20000 --seed 3
+trains "bool observations travel as uint8" --env seedrl_toy/Bits-v0 --env-import toy_envs \
+  --actors 1 --total-frames 3000 --seed 3
+trains "image -> nature conv torso" --env seedrl_toy/Image-v0 \
+  --env-import toy_envs:register_more --actors 1 --envs-per-actor 2 --batch-size 2 \
+  --inference-batch 2 --unroll-length 5 --conv-channels 4,8,8 --dense-size 16 --lstm-size 16 \
+  --total-frames 400 --seed 3
+grep -q "uint16 observations travel as int32" "$out" || fail "the uint16 mapping was not said"
+trains "image -> small conv torso" --env seedrl_toy/Grid-v0 --env-import toy_envs:register_more \
+  --torso small --conv-channels 4,8 --actors 1 --envs-per-actor 2 --batch-size 2 \
+  --inference-batch 2 --unroll-length 5 --dense-size 16 --lstm-size 16 --total-frames 400 --seed 3
+grep -q "small_conv_lstm_agent height=10 width=10 channels=4" "$out" ||
+  fail "the small conv network was not printed"
+
+refused "MultiDiscrete(" local --env seedrl_toy/MultiDiscrete-v0 \
+  --env-import toy_envs:register_more
+refused "Dict(" local --env seedrl_toy/DictObs-v0 --env-import toy_envs:register_more
+refused "int64" local --env seedrl_toy/Huge-v0 --env-import toy_envs:register_more
+refused "cannot import no_such_package" local --env CartPole-v1 --env-import no_such_package
+refused "too small" local --env seedrl_toy/Grid-v0 --env-import toy_envs:register_more
+refused "--torso" local --env CartPole-v1 --torso resnet50
+refused "--env is required" local
+refused "--no-such-flag" local --env CartPole-v1 --no-such-flag
+refused "--hidden-sizes" local --env CartPole-v1 --hidden-sizes 64,x
+echo "PASS: seedrl_gym trains vector, mapped-dtype and image environments; refuses bad ones"
