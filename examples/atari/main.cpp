@@ -23,19 +23,12 @@
 #include <string_view>
 #include <vector>
 
+#include "seedrl/app/pixel_gpu_trainer.hpp"  // CUDA: instantiated in cuda_trainer.cu
 #include "seedrl/app/pixel_recipe.hpp"
 #include "seedrl/app/python_actor.hpp"
 #include "seedrl/app/run_learner.hpp"
 #include "seedrl/app/signals.hpp"
 #include "seedrl/app/trainer_choice.hpp"
-#if defined(SEEDRL_HAS_CUDA)
-#include "seedrl/cuda/pixel_lstm_trainer.hpp"  // instantiated in cuda_trainer.cu
-template <class TorsoConfig>
-using gpu_trainer = seedrl::cuda::pixel_lstm_trainer<float, TorsoConfig>;
-#else
-template <class TorsoConfig>
-using gpu_trainer = seedrl::app::no_gpu_trainer<TorsoConfig>;
-#endif
 #ifndef SEEDRL_PYTHON_PACKAGE_DIR
 #define SEEDRL_PYTHON_PACKAGE_DIR ""
 #endif
@@ -75,7 +68,7 @@ int main(int argc, char** argv) {
   }
   app::run_options o;
   app::use_pixel_defaults(o);
-  app::pixel_recipe<gpu_trainer> recipe;
+  app::pixel_recipe<app::pixel_gpu_trainer> recipe;
   std::string game = "Pong";
   double sticky_actions = 0.0;
   bool full_action_space = false;

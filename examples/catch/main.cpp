@@ -11,17 +11,10 @@
 // flags are app/pixel_recipe.hpp's. docs/atari.md says what to expect.
 #include <cstdint>
 
+#include "seedrl/app/pixel_gpu_trainer.hpp"  // CUDA: instantiated in cuda_trainer.cu
 #include "seedrl/app/pixel_recipe.hpp"
 #include "seedrl/app/program.hpp"
 #include "seedrl/env/catch.hpp"
-#if defined(SEEDRL_HAS_CUDA)
-#include "seedrl/cuda/pixel_lstm_trainer.hpp"  // instantiated in cuda_trainer.cu
-template <class TorsoConfig>
-using gpu_trainer = seedrl::cuda::pixel_lstm_trainer<float, TorsoConfig>;
-#else
-template <class TorsoConfig>
-using gpu_trainer = seedrl::app::no_gpu_trainer<TorsoConfig>;
-#endif
 
 int main(int argc, char** argv) {
   seedrl::app::program<seedrl::catch_game> p(
@@ -32,5 +25,5 @@ int main(int argc, char** argv) {
   p.make_env = [](std::size_t i, std::uint64_t seed) {
     return seedrl::catch_game({}, seed * 7919 + i);
   };
-  return p.run(argc, argv, seedrl::app::pixel_recipe<gpu_trainer>{});
+  return p.run(argc, argv, seedrl::app::pixel_recipe<seedrl::app::pixel_gpu_trainer>{});
 }
