@@ -575,7 +575,7 @@ struct manual_clock {
   using rep = duration::rep;
   using period = duration::period;
   using time_point = std::chrono::time_point<manual_clock>;
-  static constexpr bool is_steady = true;
+  [[maybe_unused]] static constexpr bool is_steady = true;  // the Clock requirements name it
   static inline time_point current{};
   static time_point now() noexcept { return current; }
 };

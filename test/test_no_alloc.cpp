@@ -11,6 +11,7 @@ void seedrl_test_eigen_assertion(const char* what, const char* file, int line);
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -58,14 +59,48 @@ void seedrl_test_eigen_assertion(const char* what, const char* file, int line) {
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 
-void* operator new(std::size_t n) {
+// Every replaceable form is replaced, nothrow and aligned ones too: an allocation through a form
+// left out would go uncounted, and under Clang's TSan, whose static runtime defines all of them
+// together, one form left out pulls in its definitions of the others and the link fails.
+namespace {
+void* counted_allocation(std::size_t n, std::size_t alignment) noexcept {
   allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n))
+  if (n == 0)
+    n = 1;
+  if (alignment <= alignof(std::max_align_t))
+    return std::malloc(n);
+  return std::aligned_alloc(alignment, (n + alignment - 1) / alignment * alignment);
+}
+void* counted_allocation_or_throw(std::size_t n, std::size_t alignment) {
+  if (void* p = counted_allocation(n, alignment))
     return p;
   throw std::bad_alloc();
 }
+}  // namespace
+
+void* operator new(std::size_t n) {
+  return counted_allocation_or_throw(n, 0);
+}
 void* operator new[](std::size_t n) {
-  return operator new(n);
+  return counted_allocation_or_throw(n, 0);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return counted_allocation_or_throw(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return counted_allocation_or_throw(n, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return counted_allocation(n, 0);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  return counted_allocation(n, 0);
+}
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_allocation(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_allocation(n, static_cast<std::size_t>(a));
 }
 void operator delete(void* p) noexcept {
   std::free(p);
@@ -79,8 +114,41 @@ void operator delete(void* p, std::size_t) noexcept {
 void operator delete[](void* p, std::size_t) noexcept {
   std::free(p);
 }
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
 
+// GCC says __SANITIZE_ADDRESS__, Clang 14 only __has_feature (the sanitizer trees build with Clang).
 #if defined(__SANITIZE_ADDRESS__)
+#define SEEDRL_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SEEDRL_TEST_UNDER_ASAN 1
+#endif
+#endif
+
+#if defined(SEEDRL_TEST_UNDER_ASAN)
 // Under ASan, the sanitizer's own operator new may allocate what our replacement frees. ctest
 // sets the option for the tests, but the build's test discovery runs this program too: ASan
 // reads this hook at start-up, so the option holds wherever the program runs.
