@@ -139,7 +139,7 @@ void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcep
   std::free(p);
 }
 
-// GCC says __SANITIZE_ADDRESS__, Clang 14 only __has_feature (the sanitizer trees build with Clang).
+// GCC says __SANITIZE_ADDRESS__, Clang 14 only __has_feature (the ASan tree builds with Clang).
 #if defined(__SANITIZE_ADDRESS__)
 #define SEEDRL_TEST_UNDER_ASAN 1
 #elif defined(__has_feature)
