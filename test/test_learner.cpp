@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
@@ -1271,14 +1272,22 @@ TEST_CASE("every field of every training batch lines up with what the environmen
       a.run(stop);
     });
   }
-  // Both actors' envs must be in the run: one actor alone can fill the batches before the other
-  // thread has even started.
+  // Both actors' envs must be in the batches: one actor alone can fill them before the other
+  // thread has even started, or before its envs finish their first unroll.
+  const auto envs_in_batches = [&] {
+    std::set<int> envs;
+    for (const auto& batch : record->batches)
+      for (std::size_t b = 0; b < batch.B; ++b)  // step 0's observation starts with the env id
+        envs.insert(static_cast<int>(batch.observations[b * scripted_obs_size]));
+    return envs.size();
+  };
   const bool enough = wait_for(
       [&] {
         std::lock_guard lock_logs(logs->mutex);
         std::lock_guard lock_record(record->mutex);
         return record->batches.size() >= wanted_batches &&
-               logs->created.size() == num_actors * envs_per_actor;
+               logs->created.size() == num_actors * envs_per_actor &&
+               envs_in_batches() == num_actors * envs_per_actor;
       },
       10s);
   // Actors first: each finishes its round trip and steps its envs with the actions it got, so
