@@ -23,10 +23,10 @@
 #include "seedrl/app/python_actor.hpp"
 #include "seedrl/app/run_learner.hpp"
 #include "seedrl/app/run_options.hpp"
-#include "seedrl/app/small_conv_lstm_agent.hpp"
 #include "seedrl/core/spec.hpp"
 #include "seedrl/net/impala_resnet_lstm_agent.hpp"
 #include "seedrl/net/nature_cnn_lstm_agent.hpp"
+#include "seedrl/net/small_conv_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 
 namespace seedrl::app {
