@@ -1,5 +1,6 @@
 // backend_pixel_lstm_trainer on host_backend against the reference training step:
-// frame_stacked<nature_cnn_lstm_agent> or frame_stacked<impala_resnet_lstm_agent> + host_trainer
+// frame_stacked<nature_cnn_lstm_agent>, <impala_resnet_lstm_agent> or <small_conv_lstm_agent>
+// + host_trainer
 // (impala_loss, clip_by_global_norm) + adam / rmsprop, on small non-square frames with narrow
 // convolutions, random batches with episode resets at t = 0 and mid-unroll and random start
 // states (frame history and LSTM state).
@@ -23,6 +24,7 @@
 #include "seedrl/net/frame_stack.hpp"
 #include "seedrl/net/impala_resnet_lstm_agent.hpp"
 #include "seedrl/net/nature_cnn_lstm_agent.hpp"
+#include "seedrl/net/small_conv_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/trainer.hpp"
@@ -43,14 +45,16 @@ using seedrl_test::relative;
 
 using nature = seedrl::nature_cnn_config;
 using resnet = seedrl::impala_resnet_config;
+using small = seedrl::small_conv_torso_config;
 
 template <class S, class TorsoConfig = nature>
 using trainer_t = seedrl::backend_pixel_lstm_trainer<seedrl::host_backend, S, TorsoConfig>;
 /// The CPU agent over the torso TorsoConfig configures.
 template <class S, class TorsoConfig>
-using agent_t =
-    std::conditional_t<std::is_same_v<TorsoConfig, resnet>, seedrl::impala_resnet_lstm_agent<S>,
-                       seedrl::nature_cnn_lstm_agent<S>>;
+using agent_t = std::conditional_t<
+    std::is_same_v<TorsoConfig, resnet>, seedrl::impala_resnet_lstm_agent<S>,
+    std::conditional_t<std::is_same_v<TorsoConfig, small>, seedrl::small_conv_lstm_agent<S>,
+                       seedrl::nature_cnn_lstm_agent<S>>>;
 template <class S, class TorsoConfig = nature>
 using net_t = seedrl::frame_stacked<agent_t<S, TorsoConfig>>;
 
@@ -62,6 +66,7 @@ struct basic_shape {
 };
 using shape = basic_shape<nature>;
 using resnet_shape = basic_shape<resnet>;
+using small_shape_t = basic_shape<small>;
 
 /// 44x52 frames (every convolution's output non-square: 10x12, 4x5, 2x3) of `channels`
 /// channels, stacks of 3, convolutions of 4, 5 and 3 channels, dense 7, LSTM 6, 4 actions.
@@ -107,6 +112,29 @@ resnet_shape resnet_small(const resnet_geometry& g) {
   s.agent.dense_size = 7;
   s.agent.lstm_size = 6;
   s.agent.seed = 4;
+  return s;
+}
+
+/// 10x10 frames (MinAtar's size) of `channels` channels, stacks of `depth`, the small conv stack
+/// with convolutions of `convs` channels and `padding`, dense 7, LSTM 6, 4 actions (as
+/// small_shape).
+small_shape_t small_conv_small(std::ptrdiff_t channels, std::ptrdiff_t depth,
+                               std::ptrdiff_t padding, bool stack_last = false,
+                               bool agent_last = false,
+                               std::vector<std::ptrdiff_t> convs = {4, 5, 3}) {
+  small_shape_t s;
+  s.stack = {
+      .height = 10, .width = 10, .channels = channels, .depth = depth, .channels_last = stack_last};
+  s.agent.height = 10;
+  s.agent.width = 10;
+  s.agent.channels = depth * channels;
+  s.agent.channels_last = agent_last;
+  s.agent.num_actions = 4;
+  s.agent.torso.channels = std::move(convs);
+  s.agent.torso.padding = padding;
+  s.agent.dense_size = 7;
+  s.agent.lstm_size = 6;
+  s.agent.seed = 5;
   return s;
 }
 
@@ -202,6 +230,23 @@ std::pair<std::vector<param_block>, std::size_t> torso_blocks(const resnet_shape
     c = out;
     h = (h - 1) / 2 + 1;
     w = (w - 1) / 2 + 1;
+  }
+  return {blocks, c * h * w};
+}
+
+/// The small conv stack's blocks in the CPU network's order (3x3 convolutions, stride 1), and
+/// its output width: each convolution takes H to H + 2 padding - 2.
+std::pair<std::vector<param_block>, std::size_t> torso_blocks(const small_shape_t& sh) {
+  std::vector<param_block> blocks;
+  auto c = static_cast<std::size_t>(sh.agent.channels);
+  auto h = static_cast<std::size_t>(sh.agent.height), w = static_cast<std::size_t>(sh.agent.width);
+  const auto pad = static_cast<std::size_t>(sh.agent.torso.padding);
+  for (std::size_t i = 0; i < sh.agent.torso.channels.size(); ++i) {
+    const auto out = static_cast<std::size_t>(sh.agent.torso.channels[i]);
+    add_conv(blocks, "conv " + std::to_string(i), c, out, 3);
+    c = out;
+    h = h + 2 * pad - 2;
+    w = w + 2 * pad - 2;
   }
   return {blocks, c * h * w};
 }
@@ -814,4 +859,103 @@ TEST_CASE("pixel backend trainer with the ResNet refuses bad configurations, siz
   check_refused(sh, [](resnet_shape& s) { s.agent.torso.blocks_per_stack = -1; });
   check_refused(sh, [](resnet_shape& s) { s.agent.torso.channels[0] = 0; });
   check_refused(sh, [](resnet_shape& s) { s.agent.torso.channels[1] = -2; });
+}
+
+// The small conv stack (backend_pixel_lstm_trainer<..., small_conv_torso_config>) against
+// frame_stacked<small_conv_lstm_agent>: 10x10 frames (MinAtar's), 3x3 convolutions with
+// padding 0 (10x10 -> 8x8 -> 6x6 -> 4x4) and 1 (10x10 throughout, where the padding is read at
+// every border).
+
+TEST_CASE("pixel backend trainer matches the reference with the small conv stack",
+          "[backend_trainer]") {
+  run_options o;
+  SECTION("grayscale frames stacked 3 deep, Adam, no clipping") {
+    for (const std::ptrdiff_t padding : {0, 1}) {
+      INFO("padding " << padding);
+      o.seed = 61 + static_cast<std::uint64_t>(padding);
+      const auto norms = compare_with_reference<double, seedrl::adam<double>>(
+          small_conv_small(1, 3, padding), adam_lr(1e-3), loss_config(), o);
+      for (const double n : norms)
+        CHECK(n < o.max_grad_norm);  // clipping never bit
+    }
+  }
+  SECTION("4-channel frames, no stacking, channels last (as seedrl_gym), clipped Adam") {
+    o.max_grad_norm = 0.05;
+    auto a = adam_lr(2e-3);
+    a.lr_decay_steps = 5;
+    for (const std::ptrdiff_t padding : {0, 1}) {
+      INFO("padding " << padding);
+      o.seed = 63 + static_cast<std::uint64_t>(padding);
+      const auto norms = compare_with_reference<double, seedrl::adam<double>>(
+          small_conv_small(4, 1, padding, true, true), a, loss_config(), o);
+      for (const double n : norms)
+        CHECK(n > o.max_grad_norm);  // every step was clipped
+    }
+  }
+  SECTION("4-channel frames stacked 2 deep, channels first, one convolution, RMSProp") {
+    seedrl::rmsprop_config r;
+    r.learning_rate = 1e-3;
+    r.momentum = 0.5;
+    for (const std::ptrdiff_t padding : {0, 1}) {
+      INFO("padding " << padding);
+      o.seed = 65 + static_cast<std::uint64_t>(padding);
+      compare_with_reference<double, seedrl::rmsprop<double>>(
+          small_conv_small(4, 2, padding, false, false, {6}), r, loss_config(), o);
+    }
+  }
+}
+
+TEST_CASE("pixel backend trainer matches the reference with the small conv stack in float",
+          "[backend_trainer]") {
+  seedrl::impala_loss_config<float> l;
+  l.entropy_cost = 0.01f;
+  run_options o;
+  o.seed = 69;
+  o.max_grad_norm = 0.1;
+  o.tolerance = 1e-3;
+  compare_with_reference<float, seedrl::adam<float>>(small_conv_small(4, 1, 1, true, true),
+                                                     adam_lr(1e-3), l, o);
+}
+
+TEST_CASE("pixel backend trainer comparison notices a wrong parameter in every small conv block",
+          "[backend_trainer]") {
+  SECTION("padding 0") {
+    const auto sh = small_conv_small(2, 2, 0, true, true);
+    REQUIRE(torso_blocks(sh).first.size() == 2 * 3);
+    REQUIRE(torso_blocks(sh).second == 3 * 4 * 4);  // 10x10 -> 8x8 -> 6x6 -> 4x4
+    check_every_block_matters(sh, 67);
+  }
+  SECTION("padding 1") {
+    const auto sh = small_conv_small(1, 3, 1);
+    REQUIRE(torso_blocks(sh).second == 3 * 10 * 10);
+    check_every_block_matters(sh, 68);
+  }
+}
+
+TEST_CASE(
+    "pixel backend trainer with the small conv stack zeroes the frame history, continues "
+    "from a CPU optimizer's state, skips a non-finite gradient",
+    "[backend_trainer]") {
+  const auto sh = small_conv_small(1, 3, 1);
+  check_history_zeroed_at_reset(sh, 71);
+  check_continues_from_cpu_state(sh, 72);
+  check_skips_non_finite(sh, 73, [](random_batch<double>& b) {
+    b.obs[10 * 10 + 3] = std::numeric_limits<double>::quiet_NaN();
+  });
+}
+
+TEST_CASE(
+    "pixel backend trainer with the small conv stack refuses bad configurations, sizes and "
+    "calls",
+    "[backend_trainer]") {
+  const auto sh = small_conv_small(1, 3, 0);
+  check_common_refusals(sh);
+  check_refused(sh, [](small_shape_t& s) { s.agent.torso.channels.clear(); });
+  check_refused(sh, [](small_shape_t& s) { s.agent.torso.padding = -1; });
+  // 10x10 without padding fits four 3x3 convolutions (down to 2x2), not five.
+  check_refused(sh, [](small_shape_t& s) { s.agent.torso.channels = {2, 2, 2, 2, 2}; });
+  // With padding 1 the image keeps its size: any number fits.
+  seedrl::host_backend backend;
+  const auto deep = small_conv_small(1, 3, 1, false, false, {2, 2, 2, 2, 2, 2});
+  CHECK_NOTHROW(trainer_t<double, small>(backend, deep.stack, deep.agent));
 }

@@ -16,10 +16,17 @@
 #include "seedrl/app/auth.hpp"
 #include "seedrl/app/cli.hpp"
 #include "seedrl/app/gym_recipe.hpp"
+#include "seedrl/app/pixel_gpu_trainer.hpp"  // CUDA: instantiated in cuda_trainer.cu
 #include "seedrl/app/python_actor.hpp"
 #include "seedrl/app/run_learner.hpp"
 #include "seedrl/app/signals.hpp"
 #include "seedrl/app/trainer_choice.hpp"
+#if defined(SEEDRL_HAS_CUDA)
+#include "seedrl/cuda/mlp_lstm_trainer.hpp"  // instantiated in cuda_trainer.cu
+using vector_gpu_trainer = seedrl::cuda::mlp_lstm_trainer<float>;
+#else
+using vector_gpu_trainer = void;  // --device cuda says how to build with CUDA
+#endif
 #ifndef SEEDRL_PYTHON_PACKAGE_DIR
 #define SEEDRL_PYTHON_PACKAGE_DIR ""
 #endif
@@ -31,7 +38,7 @@ int main(int argc, char** argv) {
   o.target_return.reset();  // no target unless --target-return: --total-frames
   o.total_frames = 5'000'000;
   o.entropy_cost = 0.01;
-  app::gym_recipe recipe;
+  app::basic_gym_recipe<app::pixel_gpu_trainer, vector_gpu_trainer> recipe;
   app::python_actor python;
   CLI::App cli("Any gymnasium environment with discrete actions, through Python actors",
                "seedrl_gym");
@@ -58,8 +65,8 @@ int main(int argc, char** argv) {
       return python.command(address, o.envs_per_actor, seed);
     };
     auto secret = app::load_secret(o);
-    return recipe.visit(o, env, python, [&](auto parts) {
-      return app::with_trainer<void>(o, "seedrl_gym", [&](auto trainer) {
+    return recipe.visit(o, env, python, [&](auto parts, auto gpu) {
+      return app::with_trainer<typename decltype(gpu)::type>(o, "seedrl_gym", [&](auto trainer) {
         return app::run_learner(o, std::move(secret), parts, env, std::move(trainer));
       });
     });

@@ -1,4 +1,4 @@
-// The GPU side of cuda::pixel_lstm_trainer<float> over both torsos for the tests: the explicit
+// The GPU side of cuda::pixel_lstm_trainer<float> over every torso for the tests: the explicit
 // instantiations a program needs (see seedrl/cuda/pixel_lstm_trainer.hpp). Compiled by nvcc;
 // includes no Eigen.
 
@@ -6,3 +6,4 @@
 
 template class seedrl::cuda::pixel_lstm_trainer<float>;
 template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::impala_resnet_config>;
+template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::small_conv_torso_config>;

@@ -34,6 +34,7 @@
 #include "seedrl/net/lstm.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/net/nature_cnn_lstm_agent.hpp"
+#include "seedrl/net/small_conv_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/trainer.hpp"
@@ -1092,6 +1093,39 @@ TEST_CASE("cuda pixel_lstm_trainer: small frame-stacked IMPALA ResNet net matche
   agent.lstm_size = 16;
   agent.seed = 9;
   compare_pixel_trainer<seedrl::impala_resnet_lstm_agent<float>>(stack, agent);
+}
+
+static_assert(seedrl::Trainer<
+              seedrl::cuda::pixel_lstm_trainer<float, seedrl::small_conv_torso_config>,
+              seedrl::frame_stacked<seedrl::small_conv_lstm_agent<float>>, seedrl::adam<float>>);
+
+TEST_CASE("cuda pixel_lstm_trainer: small conv stack on 10x10 frames matches host_trainer",
+          "[cuda][trainer]") {
+  // MinAtar-sized 10x10 frames: 4 channels unstacked and read as HWC (as seedrl_gym trains
+  // them), padding 0 (10x10 -> 8x8 -> 6x6); then grayscale stacked 3 deep (CHW), padding 1
+  // (cuDNN's 3x3 padding-1 convolutions at every border) with three convolutions.
+  for (const std::ptrdiff_t padding : {0, 1}) {
+    CAPTURE(padding);
+    const std::ptrdiff_t channels = padding == 0 ? 4 : 1, depth = padding == 0 ? 1 : 3;
+    const seedrl::frame_stack_config stack{.height = 10,
+                                           .width = 10,
+                                           .channels = channels,
+                                           .depth = depth,
+                                           .channels_last = padding == 0};
+    seedrl::small_conv_lstm_agent_config agent;
+    agent.height = 10;
+    agent.width = 10;
+    agent.channels = channels * depth;
+    agent.channels_last = padding == 0;
+    agent.num_actions = 5;
+    agent.torso.channels =
+        padding == 0 ? std::vector<std::ptrdiff_t>{8, 16} : std::vector<std::ptrdiff_t>{6, 8, 4};
+    agent.torso.padding = padding;
+    agent.dense_size = 32;
+    agent.lstm_size = 16;
+    agent.seed = 10;
+    compare_pixel_trainer<seedrl::small_conv_lstm_agent<float>>(stack, agent);
+  }
 }
 
 #if defined(SEEDRL_HAS_CUDNN)

@@ -59,6 +59,22 @@ trains "image -> small conv torso" --env seedrl_toy/Grid-v0 --env-import toy_env
 grep -q "small_conv_lstm_agent height=10 width=10 channels=4" "$out" ||
   fail "the small conv network was not printed"
 
+# --device cuda on images (the small conv torso) and vectors: trains where a GPU is usable;
+# otherwise exits 2 with a line starting "--device cuda: " (no CUDA in the build, or no device).
+for env_args in "--env seedrl_toy/Grid-v0 --env-import toy_envs:register_more --torso small \
+--conv-channels 4,8" "--env CartPole-v1"; do
+  rc=0
+  # shellcheck disable=SC2086  # env_args is a list of words
+  "$bin" local $env_args --device cuda --actors 1 --envs-per-actor 2 --batch-size 2 \
+    --inference-batch 2 --unroll-length 5 --total-frames 400 --seed 3 >"$out" 2>&1 || rc=$?
+  if ((rc == 2)); then
+    grep -q -- "^--device cuda: " "$out" || fail "--device cuda ($env_args) exited 2 unexplained"
+  else
+    ((rc == 0)) || fail "--device cuda ($env_args) exited $rc"
+    grep -q '^done: ' "$out" || fail "--device cuda ($env_args) printed no 'done:' line"
+  fi
+done
+
 refused "MultiDiscrete(" local --env seedrl_toy/MultiDiscrete-v0 \
   --env-import toy_envs:register_more
 refused "Dict(" local --env seedrl_toy/DictObs-v0 --env-import toy_envs:register_more

@@ -8,7 +8,14 @@
 /// and the resolved configuration printed at start.
 ///
 ///   gym_recipe r;  r.add_flags(cli);  ...parse...
-///   r.visit(options, env, actor, [&](auto parts) { return run_learner(..., parts, ...); });
+///   r.visit(options, env, actor, [&](auto parts, auto gpu) { ... with_trainer<typename
+///       decltype(gpu)::type>(...) ... run_learner(..., parts, ...); });
+///
+/// `gpu` names the GPU trainer for --device cuda: `VectorGpu` for vectors, `PixelGpu<torso
+/// config>` for images (`basic_gym_recipe<pixel_gpu_trainer, cuda::mlp_lstm_trainer<float>>` in
+/// a program built with CUDA); `gym_recipe`'s are void, and --device cuda then says how to
+/// build with CUDA. Images train as `frame_stacked` agents of depth 1 (stacking nothing), the
+/// network the GPU pixel trainer takes; parameters and descriptions are the agent's.
 
 #include <CLI/CLI.hpp>
 
@@ -17,16 +24,19 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "seedrl/app/mlp_recipe.hpp"
+#include "seedrl/app/pixel_recipe.hpp"
 #include "seedrl/app/python_actor.hpp"
 #include "seedrl/app/run_learner.hpp"
 #include "seedrl/app/run_options.hpp"
-#include "seedrl/app/small_conv_lstm_agent.hpp"
 #include "seedrl/core/spec.hpp"
+#include "seedrl/net/frame_stack_config.hpp"
 #include "seedrl/net/impala_resnet_lstm_agent.hpp"
 #include "seedrl/net/nature_cnn_lstm_agent.hpp"
+#include "seedrl/net/small_conv_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 
 namespace seedrl::app {
@@ -57,7 +67,8 @@ inline void add_python_actor_flags(CLI::App& cli, python_actor& p) {
 }
 
 /// See the file comment.
-struct gym_recipe {
+template <template <class> class PixelGpu = no_gpu_trainer, class VectorGpu = void>
+struct basic_gym_recipe {
   /// Vector observations: the MLP recipe with these defaults (--hidden-sizes, --lstm).
   mlp_recipe vector = [] {
     mlp_recipe r;  // 64-64 ReLU MLP, feed-forward
@@ -103,7 +114,8 @@ struct gym_recipe {
   }
 
   /// Builds the agent for `env`'s specs, prints the resolved configuration, and returns
-  /// `f(agent_parts)`. Throws std::invalid_argument for a configuration that cannot work.
+  /// `f(agent_parts, std::type_identity<GPU trainer>{})`. Throws std::invalid_argument for a
+  /// configuration that cannot work.
   template <class F>
   int visit(const run_options& o, const environment_info& env, const python_actor& actor,
             F&& f) const {
@@ -113,7 +125,7 @@ struct gym_recipe {
                             ? *o.learning_rate
                             : (vector.lstm ? vector.lstm_learning_rate : vector.learning_rate);
       print(o, env, actor, "vector -> MLP torso", parts.description, lr);
-      return f(std::move(parts));
+      return f(std::move(parts), std::type_identity<VectorGpu>{});
     }
     if (torso == "small") {
       small_conv_lstm_agent_config c;
@@ -153,10 +165,18 @@ struct gym_recipe {
     c.seed = o.seed;
     adam_config adam;
     adam.learning_rate = o.learning_rate ? *o.learning_rate : image_learning_rate;
-    agent_parts<Agent> parts{Agent(c), describe(c), seedrl::adam<float>(adam), {}};
+    // Depth 1: the frame is the agent's whole input (channels_last as the frame).
+    const frame_stack_config stack{.height = c.height,
+                                   .width = c.width,
+                                   .channels = c.channels,
+                                   .depth = 1,
+                                   .channels_last = true};
+    agent_parts<stacked_agent<Agent>> parts{
+        stacked_agent<Agent>(stack, c), describe(c), seedrl::adam<float>(adam), {}};
     print(o, env, actor, "image -> " + torso + " conv torso", parts.description,
           adam.learning_rate);
-    return f(std::move(parts));
+    return f(std::move(parts),
+             std::type_identity<PixelGpu<std::remove_cvref_t<decltype(c.torso)>>>{});
   }
 
   static void print(const run_options& o, const environment_info& env, const python_actor& actor,
@@ -185,5 +205,8 @@ struct gym_recipe {
     std::fflush(stdout);
   }
 };
+
+/// The recipe of a program without GPU trainers: --device cuda says how to build with CUDA.
+using gym_recipe = basic_gym_recipe<>;
 
 }  // namespace seedrl::app

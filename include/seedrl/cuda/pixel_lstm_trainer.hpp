@@ -2,7 +2,8 @@
 /// \file
 /// `cuda::pixel_lstm_trainer<S, TorsoConfig>`: trains the Atari example's networks on a GPU,
 /// `frame_stacked<nature_cnn_lstm_agent<S>>` (TorsoConfig = nature_cnn_config, the default) or
-/// `frame_stacked<impala_resnet_lstm_agent<S>>` (TorsoConfig = impala_resnet_config), as a
+/// `frame_stacked<impala_resnet_lstm_agent<S>>` (TorsoConfig = impala_resnet_config) or
+/// `frame_stacked<small_conv_lstm_agent<S>>` (TorsoConfig = small_conv_torso_config), as a
 /// `seedrl::Trainer` (seedrl/runtime/trainer.hpp) the learner can use instead of `host_trainer`.
 /// It is the one GPU trainer, `cuda::agent_trainer` (seedrl/cuda/agent_trainer.hpp), with the
 /// pixel recipe below: the step is `backend_pixel_lstm_trainer`
@@ -15,6 +16,7 @@
 ///   #include "seedrl/cuda/pixel_lstm_trainer.cuh"
 ///   template class seedrl::cuda::pixel_lstm_trainer<float>;  // Nature CNN
 ///   template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::impala_resnet_config>;
+///   template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::small_conv_torso_config>;
 ///
 /// and link it with `seedrl::cuda`.
 
@@ -29,6 +31,7 @@
 #include "seedrl/net/impala_resnet_config.hpp"
 #include "seedrl/net/nature_cnn_config.hpp"
 #include "seedrl/net/pixel_lstm_agent_config.hpp"
+#include "seedrl/net/small_conv_lstm_agent_config.hpp"
 #include "seedrl/train/pixel_torso.hpp"
 
 namespace seedrl::cuda {
@@ -66,7 +69,8 @@ struct pixel_lstm_recipe {
                 agent_config>,
         "seedrl: cuda::pixel_lstm_trainer<S, TorsoConfig> trains a "
         "seedrl::frame_stacked<pixel_lstm_agent> whose torso's config is TorsoConfig "
-        "(nature_cnn_config or impala_resnet_config); use host_trainer for other networks");
+        "(nature_cnn_config, impala_resnet_config or small_conv_torso_config); use "
+        "host_trainer for other networks");
   }
 
   template <class Backend, class S>

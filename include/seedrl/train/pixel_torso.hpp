@@ -2,7 +2,8 @@
 /// \file
 /// `backend_pixel_torso<Backend, S, TorsoConfig>`: the torso of the pixel agents the Atari
 /// example trains, `frame_stacked<pixel_lstm_agent<Torso, S>>` over the Nature CNN
-/// (`nature_cnn_config`, the default) or the IMPALA ResNet (`impala_resnet_config`), as a
+/// (`nature_cnn_config`, the default), the IMPALA ResNet (`impala_resnet_config`) or the small
+/// conv stack for low-resolution images (`small_conv_torso_config`), as a
 /// BackendTorso part (seedrl/train/backend_torso.hpp): frame stacks rebuilt from single frames,
 /// pixels scaled by observation_scale, the convolutional torso (train/detail/*_torso.hpp: the
 /// backend's conv2d primitives), then a dense layer with ReLU writing straight into the core
@@ -29,6 +30,7 @@
 #include "seedrl/net/impala_resnet_config.hpp"
 #include "seedrl/net/nature_cnn_config.hpp"
 #include "seedrl/net/pixel_lstm_agent_config.hpp"
+#include "seedrl/net/small_conv_lstm_agent_config.hpp"
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_torso.hpp"
 #include "seedrl/train/detail/backend_ops.hpp"
@@ -36,6 +38,7 @@
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
 #include "seedrl/train/detail/nature_cnn_torso.hpp"
 #include "seedrl/train/detail/pixel_lstm_kernels.hpp"
+#include "seedrl/train/detail/small_conv_torso.hpp"
 
 namespace seedrl {
 

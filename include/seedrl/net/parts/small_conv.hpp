@@ -13,16 +13,10 @@
 
 #include "seedrl/net/conv2d.hpp"
 #include "seedrl/net/parts/conv_stack.hpp"
+#include "seedrl/net/parts/small_conv_config.hpp"
 #include "seedrl/net/parts/torso.hpp"
 
 namespace seedrl {
-
-/// Output channels of each 3x3 convolution, and the zero padding on each side of each (0: a
-/// 10x10 image shrinks to 8x8 then 6x6; 1: it stays 10x10).
-struct small_conv_config {
-  std::vector<std::ptrdiff_t> channels{16, 32};
-  std::ptrdiff_t padding = 0;
-};
 
 /// The small conv stack; see the file comment.
 template <std::floating_point S>

@@ -1,0 +1,10 @@
+// The GPU side of `--device cuda`: the one nvcc translation unit of seedrl_gym, where the CUDA
+// trainers' kernels are instantiated (seedrl/cuda/pixel_lstm_trainer.hpp says why): the MLP
+// trainer for vector observations, the pixel trainer over each --torso for images.
+#include "seedrl/cuda/mlp_lstm_trainer.cuh"
+#include "seedrl/cuda/pixel_lstm_trainer.cuh"
+
+template class seedrl::cuda::mlp_lstm_trainer<float>;
+template class seedrl::cuda::pixel_lstm_trainer<float>;
+template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::impala_resnet_config>;
+template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::small_conv_torso_config>;

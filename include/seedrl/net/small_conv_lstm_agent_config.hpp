@@ -1,0 +1,36 @@
+#pragma once
+/// \file
+/// The shape of a `small_conv_lstm_agent` (seedrl/net/small_conv_lstm_agent.hpp): the small conv
+/// stack's config with the names a pixel agent's checkpoint description needs, apart from the
+/// network so that code which only needs the shape (a GPU trainer compiled by nvcc) does not
+/// pull in Eigen.
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "seedrl/net/parts/small_conv_config.hpp"
+#include "seedrl/net/pixel_lstm_agent_config.hpp"
+
+namespace seedrl {
+
+/// `small_conv_config` with the names a pixel agent's description needs: checkpoints carry e.g.
+/// "small_conv_lstm_agent height=10 ... convs=16,32 padding=0 ...".
+struct small_conv_torso_config : small_conv_config {
+  static constexpr std::string_view agent_name = "small_conv_lstm_agent";
+  /// This config's part of an agent description, e.g. " convs=16,32 padding=0".
+  std::string describe_fields() const {
+    std::string s = " convs=";
+    for (std::size_t i = 0; i < channels.size(); ++i)
+      s += (i ? "," : "") + std::to_string(channels[i]);
+    return s + " padding=" + std::to_string(padding);
+  }
+  /// The keys `describe_fields` writes.
+  static constexpr std::array<std::string_view, 2> field_keys{"convs", "padding"};
+};
+
+/// Shape of a `small_conv_lstm_agent`.
+using small_conv_lstm_agent_config = pixel_lstm_agent_config<small_conv_torso_config>;
+
+}  // namespace seedrl
