@@ -2,7 +2,7 @@
 /// \file
 /// `backend_impala_resnet_torso`: the IMPALA ResNet (seedrl/net/impala_resnet.hpp) as
 /// `backend_pixel_lstm_trainer` runs it on a ComputeBackend, with the interface described in
-/// nature_cnn_torso.hpp. Each stack: conv 3x3 padding 1 (the backend's conv2d primitive), max
+/// conv_relu_stack.hpp. Each stack: conv 3x3 padding 1 (the backend's conv2d primitive), max
 /// pool 3x3 stride 2 padding 1 recording argmaxes, then residual blocks z' = z + conv_b(relu(
 /// conv_a(relu(z)))); a ReLU after the last stack. Parameters in the CPU torso's order: per
 /// stack its convolution, then the two convolutions of each block, each W [O, C, 3, 3] then
@@ -28,8 +28,8 @@
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/net/impala_resnet_config.hpp"
+#include "seedrl/train/detail/conv_relu_stack.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
-#include "seedrl/train/detail/nature_cnn_torso.hpp"
 #include "seedrl/train/detail/pixel_lstm_kernels.hpp"
 
 namespace seedrl::detail {
