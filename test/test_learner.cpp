@@ -1466,3 +1466,113 @@ TEST_CASE("every field of every training batch lines up with what the environmen
   CHECK(mid_unroll_truncations < mid_unroll_dones);
   CHECK(starts_replayed > 0);
 }
+
+TEST_CASE("an inference-only learner plays greedy actions, reports every episode, never trains",
+          "[learner][eval]") {
+  // What evaluation over actor processes runs on (app/run_actor_eval.hpp): the scripted envs'
+  // own logs say which actions they got and which episodes they finished.
+  using recording_learner =
+      seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport, recording_trainer>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.observation_size = static_cast<std::ptrdiff_t>(scripted_obs_size);
+  nc.num_actions = scripted_num_actions;
+  nc.hidden_sizes = {16};
+  nc.lstm_size = 8;
+  nc.seed = 7;
+  net_t net(nc);
+  seedrl::random_generator init(23);  // far from uniform: the argmax depends on every input
+  for (auto& p : net.parameters())
+    p = static_cast<float>(init.uniform(-0.5, 0.5));
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("seedrl-inference-only-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  seedrl::learner_config lc = small_learner_config();
+  lc.inference_only = true;
+  lc.checkpoint_dir = dir;  // ignored: an evaluation must not write checkpoints
+  std::mutex episodes_mutex;
+  std::vector<std::pair<double, std::int64_t>> episodes;
+  lc.on_episode = [&](double r, std::int64_t length) {
+    std::lock_guard lock(episodes_mutex);
+    episodes.emplace_back(r, length);
+  };
+  recording_trainer trainer;
+  const auto record = trainer.r;
+  const auto logs = std::make_shared<env_logs>();
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-inference-only"};
+  recording_learner learner(lc, net, seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                            scripted_env::observation_spec(), scripted_env::action_spec(), trainer,
+                            seedrl::categorical_sampler{seedrl::action_selection::greedy});
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  const auto version = learner.parameter_version();
+  std::atomic<bool> stop{false};
+  std::thread actor([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = 2;
+    ac.name = "scripted";
+    seedrl::actor<scripted_env, std::function<seedrl::in_process_connection()>> a(
+        ac, [&](std::size_t i) { return scripted_env(static_cast<int>(i), logs); },
+        [&] { return transport.connect(endpoint); });
+    a.run(stop);
+  });
+  const bool enough = wait_for([&] {
+    std::lock_guard lock(episodes_mutex);
+    return episodes.size() >= 30;
+  });
+  stop = true;
+  actor.join();
+  learner.stop();
+  REQUIRE(enough);
+  const auto s = learner.stats();
+  CHECK(s.train_steps == 0);
+  CHECK(s.queue_depth == 0);
+  CHECK(learner.parameter_version() == version);
+  CHECK(record->batches.empty());
+  CHECK_FALSE(std::filesystem::exists(dir));
+  CHECK(s.episodes == static_cast<std::int64_t>(episodes.size()));
+
+  // Every action any env received is the argmax of the network on what that env sent, replayed
+  // step by step with the recurrent state reset where an episode starts.
+  std::lock_guard lock_logs(logs->mutex);
+  REQUIRE(logs->steps.size() == 2);
+  std::multiset<std::pair<double, std::int64_t>> finished;  // (return, length) from the logs
+  std::size_t replayed = 0;
+  for (const auto& [env, log] : logs->steps) {
+    auto state = net.initial_state(1);
+    double episode_return = 0.0;
+    std::int64_t length = 0;
+    for (std::size_t j = 0; j < log.size(); ++j) {
+      INFO("env " << env << " agent step " << j);
+      const expected_step e = expected_at(log, j);
+      std::array<float, scripted_num_actions> logits{};
+      std::array<float, 1> value{};
+      const std::array<float, 1> reward{e.reward};
+      const std::array<std::uint8_t, 1> done{e.done};
+      const std::array<std::int32_t, 1> prev_action{e.prev_action};
+      seedrl::agent_step_output<float> out{logits, value};
+      net.infer({e.observation, reward, done, prev_action}, state, out);
+      const auto best = std::max_element(logits.begin(), logits.end()) - logits.begin();
+      CHECK(e.action == static_cast<std::int32_t>(best));
+      ++replayed;
+      episode_return += static_cast<double>(log[j].reward);
+      ++length;
+      if (log[j].done) {
+        finished.emplace(episode_return, length);
+        episode_return = 0.0;
+        length = 0;
+      }
+    }
+  }
+  CHECK(replayed > 60);
+  // The learner reports an episode when the observation after its end arrives, so it saw a
+  // subset of what the envs finished, each with its own return and length.
+  std::lock_guard lock(episodes_mutex);
+  REQUIRE(episodes.size() <= finished.size());
+  for (const auto& e : episodes) {
+    INFO("episode return " << e.first << ", length " << e.second);
+    const auto it = finished.find(e);
+    REQUIRE(it != finished.end());
+    finished.erase(it);
+  }
+}

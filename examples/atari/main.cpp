@@ -4,6 +4,7 @@
 //
 //   seedrl_atari local --game Pong [--actors 4] ...   learner + N Python actors on loopback
 //   seedrl_atari learner --game Pong --port P ...     learner only; actors connect to it
+//   seedrl_atari eval --game Pong --checkpoint-dir D  the greedy policy of a checkpoint
 //
 // Python actors can also be started by hand on other machines:
 //   python -m seedrl_actor --learner HOST:PORT --env ALE/Pong-v5 --envs 8
@@ -26,6 +27,7 @@
 #include "seedrl/app/pixel_gpu_trainer.hpp"  // CUDA: instantiated in cuda_trainer.cu
 #include "seedrl/app/pixel_recipe.hpp"
 #include "seedrl/app/python_actor.hpp"
+#include "seedrl/app/run_actor_eval.hpp"
 #include "seedrl/app/run_learner.hpp"
 #include "seedrl/app/signals.hpp"
 #include "seedrl/app/trainer_choice.hpp"
@@ -74,7 +76,7 @@ int main(int argc, char** argv) {
   bool full_action_space = false;
   app::python_actor python;
   CLI::App cli("Atari games trained the SEED way (ALE through Python actors)", "seedrl_atari");
-  app::add_run_flags(cli, o, {.eval = false});
+  app::add_run_flags(cli, o);
   recipe.add_flags(cli);
   cli.add_option("--game", game,
                  "an ALE game (Pong, Breakout, ...: ALE/NAME-v5 through the Python actor), or "
@@ -123,7 +125,14 @@ int main(int argc, char** argv) {
     env.actor_command = [&](const std::string& address, int, std::uint64_t seed) {
       return python.command(address, o.envs_per_actor, seed);
     };
+    if (o.mode == app::run_mode::eval) {
+      // The checkpoint names its network (--torso and its widths): play that one.
+      if (const auto held = app::eval_checkpoint_network(o))
+        recipe.use_checkpoint_network(*held);
+    }
     return recipe.with_agent(o, env.observations, env.actions, [&](auto& parts, auto gpu) {
+      if (o.mode == app::run_mode::eval)
+        return app::run_actor_eval(o, std::move(secret), parts, env);
       return app::with_trainer<typename decltype(gpu)::type>(o, "seedrl_atari", [&](auto t) {
         return app::run_learner(o, std::move(secret), parts, env, std::move(t));
       });

@@ -5,6 +5,7 @@
 //   seedrl_gym local --env Acrobot-v1 --target-return -100
 //   seedrl_gym local --env my_pkg/MyEnv-v0 --env-import my_pkg     a third-party environment
 //   seedrl_gym learner --env ID --port P        actors: python -m seedrl_actor --learner H:P ...
+//   seedrl_gym eval --env CartPole-v1 --checkpoint-dir DIR     the greedy policy of a checkpoint
 //
 // A vector observation gets an MLP torso (64-64, feed-forward unless --lstm); an image (H x W x C,
 // or H x W) gets the conv torso --torso names, a dense layer and an LSTM. docs/gym.md lists the
@@ -18,6 +19,7 @@
 #include "seedrl/app/gym_recipe.hpp"
 #include "seedrl/app/pixel_gpu_trainer.hpp"  // CUDA: instantiated in cuda_trainer.cu
 #include "seedrl/app/python_actor.hpp"
+#include "seedrl/app/run_actor_eval.hpp"
 #include "seedrl/app/run_learner.hpp"
 #include "seedrl/app/signals.hpp"
 #include "seedrl/app/trainer_choice.hpp"
@@ -42,7 +44,7 @@ int main(int argc, char** argv) {
   app::python_actor python;
   CLI::App cli("Any gymnasium environment with discrete actions, through Python actors",
                "seedrl_gym");
-  app::add_run_flags(cli, o, {.actor = false, .eval = false});
+  app::add_run_flags(cli, o, {.actor = false});
   app::add_python_actor_flags(cli, python);
   recipe.add_flags(cli);
   if (const auto rc = app::parse_command_line(cli, argc, argv))
@@ -61,11 +63,16 @@ int main(int argc, char** argv) {
     env.observations = spec->observations;
     env.actions = spec->actions;
     env.announce_network = true;
+    env.checkpoint_hint =
+        "use the network flags the run was trained with (--hidden-sizes, --lstm, --torso, "
+        "--conv-channels, --dense-size, --lstm-size)";
     env.actor_command = [&](const std::string& address, int, std::uint64_t seed) {
       return python.command(address, o.envs_per_actor, seed);
     };
     auto secret = app::load_secret(o);
     return recipe.visit(o, env, python, [&](auto parts, auto gpu) {
+      if (o.mode == app::run_mode::eval)
+        return app::run_actor_eval(o, std::move(secret), parts, env);
       return app::with_trainer<typename decltype(gpu)::type>(o, "seedrl_gym", [&](auto trainer) {
         return app::run_learner(o, std::move(secret), parts, env, std::move(trainer));
       });

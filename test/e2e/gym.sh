@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # seedrl_gym (docs/gym.md) briefly, through Python actors: CartPole-v1 trains for a few frames
-# (exit 0, the configuration and progress lines printed); a third-party environment registered
+# (exit 0, the configuration and progress lines printed) and eval mode plays its checkpoint;
+# a third-party environment registered
 # by --env-import with bool observations (mapped to uint8, said at start) trains too, as do an
 # image one through the Nature CNN and a 10x10x4 one through the small conv torso. Unsupported
 # spaces, an image too small for the Nature CNN, an unknown torso and bad flags exit 2 with a
@@ -18,7 +19,8 @@ export SEEDRL_PYTHON=$python
 # toy_envs.py, a stand-in for a third-party package, lives next to the Python tests.
 export PYTHONPATH="$(cd "$(dirname "$0")/../../python/tests" && pwd)${PYTHONPATH:+:$PYTHONPATH}"
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+ckpt=$(mktemp -d)
+trap 'rm -f "$out"; rm -rf "$ckpt"' EXIT
 fail() {
   echo "FAIL: $*" >&2
   tail -n 40 "$out" >&2
@@ -45,7 +47,19 @@ refused() {
   ! grep -q "listening" "$out" || fail "'$*' started a learner"
 }
 
-trains "vector -> MLP torso" --env CartPole-v1 --actors 2 --total-frames 20000 --seed 3
+trains "vector -> MLP torso" --env CartPole-v1 --actors 2 --total-frames 20000 --seed 3 \
+  --checkpoint-dir "$ckpt"
+# eval mode plays the checkpoint through Python actors without training, and refuses a
+# checkpoint of another network (here: the same flags plus --lstm).
+rc=0
+"$bin" eval --env CartPole-v1 --checkpoint-dir "$ckpt" --actors 2 --episodes 6 >"$out" 2>&1 ||
+  rc=$?
+((rc == 0)) || fail "eval exited $rc"
+grep -q '^greedy policy: mean return .* over 6 episodes' "$out" || fail "eval printed no result"
+grep -q 'eval: greedy actions, no training' "$out" || fail "eval did not say what it does"
+! grep -q 'saved .*ckpt-' "$out" || fail "eval wrote a checkpoint"
+refused "holds a different network" eval --env CartPole-v1 --checkpoint-dir "$ckpt" --lstm
+refused "eval needs --checkpoint-dir" eval --env CartPole-v1
 trains "bool observations travel as uint8" --env seedrl_toy/Bits-v0 --env-import toy_envs \
   --actors 1 --total-frames 3000 --seed 3
 trains "image -> nature conv torso" --env seedrl_toy/Image-v0 \

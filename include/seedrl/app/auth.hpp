@@ -1,8 +1,9 @@
 #pragma once
 /// \file
 /// Where a program's link secret comes from (docs/security.md): --auth-secret-file, else the
-/// SEEDRL_AUTH_SECRET environment variable, else, in local mode only, a random one that the
-/// actor processes inherit through their environment (never their argv). --no-auth: none.
+/// SEEDRL_AUTH_SECRET environment variable, else, in local mode (and eval mode, which starts
+/// actor processes of its own in programs with Python actors) only, a random one that the actor
+/// processes inherit through their environment (never their argv). --no-auth: none.
 
 #include <cstdlib>
 #include <memory>
@@ -25,7 +26,7 @@ inline secret_ptr load_secret(const run_options& o) {
     return std::make_shared<const sec::shared_secret>(
         sec::shared_secret::from_file(o.auth_secret_file));
   if (std::getenv(sec::default_secret_env) == nullptr) {
-    if (o.mode != run_mode::local)
+    if (o.mode != run_mode::local && o.mode != run_mode::eval)
       return nullptr;
     ::setenv(sec::default_secret_env, sec::random_secret_hex().c_str(), 1);  // for our actors
   }

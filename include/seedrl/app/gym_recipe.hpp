@@ -179,6 +179,15 @@ struct basic_gym_recipe {
              std::type_identity<PixelGpu<std::remove_cvref_t<decltype(c.torso)>>>{});
   }
 
+  static std::string stop_condition(const run_options& o) {
+    if (o.mode == run_mode::eval)
+      return "after " + std::to_string(o.eval_episodes) +
+             " episodes (eval: " + (o.eval_sample ? "sampled" : "greedy") +
+             " actions, no training)";
+    return std::to_string(o.total_frames) + " frames or mean return " +
+           (o.target_return ? detail::format_number(*o.target_return) : "none (no target)");
+  }
+
   static void print(const run_options& o, const environment_info& env, const python_actor& actor,
                     const std::string& kind, const std::string& network, double lr) {
     std::string command;
@@ -194,14 +203,13 @@ struct basic_gym_recipe {
         "  loss            IMPALA (V-trace), entropy cost %s\n"
         "  unrolls         length %zu, batch %zu, inference batch %zu\n"
         "  actors          %d x %zu envs, seed %llu\n"
-        "  stop            %lld frames or mean return %s\n",
+        "  stop            %s\n",
         env.name.c_str(), command.c_str(), to_string(env.observations.type),
         env.observations.shape.to_string().c_str(), kind.c_str(), env.actions.num_actions,
         network.c_str(), detail::format_number(lr).c_str(),
         detail::format_number(o.entropy_cost).c_str(), o.unroll_length, o.batch_size,
         o.inference_batch, o.actors, o.envs_per_actor, static_cast<unsigned long long>(o.seed),
-        static_cast<long long>(o.total_frames),
-        o.target_return ? detail::format_number(*o.target_return).c_str() : "none (no target)");
+        stop_condition(o).c_str());
     std::fflush(stdout);
   }
 };

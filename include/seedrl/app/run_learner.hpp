@@ -77,6 +77,20 @@ inline std::vector<std::string> self_actor_command(const run_options& o, const s
   return args;
 }
 
+/// Starts --actors actor processes (env.actor_command, or this program in actor mode) for a
+/// learner on --host:`port`, each with its own seed, and says so.
+inline void spawn_local_actors(child_processes& kids, const run_options& o,
+                               const environment_info& env, std::uint16_t port) {
+  const std::string address = o.host + ":" + std::to_string(port);
+  for (int i = 0; i < o.actors; ++i) {
+    const std::uint64_t seed = o.seed * 1000 + static_cast<std::uint64_t>(i) + 1;
+    kids.add(spawn(env.actor_command ? env.actor_command(address, i, seed)
+                                     : self_actor_command(o, address, seed)));
+  }
+  std::printf("started %d %sactor processes with %zu envs each\n", o.actors,
+              env.actor_kind.empty() ? "" : (env.actor_kind + " ").c_str(), o.envs_per_actor);
+}
+
 /// The learner's settings from the flags.
 inline learner_config make_learner_config(const run_options& o) {
   learner_config lc;
@@ -169,16 +183,8 @@ int run_learner(const run_options& o, secret_ptr secret, const agent_parts<Net, 
   l.serve(std::move(listener));
 
   child_processes kids;
-  if (o.mode == run_mode::local) {
-    const std::string address = o.host + ":" + std::to_string(port);
-    for (int i = 0; i < o.actors; ++i) {
-      const std::uint64_t seed = o.seed * 1000 + static_cast<std::uint64_t>(i) + 1;
-      kids.add(spawn(env.actor_command ? env.actor_command(address, i, seed)
-                                       : self_actor_command(o, address, seed)));
-    }
-    std::printf("started %d %sactor processes with %zu envs each\n", o.actors,
-                env.actor_kind.empty() ? "" : (env.actor_kind + " ").c_str(), o.envs_per_actor);
-  }
+  if (o.mode == run_mode::local)
+    spawn_local_actors(kids, o, env, port);
   std::unique_ptr<metrics_log> metrics;
   if (!o.logdir.empty())
     metrics = std::make_unique<metrics_log>(o.logdir);

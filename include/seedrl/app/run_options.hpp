@@ -171,10 +171,10 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
   }
 }
 
-/// Settles what depends on more than one flag, after parsing: local mode gives the learner's
-/// env table room for all its actors' environments.
+/// Settles what depends on more than one flag, after parsing: local mode (and eval, which
+/// may start actors too) gives the learner's env table room for all its actors' environments.
 inline void finish_run_options(run_options& o) {
-  if (o.mode == run_mode::local)
+  if (o.mode == run_mode::local || o.mode == run_mode::eval)
     o.max_envs = std::max(o.max_envs, static_cast<std::size_t>(o.actors) * o.envs_per_actor);
 }
 

@@ -39,9 +39,19 @@ concept ActionSampler = std::floating_point<S> && std::copy_constructible<P> &&
   p.sample(outputs, n, n, rng, actions, log_probs);
 };
 
+/// How a policy's outputs become actions.
+enum class action_selection : std::uint8_t {
+  greedy,  ///< the most probable action (evaluation)
+  sample,  ///< a draw from the policy's distribution (what actors do in training)
+};
+
 /// Draws from the categorical distribution over each row of logits (the default; SEED's
-/// discrete policies).
+/// discrete policies), or takes its most probable action when `selection` is greedy (a
+/// learner that evaluates a policy). The log-probability is the chosen action's under the
+/// distribution either way.
 struct categorical_sampler {
+  action_selection selection = action_selection::sample;
+
   void check(const action_spec& spec) const {
     if (!spec.is_discrete()) {
       throw std::invalid_argument(
@@ -57,7 +67,10 @@ struct categorical_sampler {
   void sample(std::span<const S> logits, std::size_t rows, std::size_t num_actions,
               random_generator& rng, std::span<std::int32_t> actions,
               std::span<S> log_probs) const {
-    sample_actions<S>(logits, rows, num_actions, rng, actions);
+    if (selection == action_selection::greedy)
+      argmax_actions<S>(logits, rows, num_actions, actions);
+    else
+      sample_actions<S>(logits, rows, num_actions, rng, actions);
     categorical_log_probs<S>(logits, rows, num_actions, std::span<const std::int32_t>(actions),
                              log_probs);
   }

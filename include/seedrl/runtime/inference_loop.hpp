@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -57,7 +58,9 @@ class inference_loop {
                  const action_spec& act_spec, Sampler sampler, unroll_queue& queue,
                  const parameter_store<scalar>& params, detail::stats_board& stats,
                  std::chrono::steady_clock::time_point created)
-      : obs_type_(obs_spec.type),
+      : inference_only_(config.inference_only),
+        on_episode_(config.on_episode),
+        obs_type_(obs_spec.type),
         obs_size_(static_cast<std::size_t>(obs_spec.num_elements())),
         sampler_(std::move(sampler)),
         policy_width_(sampler_.outputs_per_row(act_spec)),
@@ -252,6 +255,8 @@ class inference_loop {
         const auto row = store_.state(slot);
         std::copy_n(state.data.begin() + static_cast<std::ptrdiff_t>(r * W), W, row.begin());
         store_.set_prev_action(slot, actions[r]);
+        if (inference_only_)
+          continue;
         unroll<scalar>* done_unroll = builder_.append(
             slot, std::span<const scalar>(p.observations).subspan(r * obs_size_, obs_size_),
             p.rewards[r], resets[r] != 0, p.truncated[r] != 0, prev_actions[r], actions[r], logp[r],
@@ -272,8 +277,11 @@ class inference_loop {
       const auto requests = static_cast<std::int64_t>(batch->entries.size());
       batcher_.release(batch);
       time_.enter(waiting_for_batch);
-      for (const auto& f : finished)
+      for (const auto& f : finished) {
         episodes_.add(f.episode_return, static_cast<double>(f.length));
+        if (on_episode_)
+          on_episode_(f.episode_return, static_cast<std::int64_t>(f.length));
+      }
       stats_.update([&](learner_stats& s) {
         s.frames += static_cast<std::int64_t>(B);
         s.batches += 1;
@@ -288,6 +296,8 @@ class inference_loop {
     }
   }
 
+  bool inference_only_;  // no unrolls (learner_config::inference_only)
+  std::function<void(double, std::int64_t)> on_episode_;
   dtype obs_type_;
   std::size_t obs_size_;
   Sampler sampler_;

@@ -51,6 +51,14 @@ struct learner_config {
   /// an evaluation program can rebuild it.
   std::map<std::string, std::string, std::less<>> checkpoint_meta;
   std::function<void(const std::string&)> log = [](const std::string&) {};
+  /// Serve actions and count episodes, but build no unrolls and never train: the learner
+  /// plays its current (e.g. restored) parameters, as an evaluation over actor processes does.
+  /// Checkpoints are off then, whatever checkpoint_dir says.
+  bool inference_only = false;
+  /// Called on the inference thread, after a batch's replies, with each episode that ended in
+  /// it (its undiscounted return and length in steps), in the order the batch held them. Keep
+  /// it short: the next batch waits for it.
+  std::function<void(double episode_return, std::int64_t length)> on_episode;
 };
 
 }  // namespace seedrl

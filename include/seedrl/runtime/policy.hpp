@@ -18,14 +18,9 @@
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/agent_io.hpp"
 #include "seedrl/net/categorical.hpp"
+#include "seedrl/runtime/action_sampler.hpp"  // action_selection
 
 namespace seedrl {
-
-/// How `policy::act` turns logits into actions.
-enum class action_selection : std::uint8_t {
-  greedy,  ///< the most probable action (evaluation)
-  sample,  ///< a draw from the policy's distribution (what actors do in training)
-};
 
 /// See the file comment. `Net` is an agent network with `agent_io.hpp`'s inputs and outputs
 /// (e.g. mlp_lstm_agent). Steady-state `act` calls do not allocate.

@@ -109,7 +109,11 @@ class training_loop {
   /// Starts the trainer thread. Throws checkpoint_error, and starts nothing, if
   /// checkpoint_dir holds checkpoints and this loop was not restored in full from one of
   /// them: a new run must not save beside another run's (require_no_checkpoints).
+  /// An inference-only learner (learner_config::inference_only) starts no thread and saves no
+  /// checkpoint: nothing ever reaches the queue.
   void start() {
+    if (config_.inference_only)
+      return;
     if (!config_.checkpoint_dir.empty()) {
       if (!continues_checkpoint_dir())
         require_no_checkpoints(config_.checkpoint_dir);
