@@ -1,17 +1,24 @@
 // The learner's plug points of its own: which networks it takes (LearnerNetwork, checked at
 // compile time with a type that misses one piece each), and that the loss and the action
 // sampler given as type parameters are the ones that run (a sampler that always picks the last
-// action, a loss that counts its calls), end to end over the in-process transport.
+// action, a loss that counts its calls), end to end over the in-process transport; and that
+// host_trainer follows a loss's update schedule (epochs, minibatches of whole unrolls, the
+// values from before the batch's first step), checked against steps taken by hand.
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <span>
 #include <stdexcept>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/core/random.hpp"
@@ -25,6 +32,7 @@
 #include "seedrl/runtime/actor.hpp"
 #include "seedrl/runtime/learner.hpp"
 #include "seedrl/runtime/learner_network.hpp"
+#include "seedrl/runtime/trainer.hpp"
 #include "seedrl/transport/in_process.hpp"
 
 namespace {
@@ -204,4 +212,276 @@ TEST_CASE("the learner refuses a network whose action count differs from the spe
                               seedrl::impala_loss<float>(), seedrl::cartpole::observation_spec(),
                               seedrl::action_spec::continuous({1}, -1.0f, 1.0f)),
                     Catch::Contains("only discrete action spaces"));
+}
+
+// --- update_schedule: host_trainer's epochs and minibatches ---------------------------------
+
+namespace {
+
+using dnet_t = seedrl::mlp_lstm_agent<double>;
+
+/// IMPALA's loss with a schedule of its own (what PPO-style algorithms declare).
+struct scheduled_impala : seedrl::impala_loss<double> {
+  seedrl::update_schedule plan;
+  seedrl::update_schedule schedule() const { return plan; }
+};
+
+/// A batch of B random unrolls of T + 1 steps, owning its arrays.
+struct random_batch {
+  std::size_t T = 3, B = 4, obs = 4, A = 3, W = 0;
+  std::vector<double> observations, rewards, behaviour, start;
+  std::vector<std::uint8_t> dones, truncated;
+  std::vector<std::int32_t> prev_actions, actions;
+
+  random_batch(std::size_t state_width, std::uint64_t seed) : W(state_width) {
+    seedrl::random_generator g(seed);
+    const std::size_t rows = (T + 1) * B;
+    for (std::size_t i = 0; i < rows * obs; ++i)
+      observations.push_back(g.uniform(-1.0, 1.0));
+    for (std::size_t r = 0; r < rows; ++r) {
+      rewards.push_back(g.uniform(-1.0, 1.0));
+      behaviour.push_back(-0.2 - g.uniform());
+      dones.push_back(g.below(5) == 0 ? 1 : 0);
+      truncated.push_back(dones.back() != 0 && g.below(2) == 0 ? 1 : 0);
+      actions.push_back(static_cast<std::int32_t>(g.below(A)));
+      prev_actions.push_back(static_cast<std::int32_t>(g.below(A)));
+    }
+    for (std::size_t i = 0; i < B * W; ++i)
+      start.push_back(g.uniform(-0.5, 0.5));
+  }
+
+  seedrl::training_batch<double> view() const {
+    return {T,       B,         A,    observations, rewards, dones, truncated, prev_actions,
+            actions, behaviour, start};
+  }
+
+  /// Unrolls `columns` alone, gathered here independently of the trainer's own gathering.
+  random_batch columns(const std::vector<std::size_t>& cols) const {
+    random_batch c = *this;
+    c.B = cols.size();
+    const std::size_t rows = (T + 1) * c.B;
+    c.observations.assign(rows * obs, 0.0);
+    for (auto* v : {&c.rewards, &c.behaviour})
+      v->assign(rows, 0.0);
+    for (auto* v : {&c.dones, &c.truncated})
+      v->assign(rows, 0);
+    for (auto* v : {&c.prev_actions, &c.actions})
+      v->assign(rows, 0);
+    c.start.assign(c.B * W, 0.0);
+    for (std::size_t j = 0; j < cols.size(); ++j) {
+      for (std::size_t w = 0; w < W; ++w)
+        c.start[j * W + w] = start[cols[j] * W + w];
+      for (std::size_t t = 0; t <= T; ++t) {
+        const std::size_t from = t * B + cols[j], to = t * c.B + j;
+        for (std::size_t k = 0; k < obs; ++k)
+          c.observations[to * obs + k] = observations[from * obs + k];
+        c.rewards[to] = rewards[from];
+        c.behaviour[to] = behaviour[from];
+        c.dones[to] = dones[from];
+        c.truncated[to] = truncated[from];
+        c.prev_actions[to] = prev_actions[from];
+        c.actions[to] = actions[from];
+      }
+    }
+    return c;
+  }
+};
+
+dnet_t small_double_net() {
+  seedrl::mlp_lstm_agent_config nc;
+  nc.observation_size = 4;
+  nc.num_actions = 3;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 4;
+  nc.seed = 11;
+  return dnet_t(nc);
+}
+
+double largest_difference(std::span<const double> a, std::span<const double> b) {
+  double d = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("host_trainer runs a loss's epochs as whole-batch steps, one after another",
+          "[trainer][schedule]") {
+  const dnet_t net0 = small_double_net();
+  const random_batch batch(static_cast<std::size_t>(net0.state_size()), 3);
+  scheduled_impala loss;
+  loss.plan = {3, 1};
+  dnet_t scheduled = net0;
+  seedrl::adam<double> opt_s;
+  seedrl::host_trainer trainer(5);
+  const auto r = trainer.train_step(batch.view(), scheduled, opt_s, loss, 40.0);
+  CHECK(r.applied);
+  // The same three steps by hand, on the batch as given (columns in their own order).
+  dnet_t by_hand = net0;
+  seedrl::adam<double> opt_h;
+  seedrl::host_trainer plain;
+  double total = 0.0;
+  for (int e = 0; e < 3; ++e)
+    total += plain.train_step(batch.view(), by_hand, opt_h, seedrl::impala_loss<double>(), 40.0)
+                 .terms.total;
+  // Only the order of the columns differs: sums in another order, so equal to rounding.
+  CHECK(largest_difference(scheduled.parameters(), by_hand.parameters()) < 1e-12);
+  CHECK(r.terms.total == Approx(total / 3).epsilon(1e-12));
+  // Three steps moved the parameters further than one.
+  dnet_t one = net0;
+  seedrl::adam<double> opt_1;
+  plain.train_step(batch.view(), one, opt_1, seedrl::impala_loss<double>(), 40.0);
+  CHECK(largest_difference(scheduled.parameters(), one.parameters()) > 1e-4);
+}
+
+TEST_CASE("host_trainer splits each epoch into minibatches of whole unrolls in a random order",
+          "[trainer][schedule]") {
+  const dnet_t net0 = small_double_net();
+  const random_batch batch(static_cast<std::size_t>(net0.state_size()), 4);
+  scheduled_impala loss;
+  loss.plan = {1, 2};
+  // Every way of taking the 4 unrolls as two minibatches of 2, one after the other.
+  std::vector<std::vector<std::size_t>> firsts = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
+  std::vector<std::vector<double>> candidates;
+  std::vector<double> candidate_losses;
+  for (const auto& first : firsts) {
+    std::vector<std::size_t> second;
+    for (std::size_t c = 0; c < 4; ++c)
+      if (std::find(first.begin(), first.end(), c) == first.end())
+        second.push_back(c);
+    dnet_t n = net0;
+    seedrl::adam<double> o;
+    seedrl::host_trainer plain;
+    const auto a = batch.columns(first), b = batch.columns(second);
+    const double l1 =
+        plain.train_step(a.view(), n, o, seedrl::impala_loss<double>(), 40.0).terms.total;
+    const double l2 =
+        plain.train_step(b.view(), n, o, seedrl::impala_loss<double>(), 40.0).terms.total;
+    candidates.emplace_back(n.parameters().begin(), n.parameters().end());
+    candidate_losses.push_back((l1 + l2) / 2);
+  }
+  // The candidates differ from each other: the test can tell them apart.
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    for (std::size_t j = i + 1; j < candidates.size(); ++j)
+      REQUIRE(largest_difference(candidates[i], candidates[j]) > 1e-6);
+  seedrl::host_trainer trainer(9);
+  std::set<std::size_t> seen;
+  for (int call = 0; call < 8; ++call) {
+    dnet_t n = net0;
+    seedrl::adam<double> o;
+    const auto r = trainer.train_step(batch.view(), n, o, loss, 40.0);
+    std::size_t matches = 0, which = 0;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      if (largest_difference(n.parameters(), candidates[i]) < 1e-12) {
+        ++matches;
+        which = i;
+      }
+    }
+    INFO("call " << call);
+    REQUIRE(matches == 1);  // exactly one split into whole unrolls, each step on its own
+    CHECK(r.terms.total == Approx(candidate_losses[which]).epsilon(1e-12));
+    seen.insert(which);
+  }
+  CHECK(seen.size() > 1);  // the order is drawn afresh for each batch
+}
+
+namespace {
+
+/// impala_batch's fields, then the old values host_trainer fills for losses that ask.
+struct batch_with_old_values {
+  std::size_t T = 0, B = 0, num_actions = 0;
+  std::span<const double> logits, values;
+  std::span<const std::int32_t> actions;
+  std::span<const double> behaviour_log_probs, rewards;
+  std::span<const std::uint8_t> dones, truncated;
+  std::span<const double> old_values;
+};
+
+/// IMPALA's loss, recording the old and current values of every step it is called for.
+struct old_value_probe {
+  using scalar_type = double;
+  using batch_type = batch_with_old_values;
+  using gradient_type = seedrl::impala_gradients<double>;
+  seedrl::update_schedule plan;
+  std::shared_ptr<std::vector<std::pair<std::vector<double>, std::vector<double>>>> seen =
+      std::make_shared<std::vector<std::pair<std::vector<double>, std::vector<double>>>>();
+  seedrl::update_schedule schedule() const { return plan; }
+  seedrl::loss_terms operator()(const batch_type& b, gradient_type& g) const {
+    seen->emplace_back(std::vector<double>(b.old_values.begin(), b.old_values.end()),
+                       std::vector<double>(b.values.begin(), b.values.end()));
+    return seedrl::impala_loss<double>()({b.T, b.B, b.num_actions, b.logits, b.values, b.actions,
+                                          b.behaviour_log_probs, b.rewards, b.dones, b.truncated},
+                                         g);
+  }
+};
+static_assert(seedrl::Loss<old_value_probe>);
+
+}  // namespace
+
+TEST_CASE("host_trainer gives a loss that asks the values from before the batch's first step",
+          "[trainer][schedule]") {
+  const dnet_t net0 = small_double_net();
+  const random_batch batch(static_cast<std::size_t>(net0.state_size()), 6);
+  // The values of the parameters the batch arrived to, on the whole batch.
+  std::vector<double> logits((batch.T + 1) * batch.B * batch.A), values((batch.T + 1) * batch.B);
+  seedrl::agent_unroll_output<double> out{logits, values};
+  dnet_t probe_net = net0;
+  probe_net.forward_unroll({batch.T + 1, batch.B, batch.observations, batch.rewards, batch.dones,
+                            batch.prev_actions, batch.start},
+                           out);
+  old_value_probe loss;
+  loss.plan = {2, 1};
+  dnet_t n = net0;
+  seedrl::adam<double> o;
+  seedrl::host_trainer trainer(1);
+  trainer.train_step(batch.view(), n, o, loss, 40.0);
+  REQUIRE(loss.seen->size() == 2);
+  // With one minibatch the columns are only permuted: compare them as sorted multisets.
+  for (std::size_t step = 0; step < 2; ++step) {
+    INFO("step " << step);
+    auto old_values = (*loss.seen)[step].first, current = (*loss.seen)[step].second;
+    auto want = values;
+    std::sort(old_values.begin(), old_values.end());
+    std::sort(current.begin(), current.end());
+    std::sort(want.begin(), want.end());
+    REQUIRE(old_values.size() == want.size());
+    CHECK(largest_difference(old_values, want) < 1e-12);
+    if (step == 1)  // the first step moved the values; the old ones stay
+      CHECK(largest_difference(current, want) > 1e-6);
+  }
+  // One step per batch: the old values are that step's own.
+  old_value_probe single;
+  dnet_t m = net0;
+  seedrl::adam<double> o2;
+  trainer.train_step(batch.view(), m, o2, single, 40.0);
+  REQUIRE(single.seen->size() == 1);
+  CHECK((*single.seen)[0].first == (*single.seen)[0].second);
+}
+
+TEST_CASE("a schedule that cannot split the batch is refused with a message",
+          "[trainer][schedule]") {
+  const dnet_t net0 = small_double_net();
+  const random_batch batch(static_cast<std::size_t>(net0.state_size()), 7);
+  scheduled_impala loss;
+  loss.plan = {1, 3};  // 4 unrolls do not split into 3 minibatches
+  dnet_t n = net0;
+  seedrl::adam<double> o;
+  seedrl::host_trainer trainer;
+  CHECK_THROWS_WITH(trainer.train_step(batch.view(), n, o, loss, 40.0),
+                    Catch::Contains("multiple of the minibatch count"));
+  loss.plan = {0, 1};
+  CHECK_THROWS_WITH(trainer.train_step(batch.view(), n, o, loss, 40.0),
+                    Catch::Contains("at least one of each"));
+  // The learner says so at construction, before any actor connects.
+  using learner_t = seedrl::learner<dnet_t, seedrl::adam<double>, seedrl::in_process_transport,
+                                    seedrl::host_trainer, scheduled_impala>;
+  seedrl::learner_config lc;
+  lc.batch_size = 4;
+  scheduled_impala three;
+  three.plan = {2, 3};
+  const auto obs = seedrl::observation_spec{seedrl::dtype::float32, {4}};
+  CHECK_THROWS_WITH(
+      learner_t(lc, net0, seedrl::adam<double>(), three, obs, seedrl::action_spec::discrete(3)),
+      Catch::Contains("batch_size (4) must be a multiple of the minibatch count"));
 }

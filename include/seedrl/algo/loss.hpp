@@ -10,8 +10,13 @@
 ///   - `using gradient_type = ...;` where it writes d(total loss)/d(outputs);
 ///   - `seedrl::loss_terms operator()(const batch_type&, gradient_type&) const;` computes the
 ///     loss, fills the gradient and reports each term for logging.
+/// and, optionally (customization point):
+///   - `seedrl::update_schedule schedule() const;` how many gradient steps it takes per
+///     training batch (epochs x minibatches of whole unrolls; PPO's). Without it: one step on
+///     the whole batch, as IMPALA. Read it with `seedrl::schedule_of(loss)`.
 
 #include <concepts>
+#include <cstddef>
 
 namespace seedrl {
 
@@ -22,6 +27,27 @@ struct loss_terms {
   double baseline = 0.0;
   double entropy = 0.0;
 };
+
+/// How an algorithm goes over each training batch of B unrolls: `epochs` passes, each over the
+/// unrolls in a fresh random order split into `minibatches` minibatches of B / minibatches
+/// whole unrolls (an unroll is never split: recurrent cores need its steps in order), one
+/// gradient step per minibatch. B must be a multiple of `minibatches`.
+struct update_schedule {
+  std::size_t epochs = 1;
+  std::size_t minibatches = 1;
+  friend constexpr bool operator==(const update_schedule&, const update_schedule&) = default;
+};
+
+/// `loss.schedule()` when the loss has one, else one step per batch.
+template <class L>
+constexpr update_schedule schedule_of(const L& loss) {
+  if constexpr (requires {
+                  { loss.schedule() } -> std::convertible_to<update_schedule>;
+                })
+    return loss.schedule();
+  else
+    return {};
+}
 
 /// A differentiable training objective; see the file comment for what it needs.
 template <class L>

@@ -147,8 +147,10 @@ class agent_trainer {
   /// trains, `Opt` an adam<S> or rmsprop<S>, `Loss` an impala_loss<S> (only its config is
   /// used).
   template <class Net, class Opt, class Loss>
-  train_step_result train_step(const training_batch<S>& batch, Net& net, Opt& opt, const Loss& loss,
-                               double max_grad_norm) {
+  requires std::same_as<std::remove_cvref_t<decltype(std::declval<const Loss&>().config())>,
+                        impala_loss_config<S>>  // IMPALA's loss, one step per batch
+      train_step_result train_step(const training_batch<S>& batch, Net& net, Opt& opt,
+                                   const Loss& loss, double max_grad_norm) {
     check_types<Net, Opt>();
     if (!loaded_) {
       load_from_host(net, opt);

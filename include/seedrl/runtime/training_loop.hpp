@@ -17,6 +17,7 @@
 #include <exception>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/algo/loss.hpp"
 #include "seedrl/io/checkpoint.hpp"
 #include "seedrl/io/checkpoint_schedule.hpp"
 #include "seedrl/runtime/bounded_queue.hpp"
@@ -67,6 +69,14 @@ class training_loop {
         params_(params),
         stats_(stats),
         time_(waiting_for_data, created) {
+    const update_schedule plan = schedule_of(loss_);
+    if (plan.epochs == 0 || plan.minibatches == 0 || config.batch_size % plan.minibatches != 0) {
+      throw std::invalid_argument(
+          "seedrl::learner: the loss's update schedule (" + std::to_string(plan.epochs) +
+          " epochs x " + std::to_string(plan.minibatches) +
+          " minibatches) needs at least one of each, and batch_size (" +
+          std::to_string(config.batch_size) + ") must be a multiple of the minibatch count");
+    }
     params_.publish(net_.parameters());
   }
 
