@@ -1204,6 +1204,24 @@ unroll_column column_of(const recorded_batch& batch, std::size_t b) {
   return c;
 }
 
+/// An agent for the scripted envs (its parameters: see randomize).
+seedrl::mlp_lstm_agent_config scripted_agent(std::ptrdiff_t lstm_size, std::uint64_t seed) {
+  seedrl::mlp_lstm_agent_config nc;
+  nc.observation_size = static_cast<std::ptrdiff_t>(scripted_obs_size);
+  nc.num_actions = scripted_num_actions;
+  nc.hidden_sizes = {16};
+  nc.lstm_size = lstm_size;
+  nc.seed = seed;
+  return nc;
+}
+
+/// Draws every parameter of `net` uniformly from [-range, range].
+void randomize(net_t& net, std::uint64_t seed, double range) {
+  seedrl::random_generator init(seed);
+  for (auto& p : net.parameters())
+    p = static_cast<float>(init.uniform(-range, range));
+}
+
 /// log softmax(logits)[a], in double.
 double log_softmax_at(std::span<const float> logits, std::int32_t a) {
   double m = -std::numeric_limits<double>::infinity();
@@ -1226,17 +1244,8 @@ TEST_CASE("every field of every training batch lines up with what the environmen
   constexpr std::size_t wanted_batches = 24;
   using recording_learner =
       seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport, recording_trainer>;
-  seedrl::mlp_lstm_agent_config nc;
-  nc.observation_size = static_cast<std::ptrdiff_t>(scripted_obs_size);
-  nc.num_actions = scripted_num_actions;
-  nc.hidden_sizes = {16};
-  nc.lstm_size = lstm_size;
-  nc.seed = 5;
-  net_t net(nc);
-  // Far from the near-uniform initial policy, so that every input moves the log-probs.
-  seedrl::random_generator init(17);
-  for (auto& p : net.parameters())
-    p = static_cast<float>(init.uniform(-0.3, 0.3));
+  net_t net(scripted_agent(lstm_size, 5));
+  randomize(net, 17, 0.3);  // far from the near-uniform initial policy: every input counts
   seedrl::learner_config lc = small_learner_config();
   lc.unroll_length = T;
   lc.batch_size = B;
@@ -1473,16 +1482,8 @@ TEST_CASE("an inference-only learner plays greedy actions, reports every episode
   // own logs say which actions they got and which episodes they finished.
   using recording_learner =
       seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport, recording_trainer>;
-  seedrl::mlp_lstm_agent_config nc;
-  nc.observation_size = static_cast<std::ptrdiff_t>(scripted_obs_size);
-  nc.num_actions = scripted_num_actions;
-  nc.hidden_sizes = {16};
-  nc.lstm_size = 8;
-  nc.seed = 7;
-  net_t net(nc);
-  seedrl::random_generator init(23);  // far from uniform: the argmax depends on every input
-  for (auto& p : net.parameters())
-    p = static_cast<float>(init.uniform(-0.5, 0.5));
+  net_t net(scripted_agent(8, 7));
+  randomize(net, 23, 0.5);  // far from uniform: the argmax depends on every input
   const auto dir = std::filesystem::temp_directory_path() /
                    ("seedrl-inference-only-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);

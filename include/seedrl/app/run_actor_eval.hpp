@@ -79,14 +79,8 @@ class episode_tally {
 template <class Net, class Opt>
 int run_actor_eval(const run_options& o, secret_ptr secret, const agent_parts<Net, Opt>& agent,
                    const environment_info& env) {
-  const std::filesystem::path from =
-      o.init_checkpoint.empty() ? o.checkpoint_dir : o.init_checkpoint;
-  if (from.empty()) {
-    std::fprintf(stderr, "eval needs --checkpoint-dir DIR or --init-checkpoint PATH\n");
-    return 2;
-  }
-  const auto c = read_eval_checkpoint(from);
-  if (!c || !holds_network(*c, agent.description, env.checkpoint_hint))
+  const auto c = load_eval_checkpoint(o, agent.description, env.checkpoint_hint);
+  if (!c)
     return 2;
   const auto how = o.eval_sample ? action_selection::sample : action_selection::greedy;
   detail::episode_tally tally(o.eval_episodes);
@@ -142,12 +136,7 @@ int run_actor_eval(const run_options& o, secret_ptr secret, const agent_parts<Ne
       break;
     }
   }
-  if (stop)
-    rc = 130;
-  kids.terminate();
-  l.stop();
-  kids.wait();
-  return rc;
+  return end_run(rc, kids, l);
 }
 
 }  // namespace seedrl::app

@@ -107,21 +107,31 @@ inline std::optional<std::string> eval_checkpoint_network(const run_options& o) 
   return std::nullopt;
 }
 
+/// The checkpoint eval mode plays (--init-checkpoint, else --checkpoint-dir's newest good one)
+/// when it holds the network `description`; otherwise nullopt, having said why on stderr
+/// (no flag, no valid checkpoint, or another network, with `hint`).
+inline std::optional<checkpoint> load_eval_checkpoint(const run_options& o,
+                                                      const std::string& description,
+                                                      const std::string& hint) {
+  const std::filesystem::path from =
+      o.init_checkpoint.empty() ? o.checkpoint_dir : o.init_checkpoint;
+  if (from.empty()) {
+    std::fprintf(stderr, "eval needs --checkpoint-dir DIR or --init-checkpoint PATH\n");
+    return std::nullopt;
+  }
+  auto c = read_eval_checkpoint(from);
+  if (c && !holds_network(*c, description, hint))
+    return std::nullopt;
+  return c;
+}
+
 /// See the file comment. `architecture` is this run's network; `description` its checkpoint
 /// description; `hint` is printed when a checkpoint holds another network.
 template <class Env, class Net>
 int run_eval(const run_options& o, const Net& architecture, const std::string& description,
              std::function<Env(std::size_t)> make_env, const std::string& hint = {}) {
-  const std::filesystem::path from =
-      o.init_checkpoint.empty() ? o.checkpoint_dir : o.init_checkpoint;
-  if (from.empty()) {
-    std::fprintf(stderr, "eval needs --checkpoint-dir DIR or --init-checkpoint PATH\n");
-    return 2;
-  }
-  const auto c = read_eval_checkpoint(from);
+  const auto c = load_eval_checkpoint(o, description, hint);
   if (!c)
-    return 2;
-  if (!holds_network(*c, description, hint))
     return 2;
   Net net(architecture);
   restore_parameters(*c, net);

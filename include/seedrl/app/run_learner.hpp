@@ -91,6 +91,18 @@ inline void spawn_local_actors(child_processes& kids, const run_options& o,
               env.actor_kind.empty() ? "" : (env.actor_kind + " ").c_str(), o.envs_per_actor);
 }
 
+/// Ends a run of learner `l` and its local actors `kids`: terminates the actors, stops the
+/// learner (which answers what is batched and saves its checkpoint at exit), reaps the actors.
+/// Returns `rc`, or 130 when a signal asked the run to stop.
+template <class Learner>
+int end_run(int rc, child_processes& kids, Learner& l) {
+  const bool signalled = stop_requested();
+  kids.terminate();
+  l.stop();
+  kids.wait();
+  return signalled ? 130 : rc;
+}
+
 /// The learner's settings from the flags.
 inline learner_config make_learner_config(const run_options& o) {
   learner_config lc;
@@ -248,12 +260,7 @@ int run_learner(const run_options& o, secret_ptr secret, const agent_parts<Net, 
       break;
     }
   }
-  if (stop)
-    rc = 130;
-  kids.terminate();
-  l.stop();
-  kids.wait();
-  return rc;
+  return end_run(rc, kids, l);
 }
 
 }  // namespace seedrl::app
