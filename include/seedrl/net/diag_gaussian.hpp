@@ -70,8 +70,9 @@ inline constexpr double diag_gaussian_log_std_min = -20.0;
 /// The log-std clamp range (see the file comment).
 inline constexpr double diag_gaussian_log_std_max = 2.0;
 
-/// The default clip of `tanh_unsquash`: tanh(u) is kept within 1e-6 of +-1, so |u| <= 7.25.
-/// 1 - 1e-6 is exact enough in float (its spacing there is 6e-8) to keep atanh finite.
+/// The default clip of `tanh_unsquash`: tanh(u) is kept within 1e-6 of +-1, so |u| <= 7.25
+/// (7.248 in float, where 1 - 1e-6 rounds to 1 - 1.01e-6; float's spacing below 1 is 6e-8, so
+/// the clip stays clear of 1 and atanh finite).
 inline constexpr double tanh_unsquash_epsilon = 1e-6;
 
 /// log std clamped to [diag_gaussian_log_std_min, diag_gaussian_log_std_max]; NaN stays NaN.
