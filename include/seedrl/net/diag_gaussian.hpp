@@ -38,9 +38,10 @@
 ///     where 1 - tanh(u)^2 rounds to 0 (|u| > 9 in float, > 19 in double).
 ///   - clipping: the env gets u clipped to [low, high]; the log-prob is that of the unclipped u.
 /// Either way the learner keeps the pre-squash, unclipped sample u and the loss evaluates the
-/// log-prob at u. We store u rather than recover it as atanh of the action: in float, tanh(u)
-/// rounds to +-1 from |u| of about 9, where atanh cannot give u back (and the log-prob of a
-/// clipped action would be that of a different sample). The squashing correction does not
+/// log-prob at u. We store u rather than recover it as atanh of the action: atanh amplifies
+/// the action's rounding by 1 / (1 - tanh(u)^2) (750 at |u| = 4), in float tanh(u) rounds to
+/// +-1 from |u| of about 9, where atanh cannot give u back at all, and the log-prob of a
+/// clipped action would be that of a different sample. The squashing correction does not
 /// depend on mean or log-std, so the gradients are the same with or without squashing.
 /// `tanh_unsquash` exists for actions that did not come from this sampler, with a documented
 /// clip.
@@ -217,7 +218,7 @@ SEEDRL_HOST_DEVICE void tanh_squash(const S* u, const S* low, const S* high, int
 }
 
 /// Writes u clipped to [low, high] per dimension (may be the same array as `u`); infinite
-/// bounds leave u as it is.
+/// bounds leave u as it is, and a NaN stays NaN for the caller's check to see.
 template <std::floating_point S>
 SEEDRL_HOST_DEVICE void clip_to_bounds(const S* u, const S* low, const S* high, int D, S* action) {
   for (int i = 0; i < D; ++i) {
@@ -261,10 +262,11 @@ struct diag_gaussian_batch {
   }
   /// Row b's D means.
   const S* mean(std::size_t b) const noexcept { return outputs.data() + b * row_width(); }
-  /// Row b's D log-stds.
+  /// Row b's D log-stds: row 0's plus b strides (0 for the shared vector).
   const S* log_std(std::size_t b) const noexcept {
-    return layout == log_std_layout::state_dependent ? outputs.data() + b * 2 * D + D
-                                                     : shared_log_std.data();
+    const S* first =
+        layout == log_std_layout::state_dependent ? outputs.data() + D : shared_log_std.data();
+    return first + b * log_std_stride();
   }
 };
 
