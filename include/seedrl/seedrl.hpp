@@ -15,6 +15,7 @@
 #include "seedrl/net/activation.hpp"
 #include "seedrl/net/agent_io.hpp"
 #include "seedrl/net/categorical.hpp"
+#include "seedrl/net/diag_gaussian.hpp"
 #include "seedrl/net/linear.hpp"
 #include "seedrl/net/lstm.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"

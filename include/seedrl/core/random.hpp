@@ -4,6 +4,7 @@
 /// specified bit-for-bit across standard libraries, so seeded runs use this instead and give
 /// the same numbers with every compiler.
 
+#include <cmath>
 #include <cstdint>
 
 namespace seedrl {
@@ -43,6 +44,17 @@ class random_generator {
 
   /// Uniform in [low, high).
   double uniform(double low, double high) noexcept { return low + (high - low) * uniform(); }
+
+  /// A standard normal draw by Box-Muller, from exactly two 64-bit draws (the sine partner is
+  /// dropped, so the generator needs no cached state and `seed` restarts everything). The same
+  /// seed gives the same draws with a given C library; std::log and std::cos need not be
+  /// correctly rounded, so another libm may differ in the last bits. |result| <= 8.58, the
+  /// radius at the smallest u1 = 2^-53.
+  double normal() noexcept {
+    const double u1 = 1.0 - uniform();  // in (0, 1], so the log is finite
+    const double u2 = uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586476925 * u2);
+  }
 
   /// Uniform integer in [0, n), n > 0, without modulo bias: draws under the smallest
   /// all-ones mask covering n - 1 are rejected when >= n (fewer than half on average).
