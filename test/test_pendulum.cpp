@@ -38,13 +38,14 @@ static_assert(!seedrl::has_discrete_actions<seedrl::pendulum>);
 // torque terms), so where std::sin/std::cos are NumPy's (both call glibc on Linux) the state,
 // observation and reward are bit-identical: all 888 fixture steps are, with GCC 12 and Clang 14.
 // The margins leave room for a libm whose sin or cos is off by an ulp: replaying the fixture in
-// float64 with sin perturbed by a random -1/0/+1 ulp at every step moves theta by at most
-// 1.5e-14 relative, theta_dot by 1.5e-13 (of at most 8) and the reward by 5.8e-14 relative, so
-// 1e-12 (theta, reward) and 8e-12 (theta_dot) hold with a 50x margin. They are still tight
-// enough to catch the float32 torque terms computed in float64 instead (3 * u then differs by
-// up to 2e-7, which moves theta_dot by 1e-8; 0.001 * u^2 moves the reward by up to 4e-10).
-// Observations are float32 roundings of the same doubles: equal, or one float32 ulp apart
-// where a double lies next to a rounding boundary.
+// float64 with sin perturbed by a random -1/0/+1 ulp at every step moves theta by at most 1.5e-14
+// relative, theta_dot by 1.5e-13 (of at most 8) and the reward by 5.8e-14 relative, so 1e-12
+// (theta, reward) and 8e-12 (theta_dot) hold with a 50x margin. GCC with -march=native fuses
+// products into sums (FMA) and stays inside the same envelope: 2.1e-15, 1.4e-13 and 5.2e-14 on this
+// fixture. The margins are still tight enough to catch the float32 torque terms computed in float64
+// instead (3 * u then differs by up to 2e-7, which moves theta_dot by 1e-8; 0.001 * u^2 moves the
+// reward by up to 4e-10). Observations are float32 roundings of the same doubles: equal, or one
+// float32 ulp apart where a double lies next to a rounding boundary.
 TEST_CASE("pendulum reproduces gymnasium Pendulum-v1 step by step", "[pendulum]") {
   const auto fixture = load_fixture();
   const auto& episodes = fixture.at("episodes");

@@ -6,7 +6,8 @@
 /// [-pi, pi), and truncation after 200 steps (the episode never terminates). The state is kept
 /// in double precision like gymnasium's; the torque terms are computed in float32 as NumPy
 /// does with a float32 action, so that every step matches gymnasium's to the last bit whenever
-/// the platform's sin and cos do. The initial state is drawn from U(-pi, pi) x U(-1, 1) by
+/// the platform's sin and cos do (and the compiler does not fuse products into sums, see
+/// step()). The initial state is drawn from U(-pi, pi) x U(-1, 1) by
 /// seedrl's own generator, so a given seed gives a different (equally distributed) start than
 /// gymnasium's NumPy stream.
 
@@ -112,8 +113,11 @@ class pendulum {
     check_size(observation);
     // gymnasium's operations in its order and precisions: the action is float32, and NumPy
     // keeps a Python float times a float32 in float32, so both torque terms are float32
-    // products that are then added to float64. One operation per statement keeps compilers
-    // from fusing them.
+    // products that are then added to float64. Products and sums sit in separate statements
+    // so that Clang, which contracts a * b + c into an FMA only within one expression, keeps
+    // them apart. GCC contracts across statements when the target has FMA (-march=native):
+    // the results then move by a few ulps (see test_pendulum.cpp), exact again with
+    // -ffp-contract=off.
     const float u = std::clamp(action[0], -max_torque, max_torque);
     const float u_squared = u * u;
     const float torque_cost = 0.001f * u_squared;
