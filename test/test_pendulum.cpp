@@ -159,7 +159,7 @@ TEST_CASE("pendulum follows its equations from a chosen state", "[pendulum]") {
   CHECK(env.physics_state().theta == Approx(0.5 + 8.0 * 0.05).margin(1e-15));
 }
 
-TEST_CASE("pendulum wraps the reward's angle to [-pi, pi) like Python's floored modulo",
+TEST_CASE("pendulum wraps the reward's angle into -pi..pi like Python's floored modulo",
           "[pendulum]") {
   constexpr double pi = seedrl::pendulum::pi;
   for (double x = -40.0; x <= 40.0; x += 0.37) {
@@ -175,7 +175,8 @@ TEST_CASE("pendulum wraps the reward's angle to [-pi, pi) like Python's floored 
   CHECK(seedrl::pendulum::angle_normalize(-2.0 * pi - 1.0) == Approx(-1.0).margin(1e-14));
 }
 
-TEST_CASE("pendulum reset is seeded and uniform in [-pi, pi) x [-1, 1)", "[pendulum]") {
+TEST_CASE("pendulum reset is seeded and uniform over angles -pi..pi and speeds -1..1",
+          "[pendulum]") {
   std::array<float, 3> a{}, b{}, c{};
   seedrl::pendulum env1(7), env2(7), env3(8);
   env1.reset(a);
@@ -216,7 +217,7 @@ TEST_CASE("pendulum reset is seeded and uniform in [-pi, pi) x [-1, 1)", "[pendu
   CHECK(std::abs(sum_v / n) < 0.04);
 }
 
-TEST_CASE("pendulum specs: float32 [3] observations, one torque in [-2, 2]", "[pendulum]") {
+TEST_CASE("pendulum specs: three float32 observations, one torque within -2..2", "[pendulum]") {
   seedrl::pendulum env;
   CHECK(env.observation_spec() == seedrl::observation_spec{seedrl::dtype::float32, {3}});
   const auto spec = env.action_spec();
