@@ -2,6 +2,7 @@
 // its gradient checked by finite differences there), behaviours that must differ or agree
 // between settings, config errors, and a few PPO epochs through host_trainer on a contextual
 // bandit, to show the loss plugs into the existing Trainer.
+#include <unistd.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -21,9 +22,11 @@
 
 #include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/metrics/metrics_log.hpp"
 #include "seedrl/net/categorical.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
+#include "seedrl/runtime/progress.hpp"
 #include "seedrl/runtime/trainer.hpp"
 
 namespace {
@@ -500,4 +503,37 @@ TEST_CASE("host_trainer trains a contextual bandit with ppo_loss", "[ppo][train]
   INFO("probability of the right action " << first << " -> " << last);
   CHECK(first < 0.5f);
   CHECK(last > 0.9f);
+}
+
+TEST_CASE(
+    "the progress line and metrics show PPO's KL and clip fraction, and IMPALA's stay as "
+    "they were",
+    "[ppo][progress]") {
+  seedrl::learner_stats s;
+  s.last_loss.total = 1.5;
+  const auto impala = seedrl::progress_between(s, s, 1.0, 8);
+  CHECK_THAT(seedrl::progress_line(impala),
+             Contains("ent  0.0000)  lag") && !Contains("kl ") && !Contains("clip"));
+  s.last_loss.approx_kl = 0.0123;
+  s.last_loss.clip_fraction = 0.25;
+  const auto ppo = seedrl::progress_between(s, s, 1.0, 8);
+  CHECK_THAT(seedrl::progress_line(ppo), Contains("ent  0.0000 kl 0.0123 clip  25%)  lag"));
+
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("seedrl_ppo_progress_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  {
+    seedrl::metrics_log log(dir);
+    seedrl::log_progress(log, impala);
+    seedrl::log_progress(log, ppo);
+  }
+  std::ifstream in(dir / "metrics.jsonl");
+  std::string first, second;
+  REQUIRE(std::getline(in, first));
+  REQUIRE(std::getline(in, second));
+  CHECK_THAT(first,
+             Contains("\"loss/total\"") && !Contains("approx_kl") && !Contains("clip_fraction"));
+  CHECK_THAT(second,
+             Contains("\"loss/approx_kl\":0.0123") && Contains("\"loss/clip_fraction\":0.25"));
+  std::filesystem::remove_all(dir);
 }
