@@ -429,6 +429,18 @@ TEST_CASE("ppo_loss refuses bad configs and batches with messages naming the fie
   d.truncated[2] = 1;
   d.dones[2] = 0;
   CHECK_THROWS_WITH(run_loss<float>(d), Contains("is set but dones is not"));
+  d.dones[2] = 1;
+  REQUIRE_NOTHROW(run_loss<float>(d));
+
+  // old_values sharing memory with the value gradient: refused before anything is written.
+  const auto logits = cast_to<float>(d.logits), values = cast_to<float>(d.values),
+             mu = cast_to<float>(d.behaviour_log_probs), rewards = cast_to<float>(d.rewards);
+  std::vector<float> grad_logits(logits.size(), -7.0f), grad_values(values.size(), -7.0f);
+  seedrl::impala_gradients<float> grad{grad_logits, grad_values};
+  const seedrl::ppo_batch<float> aliased{d.T, d.B,     d.A,     logits,      values,     d.actions,
+                                         mu,  rewards, d.dones, d.truncated, grad_values};
+  CHECK_THROWS_WITH(loss(config{})(aliased, grad), Contains("must not overlap"));
+  CHECK(std::all_of(grad_logits.begin(), grad_logits.end(), [](float g) { return g == -7.0f; }));
 }
 
 // --- training through host_trainer -------------------------------------------------------------

@@ -152,7 +152,7 @@ class ppo_loss {
   /// the batch's, or value_clip set without old_values.
   loss_terms operator()(const batch_type& batch, gradient_type& grad) const {
     detail::check_unroll_batch(who_, batch, grad, 7);
-    check_old_values(batch);
+    check_old_values(batch, grad);
     const std::size_t T = batch.T;
     const std::size_t B = batch.B;
     const std::size_t A = batch.num_actions;
@@ -262,7 +262,7 @@ class ppo_loss {
  private:
   static constexpr const char* who_ = "seedrl::ppo_loss";
 
-  void check_old_values(const batch_type& batch) const {
+  void check_old_values(const batch_type& batch, const gradient_type& grad) const {
     const std::size_t steps = (batch.T + 1) * batch.B;
     if (config_.value_clip && batch.old_values.empty()) {
       throw std::invalid_argument(std::string(who_) +
@@ -274,6 +274,11 @@ class ppo_loss {
                                   std::to_string(batch.old_values.size()) +
                                   " values, expected (T+1)*B = " + std::to_string(steps) +
                                   " or none");
+    }
+    if (detail::spans_overlap(grad.logits, batch.old_values) ||
+        detail::spans_overlap(grad.values, batch.old_values)) {
+      throw std::invalid_argument(std::string(who_) +
+                                  ": gradient arrays must not overlap the batch's arrays");
     }
   }
 
