@@ -12,12 +12,14 @@ void seedrl_test_eigen_assertion(const char* what, const char* file, int line);
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <vector>
 
+#include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/eigen_core.hpp"
 #include "seedrl/net/actor_critic_agent.hpp"
@@ -213,6 +215,34 @@ TEST_CASE("the Eigen count sees a planted Eigen temporary", "[alloc]") {
   CHECK(sum == Approx(24 * 24 * 24 * 0.25f));
   CHECK(allocations.load() == new_before);
   CHECK(eigen_allocations.load() - eigen_before >= 1);
+}
+
+TEST_CASE("ppo_loss allocates nothing after its first call at a batch size", "[alloc][ppo]") {
+  constexpr std::size_t T = 8, B = 4, A = 3, steps = (T + 1) * B;
+  seedrl::random_generator rng(9);
+  std::vector<float> logits(steps * A), values(steps), old_values(steps), mu(steps, -1.0f),
+      rewards(steps), grad_logits(steps * A), grad_values(steps);
+  std::vector<std::int32_t> actions(steps, 1);
+  std::vector<std::uint8_t> dones(steps, 0), truncated(steps, 0);
+  for (auto& x : logits)
+    x = static_cast<float>(rng.uniform(-1.0, 1.0));
+  for (auto& x : values)
+    x = static_cast<float>(rng.uniform(-1.0, 1.0));
+  dones[3 * B] = truncated[3 * B] = 1;
+  const seedrl::ppo_batch<float> batch{T,  B,       A,     logits,    values,    actions,
+                                       mu, rewards, dones, truncated, old_values};
+  seedrl::impala_gradients<float> grad{grad_logits, grad_values};
+  for (const auto advantage : {seedrl::ppo_advantage::gae, seedrl::ppo_advantage::vtrace}) {
+    seedrl::ppo_loss_config<float> config;
+    config.advantage = advantage;
+    config.value_clip = 0.2f;
+    const seedrl::ppo_loss<float> loss(config);
+    loss(batch, grad);  // sizes its scratch
+    const long before = heap_allocations();
+    for (int i = 0; i < 5; ++i)
+      loss(batch, grad);
+    CHECK(heap_allocations() == before);
+  }
 }
 
 TEST_CASE("CartPole agent inference allocates nothing in steady state", "[alloc]") {

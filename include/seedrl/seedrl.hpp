@@ -5,6 +5,7 @@
 
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/loss.hpp"
+#include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/algo/vtrace.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/core/random.hpp"

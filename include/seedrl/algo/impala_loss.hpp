@@ -48,6 +48,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "seedrl/algo/impala_loss_config.hpp"
@@ -84,6 +85,81 @@ struct impala_gradients {
   std::span<S> logits;  ///< [(T+1)*B*A]
   std::span<S> values;  ///< [(T+1)*B]
 };
+
+namespace detail {
+
+/// The checks shared by the losses over an `impala_batch`-shaped batch of categorical-policy
+/// unrolls (impala_loss, ppo_loss), named `who` in their messages: sizes, actions of steps
+/// 0..T-1, truncation flags, overlaps. `scratch_arrays` arrays of T * B scalars must fit.
+template <class Batch, class Grad>
+void check_unroll_batch(const char* who, const Batch& batch, const Grad& grad,
+                        std::size_t scratch_arrays) {
+  using S = std::remove_const_t<typename decltype(batch.values)::element_type>;
+  const auto fail = [who](const std::string& what) {
+    throw std::invalid_argument(std::string(who) + ": " + what);
+  };
+  const std::size_t T = batch.T;
+  const std::size_t B = batch.B;
+  const std::size_t A = batch.num_actions;
+  if (T == 0 || B == 0) {
+    fail("T and B must be positive (an unroll has T+1 >= 2 steps), got T = " + std::to_string(T) +
+         ", B = " + std::to_string(B));
+  }
+  if (A == 0 || A > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    fail("num_actions must be in [1, INT_MAX], got " + std::to_string(A));
+  }
+  const std::size_t max = std::numeric_limits<std::size_t>::max();
+  if (T + 1 > max / B || (T + 1) * B > max / A || T * B > max / scratch_arrays) {
+    fail("(T + 1) * B * num_actions overflows std::size_t");
+  }
+  const std::size_t steps = (T + 1) * B;
+  const auto size = [&](std::size_t got, std::size_t expected, const char* name,
+                        const char* shape) {
+    if (got != expected) {
+      fail(std::string(name) + " holds " + std::to_string(got) + " values, expected " + shape +
+           " = " + std::to_string(expected) + " (T = " + std::to_string(T) +
+           ", B = " + std::to_string(B) + ", A = " + std::to_string(A) + ")");
+    }
+  };
+  size(batch.logits.size(), steps * A, "batch.logits", "(T+1)*B*A");
+  size(batch.values.size(), steps, "batch.values", "(T+1)*B");
+  size(batch.actions.size(), steps, "batch.actions", "(T+1)*B");
+  size(batch.behaviour_log_probs.size(), steps, "batch.behaviour_log_probs", "(T+1)*B");
+  size(batch.rewards.size(), steps, "batch.rewards", "(T+1)*B");
+  size(batch.dones.size(), steps, "batch.dones", "(T+1)*B");
+  size(batch.truncated.size(), steps, "batch.truncated", "(T+1)*B");
+  size(grad.logits.size(), steps * A, "grad.logits", "(T+1)*B*A");
+  size(grad.values.size(), steps, "grad.values", "(T+1)*B");
+  detail::impala_check_truncated_done(batch.truncated.data(), batch.dones.data(), steps, B, who);
+  // Step T's action is never used (its transition is in the next unroll), so only
+  // steps 0..T-1 must hold valid actions.
+  for (std::size_t i = 0; i < T * B; ++i) {
+    const std::int32_t a = batch.actions[i];
+    if (a < 0 || static_cast<std::size_t>(a) >= A) {
+      fail("batch.actions[" + std::to_string(i) + "] (t = " + std::to_string(i / B) +
+           ", b = " + std::to_string(i % B) + ") is " + std::to_string(a) + ", outside [0, " +
+           std::to_string(A) + ")");
+    }
+  }
+  const std::span<const S> grad_logits(grad.logits);
+  const std::span<const S> grad_values(grad.values);
+  // Named arrays, not braced lists in the range-for: nvcc 13's host front end rejects those.
+  const std::span<const S> outputs[] = {grad_logits, grad_values};
+  const std::span<const S> inputs[] = {batch.logits, batch.values, batch.behaviour_log_probs,
+                                       batch.rewards};
+  for (const auto& out : outputs) {
+    for (const auto& in : inputs) {
+      if (detail::spans_overlap(out, in)) {
+        fail("gradient arrays must not overlap the batch's arrays");
+      }
+    }
+  }
+  if (detail::spans_overlap(grad_logits, grad_values)) {
+    fail("grad.logits and grad.values overlap");
+  }
+}
+
+}  // namespace detail
 
 /// SEED RL's IMPALA loss; see the file comment for the formulas.
 template <std::floating_point S = float>
@@ -194,69 +270,7 @@ class impala_loss {
 
  private:
   void check(const batch_type& batch, const gradient_type& grad) const {
-    const char* who = "seedrl::impala_loss";
-    const auto fail = [who](const std::string& what) {
-      throw std::invalid_argument(std::string(who) + ": " + what);
-    };
-    const std::size_t T = batch.T;
-    const std::size_t B = batch.B;
-    const std::size_t A = batch.num_actions;
-    if (T == 0 || B == 0) {
-      fail("T and B must be positive (an unroll has T+1 >= 2 steps), got T = " + std::to_string(T) +
-           ", B = " + std::to_string(B));
-    }
-    if (A == 0 || A > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-      fail("num_actions must be in [1, INT_MAX], got " + std::to_string(A));
-    }
-    const std::size_t max = std::numeric_limits<std::size_t>::max();
-    if (T + 1 > max / B || (T + 1) * B > max / A || T * B > max / 6) {
-      fail("(T + 1) * B * num_actions overflows std::size_t");
-    }
-    const std::size_t steps = (T + 1) * B;
-    const auto size = [&](std::size_t got, std::size_t expected, const char* name,
-                          const char* shape) {
-      if (got != expected) {
-        fail(std::string(name) + " holds " + std::to_string(got) + " values, expected " + shape +
-             " = " + std::to_string(expected) + " (T = " + std::to_string(T) +
-             ", B = " + std::to_string(B) + ", A = " + std::to_string(A) + ")");
-      }
-    };
-    size(batch.logits.size(), steps * A, "batch.logits", "(T+1)*B*A");
-    size(batch.values.size(), steps, "batch.values", "(T+1)*B");
-    size(batch.actions.size(), steps, "batch.actions", "(T+1)*B");
-    size(batch.behaviour_log_probs.size(), steps, "batch.behaviour_log_probs", "(T+1)*B");
-    size(batch.rewards.size(), steps, "batch.rewards", "(T+1)*B");
-    size(batch.dones.size(), steps, "batch.dones", "(T+1)*B");
-    size(batch.truncated.size(), steps, "batch.truncated", "(T+1)*B");
-    size(grad.logits.size(), steps * A, "grad.logits", "(T+1)*B*A");
-    size(grad.values.size(), steps, "grad.values", "(T+1)*B");
-    detail::impala_check_truncated_done(batch.truncated.data(), batch.dones.data(), steps, B, who);
-    // Step T's action is never used (its transition is in the next unroll), so only
-    // steps 0..T-1 must hold valid actions.
-    for (std::size_t i = 0; i < T * B; ++i) {
-      const std::int32_t a = batch.actions[i];
-      if (a < 0 || static_cast<std::size_t>(a) >= A) {
-        fail("batch.actions[" + std::to_string(i) + "] (t = " + std::to_string(i / B) +
-             ", b = " + std::to_string(i % B) + ") is " + std::to_string(a) + ", outside [0, " +
-             std::to_string(A) + ")");
-      }
-    }
-    const std::span<const S> grad_logits(grad.logits);
-    const std::span<const S> grad_values(grad.values);
-    // Named arrays, not braced lists in the range-for: nvcc 13's host front end rejects those.
-    const std::span<const S> outputs[] = {grad_logits, grad_values};
-    const std::span<const S> inputs[] = {batch.logits, batch.values, batch.behaviour_log_probs,
-                                         batch.rewards};
-    for (const auto& out : outputs) {
-      for (const auto& in : inputs) {
-        if (detail::spans_overlap(out, in)) {
-          fail("gradient arrays must not overlap the batch's arrays");
-        }
-      }
-    }
-    if (detail::spans_overlap(grad_logits, grad_values)) {
-      fail("grad.logits and grad.values overlap");
-    }
+    detail::check_unroll_batch("seedrl::impala_loss", batch, grad, 6);
   }
 
   /// The V-trace part of the config, in the form vtrace() takes.

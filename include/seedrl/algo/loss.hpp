@@ -21,11 +21,14 @@
 namespace seedrl {
 
 /// The terms of a policy-gradient loss, for logging; `total` is what was differentiated.
+/// The last two are diagnostics of losses with a trust region (PPO) and stay 0 for the others.
 struct loss_terms {
   double total = 0.0;
   double policy = 0.0;
   double baseline = 0.0;
   double entropy = 0.0;
+  double approx_kl = 0.0;      ///< estimated KL between the acting and the current policy
+  double clip_fraction = 0.0;  ///< share of steps whose probability ratio left the clip range
 };
 
 /// How an algorithm goes over each training batch of B unrolls: `epochs` passes, each over the
