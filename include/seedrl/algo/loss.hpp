@@ -29,6 +29,26 @@ struct loss_terms {
   double entropy = 0.0;
   double approx_kl = 0.0;      ///< estimated KL between the acting and the current policy
   double clip_fraction = 0.0;  ///< share of steps whose probability ratio left the clip range
+
+  /// Field by field, so that means over several steps (an update schedule's) keep every term.
+  friend constexpr loss_terms operator+(loss_terms a, const loss_terms& b) noexcept {
+    a.total += b.total;
+    a.policy += b.policy;
+    a.baseline += b.baseline;
+    a.entropy += b.entropy;
+    a.approx_kl += b.approx_kl;
+    a.clip_fraction += b.clip_fraction;
+    return a;
+  }
+  friend constexpr loss_terms operator*(loss_terms a, double k) noexcept {
+    a.total *= k;
+    a.policy *= k;
+    a.baseline *= k;
+    a.entropy *= k;
+    a.approx_kl *= k;
+    a.clip_fraction *= k;
+    return a;
+  }
 };
 
 /// How an algorithm goes over each training batch of B unrolls: `epochs` passes, each over the

@@ -108,7 +108,7 @@ class host_trainer {
         const auto r =
             step(part, net, opt, loss, max_grad_norm, std::span<const S>(s.sub_old_values));
         ++steps;
-        add_terms(total.terms, r.terms);
+        total.terms = total.terms + r.terms;
         total.grad_norm += r.grad_norm;
         total.learning_rate = r.learning_rate;
         if (!r.applied) {
@@ -117,7 +117,7 @@ class host_trainer {
         }
       }
     }
-    scale_terms(total.terms, 1.0 / static_cast<double>(steps));
+    total.terms = total.terms * (1.0 / static_cast<double>(steps));
     total.grad_norm /= static_cast<double>(steps);
     if (skipped > 0) {
       total.applied = false;
@@ -259,19 +259,6 @@ class host_trainer {
             s.sub_truncated,   s.sub_prev_actions,
             s.sub_actions,     s.sub_behaviour,
             s.sub_start};
-  }
-
-  static void add_terms(loss_terms& sum, const loss_terms& t) noexcept {
-    sum.total += t.total;
-    sum.policy += t.policy;
-    sum.baseline += t.baseline;
-    sum.entropy += t.entropy;
-  }
-  static void scale_terms(loss_terms& t, double k) noexcept {
-    t.total *= k;
-    t.policy *= k;
-    t.baseline *= k;
-    t.entropy *= k;
   }
 
   random_generator rng_;
