@@ -529,6 +529,12 @@ TEST_CASE("hello version 2 carries per-element bounds", "[protocol]") {
   }
   bad.version = 3;
   CHECK_THROWS_AS(p::encode_hello(bad, frame), std::invalid_argument);
+  // A shape reassigned after the factory no longer fits the bounds: refused, not misread.
+  bad.version = 0;
+  bad.action.shape = seedrl::tensor_shape{3};
+  CHECK_THROWS_AS(p::encode_hello(bad, frame), std::invalid_argument);
+  bad.action.shape = seedrl::tensor_shape{1};
+  CHECK_THROWS_AS(p::encode_hello(bad, frame), std::invalid_argument);
 }
 
 TEST_CASE("hello version 2 bounds are limited to 1024 elements", "[protocol]") {

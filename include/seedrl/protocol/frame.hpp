@@ -799,12 +799,29 @@ inline error_code check_hello_fields(const hello& h, std::string* why) {
       return fail(why, error_code::bad_handshake,
                   "hello: action shape " + h.action.shape.to_string() + " exceeds 2^28 elements");
     }
+    // Only possible when `shape` was reassigned after the factory.
+    if (h.action.per_element_bounds() &&
+        h.action.bound_pairs() != saturating_elements(h.action.shape)) {
+      return fail(why, error_code::bad_handshake,
+                  "hello: action has " + std::to_string(h.action.bound_pairs()) +
+                      " bounds pairs for shape " + h.action.shape.to_string());
+    }
     if (v == 1) {
       if (!h.action.uniform_bounds()) {
+        // Name the first element unlike element 0: the whole list could be 2^28 pairs.
+        std::size_t i = 1;
+        while (h.action.low_at(i) == h.action.low_at(0) &&
+               h.action.high_at(i) == h.action.high_at(0)) {
+          ++i;
+        }
+        const auto pair = [&](std::size_t k) {
+          return "[" + format_double(h.action.low_at(k)) + ", " +
+                 format_double(h.action.high_at(k)) + "]";
+        };
         return fail(why, error_code::bad_handshake,
                     "hello: version 1 carries one [low, high] for every action element, these "
-                    "bounds differ per element: " +
-                        h.action.bounds_to_string());
+                    "differ: element 0 has " +
+                        pair(0) + ", element " + std::to_string(i) + " " + pair(i));
       }
       if (const error_code e = check_bounds(h.action.low_at(0), h.action.high_at(0), -1, why);
           e != error_code::none) {
@@ -813,12 +830,6 @@ inline error_code check_hello_fields(const hello& h, std::string* why) {
     } else {
       if (const error_code e = check_bounded_elements(h.action.shape, why); e != error_code::none) {
         return e;
-      }
-      if (h.action.per_element_bounds() &&
-          h.action.bound_pairs() != saturating_elements(h.action.shape)) {
-        return fail(why, error_code::bad_handshake,
-                    "hello: action has " + std::to_string(h.action.bound_pairs()) +
-                        " bounds pairs for shape " + h.action.shape.to_string());
       }
       const auto n = static_cast<std::int64_t>(saturating_elements(h.action.shape));
       for (std::int64_t i = 0; i < n; ++i) {
