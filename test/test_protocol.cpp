@@ -644,9 +644,24 @@ TEST_CASE("decode_hello refuses bad version 2 bounds with their reason", "[proto
     bytes f = good;
     f[box_dim_at] = std::byte{3};  // 3 elements need 48 bytes of bounds; 34 bytes remain
     CHECK(decode_hello_frame(f, &why) == ec::truncated_frame);
-    f[box_dim_at] = std::byte{1};  // 1 element: low -1, high -inf, then 16 stray bytes
+    // 1 element: low -1, high -inf (bad, but values are checked last), name_length 0, then 18
+    // stray bytes: truncated_frame, as the check order says.
+    f[box_dim_at] = std::byte{1};
+    CHECK(decode_hello_frame(f, &why) == ec::truncated_frame);
+    CHECK(why.find("after the name") != std::string::npos);
+  }
+  // Bounds come before the name's text among the value checks.
+  {
+    bytes f = good;
+    store_f64(f, box_high_at, -1.0);  // element 0: [-1, -1]
+    f[f.size() - 2] = std::byte{1};   // name "\n"
+    f.push_back(std::byte{'\n'});
+    f[8] = std::byte{0x47};  // payload length 71
     CHECK(decode_hello_frame(f, &why) == ec::bad_handshake);
-    CHECK(why.find("[-1, -inf] need low < high") != std::string::npos);
+    CHECK(why.find("element 0 bounds [-1, -1] need low < high") != std::string::npos);
+    store_f64(f, box_high_at, 1.0);
+    CHECK(decode_hello_frame(f, &why) == ec::bad_handshake);
+    CHECK(why.find("name") != std::string::npos);
   }
 }
 

@@ -530,7 +530,8 @@ def _check_hello_fields(h: Hello, raw_name: bytes) -> None:
     """The value rules of decode_hello, shared with encode_hello (C++ check_hello_fields).
 
     `raw_name` is the name's bytes as they travel (decode_hello has no valid text for a bad
-    name).
+    name). ActionSpec holds bounds unchecked, so decoded bounds are checked here too, in the
+    documented order.
     """
     def bad(detail: str) -> ProtocolError:
         return ProtocolError(ErrorCode.BAD_HANDSHAKE, "hello: " + detail)
@@ -691,23 +692,19 @@ def decode_hello(payload: bytes) -> Hello:
     elif kind == ActionKind.CONTINUOUS:
         r.need(4, "the action shape")
         shape = _read_shape(r, "action", 3)
+        # The bounds are kept raw and checked with the other values, after the name.
         if version == 1:
             r.need(16, "the action bounds")
             low, high = r.take("dd")
-            if (p := _bounds_problem(low, high, None)) is not None:
-                raise ProtocolError(ErrorCode.BAD_HANDSHAKE, "hello: " + p)
             action = ActionSpec.continuous(shape, low, high)
         else:
-            # The count comes from the shape, so it is bounded before anything is read.
+            # The count comes from the shape: bounded before it sizes anything.
             if (p := _bounded_elements_problem(shape)) is not None:
                 raise ProtocolError(ErrorCode.BAD_HANDSHAKE, "hello: " + p)
             n = math.prod(shape)
             r.need(16 * n, "the per-element action bounds")
             lows = r.take(f"{n}d")
             highs = r.take(f"{n}d")
-            for i in range(n):
-                if (p := _bounds_problem(lows[i], highs[i], i)) is not None:
-                    raise ProtocolError(ErrorCode.BAD_HANDSHAKE, "hello: " + p)
             action = ActionSpec(ActionKind.CONTINUOUS, shape=shape, lows=tuple(lows),
                                 highs=tuple(highs))
     else:

@@ -449,8 +449,15 @@ class MalformedFrameTests(unittest.TestCase):
         b = bytearray(good)
         b[dim_at] = 4
         self.assertCode(EC.TRUNCATED_FRAME, p.decode_hello, bytes(b))
-        b[dim_at] = 2  # lows -1, -2; highs -inf, 1: element 0 is [-1, -inf]
-        self.assertIn("[-1, -inf] need low < high", detail(bytes(b)))
+        # 2 elements: element 0 [-1, -inf] is bad, but values are checked after the name and
+        # trailing bytes: name_length 0, then 18 stray bytes.
+        b[dim_at] = 2
+        self.assertCode(EC.TRUNCATED_FRAME, p.decode_hello, bytes(b))
+        self.assertIn("after the name", detail(bytes(b)))
+        # Bounds come before the name's text among the value checks.
+        bad = bytearray(with_f64(high_at, -1.0))
+        bad[-1] = ord("\n")
+        self.assertIn("element 0 bounds [-1, -1] need low < high", detail(bytes(bad)))
         # At most 1024 bounded elements, refused before reading them.
         b[dim_at:dim_at + 4] = struct.pack("<I", 1025)
         self.assertCode(EC.BAD_HANDSHAKE, p.decode_hello, bytes(b))

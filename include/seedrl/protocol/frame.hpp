@@ -758,9 +758,18 @@ inline error_code check_bounded_elements(const tensor_shape& shape, std::string*
   return error_code::none;
 }
 
+/// Continuous bounds as decode_hello read them, before an action_spec (which refuses bad
+/// bounds) holds them: one pair (version 1) or one per element (version 2).
+struct raw_bounds {
+  std::span<const double> lows;
+  std::span<const double> highs;
+};
+
 /// Every rule decode_hello enforces on decoded values, shared with encode_hello so that what
-/// one side writes the other side accepts.
-inline error_code check_hello_fields(const hello& h, std::string* why) {
+/// one side writes the other side accepts. decode_hello passes the bounds it read as `raw`,
+/// so that they are checked in the documented order, after the name has been read.
+inline error_code check_hello_fields(const hello& h, std::string* why,
+                                     const raw_bounds* raw = nullptr) {
   std::string problem;
   const std::uint16_t v = hello_wire_version(h);
   if (v < min_hello_version || v > hello_version) {
@@ -799,15 +808,21 @@ inline error_code check_hello_fields(const hello& h, std::string* why) {
       return fail(why, error_code::bad_handshake,
                   "hello: action shape " + h.action.shape.to_string() + " exceeds 2^28 elements");
     }
+    const auto low_at = [&](std::size_t i) {
+      return raw == nullptr ? h.action.low_at(i) : raw->lows[raw->lows.size() == 1 ? 0 : i];
+    };
+    const auto high_at = [&](std::size_t i) {
+      return raw == nullptr ? h.action.high_at(i) : raw->highs[raw->highs.size() == 1 ? 0 : i];
+    };
     // Only possible when `shape` was reassigned after the factory.
-    if (h.action.per_element_bounds() &&
+    if (raw == nullptr && h.action.per_element_bounds() &&
         h.action.bound_pairs() != saturating_elements(h.action.shape)) {
       return fail(why, error_code::bad_handshake,
                   "hello: action has " + std::to_string(h.action.bound_pairs()) +
                       " bounds pairs for shape " + h.action.shape.to_string());
     }
     if (v == 1) {
-      if (!h.action.uniform_bounds()) {
+      if (raw == nullptr && !h.action.uniform_bounds()) {
         // Name the first element unlike element 0: the whole list could be 2^28 pairs.
         std::size_t i = 1;
         while (h.action.low_at(i) == h.action.low_at(0) &&
@@ -823,7 +838,7 @@ inline error_code check_hello_fields(const hello& h, std::string* why) {
                     "differ: element 0 has " +
                         pair(0) + ", element " + std::to_string(i) + " " + pair(i));
       }
-      if (const error_code e = check_bounds(h.action.low_at(0), h.action.high_at(0), -1, why);
+      if (const error_code e = check_bounds(low_at(0), high_at(0), -1, why);
           e != error_code::none) {
         return e;
       }
@@ -834,7 +849,7 @@ inline error_code check_hello_fields(const hello& h, std::string* why) {
       const auto n = static_cast<std::int64_t>(saturating_elements(h.action.shape));
       for (std::int64_t i = 0; i < n; ++i) {
         const auto at = static_cast<std::size_t>(i);
-        if (const error_code e = check_bounds(h.action.low_at(at), h.action.high_at(at), i, why);
+        if (const error_code e = check_bounds(low_at(at), high_at(at), i, why);
             e != error_code::none) {
           return e;
         }
@@ -978,6 +993,7 @@ inline error_code decode_hello(std::span<const std::byte> payload, hello& out,
   }
   hello h;
   h.version = v;
+  std::vector<double> lows, highs;  // continuous bounds as read
   h.actor_id = r.u64();
   h.num_envs = r.u32();
   if (h.num_envs == 0) {
@@ -1015,46 +1031,36 @@ inline error_code decode_hello(std::span<const std::byte> payload, hello& out,
     if (!r.need(4)) {
       return short_at("the action shape");
     }
-    tensor_shape shape;
-    if (const error_code e = read_shape("action", 3, shape); e != error_code::none) {
+    h.action.kind = action_kind::continuous;
+    if (const error_code e = read_shape("action", 3, h.action.shape); e != error_code::none) {
       return e;
     }
-    // Bounds are checked here, not only in check_hello_fields, because action_spec refuses to
-    // hold bad ones: the factories below must not throw.
+    // The bounds are kept raw here and checked with the other values below; the action spec
+    // takes them only once they passed.
     if (v == 1) {
       if (!r.need(16)) {
         return short_at("the action bounds");
       }
-      const double low = r.f64();
-      const double high = r.f64();
-      if (const error_code e = detail::check_bounds(low, high, -1, why); e != error_code::none) {
-        return e;
-      }
-      h.action = action_spec::continuous(shape, low, high);
+      lows.push_back(r.f64());
+      highs.push_back(r.f64());
     } else {
-      // The count comes from the shape, so it is bounded before anything is reserved.
-      if (const error_code e = detail::check_bounded_elements(shape, why); e != error_code::none) {
+      // The count comes from the shape: bounded before it sizes anything.
+      if (const error_code e = detail::check_bounded_elements(h.action.shape, why);
+          e != error_code::none) {
         return e;
       }
-      const auto n = static_cast<std::size_t>(shape.num_elements());
+      const auto n = static_cast<std::size_t>(h.action.shape.num_elements());
       if (!r.need(16 * n)) {
         return short_at("the per-element action bounds");
       }
-      std::vector<double> lows(n), highs(n);
+      lows.resize(n);
+      highs.resize(n);
       for (double& x : lows) {
         x = r.f64();
       }
       for (double& x : highs) {
         x = r.f64();
       }
-      for (std::size_t i = 0; i < n; ++i) {
-        if (const error_code e =
-                detail::check_bounds(lows[i], highs[i], static_cast<std::int64_t>(i), why);
-            e != error_code::none) {
-          return e;
-        }
-      }
-      h.action = action_spec::continuous(shape, lows, highs);
     }
   } else {
     return fail(why, error_code::bad_handshake,
@@ -1079,8 +1085,13 @@ inline error_code decode_hello(std::span<const std::byte> payload, hello& out,
                 "hello has " + std::to_string(r.remaining()) + " bytes after the name");
   }
   // Value rules (counts, sizes, bounds, name text) in one place, shared with encode_hello.
-  if (const error_code e = detail::check_hello_fields(h, why); e != error_code::none) {
+  const detail::raw_bounds raw{lows, highs};
+  if (const error_code e = detail::check_hello_fields(h, why, &raw); e != error_code::none) {
     return e;
+  }
+  if (h.action.kind == action_kind::continuous) {
+    h.action = v == 1 ? action_spec::continuous(h.action.shape, lows[0], highs[0])
+                      : action_spec::continuous(h.action.shape, lows, highs);
   }
   out = std::move(h);
   return error_code::none;
