@@ -501,7 +501,15 @@ TEST_CASE("hello version 2 carries per-element bounds", "[protocol]") {
   CHECK(h.version == 1);
   CHECK(h.action == uniform.action);
 
+  // Signed zeros differ bit for bit: version 2, and each comes back with its sign.
+  uniform.action = seedrl::action_spec::continuous({2}, {-0.0, 0.0}, {2.0, 2.0});
+  p::encode_hello(uniform, frame);
+  CHECK(frame[16] == std::byte{2});
+  REQUIRE(p::decode_hello(payload_of(frame), h) == ec::none);
+  CHECK(std::signbit(h.action.low_at(0)));
+  CHECK_FALSE(std::signbit(h.action.low_at(1)));
   // An explicit version is kept: uniform bounds in version 2 repeat the pair per element.
+  uniform.action = seedrl::action_spec::continuous({2}, -2.0, 2.0);
   uniform.version = 2;
   p::encode_hello(uniform, frame);
   CHECK(frame[16] == std::byte{2});

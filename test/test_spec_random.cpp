@@ -82,6 +82,10 @@ TEST_CASE("continuous action specs hold one pair of bounds or one per element", 
               action_spec::continuous({2}, {-1.0, -1.0}, {2.0, 1.0}));
   CHECK_FALSE(action_spec::continuous({2}, -1.0, 1.0) == action_spec::continuous({3}, -1.0, 1.0));
   CHECK_FALSE(per == action_spec::discrete(3));
+  // -0.0 and 0.0 are equal bounds, but one pair cannot say both exactly: not uniform.
+  const auto signed_zero = action_spec::continuous({2}, {-0.0, 0.0}, {1.0, 1.0});
+  CHECK(signed_zero == action_spec::continuous({2}, 0.0, 1.0));
+  CHECK_FALSE(signed_zero.uniform_bounds());
 
   // Infinite bounds are allowed on either side, alone or both; NaN and low >= high are not.
   CHECK_NOTHROW(action_spec::continuous({1}, -inf, inf));

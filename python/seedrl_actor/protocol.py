@@ -248,9 +248,11 @@ class ActionSpec:
         """Whether one pair says every element's bounds (a version-1 hello can carry them)."""
         if not self.per_element_bounds:
             return True
+        # Bit for bit, so that one pair stands for all exactly (-0.0 included).
+        bits = struct.Struct("<d").pack
         return (len(self.lows) == len(self.highs)
-                and all(x == self.lows[0] for x in self.lows)
-                and all(x == self.highs[0] for x in self.highs))
+                and all(bits(x) == bits(self.lows[0]) for x in self.lows)
+                and all(bits(x) == bits(self.highs[0]) for x in self.highs))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ActionSpec):

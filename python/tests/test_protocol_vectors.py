@@ -470,6 +470,11 @@ class MalformedFrameTests(unittest.TestCase):
         self.assertTrue(same.per_element_bounds)
         self.assertEqual(p.encode_hello(p.Hello(7, 1, obs, same)), vector("hello_continuous.bin"))
         self.assertEqual(same, p.ActionSpec.continuous((1,), -2.0, 2.0))
+        # Signed zeros differ bit for bit: version 2, and each comes back with its sign.
+        zeros = p.ActionSpec.continuous((2,), [-0.0, 0.0], [1.0, 1.0])
+        back = p.decode_hello(p.encode_hello(p.Hello(1, 1, obs, zeros))[16:])
+        self.assertEqual(back.version, 2)
+        self.assertEqual([math.copysign(1, x) for x in back.action.lows], [-1, 1])
         # Forced to version 2, uniform bounds repeat per element and decode to an equal spec.
         box = p.ActionSpec.continuous((2,), -1.0, 1.0)
         frame = p.encode_hello(p.Hello(1, 1, obs, box, version=2))

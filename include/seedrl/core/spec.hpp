@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -239,9 +240,11 @@ struct action_spec {
   /// Upper bound of element i (row-major); +inf when unbounded above.
   double high_at(std::size_t i) const noexcept { return highs_.empty() ? high_ : highs_[i]; }
   /// Whether every element has the same bounds (then low_at(0)/high_at(0) are all of them).
+  /// Compared bit for bit, so that one pair can stand for all of them exactly (-0.0 included).
   bool uniform_bounds() const noexcept {
+    const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
     for (std::size_t i = 0; i < lows_.size(); ++i) {
-      if (!(lows_[i] == lows_[0] && highs_[i] == highs_[0])) {
+      if (bits(lows_[i]) != bits(lows_[0]) || bits(highs_[i]) != bits(highs_[0])) {
         return false;
       }
     }
