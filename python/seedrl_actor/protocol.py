@@ -260,7 +260,8 @@ class ActionSpec:
         if (self.kind, self.num_actions, self.shape) != (other.kind, other.num_actions,
                                                          other.shape):
             return False
-        if self.kind != ActionKind.CONTINUOUS:
+        if self.kind != ActionKind.CONTINUOUS or not (self.per_element_bounds
+                                                       or other.per_element_bounds):
             return (self.low, self.high) == (other.low, other.high)
         if any(len(s.lows) != s.elements or len(s.highs) != s.elements
                for s in (self, other) if s.per_element_bounds):
@@ -973,7 +974,8 @@ def parse_actions(payload: bytes, expected_envs: int, spec: ActionSpec) -> np.nd
         return a
     a = np.frombuffer(payload, dtype="<f4", offset=4).astype(np.float32)
     wide = a.astype(np.float64).reshape(n, spec.elements)
-    lows, highs = spec.bound_arrays()
+    # One pair broadcasts; per-element bounds are at most 1024 each.
+    lows, highs = spec.bound_arrays() if spec.per_element_bounds else (spec.low, spec.high)
     # Infinite bounds admit every finite value; an infinite action is refused either way.
     bad = np.flatnonzero(~(np.isfinite(wide) & (wide >= lows) & (wide <= highs)))
     if bad.size:
@@ -981,8 +983,8 @@ def parse_actions(payload: bytes, expected_envs: int, spec: ActionSpec) -> np.nd
         k = j % spec.elements
         raise ProtocolError(ErrorCode.BAD_ACTION,
                             f"action element {j} (env {j // spec.elements}) is "
-                            f"{float(a[j])!r}, outside [{_format_double(lows[k])}, "
-                            f"{_format_double(highs[k])}]")
+                            f"{float(a[j])!r}, outside [{_format_double(spec.low_at(k))}, "
+                            f"{_format_double(spec.high_at(k))}]")
     return a.reshape(n, *spec.shape)
 
 

@@ -267,7 +267,8 @@ struct action_spec {
     if (a.kind != b.kind || a.num_actions != b.num_actions || !(a.shape == b.shape)) {
       return false;
     }
-    if (a.kind != action_kind::continuous) {
+    // Both with one pair: compare it, not every one of up to 2^28 elements.
+    if (a.kind != action_kind::continuous || (!a.per_element_bounds() && !b.per_element_bounds())) {
       return a.low_ == b.low_ && a.high_ == b.high_;
     }
     const auto n = static_cast<std::size_t>(a.shape.num_elements());
