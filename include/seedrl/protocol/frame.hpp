@@ -490,8 +490,8 @@ struct frame_header {
 
 /// Largest payload a receiver accepts for a frame of type `t`: `max_payload` for step and
 /// actions, max_hello_payload for hello, max_control_payload for the other messages (or their
-/// exact size), 0 for keepalive. Lets a receiver
-/// refuse a length before reading (and buffering) the payload.
+/// exact size), 0 for keepalive. Lets a receiver refuse a length before reading (and
+/// buffering) the payload.
 constexpr std::uint32_t payload_limit(message_type t, std::uint32_t max_payload) noexcept {
   switch (t) {
     case message_type::step:
