@@ -88,7 +88,7 @@ TEST_CASE("flags set the run options, and unset ones keep the program's defaults
   CHECK(l.max_envs == 4096);
 }
 
-TEST_CASE("--algo and the --ppo-* flags choose the loss a run trains with", "[app][ppo]") {
+TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[app][ppo]") {
   run_options o;
   REQUIRE_FALSE(parse(o, {"local"}));
   const seedrl::impala_loss_config<float> recipe{.discount = 0.97f};
@@ -138,7 +138,7 @@ TEST_CASE("local mode gives the learner room for all its actors' environments", 
   CHECK(learner.max_envs == 4096);
 }
 
-TEST_CASE("--help exits 0, and every kind of bad input exits 2", "[app]") {
+TEST_CASE("the flags: --help exits 0, and every kind of bad input exits 2", "[app]") {
   const auto rc = [](std::vector<std::string> args, seedrl::app::mode_set modes = {}) {
     run_options o;
     return parse(o, std::move(args), modes);

@@ -252,13 +252,23 @@ struct action_spec {
   }
   /// "[-1, 1]" for uniform bounds, "[[-1, 1], [-2, inf]]" per element, for messages.
   std::string bounds_to_string() const {
-    const auto pair = [](double lo, double hi) { return "[" + num(lo) + ", " + num(hi) + "]"; };
+    // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on "[" + std::string.
+    const auto pair = [](double lo, double hi) {
+      std::string p(1, '[');
+      p += num(lo);
+      p += ", ";
+      p += num(hi);
+      p += ']';
+      return p;
+    };
     if (uniform_bounds()) {
       return pair(low_at(0), high_at(0));
     }
     std::string s = "[";
     for (std::size_t i = 0; i < lows_.size(); ++i) {
-      s += (i ? ", " : "") + pair(lows_[i], highs_[i]);
+      if (i > 0)
+        s += ", ";
+      s += pair(lows_[i], highs_[i]);
     }
     return s + "]";
   }
