@@ -20,42 +20,15 @@
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/diag_gaussian.hpp"
 
+#include "fixture_compare.hpp"
+
 namespace {
 
+using seedrl_test::cast_to;
+using seedrl_test::first_mismatch;
+using seedrl_test::tolerance;
+
 using json = nlohmann::json;
-
-struct tolerance {
-  double abs = 0.0;
-  double rel = 0.0;
-};
-
-// The fixtures' rule |got - expected| <= abs + rel * |expected|; the first element that breaks
-// it, described, or an empty string.
-template <class S>
-std::string first_mismatch(const std::string& name, const std::vector<S>& got,
-                           const std::vector<double>& expected, tolerance tol) {
-  if (got.size() != expected.size()) {
-    return name + ": got " + std::to_string(got.size()) + " values, expected " +
-           std::to_string(expected.size());
-  }
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = static_cast<double>(got[i]);
-    const double bound = tol.abs + tol.rel * std::abs(expected[i]);
-    if (!(std::abs(g - expected[i]) <= bound)) {
-      std::ostringstream out;
-      out.precision(17);
-      out << name << "[" << i << "]: got " << g << ", expected " << expected[i] << " (bound "
-          << bound << ")";
-      return out.str();
-    }
-  }
-  return {};
-}
-
-template <class S>
-std::vector<S> cast_to(const std::vector<double>& v) {
-  return std::vector<S>(v.begin(), v.end());
-}
 
 struct gaussian_fixture {
   std::string name;

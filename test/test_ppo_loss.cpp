@@ -29,46 +29,16 @@
 #include "seedrl/runtime/progress.hpp"
 #include "seedrl/runtime/trainer.hpp"
 
+#include "fixture_compare.hpp"
+
 namespace {
+
+using seedrl_test::cast_to;
+using seedrl_test::first_mismatch;
+using seedrl_test::tolerance;
 
 using json = nlohmann::json;
 using Catch::Matchers::Contains;
-
-struct tolerance {
-  double abs = 0.0;
-  double rel = 0.0;
-};
-
-// |got - expected| <= abs + rel * |expected| for every element; the first that breaks it, or "".
-template <class S>
-std::string first_mismatch(const std::string& name, std::span<const S> got,
-                           const std::vector<double>& expected, tolerance tol) {
-  if (got.size() != expected.size()) {
-    return name + ": got " + std::to_string(got.size()) + " values, expected " +
-           std::to_string(expected.size());
-  }
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = static_cast<double>(got[i]);
-    const double bound = tol.abs + tol.rel * std::abs(expected[i]);
-    if (!(std::abs(g - expected[i]) <= bound)) {
-      std::ostringstream out;
-      out.precision(17);
-      out << name << "[" << i << "]: got " << g << ", expected " << expected[i] << " (bound "
-          << bound << ")";
-      return out.str();
-    }
-  }
-  return {};
-}
-
-std::string first_mismatch(const std::string& name, double got, double expected, tolerance tol) {
-  return first_mismatch<double>(name, std::span<const double>(&got, 1), {expected}, tol);
-}
-
-template <class S>
-std::vector<S> cast_to(const std::vector<double>& v) {
-  return std::vector<S>(v.begin(), v.end());
-}
 
 template <class S>
 std::optional<S> optional_as(std::optional<double> x) {

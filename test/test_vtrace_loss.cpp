@@ -21,40 +21,18 @@
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/categorical.hpp"
 
+#include "fixture_compare.hpp"
+
 namespace {
+
+using seedrl_test::cast_to;
+using seedrl_test::first_mismatch;
+using seedrl_test::tolerance;
 
 using json = nlohmann::json;
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers
-
-struct tolerance {
-  double abs = 0.0;
-  double rel = 0.0;
-};
-
-// The fixtures' rule, |got - expected| <= abs + rel * |expected|; returns a description of the
-// first element that breaks it, or an empty string when all pass.
-template <class S>
-std::string first_mismatch(const char* name, const std::vector<S>& got,
-                           const std::vector<double>& expected, tolerance tol) {
-  if (got.size() != expected.size()) {
-    return std::string(name) + ": got " + std::to_string(got.size()) + " values, expected " +
-           std::to_string(expected.size());
-  }
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = static_cast<double>(got[i]);
-    const double diff = std::abs(g - expected[i]);
-    if (!(diff <= tol.abs + tol.rel * std::abs(expected[i]))) {
-      std::ostringstream out;
-      out.precision(17);
-      out << name << "[" << i << "]: got " << g << ", expected " << expected[i] << " (|diff| "
-          << diff << " > " << tol.abs + tol.rel * std::abs(expected[i]) << ")";
-      return out.str();
-    }
-  }
-  return {};
-}
 
 // |a - b| / max(1, |a|, |b|): relative for large numbers, absolute near zero.
 double combined_error(double a, double b) {
@@ -69,11 +47,6 @@ double max_combined_error(const std::vector<S>& got, const std::vector<double>& 
     worst = std::max(worst, combined_error(static_cast<double>(got[i]), expected[i]));
   }
   return worst;
-}
-
-template <class S>
-std::vector<S> cast_to(const std::vector<double>& v) {
-  return std::vector<S>(v.begin(), v.end());
 }
 
 // Values that float represents exactly, so float and double runs see the same inputs.
