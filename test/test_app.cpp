@@ -120,6 +120,16 @@ TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[ap
                     Catch::Contains("--algo ppo trains on the CPU"));
   CHECK_NOTHROW(make_run_loss<seedrl::impala_loss<float>>(o, recipe));
 
+  // --lr-decay counts optimizer steps: batches of T x B frames, times PPO's steps per batch.
+  CHECK_FALSE(lr_decay_steps(p));
+  run_options d;
+  REQUIRE_FALSE(parse(d, {"local", "--lr-decay", "--total-frames", "64000", "--unroll-length", "20",
+                          "--batch-size", "16"}));
+  REQUIRE(lr_decay_steps(d));
+  CHECK(*lr_decay_steps(d) == 200);
+  d.algorithm = "ppo";
+  CHECK(*lr_decay_steps(d) == 200 * 16);
+
   run_options bad;
   CHECK(parse(bad, {"local", "--algo", "dqn"}) == 2);
   CHECK(parse(bad, {"local", "--ppo-advantage", "td"}) == 2);

@@ -165,6 +165,7 @@ struct basic_gym_recipe {
     c.seed = o.seed;
     adam_config adam;
     adam.learning_rate = o.learning_rate ? *o.learning_rate : image_learning_rate;
+    adam.lr_decay_steps = lr_decay_steps(o);
     // Depth 1: the frame is the agent's whole input (channels_last as the frame).
     const frame_stack_config stack{.height = c.height,
                                    .width = c.width,

@@ -60,6 +60,7 @@ struct mlp_recipe {
     adam_config adam;
     adam.learning_rate =
         o.learning_rate ? *o.learning_rate : (lstm ? lstm_learning_rate : learning_rate);
+    adam.lr_decay_steps = lr_decay_steps(o);
     return {network_type(c), describe(c), seedrl::adam<float>(adam), {}};
   }
 

@@ -40,6 +40,7 @@ struct run_options {
   std::size_t queue_batches = 2;
   std::size_t inference_batch = 16;
   std::optional<double> learning_rate;  ///< unset: the agent recipe's default
+  bool lr_decay = false;                ///< decay the learning rate linearly to 0 by --total-frames
   double entropy_cost = 0.001;
   std::int64_t total_frames = 8'000'000;
   std::optional<double> target_return = 475.0;  ///< unset: train for --total-frames
@@ -135,6 +136,9 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
              ? "Adam learning rate (default " + detail::format_number(*o.learning_rate) + ")"
              : std::string("Adam learning rate (default: the network's)"))
       ->check(positive_number);
+  cli.add_flag("--lr-decay", o.lr_decay,
+               "decay the learning rate linearly to 0 by --total-frames (counted in optimizer "
+               "steps: frames / (unroll length x batch size), times PPO's epochs x minibatches)");
   cli.add_option("--entropy-cost", o.entropy_cost, "entropy bonus weight")
       ->check(non_negative_number);
   cli.add_option("--algo", o.algorithm,
@@ -201,6 +205,18 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
     cli.add_flag("--sample", o.eval_sample,
                  "eval mode: sample actions from the policy instead of taking the argmax");
   }
+}
+
+/// The optimizer steps --lr-decay spreads its decay over: one per training batch (unroll
+/// length x batch size frames), epochs x minibatches per batch for PPO; none without the flag.
+inline std::optional<std::int64_t> lr_decay_steps(const run_options& o) {
+  if (!o.lr_decay)
+    return std::nullopt;
+  const auto frames_per_batch = static_cast<std::int64_t>(o.unroll_length * o.batch_size);
+  std::int64_t steps = std::max<std::int64_t>(1, o.total_frames / frames_per_batch);
+  if (o.algorithm == "ppo")
+    steps *= static_cast<std::int64_t>(o.ppo.epochs * o.ppo.minibatches);
+  return steps;
 }
 
 /// The algorithm and its main settings, for a configuration line: "IMPALA (V-trace)" or e.g.
