@@ -28,7 +28,11 @@
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/env/pendulum.hpp"
-#include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/net/actor_critic_agent.hpp"
+#include "seedrl/net/parts/gaussian_head.hpp"
+#include "seedrl/net/parts/lstm_core.hpp"
+#include "seedrl/net/parts/mlp_torso.hpp"
+#include "seedrl/net/parts/preprocess.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/action_sampler.hpp"
 #include "seedrl/runtime/actor.hpp"
@@ -40,16 +44,19 @@ namespace {
 
 using namespace std::chrono_literals;
 
-/// An MLP+LSTM agent whose policy head writes [mean, log_std] for Pendulum's one torque and
-/// whose core reads the previous torque as its value.
-using cont_net = seedrl::mlp_lstm_composition<float>;
+/// An MLP+LSTM agent with a Gaussian policy head: rows of [mean, log_std] for Pendulum's
+/// torque(s); its core reads the previous torque as its value.
+using cont_net =
+    seedrl::actor_critic_agent<float, seedrl::vector_observations, seedrl::mlp_torso<float>,
+                               seedrl::lstm_core<float>, seedrl::gaussian_head<float>>;
 
-cont_net make_net(std::uint64_t seed) {
+cont_net make_net(std::uint64_t seed, bool state_dependent_log_std = false, std::int32_t D = 1) {
   return cont_net(
-      seedrl::agent_options{.num_actions = 2, .seed = seed, .continuous_action_size = 1},
+      seedrl::agent_options{.num_actions = D, .seed = seed, .continuous_action_size = D},
       seedrl::vector_observations{3},
       seedrl::mlp_torso<float>(seedrl::mlp_torso_options{.input_size = 3, .widths = {8}}),
-      seedrl::lstm_core_options{.hidden_size = 8}, {2});
+      seedrl::lstm_core_options{.hidden_size = 8},
+      {.action_size = D, .state_dependent_log_std = state_dependent_log_std});
 }
 
 /// Moves the parameters away from the initial near-zero outputs, so that every input (the
@@ -215,7 +222,8 @@ TEST_CASE("continuous actions: every env got the squashed or clipped sample its 
   INFO((squash ? "squash" : "clip"));
   constexpr std::size_t T = 5, B = 3, num_actors = 2, envs_per_actor = 2, wanted_batches = 16;
   const double low = -2.0, high = 2.0;
-  cont_net net = make_net(11);
+  // Both log-std layouts of the head, one with each way of bounding.
+  cont_net net = make_net(11, squash);
   randomize(net, 12);
   recording_trainer trainer;
   const auto record = trainer.r;
@@ -355,7 +363,7 @@ TEST_CASE("continuous actions: every env got the squashed or clipped sample its 
 
 TEST_CASE("continuous actions: the previous action enters the core as its values",
           "[learner][continuous]") {
-  cont_net net = make_net(3);
+  cont_net net = make_net(3, true);
   randomize(net, 4);
   auto s0 = net.initial_state(1), s1 = net.initial_state(1), s2 = net.initial_state(1);
   const std::array<float, 3> obs{0.5f, -0.25f, 1.0f};
@@ -437,24 +445,17 @@ TEST_CASE("a continuous action spec with the categorical sampler is refused at c
       Catch::Contains("categorical_sampler") && Catch::Contains("continuous") &&
           Catch::Contains("gaussian_sampler"));
   // A network whose policy width is not the sampler's (2D = 2 for one torque) is refused too.
-  cont_net wide(seedrl::agent_options{.num_actions = 3, .continuous_action_size = 1},
-                seedrl::vector_observations{3},
-                seedrl::mlp_torso<float>(seedrl::mlp_torso_options{.input_size = 3, .widths = {4}}),
-                seedrl::lstm_core_options{.hidden_size = 0}, {3});
-  CHECK_THROWS_WITH(
-      cont_learner(small_config(4, 2), wide, seedrl::adam<float>(), seedrl::impala_loss<float>(),
-                   seedrl::pendulum::observation_spec(), seedrl::pendulum::action_spec()),
-      Catch::Contains("3 policy outputs per row") && Catch::Contains("reads 2"));
+  CHECK_THROWS_WITH(cont_learner(small_config(4, 2), make_net(1, false, 2), seedrl::adam<float>(),
+                                 seedrl::impala_loss<float>(), seedrl::pendulum::observation_spec(),
+                                 seedrl::pendulum::action_spec()),
+                    Catch::Contains("4 policy outputs per row") && Catch::Contains("reads 2"));
 }
 
 TEST_CASE("an actor whose action size differs from the learner's is refused at hello",
           "[learner][continuous]") {
   // The learner serves two torques; the Pendulum actor has one.
   const auto two = seedrl::action_spec::continuous({2}, -2.0, 2.0);
-  cont_net net(seedrl::agent_options{.num_actions = 4, .continuous_action_size = 2},
-               seedrl::vector_observations{3},
-               seedrl::mlp_torso<float>(seedrl::mlp_torso_options{.input_size = 3, .widths = {4}}),
-               seedrl::lstm_core_options{.hidden_size = 0}, {4});
+  const cont_net net = make_net(1, false, 2);
   seedrl::in_process_transport transport;
   const seedrl::in_process_endpoint endpoint{"learner-continuous-mismatch"};
   cont_learner learner(small_config(4, 2), net, seedrl::adam<float>(), seedrl::impala_loss<float>(),

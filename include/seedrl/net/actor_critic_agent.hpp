@@ -61,8 +61,8 @@ namespace seedrl {
 
 /// What an `actor_critic_agent` needs beyond its parts.
 struct agent_options {
-  /// The policy head's outputs per row: the action spec's count for discrete actions (the
-  /// policy head must agree), the distribution's parameters for continuous ones.
+  /// The policy head's action count (`num_actions()`, which it must agree with): the action
+  /// spec's count for discrete actions, D for a Gaussian head (seedrl/net/parts/gaussian_head.hpp).
   std::int32_t num_actions = 0;
   /// Feed the reward and the one-hot previous action to the core, after the torso's features
   /// (both zero at an episode start).
