@@ -5,6 +5,7 @@
 // network's outputs replayed independently (a float64 formula, not diag_gaussian.hpp), the
 // previous actions must be what each env got one step before, zero at episode starts. Bad
 // input: a continuous spec with a categorical sampler, an actor with another action size.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/env/pendulum.hpp"
 #include "seedrl/net/actor_critic_agent.hpp"
@@ -515,4 +517,143 @@ TEST_CASE("actions at bounds that float32 cannot hold stay within them on the wi
   CHECK(lines.empty());
   if (!lines.empty())
     FAIL_CHECK(lines.front());
+}
+
+TEST_CASE(
+    "impala_loss over a diagonal Gaussian: V-trace terms and gradients against float64 "
+    "references",
+    "[loss][continuous][gradcheck]") {
+  const bool squash = GENERATE(false, true);
+  INFO("squash " << squash);
+  constexpr std::size_t T = 3, B = 2, D = 2, rows = (T + 1) * B, n = T * B;
+  seedrl::random_generator rng(21);
+  std::vector<double> outputs(rows * 2 * D), values(rows), u(rows * D), rewards(rows),
+      behaviour(rows);
+  for (auto& x : outputs)
+    x = rng.uniform(-1.0, 1.0);
+  for (auto& x : u)
+    x = rng.uniform(-2.0, 2.0);
+  for (auto& x : values)
+    x = rng.uniform(-1.0, 1.0);
+  for (auto& x : rewards)
+    x = rng.uniform(-1.0, 1.0);
+  std::vector<std::uint8_t> dones(rows, 0), truncated(rows, 0);
+  dones[2 * B + 1] = 1;  // an episode end inside the unroll
+  const std::vector<std::int32_t> actions(rows, 0);
+  const std::vector<double> low{-1.0, 0.0}, high{1.0, 2.0};
+  // Independent log pi(u) per row.
+  const auto ref_log_prob = [&](std::size_t i) {
+    double lp = 0.0;
+    for (std::size_t k = 0; k < D; ++k) {
+      const double x = u[i * D + k];
+      lp += gaussian_log_prob(outputs[i * 2 * D + k], outputs[i * 2 * D + D + k], x);
+      if (squash)
+        lp -= squash_log_det(x, low[k], high[k]);
+    }
+    return lp;
+  };
+  // log mu far below log pi: every rho is clipped to 1 (both thresholds), so V-trace's targets
+  // do not move with the policy outputs: on-policy n-step returns, and the loss is smooth in
+  // the outputs.
+  for (std::size_t i = 0; i < rows; ++i)
+    behaviour[i] = ref_log_prob(i) - 5.0;
+  seedrl::impala_loss_config<double> config;
+  config.entropy_cost = 0.05;
+  const seedrl::impala_loss<double, seedrl::diag_gaussian_distribution<double>> loss(
+      config, {squash, low, high});
+  std::vector<double> g_outputs(outputs.size()), g_values(rows);
+  seedrl::impala_gradients<double> grad{g_outputs, g_values};
+  const auto batch = [&] {
+    return seedrl::impala_batch<double>{T,         B,       2 * D, outputs,   values, actions,
+                                        behaviour, rewards, dones, truncated, u,      D};
+  };
+  const seedrl::loss_terms terms = loss(batch(), grad);
+
+  // V-trace with rho = c = 1: vs_t = r_t + gamma_t vs_{t+1}, vs_T = V_T;
+  // pg_adv_t = r_t + gamma_t vs_{t+1} - V_t.
+  double policy = 0.0, entropy = 0.0;
+  for (std::size_t b = 0; b < B; ++b) {
+    double next_vs = values[T * B + b];
+    for (std::size_t t = T; t-- > 0;) {
+      const std::size_t i = t * B + b;
+      const double gamma = dones[i + B] ? 0.0 : config.discount;
+      const double target = rewards[i + B] + gamma * next_vs;
+      policy += ref_log_prob(i) * (target - values[i]);
+      next_vs = target;
+      for (std::size_t k = 0; k < D; ++k) {
+        entropy += 0.5 + 0.5 * std::log(2.0 * 3.14159265358979323846) +
+                   clamped_log_std(outputs[i * 2 * D + D + k]);
+      }
+    }
+  }
+  CHECK(terms.policy == Approx(-policy / n).epsilon(1e-12).margin(1e-12));
+  CHECK(terms.entropy == Approx(-config.entropy_cost * entropy / n).epsilon(1e-12));
+
+  // The gradient w.r.t. the means and log-stds of steps 0..T-1 against central differences of
+  // the total; step T's rows are zero.
+  const std::vector<double> analytic(g_outputs.begin(), g_outputs.begin() + n * 2 * D);
+  const auto total = [&] {
+    std::vector<double> go(outputs.size()), gv(rows);
+    seedrl::impala_gradients<double> g{go, gv};
+    return loss(batch(), g).total;
+  };
+  double worst = 0.0;
+  for (std::size_t j = 0; j < n * 2 * D; ++j) {
+    const double saved = outputs[j], h = 1e-6;
+    outputs[j] = saved + h;
+    const double up = total();
+    outputs[j] = saved - h;
+    const double down = total();
+    outputs[j] = saved;
+    const double numeric = (up - down) / (2 * h);
+    INFO("output " << j);
+    CHECK(analytic[j] == Approx(numeric).epsilon(1e-6).margin(1e-8));
+    worst = std::max(worst, std::abs(analytic[j]));
+  }
+  CHECK(worst > 1e-3);  // the check saw real gradients
+  for (std::size_t j = n * 2 * D; j < g_outputs.size(); ++j)
+    CHECK(g_outputs[j] == 0.0);
+  // A batch without the raw samples is refused, saying what is missing.
+  std::vector<double> go(outputs.size()), gv(rows);
+  seedrl::impala_gradients<double> g{go, gv};
+  auto missing = batch();
+  missing.raw_actions = {};
+  CHECK_THROWS_WITH(loss(missing, g), Catch::Contains("raw_actions"));
+}
+
+TEST_CASE("the learner trains a Gaussian policy with the IMPALA loss on Pendulum actors",
+          "[learner][continuous]") {
+  using gaussian_impala = seedrl::impala_loss<float, seedrl::diag_gaussian_distribution<float>>;
+  using learner_t =
+      seedrl::learner<cont_net, seedrl::adam<float>, seedrl::in_process_transport,
+                      seedrl::host_trainer, gaussian_impala, seedrl::gaussian_sampler>;
+  const cont_net net = make_net(31);
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-continuous-train"};
+  // The loss squashes into the bounds the sampler squashed into: log pi and log mu agree.
+  learner_t learner(small_config(4, 2), net, seedrl::adam<float>(),
+                    gaussian_impala({}, {true, {-2.0f}, {2.0f}}),
+                    seedrl::pendulum::observation_spec(), seedrl::pendulum::action_spec());
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  seedrl::actor_config ac;
+  ac.num_envs = 2;
+  ac.max_steps = 200;
+  seedrl::actor<seedrl::pendulum, std::function<seedrl::in_process_connection()>> a(
+      ac, [](std::size_t i) { return seedrl::pendulum(i); },
+      [&] { return transport.connect(endpoint); });
+  std::atomic<bool> stop{false};
+  CHECK(a.run(stop) == 200);
+  REQUIRE(wait_for([&] { return learner.stats().train_steps >= 5; }, 10s));
+  learner.stop();
+  const auto s = learner.stats();
+  CHECK(s.trainer_error.empty());
+  CHECK(std::isfinite(s.last_grad_norm));
+  CHECK(s.last_grad_norm > 0.0);
+  cont_net trained(net);
+  learner.copy_parameters(trained);
+  std::size_t changed = 0;
+  for (std::size_t i = 0; i < net.parameters().size(); ++i)
+    changed += trained.parameters()[i] != net.parameters()[i] ? 1 : 0;
+  CHECK(changed > net.parameters().size() / 2);
 }

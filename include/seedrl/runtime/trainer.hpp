@@ -176,31 +176,24 @@ class host_trainer {
     s.d_values.resize(rows);
     typename L::gradient_type grads{s.d_logits, s.d_values};
     using batch_type = typename L::batch_type;
+    const auto with_continuous = [&](batch_type b) {
+      // Continuous actions, for a loss whose batch carries them.
+      if constexpr (requires { b.raw_actions = batch.raw_actions; }) {
+        b.raw_actions = batch.raw_actions;
+        b.action_dim = batch.action_dim;
+      }
+      return b;
+    };
     const batch_type lb = [&] {
       const std::span<const S> logits(s.logits), values(s.values);
       if constexpr (requires(batch_type b) { b.old_values = old_values; }) {
-        return batch_type{batch.T,
-                          batch.B,
-                          A,
-                          logits,
-                          values,
-                          batch.actions,
-                          batch.behaviour_log_probs,
-                          batch.rewards,
-                          batch.dones,
-                          batch.truncated,
-                          old_values.empty() ? values : old_values};
+        return with_continuous(batch_type{
+            batch.T, batch.B, A, logits, values, batch.actions, batch.behaviour_log_probs,
+            batch.rewards, batch.dones, batch.truncated, old_values.empty() ? values : old_values});
       } else {
-        return batch_type{batch.T,
-                          batch.B,
-                          A,
-                          logits,
-                          values,
-                          batch.actions,
-                          batch.behaviour_log_probs,
-                          batch.rewards,
-                          batch.dones,
-                          batch.truncated};
+        return with_continuous(batch_type{batch.T, batch.B, A, logits, values, batch.actions,
+                                          batch.behaviour_log_probs, batch.rewards, batch.dones,
+                                          batch.truncated});
       }
     }();
     train_step_result r;
