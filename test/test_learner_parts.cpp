@@ -221,7 +221,7 @@ TEST_CASE("the learner refuses a network whose action count differs from the spe
   CHECK_THROWS_WITH(learner_t(seedrl::learner_config{}, net_t(nc), seedrl::adam<float>(),
                               seedrl::impala_loss<float>(), seedrl::cartpole::observation_spec(),
                               seedrl::action_spec::continuous({1}, -1.0f, 1.0f)),
-                    Catch::Contains("only discrete action spaces"));
+                    Catch::Contains("serves discrete action spaces only"));
 }
 
 // --- update_schedule: host_trainer's epochs and minibatches ---------------------------------
