@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -62,7 +63,9 @@ const std::array<learner_spec, 2>& learners() {
 
 // A continuous spec, only so that actions frames also reach the float overload.
 const action_spec& continuous_action() {
-  static const action_spec spec = action_spec::continuous(tensor_shape{2}, -1.0, 1.0);
+  // Per-element bounds, one side unbounded: parse_actions must check each element's own.
+  static const action_spec spec = action_spec::continuous(
+      tensor_shape{2}, {-1.0, -std::numeric_limits<double>::infinity()}, {1.0, 2.0});
   return spec;
 }
 
@@ -222,8 +225,11 @@ void on_actions(session& s, std::span<const std::byte> frame, std::span<const st
   s.continuous.assign(std::size_t{n} * p::action_elements(continuous), 0.0f);
   if (p::parse_actions(payload, n, continuous, std::span(s.continuous), &why) ==
       p::error_code::none) {
-    for (const float a : s.continuous) {
-      check(a >= continuous.low && a <= continuous.high, "parse_actions accepted a bad float");
+    for (std::size_t j = 0; j < s.continuous.size(); ++j) {
+      const std::size_t k = j % p::action_elements(continuous);
+      check(std::isfinite(s.continuous[j]) && s.continuous[j] >= continuous.low_at(k) &&
+                s.continuous[j] <= continuous.high_at(k),
+            "parse_actions accepted a bad float");
     }
     s.buffer.assign(p::actions_frame_size(n, continuous), std::byte{0});
     check(p::encode_continuous_actions(s.buffer, n, s.continuous) == s.buffer.size(),

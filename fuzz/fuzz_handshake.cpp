@@ -10,6 +10,7 @@
 //   then for each mask bit set, in bit order, a replacement for the learner's value:
 //     0 observation dtype (u8 mod 6), 1 observation shape, 2 action kind (u8 mod 4),
 //     3 num_actions (int), 4 action shape, 5 low (real), 6 high (real),
+//     7 per-element bounds: u8 count (mod 9), then count (low, high) real pairs,
 //   u8 max_payload mode (mod 4) and its operand, u16 cut, then the name: all remaining bytes.
 // count: u8 b < 0xF0 ? b : u32.  int: u8 b < 0xF0 ? b - 1 : i32.  real: u8 b < 0x80 ? a table
 // entry : f64 bits.  shape: u8 rank (mod 7), then per dim a u8 selector (and operand).
@@ -200,7 +201,35 @@ bool reference_shape(const tensor_shape& s, std::uint64_t limit) {
   return true;
 }
 
-bool reference_valid(const p::hello& h) {
+// The bounds the input asks for, kept raw: action_spec refuses bad ones, so they are checked
+// here before a spec can hold them.
+struct raw_bounds {
+  double low = 0.0;
+  double high = 0.0;
+  bool per_element = false;
+  std::vector<double> lows;
+  std::vector<double> highs;
+};
+
+// Rules for the bounds of a continuous action of `elements` elements: one pair (hello
+// version 1) or one pair per element, at most 1024 (version 2); never NaN, low < high.
+bool reference_bounds(const raw_bounds& b, std::uint64_t elements) {
+  const auto pair_ok = [](double lo, double hi) { return lo == lo && hi == hi && lo < hi; };
+  if (!b.per_element) {
+    return pair_ok(b.low, b.high);
+  }
+  if (b.lows.size() != elements || elements > 1024) {
+    return false;
+  }
+  for (std::size_t i = 0; i < b.lows.size(); ++i) {
+    if (!pair_ok(b.lows[i], b.highs[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool reference_valid(const p::hello& h, const raw_bounds& bounds) {
   std::uint64_t element = 0;
   switch (static_cast<unsigned>(h.observation.type)) {
     case 1:
@@ -226,7 +255,8 @@ bool reference_valid(const p::hello& h) {
       }
       break;
     case 2:
-      if (!reference_shape(h.action.shape, 1ull << 28) || !(h.action.low < h.action.high)) {
+      if (!reference_shape(h.action.shape, 1ull << 28) ||
+          !reference_bounds(bounds, static_cast<std::uint64_t>(h.action.shape.num_elements()))) {
         return false;
       }
       break;
@@ -246,9 +276,19 @@ bool same_on_wire(const p::hello& a, const p::hello& b) {
   if (a.action.kind == action_kind::discrete) {
     return a.action.num_actions == b.action.num_actions;
   }
-  return a.action.shape == b.action.shape &&
-         std::bit_cast<std::uint64_t>(a.action.low) == std::bit_cast<std::uint64_t>(b.action.low) &&
-         std::bit_cast<std::uint64_t>(a.action.high) == std::bit_cast<std::uint64_t>(b.action.high);
+  // Storage may differ (one pair per element that are all alike travels as version 1), the
+  // bits of every element's bounds may not.
+  if (!(a.action.shape == b.action.shape)) {
+    return false;
+  }
+  const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
+  for (std::size_t i = 0; i < static_cast<std::size_t>(a.action.shape.num_elements()); ++i) {
+    if (bits(a.action.low_at(i)) != bits(b.action.low_at(i)) ||
+        bits(a.action.high_at(i)) != bits(b.action.high_at(i))) {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool same_spec(const p::hello& h, const learner_spec& l) {
@@ -258,8 +298,15 @@ bool same_spec(const p::hello& h, const learner_spec& l) {
   if (h.action.kind == action_kind::discrete) {
     return h.action.num_actions == l.action.num_actions;
   }
-  return h.action.shape == l.action.shape && h.action.low == l.action.low &&
-         h.action.high == l.action.high;
+  if (!(h.action.shape == l.action.shape)) {
+    return false;
+  }
+  for (std::size_t i = 0; i < static_cast<std::size_t>(h.action.shape.num_elements()); ++i) {
+    if (h.action.low_at(i) != l.action.low_at(i) || h.action.high_at(i) != l.action.high_at(i)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // Payload bytes of the step and actions frames `h` implies; only called for specs that match
@@ -294,11 +341,24 @@ void run(byte_source& in) {
   if ((mask & 0x10) != 0) {
     h.action.shape = pick_shape(in);
   }
+  raw_bounds bounds;
+  if (learner.action.kind == action_kind::continuous) {
+    bounds.low = learner.action.low_at(0);
+    bounds.high = learner.action.high_at(0);
+  }
   if ((mask & 0x20) != 0) {
-    h.action.low = pick_real(in);
+    bounds.low = pick_real(in);
   }
   if ((mask & 0x40) != 0) {
-    h.action.high = pick_real(in);
+    bounds.high = pick_real(in);
+  }
+  if ((mask & 0x80) != 0) {
+    bounds.per_element = true;
+    const unsigned count = in.u8() % 9;
+    for (unsigned i = 0; i < count; ++i) {
+      bounds.lows.push_back(pick_real(in));
+      bounds.highs.push_back(pick_real(in));
+    }
   }
   const std::uint8_t limit_mode = in.u8() % 4;
   const std::uint8_t limit_operand = in.u8();
@@ -308,11 +368,17 @@ void run(byte_source& in) {
   std::vector<std::byte> frame;
   bool encoded = true;
   try {
+    // action_spec refuses bad bounds itself: that counts as the hello's refusal.
+    if (h.action.kind == action_kind::continuous) {
+      h.action = bounds.per_element
+                     ? action_spec::continuous(h.action.shape, bounds.lows, bounds.highs)
+                     : action_spec::continuous(h.action.shape, bounds.low, bounds.high);
+    }
     p::encode_hello(h, frame);
   } catch (const std::invalid_argument&) {
     encoded = false;
   }
-  const bool valid = reference_valid(h);
+  const bool valid = reference_valid(h, bounds);
   check(encoded || !valid, "encode_hello refused a hello that follows the protocol's rules");
   check(!encoded || valid, "encode_hello accepted a hello that breaks the protocol's rules");
   if (!encoded) {
@@ -322,7 +388,7 @@ void run(byte_source& in) {
   p::frame_header header;
   std::span<const std::byte> payload;
   check(p::decode_frame(frame, p::default_max_payload, header, payload) == p::error_code::none &&
-            header.type == p::message_type::hello && payload.size() <= 350,
+            header.type == p::message_type::hello && payload.size() <= 350 + 16 * 8,
         "encode_hello wrote a frame that does not decode");
   p::hello decoded;
   std::string why;

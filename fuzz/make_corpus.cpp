@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -198,6 +199,13 @@ void make_frame_corpus(const std::filesystem::path& dir) {
   write(dir, "hello_continuous",
         hello_frame(make_hello(2, {dtype::float32, tensor_shape{3}},
                                action_spec::continuous(tensor_shape{1}, -2.0, 2.0), "pendulum")));
+  // Hello version 2: per-element bounds, one side unbounded.
+  write(dir, "hello_continuous_v2",
+        hello_frame(make_hello(
+            2, {dtype::float32, tensor_shape{3}},
+            action_spec::continuous(tensor_shape{2},
+                                    {-1.0, -std::numeric_limits<double>::infinity()}, {1.0, 2.0}),
+            "box")));
   write(dir, "step_one_env", step_frame(1, dtype::float32, cartpole_bytes));
   {
     bytes out(p::header_size + 4 + 8);
@@ -321,6 +329,19 @@ void make_handshake_corpus(const std::filesystem::path& dir) {
     handshake_input in = handshake_front(2, 0x60, 1);
     in.u8(1).u8(6);  // bounds [-0.0, inf]
     write(dir, "bounds", handshake_back(in, 1, 0, 5, "x"));
+  }
+  // Per-element bounds (hello version 2): the learner's own, then shape [2] with an unbounded
+  // element, which the continuous learner does not have.
+  {
+    handshake_input in = handshake_front(2, 0x80, 1);
+    in.u8(1).u8(5).u8(4);  // one pair: [-2, 2]
+    write(dir, "per_element_bounds", handshake_back(in, 1, 0, 5, "x"));
+  }
+  {
+    handshake_input in = handshake_front(2, 0x90, 1);
+    in.u8(1).u8(1);                    // action shape [2]
+    in.u8(2).u8(3).u8(2).u8(7).u8(6);  // [-1, 1], [-inf, inf]
+    write(dir, "per_element_bounds_infinite", handshake_back(in, 1, 0, 7, "x"));
   }
   // Over-long count and a name with a UTF-16 surrogate: refused.
   {

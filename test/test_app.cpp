@@ -14,6 +14,7 @@
 #include "seedrl/app/cli.hpp"
 #include "seedrl/app/pixel_recipe.hpp"
 #include "seedrl/app/python_actor.hpp"
+#include "seedrl/app/run_loss.hpp"
 
 namespace {
 
@@ -85,6 +86,44 @@ TEST_CASE("flags set the run options, and unset ones keep the program's defaults
   CHECK(l.resume);
   CHECK(l.checkpoint_every_steps == 0);
   CHECK(l.max_envs == 4096);
+}
+
+TEST_CASE("--algo and the --ppo-* flags choose the loss a run trains with", "[app][ppo]") {
+  run_options o;
+  REQUIRE_FALSE(parse(o, {"local"}));
+  const seedrl::impala_loss_config<float> recipe{.discount = 0.97f};
+  auto impala = make_run_loss<seedrl::loss_choice<float>>(o, recipe);
+  CHECK_FALSE(impala.is_ppo());
+  CHECK(impala.schedule() == seedrl::update_schedule{});
+  CHECK(algorithm_summary(o) == "IMPALA (V-trace)");
+
+  run_options p;
+  REQUIRE_FALSE(parse(p, {"local", "--algo", "ppo", "--ppo-epochs", "3", "--ppo-minibatches", "2",
+                          "--ppo-clip", "0.1", "--ppo-value-clip", "0.5", "--ppo-advantage",
+                          "vtrace", "--ppo-lambda", "0.9", "--entropy-cost", "0.02"}));
+  CHECK(p.algorithm == "ppo");
+  CHECK(p.ppo.epochs == 3);
+  CHECK(p.ppo.minibatches == 2);
+  CHECK(p.ppo.clip_epsilon == 0.1);
+  REQUIRE(p.ppo.value_clip);
+  CHECK(*p.ppo.value_clip == 0.5);
+  CHECK(p.ppo.advantage == seedrl::ppo_advantage::vtrace);
+  CHECK(p.ppo.lambda == 0.9);
+  CHECK(algorithm_summary(p) ==
+        "PPO (V-trace advantages, lambda 0.9), 3 epochs x 2 minibatches, clip 0.1, value clip 0.5");
+  const auto ppo = make_run_loss<seedrl::loss_choice<float>>(p, recipe);
+  CHECK(ppo.is_ppo());
+  CHECK(ppo.schedule() == seedrl::update_schedule{3, 2});
+  CHECK(ppo.name() == "PPO (V-trace advantages)");
+  // A CUDA trainer's loss type is IMPALA's: --algo ppo is refused, saying why.
+  CHECK_THROWS_WITH((make_run_loss<seedrl::impala_loss<float>>(p, recipe)),
+                    Catch::Contains("--algo ppo trains on the CPU"));
+  CHECK_NOTHROW(make_run_loss<seedrl::impala_loss<float>>(o, recipe));
+
+  run_options bad;
+  CHECK(parse(bad, {"local", "--algo", "dqn"}) == 2);
+  CHECK(parse(bad, {"local", "--ppo-advantage", "td"}) == 2);
+  CHECK(parse(bad, {"local", "--ppo-epochs", "0"}) == 2);
 }
 
 TEST_CASE("local mode gives the learner room for all its actors' environments", "[app]") {

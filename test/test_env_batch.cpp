@@ -2,6 +2,7 @@
 #include "seedrl/env/env_batch.hpp"
 
 #include <catch2/catch.hpp>
+#include <limits>
 #include <vector>
 
 #include "seedrl/env/cartpole.hpp"
@@ -48,6 +49,24 @@ struct point_env {
   seedrl::step_result step(std::span<const float> a, std::span<double> obs) {
     obs[0] = x += a[0];
     return {-std::abs(x), false, false};
+  }
+};
+
+/// A planar point with per-element bounds: x in [-1, 1], y unbounded below and at most 2.
+struct plane_env {
+  using observation_type = double;
+  using action_type = std::span<const float>;
+  seedrl::observation_spec observation_spec() const { return {seedrl::dtype::float64, {2}}; }
+  seedrl::action_spec action_spec() const {
+    return seedrl::action_spec::continuous({2}, {-1.0, -std::numeric_limits<double>::infinity()},
+                                           {1.0, 2.0});
+  }
+  void seed(std::uint64_t) {}
+  void reset(std::span<double> obs) { obs[0] = obs[1] = 0.0; }
+  seedrl::step_result step(std::span<const float> a, std::span<double> obs) {
+    obs[0] = a[0];
+    obs[1] = a[1];
+    return {0.0, false, false};
   }
 };
 
@@ -171,6 +190,24 @@ TEST_CASE("env_batch checks continuous actions against their bounds", "[env_batc
   std::vector<float> too_big{0.5f, 1.5f};
   CHECK_THROWS_AS(batch.step(too_big), std::out_of_range);
   std::vector<float> nan{std::nanf(""), 0.0f};
+  CHECK_THROWS_AS(batch.step(nan), std::out_of_range);
+}
+
+TEST_CASE("env_batch checks each action element against its own bounds", "[env_batch]") {
+  std::vector<plane_env> envs(2);
+  seedrl::env_batch<plane_env> batch(std::move(envs), 0);
+  CHECK(batch.action_size() == 2);
+  // y may go far below x's bound; both envs' element 1 use [-inf, 2].
+  std::vector<float> ok{1.0f, -1e30f, -1.0f, 2.0f};
+  batch.step(ok);
+  CHECK(batch.observation(0)[1] == static_cast<double>(-1e30f));
+  CHECK(batch.observation(1)[1] == 2.0);
+  // 1.5 would pass element 1's bound, not element 0's; 2.5 the other way round.
+  std::vector<float> x_out{1.5f, 0.0f, 0.0f, 0.0f};
+  CHECK_THROWS_AS(batch.step(x_out), std::out_of_range);
+  std::vector<float> y_out{0.0f, 0.0f, 0.0f, 2.5f};
+  CHECK_THROWS_AS(batch.step(y_out), std::out_of_range);
+  std::vector<float> nan{0.0f, std::nanf(""), 0.0f, 0.0f};
   CHECK_THROWS_AS(batch.step(nan), std::out_of_range);
 }
 

@@ -223,8 +223,8 @@ TEST_CASE("pendulum specs: three float32 observations, one torque within -2..2",
   const auto spec = env.action_spec();
   CHECK_FALSE(spec.is_discrete());
   CHECK(spec.shape == seedrl::tensor_shape{1});
-  CHECK(spec.low == -2.0);
-  CHECK(spec.high == 2.0);
+  CHECK(spec.low_at(0) == -2.0);
+  CHECK(spec.high_at(0) == 2.0);
   CHECK(seedrl::pendulum(0, 9.81).gravity() == 9.81);
 }
 

@@ -3,6 +3,7 @@
 #include "seedrl/protocol/frame.hpp"
 
 #include <array>
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
@@ -313,7 +314,12 @@ TEST_CASE("decode_hello rejects each malformed field with its code", "[protocol]
   };
   std::string why;
 
-  CHECK(decode_hello_frame(patched(version_at, {2}), &why) == ec::unsupported_version);
+  // Versions 1 and 2 are spoken; a discrete hello reads the same in both.
+  for (unsigned bad : {0u, 3u, 255u}) {
+    CHECK(decode_hello_frame(patched(version_at, {bad}), &why) == ec::unsupported_version);
+    CHECK(why.find("speaks 1 and 2") != std::string::npos);
+  }
+  CHECK(decode_hello_frame(patched(version_at, {2})) == ec::none);
   CHECK(decode_hello_frame(patched(num_envs_at, {0}), &why) == ec::bad_handshake);
   CHECK(why.find("num_envs") != std::string::npos);
   for (unsigned bad : {0u, 5u, 255u}) {
@@ -422,6 +428,287 @@ TEST_CASE("decode_hello rejects each malformed field with its code", "[protocol]
   bytes huge(p::max_hello_payload + 1);
   p::hello h;
   CHECK(p::decode_hello(huge, h) == ec::frame_too_large);
+}
+
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+// Hello version 2, by hand from docs/protocol.md: a Box of shape [2] with low [-1, -inf] and
+// high [1, 2].
+const char* const box_v2_hello_hex =
+    "53 44 52 4C 01 00 01 00 46 00 00 00 00 00 00 00"  // header: hello, 70 bytes
+    "02 00 00 00"                                      // protocol_version 2, reserved
+    "07 00 00 00 00 00 00 00"                          // actor_id 7
+    "01 00 00 00"                                      // num_envs 1
+    "03 01 00 00 03 00 00 00"                          // float32 [3]
+    "02 00 00 00"                                      // continuous, reserved
+    "01 00 00 00 02 00 00 00"                          // rank 1, reserved, dims [2]
+    "00 00 00 00 00 00 F0 BF 00 00 00 00 00 00 F0 FF"  // low: -1, -inf
+    "00 00 00 00 00 00 F0 3F 00 00 00 00 00 00 00 40"  // high: 1, 2
+    "00 00";                                           // empty name
+// Frame offsets of its fields.
+constexpr std::size_t box_dim_at = 48, box_low_at = 52, box_high_at = 68;
+
+seedrl::action_spec box_v2_action() {
+  return seedrl::action_spec::continuous({2}, {-1.0, -inf}, {1.0, 2.0});
+}
+
+p::hello box_v2_hello() {
+  p::hello h;
+  h.actor_id = 7;
+  h.num_envs = 1;
+  h.observation = {dtype::float32, {3}};
+  h.action = box_v2_action();
+  return h;
+}
+
+void store_f64(bytes& f, std::size_t at, double v) {
+  const auto bits = std::bit_cast<std::uint64_t>(v);
+  for (std::size_t i = 0; i < 8; ++i) {
+    f[at + i] = static_cast<std::byte>(bits >> (8 * i));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("hello version 2 carries per-element bounds", "[protocol]") {
+  // Per-element bounds go out as version 2, byte for byte as documented.
+  bytes frame;
+  p::encode_hello(box_v2_hello(), frame);
+  CHECK(to_hex(frame) == to_hex(from_hex(box_v2_hello_hex)));
+  p::hello h;
+  REQUIRE(p::decode_hello(payload_of(frame), h) == ec::none);
+  CHECK(h.version == 2);
+  CHECK(h.action == box_v2_action());
+  CHECK(h.action.per_element_bounds());
+  CHECK(h.action.low_at(1) == -inf);
+  CHECK(h.action.high_at(1) == 2.0);
+  bytes again;
+  p::encode_hello(h, again);
+  CHECK(again == frame);
+
+  // Bounds one pair can say go out as version 1, so that old learners still take them; the
+  // Pendulum vector is such a hello.
+  p::hello uniform = box_v2_hello();
+  uniform.action = seedrl::action_spec::continuous({1}, -2.0, 2.0);
+  p::encode_hello(uniform, frame);
+  CHECK(to_hex(frame) == to_hex(from_hex(pendulum_hello_hex)));
+  uniform.action = seedrl::action_spec::continuous({2}, {-2.0, -2.0}, {2.0, 2.0});
+  p::encode_hello(uniform, frame);
+  CHECK(frame[16] == std::byte{1});
+  REQUIRE(p::decode_hello(payload_of(frame), h) == ec::none);
+  CHECK(h.version == 1);
+  CHECK(h.action == uniform.action);
+
+  // Signed zeros differ bit for bit: version 2, and each comes back with its sign.
+  uniform.action = seedrl::action_spec::continuous({2}, {-0.0, 0.0}, {2.0, 2.0});
+  p::encode_hello(uniform, frame);
+  CHECK(frame[16] == std::byte{2});
+  REQUIRE(p::decode_hello(payload_of(frame), h) == ec::none);
+  CHECK(std::signbit(h.action.low_at(0)));
+  CHECK_FALSE(std::signbit(h.action.low_at(1)));
+  // An explicit version is kept: uniform bounds in version 2 repeat the pair per element.
+  uniform.action = seedrl::action_spec::continuous({2}, -2.0, 2.0);
+  uniform.version = 2;
+  p::encode_hello(uniform, frame);
+  CHECK(frame[16] == std::byte{2});
+  CHECK(frame.size() == p::header_size + 36 + 32 + 2);
+  REQUIRE(p::decode_hello(payload_of(frame), h) == ec::none);
+  CHECK(h.version == 2);
+  CHECK(h.action == seedrl::action_spec::continuous({2}, -2.0, 2.0));
+  // A discrete hello in version 2 has version 1's bytes but for the version field.
+  p::hello d = cartpole_hello();
+  d.version = 2;
+  p::encode_hello(d, frame);
+  bytes v1 = from_hex(cartpole_hello_hex);
+  v1[16] = std::byte{2};
+  CHECK(frame == v1);
+
+  // Versions that cannot carry the bounds, or do not exist, are refused at the encoder.
+  p::hello bad = box_v2_hello();
+  bad.version = 1;
+  try {
+    p::encode_hello(bad, frame);
+    FAIL("version 1 with per-element bounds encoded");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("version 1 carries one [low, high]") != std::string::npos);
+    CHECK(std::string(e.what()).find("[-inf, 2]") != std::string::npos);
+  }
+  bad.version = 3;
+  CHECK_THROWS_AS(p::encode_hello(bad, frame), std::invalid_argument);
+  // A shape reassigned after the factory no longer fits the bounds: refused, not misread.
+  bad.version = 0;
+  bad.action.shape = seedrl::tensor_shape{3};
+  CHECK_THROWS_AS(p::encode_hello(bad, frame), std::invalid_argument);
+  bad.action.shape = seedrl::tensor_shape{1};
+  CHECK_THROWS_AS(p::encode_hello(bad, frame), std::invalid_argument);
+}
+
+TEST_CASE("hello version 2 bounds are limited to 1024 elements", "[protocol]") {
+  // The largest version-2 hello: 1024 bounded elements, max ranks, the longest name.
+  p::hello h;
+  h.actor_id = 1;
+  h.num_envs = 1;
+  h.observation = {dtype::uint8, {2, 2, 2, 2, 2, 2}};
+  std::vector<double> lo(1024), hi(1024);
+  for (std::size_t i = 0; i < lo.size(); ++i) {
+    lo[i] = -1.0 - static_cast<double>(i);
+    hi[i] = static_cast<double>(i) + 0.5;
+  }
+  h.action = seedrl::action_spec::continuous({4, 4, 4, 4, 2, 2}, lo, hi);
+  h.name = std::string(p::max_name_length, 'n');
+  bytes frame;
+  p::encode_hello(h, frame);
+  CHECK(frame.size() - p::header_size == 334 + 16 * 1024);
+  CHECK(frame.size() - p::header_size <= p::max_hello_payload);
+  p::frame_header header;
+  std::span<const std::byte> payload;
+  REQUIRE(p::decode_frame(frame, p::default_max_payload, header, payload) == ec::none);
+  p::hello back;
+  REQUIRE(p::decode_hello(payload, back) == ec::none);
+  CHECK(back.action == h.action);
+  CHECK(back.action.low_at(1023) == -1024.0);
+  CHECK(back.action.high_at(1023) == 1023.5);
+
+  // One more element is refused, at the encoder and at the decoder, with what to do instead.
+  lo.push_back(-1.0);
+  hi.push_back(1.0);
+  h.action = seedrl::action_spec::continuous({1025}, lo, hi);
+  CHECK_THROWS_AS(p::encode_hello(h, frame), std::invalid_argument);
+  bytes raw = from_hex(box_v2_hello_hex);
+  raw[box_dim_at] = std::byte{0x01};  // dims [1025]: 0x0401
+  raw[box_dim_at + 1] = std::byte{0x04};
+  std::string why;
+  CHECK(decode_hello_frame(raw, &why) == ec::bad_handshake);
+  CHECK(why.find("at most 1024 action elements") != std::string::npos);
+  CHECK(why.find("[1025]") != std::string::npos);
+  CHECK(why.find("version-1 hello") != std::string::npos);
+
+  // Uniform bounds have no such limit: version 1 carries one pair for up to 2^28 elements.
+  h.action = seedrl::action_spec::continuous({1 << 20}, -1.0, 1.0);
+  p::encode_hello(h, frame);
+  REQUIRE(p::decode_hello(payload_of(frame), back) == ec::none);
+  CHECK(back.version == 1);
+  CHECK(back.action == h.action);
+
+  // A hello frame's header may announce up to max_hello_payload, no more.
+  std::array<std::byte, p::header_size> hdr{};
+  p::frame_header out;
+  p::encode_header(hdr, p::message_type::hello, p::max_hello_payload);
+  CHECK(p::decode_header(hdr, 16, out) == ec::none);
+  p::encode_header(hdr, p::message_type::hello, p::max_hello_payload + 1);
+  CHECK(p::decode_header(hdr, p::default_max_payload, out) == ec::frame_too_large);
+  // Other control frames keep their 4096-byte cap.
+  p::encode_header(hdr, p::message_type::reject, p::max_control_payload + 1);
+  CHECK(p::decode_header(hdr, p::default_max_payload, out) == ec::frame_too_large);
+}
+
+TEST_CASE("decode_hello refuses bad version 2 bounds with their reason", "[protocol]") {
+  const bytes good = from_hex(box_v2_hello_hex);
+  REQUIRE(decode_hello_frame(good) == ec::none);
+  std::string why;
+
+  // Cut anywhere, in the bounds too, or with bytes after the name: truncated_frame.
+  const auto payload = payload_of(good);
+  for (std::size_t n = 0; n < payload.size(); ++n) {
+    INFO("prefix of " << n << " bytes");
+    p::hello h;
+    CHECK(p::decode_hello(payload.first(n), h, &why) == ec::truncated_frame);
+    if (n > box_low_at - p::header_size && n < box_high_at + 8 - p::header_size) {
+      CHECK(why.find("per-element action bounds") != std::string::npos);
+    }
+  }
+  {
+    bytes longer = good;
+    longer.push_back(std::byte{0});
+    p::hello h;
+    CHECK(p::decode_hello(payload_of(longer), h) == ec::truncated_frame);
+  }
+
+  // NaN in any low or high, naming the element.
+  for (std::size_t at : {box_low_at, box_low_at + 8, box_high_at, box_high_at + 8}) {
+    INFO("NaN at byte " << at);
+    bytes f = good;
+    store_f64(f, at, std::numeric_limits<double>::quiet_NaN());
+    CHECK(decode_hello_frame(f, &why) == ec::bad_handshake);
+    CHECK(why.find("NaN") != std::string::npos);
+    const std::size_t element = (at - box_low_at) % 16 / 8;
+    CHECK(why.find("element " + std::to_string(element)) != std::string::npos);
+  }
+  // low >= high, equal or crossed, finite or infinite.
+  for (const auto& [low, high] : std::vector<std::pair<double, double>>{
+           {2.0, 2.0}, {3.0, 2.0}, {inf, inf}, {-inf, -inf}, {inf, 2.0}}) {
+    bytes f = good;
+    store_f64(f, box_low_at + 8, low);
+    store_f64(f, box_high_at + 8, high);
+    CHECK(decode_hello_frame(f, &why) == ec::bad_handshake);
+    CHECK(why.find("element 1 bounds") != std::string::npos);
+    CHECK(why.find("need low < high") != std::string::npos);
+  }
+
+  // The count comes from the shape: a shape that disagrees with the bounds sent is refused.
+  {
+    bytes f = good;
+    f[box_dim_at] = std::byte{3};  // 3 elements need 48 bytes of bounds; 34 bytes remain
+    CHECK(decode_hello_frame(f, &why) == ec::truncated_frame);
+    // 1 element: low -1, high -inf (bad, but values are checked last), name_length 0, then 18
+    // stray bytes: truncated_frame, as the check order says.
+    f[box_dim_at] = std::byte{1};
+    CHECK(decode_hello_frame(f, &why) == ec::truncated_frame);
+    CHECK(why.find("after the name") != std::string::npos);
+  }
+  // Bounds come before the name's text among the value checks.
+  {
+    bytes f = good;
+    store_f64(f, box_high_at, -1.0);  // element 0: [-1, -1]
+    f[f.size() - 2] = std::byte{1};   // name "\n"
+    f.push_back(std::byte{'\n'});
+    f[8] = std::byte{0x47};  // payload length 71
+    CHECK(decode_hello_frame(f, &why) == ec::bad_handshake);
+    CHECK(why.find("element 0 bounds [-1, -1] need low < high") != std::string::npos);
+    store_f64(f, box_high_at, 1.0);
+    CHECK(decode_hello_frame(f, &why) == ec::bad_handshake);
+    CHECK(why.find("name") != std::string::npos);
+  }
+}
+
+TEST_CASE("per-element bounds in spec matching and actions", "[protocol]") {
+  const seedrl::observation_spec obs{dtype::float32, {3}};
+  const auto box = box_v2_action();
+  const auto uniform = seedrl::action_spec::continuous({2}, -1.0, 1.0);
+  // Equal bounds match however they are stored.
+  CHECK(p::describe_spec_mismatch(obs, uniform, obs,
+                                  seedrl::action_spec::continuous({2}, {-1.0, -1.0}, {1.0, 1.0}))
+            .empty());
+  CHECK(p::describe_spec_mismatch(obs, box, obs, box).empty());
+  // A difference names the first element that differs.
+  CHECK(p::describe_spec_mismatch(obs, box, obs, uniform) ==
+        "action bounds of element 1: actor has [-1, 1], learner expects [-inf, 2]");
+  CHECK(p::describe_spec_mismatch(obs, uniform, obs, box) ==
+        "action bounds of element 1: actor has [-inf, 2], learner expects [-1, 1]");
+  std::string why;
+  CHECK(p::check_hello(box_v2_hello(), obs, box, p::default_max_payload, &why) == ec::none);
+  CHECK(p::check_hello(box_v2_hello(), obs, uniform, p::default_max_payload, &why) ==
+        ec::spec_mismatch);
+
+  // Actions are checked against their own element's bounds; infinite bounds admit every
+  // finite value, never an infinite one.
+  const auto parse = [&](std::vector<float> a) {
+    bytes f(p::actions_frame_size(1, box));
+    p::encode_continuous_actions(f, 1, a);
+    std::vector<float> out(2);
+    return p::parse_actions(payload_of(f), 1, box, out, &why);
+  };
+  constexpr float finf = std::numeric_limits<float>::infinity();
+  CHECK(parse({1.0f, -3.0e38f}) == ec::none);
+  CHECK(parse({-1.0f, 2.0f}) == ec::none);
+  CHECK(parse({0.0f, 2.5f}) == ec::bad_action);
+  CHECK(why.find("outside [-inf, 2]") != std::string::npos);
+  CHECK(parse({1.5f, 0.0f}) == ec::bad_action);
+  CHECK(why.find("outside [-1, 1]") != std::string::npos);
+  CHECK(parse({0.0f, -finf}) == ec::bad_action);
+  CHECK(parse({0.0f, std::numeric_limits<float>::quiet_NaN()}) == ec::bad_action);
 }
 
 TEST_CASE("encode_hello refuses what the learner would refuse", "[protocol]") {

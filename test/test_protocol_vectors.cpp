@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <set>
 #include <span>
 #include <string>
@@ -34,12 +35,13 @@ const std::filesystem::path vector_dir = std::filesystem::path(SEEDRL_TEST_FIXTU
 
 /// The files this test knows; a new file without a check here fails the test below.
 const std::set<std::string> known_vectors = {
-    "hello_cartpole.bin", "hello_atari.bin",          "hello_continuous.bin",
-    "welcome.bin",        "reject_spec_mismatch.bin", "error_auth_failed.bin",
-    "close.bin",          "close_shutting_down.bin",  "step_cartpole.bin",
-    "step_uint8.bin",     "actions_discrete.bin",     "actions_continuous.bin",
-    "keepalive.bin",      "actor_stats.bin",          "auth_request.bin",
-    "auth_challenge.bin", "auth_response.bin",        "auth_confirm.bin",
+    "hello_cartpole.bin",      "hello_atari.bin",    "hello_continuous.bin",
+    "hello_continuous_v2.bin", "welcome.bin",        "reject_spec_mismatch.bin",
+    "error_auth_failed.bin",   "close.bin",          "close_shutting_down.bin",
+    "step_cartpole.bin",       "step_uint8.bin",     "actions_discrete.bin",
+    "actions_continuous.bin",  "keepalive.bin",      "actor_stats.bin",
+    "auth_request.bin",        "auth_challenge.bin", "auth_response.bin",
+    "auth_confirm.bin",
 };
 
 bytes read_vector(const std::string& name) {
@@ -90,7 +92,7 @@ std::span<const std::byte> example_secret() {
   return {reinterpret_cast<const std::byte*>(text.data()), text.size()};
 }
 
-void check_hello(const std::string& file, const p::hello& want) {
+void check_hello(const std::string& file, const p::hello& want, std::uint16_t version = 1) {
   const bytes golden = read_vector(file);
   bytes encoded;
   p::encode_hello(want, encoded);
@@ -102,6 +104,7 @@ void check_hello(const std::string& file, const p::hello& want) {
   CHECK(got.observation == want.observation);
   CHECK(got.action == want.action);
   CHECK(got.name == want.name);
+  CHECK(got.version == version);
 }
 
 void check_status(const std::string& file, p::message_type type, ec code,
@@ -141,6 +144,23 @@ TEST_CASE("hello vectors match the encoder and decode to their values", "[protoc
               {42, 8, {dtype::uint8, {84, 84, 1}}, seedrl::action_spec::discrete(6), "pong:7"});
   check_hello("hello_continuous.bin",
               {7, 1, {dtype::float32, {3}}, seedrl::action_spec::continuous({1}, -2.0, 2.0), ""});
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  check_hello("hello_continuous_v2.bin",
+              {9,
+               2,
+               {dtype::float32, {3}},
+               seedrl::action_spec::continuous({3}, {-1.0, -2.0, -inf}, {1.0, 0.5, inf}),
+               "box"},
+              2);
+  // Written by hand from docs/protocol.md's version-2 layout: every low, then every high.
+  CHECK(to_hex(read_vector("hello_continuous_v2.bin")) ==
+        "53 44 52 4c 01 00 01 00 59 00 00 00 00 00 00 00\n"  // header, payload 89 bytes
+        "02 00 00 00 09 00 00 00 00 00 00 00 02 00 00 00\n"  // version 2, actor_id 9, 2 envs
+        "03 01 00 00 03 00 00 00 02 00 00 00 01 00 00 00\n"  // float32 [3]; continuous rank 1
+        "03 00 00 00 00 00 00 00 00 00 f0 bf 00 00 00 00\n"  // dim 3; low -1, -2,
+        "00 00 00 c0 00 00 00 00 00 00 f0 ff 00 00 00 00\n"  // -inf; high 1,
+        "00 00 f0 3f 00 00 00 00 00 00 e0 3f 00 00 00 00\n"  // 0.5, inf
+        "00 00 f0 7f 03 00 62 6f 78");                       // name "box"
   // The CartPole hello is docs/protocol.md's golden vector too.
   CHECK(to_hex(read_vector("hello_cartpole.bin")) ==
         "53 44 52 4c 01 00 01 00 23 00 00 00 00 00 00 00\n"

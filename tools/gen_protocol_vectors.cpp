@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <limits>
 #include <span>
 #include <string>
 #include <utility>
@@ -87,6 +87,17 @@ std::vector<std::pair<std::string, bytes>> vectors() {
       "hello_continuous.bin",
       hello_frame(
           {7, 1, {dtype::float32, {3}}, seedrl::action_spec::continuous({1}, -2.0, 2.0), ""}));
+  // Hello version 2: a gymnasium Box with per-dimension bounds, one dimension unbounded.
+  {
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    out.emplace_back(
+        "hello_continuous_v2.bin",
+        hello_frame({9,
+                     2,
+                     {dtype::float32, {3}},
+                     seedrl::action_spec::continuous({3}, {-1.0, -2.0, -inf}, {1.0, 0.5, inf}),
+                     "box"}));
+  }
   {
     bytes f;
     p::encode_welcome({8, 2, p::default_max_payload, 1000}, f);

@@ -165,7 +165,9 @@ def _env_factory(args: argparse.Namespace) -> Callable[[int], object]:
 
 def _print_spec(args: argparse.Namespace) -> int:
     """--print-spec: the hello's specs for --env and its options, as one line of JSON."""
+    from . import protocol as p
     from .actor import SpaceError, observation_note, specs_from_spaces
+    from .protocol import format_shape
 
     try:
         env = _env_factory(args)(0)
@@ -179,6 +181,14 @@ def _print_spec(args: argparse.Namespace) -> int:
         return 2
     except Exception as e:  # gymnasium's errors for unknown ids, missing extras, ...
         print(f"seedrl actor: cannot make {args.env}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    if act.kind != p.ActionKind.DISCRETE:
+        # The actor itself steps Box actions, but --print-spec feeds seedrl_gym, whose learner
+        # reads one action count (app/python_actor.hpp).
+        print(f"seedrl actor: {args.env} has continuous actions {format_shape(act.shape)}: the "
+              "actor can send them (hello version 2 carries per-dimension bounds), but "
+              "seedrl_gym's learner trains Discrete action spaces only so far; discretize them "
+              "with an ActionWrapper", file=sys.stderr)
         return 2
     if note:
         print(f"seedrl actor: {args.env}: {note}", file=sys.stderr, flush=True)

@@ -67,7 +67,8 @@ def specs_from_spaces(observation_space: gym.Space,
 
     Box observations keep their shape (a scalar Box travels as [1]) and their dtype, or the
     nearest wire dtype that holds every value (wire_dtype_for); Discrete actions give the
-    action count. Anything else is refused with the reason, rather than converted behind the
+    action count; float Box actions their shape and per-dimension bounds (box_action_spec).
+    Anything else is refused with the reason, rather than converted behind the
     user's back.
     """
     return _observation_spec(observation_space), _action_spec(action_space)
@@ -148,12 +149,40 @@ def _action_spec(space: gym.Space) -> p.ActionSpec:
                              "2^31 - 1")
         return p.ActionSpec.discrete(n)
     if isinstance(space, spaces.Box):
-        raise SpaceError(f"action space {space} is continuous: the protocol can describe it, "
-                         "but this actor and the C++ learner step Discrete action spaces only "
-                         "so far; discretize it with an ActionWrapper")
+        return box_action_spec(space)
     raise SpaceError(f"action space {space} is not supported: the actor sends one Discrete "
-                     "action per environment (flatten MultiDiscrete or Tuple spaces into one "
-                     "Discrete space first)")
+                     "action or one float Box per environment (flatten MultiDiscrete or Tuple "
+                     "spaces into one Discrete space first)")
+
+
+def box_action_spec(space: spaces.Box) -> p.ActionSpec:
+    """A continuous spec with the Box's per-dimension bounds (row-major; -inf/+inf stay
+    unbounded). A scalar Box travels as [1]. The hello goes out as version 2 when the bounds
+    differ between dimensions, as version 1 when one pair says them all."""
+    if not np.issubdtype(space.dtype, np.floating):
+        raise SpaceError(f"action space {space} has {space.dtype} elements: continuous actions "
+                         "travel as float32, so the Box needs a float dtype (discretize integer "
+                         "actions into a Discrete space)")
+    shape = tuple(int(d) for d in space.shape) or (1,)
+    if len(shape) > p.MAX_RANK:
+        raise SpaceError(f"action space {space} has rank {len(shape)}; the protocol allows 1 "
+                         "to 6")
+    low = np.asarray(space.low, dtype=np.float64).ravel()
+    high = np.asarray(space.high, dtype=np.float64).ravel()
+    if low.size > p.MAX_ACTION_ELEMENTS:
+        raise SpaceError(f"action space {space} has {low.size} elements; the protocol allows "
+                         "2^28")
+    bad = np.flatnonzero(~(low < high))
+    if bad.size:
+        i = int(bad[0])
+        raise SpaceError(f"action space {space}: dimension {i} has bounds [{low[i]!r}, "
+                         f"{high[i]!r}]; the protocol needs low < high in every dimension")
+    spec = p.ActionSpec.continuous(shape, low, high)
+    if not spec.uniform_bounds and low.size > p.MAX_BOUNDED_ACTION_ELEMENTS:
+        raise SpaceError(f"action space {space} has per-dimension bounds for {low.size} "
+                         f"elements; a hello carries them for at most "
+                         f"{p.MAX_BOUNDED_ACTION_ELEMENTS} (give every dimension the same bounds)")
+    return spec
 
 
 def make_env(env_id: str, **kwargs: Any) -> gym.Env:
@@ -198,6 +227,11 @@ class EnvBatch:
         self.observation_note = observation_note(envs[0].observation_space)
         self._mapped = self.observation_note is not None
         self._action_start = int(getattr(envs[0].action_space, "start", 0))
+        # Continuous actions arrive as float32 [elements]; env.step gets the Box's shape and
+        # dtype.
+        self._continuous = self.action_spec.kind == p.ActionKind.CONTINUOUS
+        self._action_shape = tuple(envs[0].action_space.shape)
+        self._action_dtype = envs[0].action_space.dtype
         k = len(self.envs)
         self.observations = np.zeros((k, *self.observation_spec.shape), dtype=self._dtype)
         self.rewards = np.zeros(k, dtype=np.float32)
@@ -234,7 +268,12 @@ class EnvBatch:
         """Steps env i with actions[i]; `between` runs after each env (keepalives for slow
         environments)."""
         for i, env in enumerate(self.envs):
-            obs, reward, terminated, truncated, _ = env.step(int(actions[i]) + self._action_start)
+            if self._continuous:
+                action = np.asarray(actions[i]).reshape(self._action_shape).astype(
+                    self._action_dtype)
+            else:
+                action = int(actions[i]) + self._action_start
+            obs, reward, terminated, truncated, _ = env.step(action)
             reward = float(reward)
             if not (math.isfinite(reward) and abs(reward) <= _FLOAT32_MAX):
                 raise SpaceError(f"env {i} returned reward {reward!r}, which is not a finite "

@@ -1,4 +1,5 @@
-"""The seedrl actor <-> learner wire protocol, version 1, in Python and numpy.
+"""The seedrl actor <-> learner wire protocol, version 1 (hello versions 1 and 2), in Python
+and numpy.
 
 docs/protocol.md is the normative description; this module follows it field by field, and
 the golden vectors in test/fixtures/protocol/ (written by the C++ encoders) are checked
@@ -17,7 +18,7 @@ from __future__ import annotations
 import enum
 import math
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -25,11 +26,19 @@ import numpy as np
 MAGIC = 0x4C524453
 """First four bytes of every frame, b"SDRL" on the wire."""
 VERSION = 1
+"""Frame header version; every frame but hello is laid out as in version 1."""
+HELLO_VERSION = 2
+"""Newest hello layout: 2 carries one [low, high] per continuous action element, 1 one pair
+for all. Encoders send the lowest version that can say the bounds."""
+MIN_HELLO_VERSION = 1
+MAX_BOUNDED_ACTION_ELEMENTS = 1024
+"""Most action elements a version-2 hello gives per-element bounds for."""
 HEADER_SIZE = 16
 DEFAULT_MAX_PAYLOAD = 64 * 1024 * 1024
 """Default limit on step and actions payloads (64 MiB), as in the C++ runtime."""
 MAX_CONTROL_PAYLOAD = 4096
-MAX_HELLO_PAYLOAD = MAX_CONTROL_PAYLOAD
+MAX_HELLO_PAYLOAD = 17 * 1024
+"""Largest version-2 hello: 334 + 16 * 1024 bytes."""
 MAX_NAME_LENGTH = 256
 MAX_MESSAGE_LENGTH = 1024
 MAX_RANK = 6
@@ -172,29 +181,97 @@ class ObservationSpec:
         return self.num_elements * wire_dtype(self.dtype).itemsize
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ActionSpec:
-    """Discrete: one int32 in [0, num_actions). Continuous: float32 `shape` in [low, high]."""
+    """Discrete: one int32 in [0, num_actions). Continuous: float32 `shape` with element i in
+    [low_at(i), high_at(i)].
+
+    Bounds are one pair for every element (`low`, `high`) or, as gymnasium's Box has them, one
+    pair per element in row-major order (`lows`, `highs`; empty for the single pair). -inf and
+    +inf mean unbounded. Specs compare equal when every element's bounds are equal, however
+    they are stored (as C++ action_spec does). Values are checked by encode_hello, not here.
+    """
 
     kind: ActionKind
     num_actions: int = 0
     shape: tuple[int, ...] = ()
     low: float = 0.0
     high: float = 0.0
+    lows: tuple[float, ...] = ()
+    highs: tuple[float, ...] = ()
 
     @staticmethod
     def discrete(n: int) -> "ActionSpec":
         return ActionSpec(ActionKind.DISCRETE, num_actions=int(n))
 
     @staticmethod
-    def continuous(shape: Sequence[int], low: float, high: float) -> "ActionSpec":
-        return ActionSpec(ActionKind.CONTINUOUS, shape=tuple(int(d) for d in shape),
-                          low=float(low), high=float(high))
+    def continuous(shape: Sequence[int], low: "float | Sequence[float] | np.ndarray",
+                   high: "float | Sequence[float] | np.ndarray") -> "ActionSpec":
+        """Scalar bounds give one pair for all elements; arrays (a Box's low and high) one
+        pair per element, flattened row-major."""
+        shape = tuple(int(d) for d in shape)
+        if np.ndim(low) == 0 and np.ndim(high) == 0:
+            return ActionSpec(ActionKind.CONTINUOUS, shape=shape, low=float(low),
+                              high=float(high))
+        lows = np.broadcast_to(np.asarray(low, dtype=np.float64), np.shape(high)) \
+            if np.ndim(low) == 0 else np.asarray(low, dtype=np.float64)
+        highs = np.broadcast_to(np.asarray(high, dtype=np.float64), lows.shape) \
+            if np.ndim(high) == 0 else np.asarray(high, dtype=np.float64)
+        return ActionSpec(ActionKind.CONTINUOUS, shape=shape,
+                          lows=tuple(float(x) for x in lows.ravel()),
+                          highs=tuple(float(x) for x in highs.ravel()))
 
     @property
     def elements(self) -> int:
         """Action elements per environment on the wire (1 for discrete)."""
         return 1 if self.kind == ActionKind.DISCRETE else math.prod(self.shape)
+
+    @property
+    def per_element_bounds(self) -> bool:
+        return len(self.lows) > 0 or len(self.highs) > 0
+
+    def low_at(self, i: int) -> float:
+        return self.lows[i] if self.per_element_bounds else self.low
+
+    def high_at(self, i: int) -> float:
+        return self.highs[i] if self.per_element_bounds else self.high
+
+    def bound_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every element's low and high, float64 [elements] each."""
+        if self.per_element_bounds:
+            return np.array(self.lows, dtype=np.float64), np.array(self.highs, dtype=np.float64)
+        n = self.elements
+        return np.full(n, self.low), np.full(n, self.high)
+
+    @property
+    def uniform_bounds(self) -> bool:
+        """Whether one pair says every element's bounds (a version-1 hello can carry them)."""
+        if not self.per_element_bounds:
+            return True
+        # Bit for bit, so that one pair stands for all exactly (-0.0 included).
+        bits = struct.Struct("<d").pack
+        return (len(self.lows) == len(self.highs)
+                and all(bits(x) == bits(self.lows[0]) for x in self.lows)
+                and all(bits(x) == bits(self.highs[0]) for x in self.highs))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ActionSpec):
+            return NotImplemented
+        if (self.kind, self.num_actions, self.shape) != (other.kind, other.num_actions,
+                                                         other.shape):
+            return False
+        if self.kind != ActionKind.CONTINUOUS or not (self.per_element_bounds
+                                                       or other.per_element_bounds):
+            return (self.low, self.high) == (other.low, other.high)
+        if any(len(s.lows) != s.elements or len(s.highs) != s.elements
+               for s in (self, other) if s.per_element_bounds):
+            return (self.low, self.high, self.lows, self.highs) == \
+                (other.low, other.high, other.lows, other.highs)
+        a, b = self.bound_arrays(), other.bound_arrays()
+        return bool(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.num_actions, self.shape))
 
 
 class ProtocolError(Exception):
@@ -231,6 +308,7 @@ def payload_limit(t: MessageType, max_payload: int = DEFAULT_MAX_PAYLOAD) -> int
         MessageType.STEP: max_payload,
         MessageType.ACTIONS: max_payload,
         MessageType.KEEPALIVE: 0,
+        MessageType.HELLO: MAX_HELLO_PAYLOAD,
         MessageType.ACTOR_STATS: ACTOR_STATS_PAYLOAD_SIZE,
         MessageType.AUTH_REQUEST: AUTH_REQUEST_PAYLOAD_SIZE,
         MessageType.AUTH_CHALLENGE: AUTH_CHALLENGE_PAYLOAD_SIZE,
@@ -384,6 +462,45 @@ class Hello:
     observation: ObservationSpec
     action: ActionSpec
     name: str = ""
+    version: int = field(default=0, compare=False)
+    """Hello layout: 1 or 2; 0 lets encode_hello pick the lowest that carries the bounds.
+    decode_hello sets what the actor sent."""
+
+
+def _format_double(v: float) -> str:
+    """Like the C++ side's format_double: "-1", "0.5", "inf", "-inf", "nan"."""
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return str(int(v)) if v == int(v) and abs(v) < 1e16 else repr(v)
+
+
+def hello_wire_version(h: Hello) -> int:
+    """The version `h` travels in: its own, or the lowest that carries its bounds."""
+    if h.version:
+        return h.version
+    a = h.action
+    return 2 if a.kind == ActionKind.CONTINUOUS and not a.uniform_bounds else 1
+
+
+def _bounds_problem(low: float, high: float, element: int | None) -> str | None:
+    which = "action bounds " if element is None else f"action element {element} bounds "
+    pair = f"[{_format_double(low)}, {_format_double(high)}]"
+    if math.isnan(low) or math.isnan(high):
+        return which + pair + " contain NaN"
+    if not low < high:
+        return which + pair + " need low < high"
+    return None
+
+
+def _bounded_elements_problem(shape: tuple[int, ...]) -> str | None:
+    n = math.prod(shape)
+    if n > MAX_BOUNDED_ACTION_ELEMENTS:
+        return (f"version 2 carries per-element bounds for at most {MAX_BOUNDED_ACTION_ELEMENTS}"
+                f" action elements, shape {format_shape(shape)} has {n}; give every element the "
+                "same bounds and send a version-1 hello")
+    return None
 
 
 def _name_problem(raw: bytes) -> str | None:
@@ -416,11 +533,16 @@ def _check_hello_fields(h: Hello, raw_name: bytes) -> None:
     """The value rules of decode_hello, shared with encode_hello (C++ check_hello_fields).
 
     `raw_name` is the name's bytes as they travel (decode_hello has no valid text for a bad
-    name).
+    name). ActionSpec holds bounds unchecked, so decoded bounds are checked here too, in the
+    documented order.
     """
     def bad(detail: str) -> ProtocolError:
         return ProtocolError(ErrorCode.BAD_HANDSHAKE, "hello: " + detail)
 
+    v = hello_wire_version(h)
+    if not MIN_HELLO_VERSION <= v <= HELLO_VERSION:
+        raise ProtocolError(ErrorCode.UNSUPPORTED_VERSION,
+                            f"hello: protocol_version {v}, this peer speaks 1 and 2")
     if h.num_envs == 0:
         raise bad("num_envs is 0")
     if h.observation.dtype not in _WIRE_DTYPES:
@@ -440,8 +562,21 @@ def _check_hello_fields(h: Hello, raw_name: bytes) -> None:
             raise bad(p)
         if math.prod(a.shape) > MAX_ACTION_ELEMENTS:
             raise bad(f"action shape {format_shape(a.shape)} exceeds 2^28 elements")
-        if not a.low < a.high:
-            raise bad(f"action bounds [{a.low!r}, {a.high!r}] need low < high")
+        if a.per_element_bounds and not len(a.lows) == len(a.highs) == a.elements:
+            raise bad(f"action has {len(a.lows)} low and {len(a.highs)} high bounds for "
+                      f"shape {format_shape(a.shape)}")
+        if v == 1:
+            if not a.uniform_bounds:
+                raise bad("version 1 carries one [low, high] for every action element, these "
+                          "bounds differ per element")
+            if (p := _bounds_problem(a.low_at(0), a.high_at(0), None)) is not None:
+                raise bad(p)
+        else:
+            if (p := _bounded_elements_problem(a.shape)) is not None:
+                raise bad(p)
+            for i in range(a.elements):
+                if (p := _bounds_problem(a.low_at(i), a.high_at(i), i)) is not None:
+                    raise bad(p)
     else:
         raise bad(f"unknown action kind {int(a.kind)}")
     if len(raw_name) > MAX_NAME_LENGTH:
@@ -463,7 +598,8 @@ def encode_hello(h: Hello) -> bytes:
     if not 0 <= h.actor_id < 1 << 64 or not 1 <= h.num_envs <= _U32_MAX:
         raise ValueError("hello: actor_id must fit u64 and num_envs u32")
     obs, a = h.observation, h.action
-    out = bytearray(struct.pack("<HHQI", VERSION, 0, h.actor_id, h.num_envs))
+    v = hello_wire_version(h)
+    out = bytearray(struct.pack("<HHQI", v, 0, h.actor_id, h.num_envs))
     out += struct.pack("<BBH", int(obs.dtype), len(obs.shape), 0)
     out += struct.pack(f"<{len(obs.shape)}I", *obs.shape)
     out += struct.pack("<BBH", int(a.kind), 0, 0)
@@ -472,7 +608,11 @@ def encode_hello(h: Hello) -> bytes:
     else:
         out += struct.pack("<BBH", len(a.shape), 0, 0)
         out += struct.pack(f"<{len(a.shape)}I", *a.shape)
-        out += struct.pack("<dd", a.low, a.high)
+        if v == 1:
+            out += struct.pack("<dd", a.low_at(0), a.high_at(0))
+        else:  # every element's low, then every high, row-major
+            lows, highs = a.bound_arrays()
+            out += lows.astype("<f8").tobytes() + highs.astype("<f8").tobytes()
     out += struct.pack("<H", len(name)) + name
     return _frame(MessageType.HELLO, bytes(out))
 
@@ -529,9 +669,9 @@ def decode_hello(payload: bytes) -> Hello:
     r = _Reader(bytes(payload), "hello")
     r.need(16, "the fixed fields (version, actor_id, num_envs)")
     version, reserved = r.take("HH")
-    if version != VERSION:
+    if not MIN_HELLO_VERSION <= version <= HELLO_VERSION:
         raise ProtocolError(ErrorCode.UNSUPPORTED_VERSION,
-                            f"hello: protocol_version {version}, this learner speaks {VERSION}")
+                            f"hello: protocol_version {version}, this learner speaks 1 and 2")
     if reserved != 0:
         raise ProtocolError(ErrorCode.BAD_RESERVED_BITS,
                             "hello: reserved u16 after protocol_version is not 0")
@@ -555,9 +695,21 @@ def decode_hello(payload: bytes) -> Hello:
     elif kind == ActionKind.CONTINUOUS:
         r.need(4, "the action shape")
         shape = _read_shape(r, "action", 3)
-        r.need(16, "the action bounds")
-        low, high = r.take("dd")
-        action = ActionSpec(ActionKind.CONTINUOUS, shape=shape, low=low, high=high)
+        # The bounds are kept raw and checked with the other values, after the name.
+        if version == 1:
+            r.need(16, "the action bounds")
+            low, high = r.take("dd")
+            action = ActionSpec.continuous(shape, low, high)
+        else:
+            # The count comes from the shape: bounded before it sizes anything.
+            if (p := _bounded_elements_problem(shape)) is not None:
+                raise ProtocolError(ErrorCode.BAD_HANDSHAKE, "hello: " + p)
+            n = math.prod(shape)
+            r.need(16 * n, "the per-element action bounds")
+            lows = r.take(f"{n}d")
+            highs = r.take(f"{n}d")
+            action = ActionSpec(ActionKind.CONTINUOUS, shape=shape, lows=tuple(lows),
+                                highs=tuple(highs))
     else:
         raise ProtocolError(ErrorCode.BAD_HANDSHAKE, f"hello: unknown action kind {kind}")
     r.need(2, "name_length")
@@ -572,7 +724,7 @@ def decode_hello(payload: bytes) -> Hello:
         raise ProtocolError(ErrorCode.TRUNCATED_FRAME,
                             f"hello has {r.remaining} bytes after the name")
     h = Hello(actor_id, num_envs, ObservationSpec(DType(obs_dtype), obs_shape), action,
-              raw_name.decode("utf-8", errors="replace"))
+              raw_name.decode("utf-8", errors="replace"), version)
     _check_hello_fields(h, raw_name)
     return h
 
@@ -821,13 +973,18 @@ def parse_actions(payload: bytes, expected_envs: int, spec: ActionSpec) -> np.nd
                                 f"{spec.num_actions})")
         return a
     a = np.frombuffer(payload, dtype="<f4", offset=4).astype(np.float32)
-    wide = a.astype(np.float64)
-    bad = np.flatnonzero(~((wide >= spec.low) & (wide <= spec.high)))
+    wide = a.astype(np.float64).reshape(n, spec.elements)
+    # One pair broadcasts; per-element bounds are at most 1024 each.
+    lows, highs = spec.bound_arrays() if spec.per_element_bounds else (spec.low, spec.high)
+    # Infinite bounds admit every finite value; an infinite action is refused either way.
+    bad = np.flatnonzero(~(np.isfinite(wide) & (wide >= lows) & (wide <= highs)))
     if bad.size:
         j = int(bad[0])
+        k = j % spec.elements
         raise ProtocolError(ErrorCode.BAD_ACTION,
                             f"action element {j} (env {j // spec.elements}) is "
-                            f"{float(a[j])!r}, outside [{spec.low!r}, {spec.high!r}]")
+                            f"{float(a[j])!r}, outside [{_format_double(spec.low_at(k))}, "
+                            f"{_format_double(spec.high_at(k))}]")
     return a.reshape(n, *spec.shape)
 
 

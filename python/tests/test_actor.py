@@ -10,6 +10,7 @@ Run: python3 -m unittest discover -s python/tests
 
 from __future__ import annotations
 
+import math
 import os
 import pathlib
 import re
@@ -83,6 +84,24 @@ if gym is not None:
             end = self.t >= self.length
             return (self._obs(), float(self.t), end and not self.truncate, end and self.truncate,
                     {})
+
+    class BoxActionEnv(gym.Env):
+        """Box actions with per-dimension bounds, one dimension unbounded; records each
+        action as env.step receives it."""
+
+        def __init__(self) -> None:
+            self.observation_space = spaces.Box(-1e6, 1e6, (3,), np.float32)
+            self.action_space = spaces.Box(np.array([-1.0, -2.0, -np.inf], np.float32),
+                                           np.array([1.0, 0.5, np.inf], np.float32))
+            self.actions: list = []
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return np.zeros(3, np.float32), {}
+
+        def step(self, action):
+            self.actions.append(action)
+            return np.asarray(action, np.float32), 0.0, False, False, {}
 
     class PixelEnv(gym.Env):
         """uint8 frames [4, 4, 1] whose every pixel is 250 + t, 5 actions."""
@@ -222,6 +241,9 @@ class SpecTests(unittest.TestCase):
             "CartPole-v1": (p.ObservationSpec(p.DType.FLOAT32, (4,)), p.ActionSpec.discrete(2)),
             "MountainCar-v0": (p.ObservationSpec(p.DType.FLOAT32, (2,)),
                                p.ActionSpec.discrete(3)),
+            # Box(-2, 2, (1,)): one pair, a version-1 hello.
+            "Pendulum-v1": (p.ObservationSpec(p.DType.FLOAT32, (3,)),
+                            p.ActionSpec.continuous((1,), -2.0, 2.0)),
         }
         for env_id, want in cases.items():
             with self.subTest(env_id):
@@ -240,6 +262,29 @@ class SpecTests(unittest.TestCase):
         obs, _ = specs_from_spaces(spaces.Box(0, 1, (), np.float32), spaces.Discrete(2))
         self.assertEqual(obs.shape, (1,))  # scalars travel as [1]
 
+    def test_box_actions_keep_their_per_dimension_bounds(self) -> None:
+        box = spaces.Box(np.array([-1.0, -2.0, -np.inf], np.float32),
+                         np.array([1.0, 0.5, np.inf], np.float32))
+        _, act = specs_from_spaces(spaces.Box(0, 1, (3,), np.float32), box)
+        self.assertEqual(act, p.ActionSpec.continuous((3,), [-1.0, -2.0, -np.inf],
+                                                      [1.0, 0.5, np.inf]))
+        self.assertTrue(act.per_element_bounds)
+        self.assertEqual(act.low_at(2), -math.inf)
+        # The same values as the C++-written version-2 vector, so the same hello bytes.
+        frame = p.encode_hello(p.Hello(9, 2, p.ObservationSpec(p.DType.FLOAT32, (3,)), act,
+                                       "box"))
+        golden = pathlib.Path(__file__).resolve().parents[2] / "test" / "fixtures" / \
+            "protocol" / "hello_continuous_v2.bin"
+        self.assertEqual(frame, golden.read_bytes())
+        # Rank 2 flattens row-major; a scalar Box travels as [1].
+        grid = spaces.Box(np.array([[0.0, 1.0], [2.0, 3.0]]), np.array([[1.0, 2.0], [3.0, 4.0]]),
+                          dtype=np.float64)
+        _, act = specs_from_spaces(box, grid)
+        self.assertEqual((act.shape, act.lows, act.highs),
+                         ((2, 2), (0.0, 1.0, 2.0, 3.0), (1.0, 2.0, 3.0, 4.0)))
+        _, act = specs_from_spaces(box, spaces.Box(-3.0, 3.0, (), np.float32))
+        self.assertEqual(act, p.ActionSpec.continuous((1,), -3.0, 3.0))
+
     def test_unsupported_spaces_are_refused_with_the_reason(self) -> None:
         box = spaces.Box(0, 1, (4,), np.float32)
         cases = [
@@ -248,7 +293,12 @@ class SpecTests(unittest.TestCase):
             (spaces.Box(0, 2**62, (4,), np.int64), spaces.Discrete(2), "int64"),
             (spaces.Box(0, 1, (1,) * 7, np.float32), spaces.Discrete(2), "rank 7"),
             (spaces.Discrete(3), spaces.Discrete(2), "Box"),
-            (box, spaces.Box(-1, 1, (2,), np.float32), "continuous"),
+            (box, spaces.Box(-1, 1, (2,), np.int64), "float dtype"),
+            (box, spaces.Box(np.array([0.0, 1.0], np.float32), np.array([1.0, 1.0], np.float32)),
+             "dimension 1"),
+            (box, spaces.Box(np.zeros(1025, np.float32),
+                             np.arange(1.0, 1026.0, dtype=np.float32)),
+             "at most 1024"),
             (box, spaces.MultiDiscrete([2, 3]), "Discrete"),
         ]
         for obs_space, act_space, phrase in cases:
@@ -284,6 +334,38 @@ class ScriptedLearnerTests(unittest.TestCase):
         actor.run()
         time.sleep(0.05)  # let the scripted learner finish reading
         return actor
+
+    def test_box_actions_travel_with_a_version_2_hello(self) -> None:
+        hellos: list = []
+        sent = [[0.5, -2.0, -1e30], [-1.0, 0.5, 7.0]]
+
+        def script(peer: Peer, index: int) -> None:
+            hello = p.decode_hello(peer.read_type(MT.HELLO))
+            hellos.append(hello)
+            peer.send(p.encode_welcome(p.Welcome(0, hello.num_envs)))
+            for row in sent:
+                peer.read_type(MT.STEP)
+                peer.send(p.encode_continuous_actions(np.array([row], np.float32)))
+            while peer.read()[0].type != MT.CLOSE:  # the actor stops after max_steps
+                pass
+
+        envs: list = []
+
+        def make(i: int) -> "BoxActionEnv":
+            envs.append(BoxActionEnv())
+            return envs[-1]
+
+        self.run_actor(self.learner(script), make, num_envs=1, max_steps=2)
+        hello = hellos[0]
+        self.assertEqual(hello.version, 2)
+        self.assertEqual(hello.action, p.ActionSpec.continuous(
+            (3,), [-1.0, -2.0, -math.inf], [1.0, 0.5, math.inf]))
+        # env.step got each row as the Box's float32 vector.
+        self.assertEqual(len(envs[0].actions), 2)
+        for got, want in zip(envs[0].actions, sent):
+            self.assertEqual(got.dtype, np.float32)
+            self.assertEqual(got.shape, (3,))
+            np.testing.assert_array_equal(got, np.array(want, np.float32))
 
     def test_steps_follow_seed_semantics(self) -> None:
         record: list = []

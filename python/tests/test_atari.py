@@ -454,6 +454,13 @@ class CommandLineTests(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("--learner", err)
 
+    def test_print_spec_refuses_continuous_actions_for_seedrl_gym(self) -> None:
+        code, out, err = run_main(["--env", "Pendulum-v1", "--print-spec"])
+        self.assertEqual(code, 2, err)
+        self.assertEqual(out, "")
+        self.assertIn("continuous actions [1]", err)
+        self.assertIn("Discrete action spaces only", err)
+
     def test_the_command_line_refuses_what_the_wrappers_set(self) -> None:
         code, err = self.run_main(["--learner", "127.0.0.1:1", "--env", "ALE/Pong-v5",
                                    "--env-arg", "frameskip=4"])

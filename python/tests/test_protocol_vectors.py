@@ -35,7 +35,8 @@ NUMPY_MISSING = ("numpy is not installed: pip install numpy (scripts/install-dep
                  "--test-tools installs it into .venv)")
 
 KNOWN_VECTORS = {
-    "hello_cartpole.bin", "hello_atari.bin", "hello_continuous.bin", "welcome.bin",
+    "hello_cartpole.bin", "hello_atari.bin", "hello_continuous.bin", "hello_continuous_v2.bin",
+    "welcome.bin",
     "reject_spec_mismatch.bin", "error_auth_failed.bin", "close.bin", "close_shutting_down.bin",
     "step_cartpole.bin", "step_uint8.bin", "actions_discrete.bin", "actions_continuous.bin",
     "keepalive.bin", "actor_stats.bin", "auth_request.bin", "auth_challenge.bin",
@@ -85,12 +86,26 @@ class GoldenVectorTests(unittest.TestCase):
                                        p.ActionSpec.discrete(6), "pong:7"),
             "hello_continuous.bin": p.Hello(7, 1, p.ObservationSpec(p.DType.FLOAT32, (3,)),
                                             p.ActionSpec.continuous((1,), -2.0, 2.0), ""),
+            # A Box(low=[-1, -2, -inf], high=[1, 0.5, inf]): hello version 2.
+            "hello_continuous_v2.bin": p.Hello(
+                9, 2, p.ObservationSpec(p.DType.FLOAT32, (3,)),
+                p.ActionSpec.continuous((3,), np.array([-1.0, -2.0, -np.inf]),
+                                        np.array([1.0, 0.5, np.inf])), "box"),
         }
         for name, hello in cases.items():
             with self.subTest(name):
                 golden = vector(name)
                 self.assertBytes(p.encode_hello(hello), golden)
-                self.assertEqual(p.decode_hello(self.payload(golden, p.MessageType.HELLO)), hello)
+                decoded = p.decode_hello(self.payload(golden, p.MessageType.HELLO))
+                self.assertEqual(decoded, hello)
+                self.assertEqual(decoded.version, 2 if name.endswith("_v2.bin") else 1)
+        # By hand from docs/protocol.md's version-2 layout: every low, then every high.
+        self.assertBytes(vector("hello_continuous_v2.bin"), hexbytes("""
+            53 44 52 4C 01 00 01 00 59 00 00 00 00 00 00 00  02 00 00 00 09 00 00 00 00 00 00 00
+            02 00 00 00 03 01 00 00 03 00 00 00 02 00 00 00 01 00 00 00 03 00 00 00
+            00 00 00 00 00 00 F0 BF  00 00 00 00 00 00 00 C0  00 00 00 00 00 00 F0 FF
+            00 00 00 00 00 00 F0 3F  00 00 00 00 00 00 E0 3F  00 00 00 00 00 00 F0 7F
+            03 00 62 6F 78"""))
         # docs/protocol.md's CartPole hello, byte for byte.
         self.assertBytes(vector("hello_cartpole.bin"), hexbytes("""
             53 44 52 4C 01 00 01 00 23 00 00 00 00 00 00 00 01 00 00 00 08 07 06 05 04 03 02 01
@@ -271,7 +286,7 @@ class MalformedFrameTests(unittest.TestCase):
         self.assertCode(EC.FRAME_TOO_LARGE, self.header, frame(5, b"", length=1 << 30))
 
     def test_payload_limits_per_type(self) -> None:
-        limits = {1: 4096, 2: 4096, 3: 4096, 6: 4096, 7: 4096, 8: 0, 9: 24, 10: 4, 11: 36,
+        limits = {1: 17 * 1024, 2: 4096, 3: 4096, 6: 4096, 7: 4096, 8: 0, 9: 24, 10: 4, 11: 36,
                   12: 64, 13: 32}
         for t, limit in limits.items():
             with self.subTest(type=p.type_name(t)):
@@ -365,7 +380,8 @@ class MalformedFrameTests(unittest.TestCase):
             return bytes(b)
 
         cases = [
-            (with_byte(0, 2), EC.UNSUPPORTED_VERSION),
+            (with_byte(0, 0), EC.UNSUPPORTED_VERSION),
+            (with_byte(0, 3), EC.UNSUPPORTED_VERSION),
             (with_byte(2, 1), EC.BAD_RESERVED_BITS),
             (good[:12] + bytes(4) + good[16:], EC.BAD_HANDSHAKE),  # num_envs 0
             (with_byte(16, 9), EC.BAD_HANDSHAKE),  # dtype
@@ -384,7 +400,9 @@ class MalformedFrameTests(unittest.TestCase):
         for i, (payload, code) in enumerate(cases):
             with self.subTest(case=i):
                 self.assertCode(code, p.decode_hello, bytes(payload))
-        self.assertCode(EC.FRAME_TOO_LARGE, p.decode_hello, bytes(4097))
+        self.assertCode(EC.FRAME_TOO_LARGE, p.decode_hello, bytes(17 * 1024 + 1))
+        # A discrete hello reads the same in versions 1 and 2.
+        self.assertEqual(p.decode_hello(with_byte(0, 2)).version, 2)
         # Observation over 2^31 bytes: [65536, 32768] float32.
         big = p.Hello(1, 1, p.ObservationSpec(p.DType.FLOAT32, (65536, 32768)),
                       p.ActionSpec.discrete(2))
@@ -392,6 +410,112 @@ class MalformedFrameTests(unittest.TestCase):
             p.encode_hello(big)
         raw = bytearray(good[:16]) + struct.pack("<BBHII", 3, 2, 0, 65536, 32768) + good[24:]
         self.assertCode(EC.BAD_HANDSHAKE, p.decode_hello, bytes(raw))
+
+    def test_hello_version_2_bounds_checks(self) -> None:
+        good = vector("hello_continuous_v2.bin")[16:]
+        low_at, high_at, dim_at = 36, 60, 32  # payload offsets: lows, highs, action dims[0]
+
+        def with_f64(at: int, value: float) -> bytes:
+            b = bytearray(good)
+            b[at:at + 8] = struct.pack("<d", value)
+            return bytes(b)
+
+        def detail(payload: bytes) -> str:
+            with self.assertRaises(p.ProtocolError) as cm:
+                p.decode_hello(payload)
+            return cm.exception.detail
+
+        # Cut anywhere, in the bounds too: truncated_frame.
+        for n in range(len(good)):
+            with self.subTest(length=n):
+                self.assertCode(EC.TRUNCATED_FRAME, p.decode_hello, good[:n])
+        self.assertIn("per-element action bounds", detail(good[:low_at + 5]))
+        self.assertCode(EC.TRUNCATED_FRAME, p.decode_hello, good + b"\0")
+        # NaN in any low or high names its element.
+        for element in range(3):
+            for base in (low_at, high_at):
+                with self.subTest(element=element, base=base):
+                    bad = with_f64(base + 8 * element, math.nan)
+                    self.assertCode(EC.BAD_HANDSHAKE, p.decode_hello, bad)
+                    self.assertIn(f"element {element} bounds", detail(bad))
+                    self.assertIn("NaN", detail(bad))
+        # low >= high, equal or crossed, finite or infinite.
+        for low, high in ((0.5, 0.5), (1.0, 0.5), (math.inf, math.inf), (-math.inf, -math.inf)):
+            bad = bytearray(with_f64(low_at + 8, low))
+            bad[high_at + 8:high_at + 16] = struct.pack("<d", high)
+            self.assertCode(EC.BAD_HANDSHAKE, p.decode_hello, bytes(bad))
+            self.assertIn("element 1 bounds", detail(bytes(bad)))
+        # The count comes from the shape: a shape that disagrees with the bounds is refused.
+        b = bytearray(good)
+        b[dim_at] = 4
+        self.assertCode(EC.TRUNCATED_FRAME, p.decode_hello, bytes(b))
+        # 2 elements: element 0 [-1, -inf] is bad, but values are checked after the name and
+        # trailing bytes: name_length 0, then 18 stray bytes.
+        b[dim_at] = 2
+        self.assertCode(EC.TRUNCATED_FRAME, p.decode_hello, bytes(b))
+        self.assertIn("after the name", detail(bytes(b)))
+        # Bounds come before the name's text among the value checks.
+        bad = bytearray(with_f64(high_at, -1.0))
+        bad[-1] = ord("\n")
+        self.assertIn("element 0 bounds [-1, -1] need low < high", detail(bytes(bad)))
+        # At most 1024 bounded elements, refused before reading them.
+        b[dim_at:dim_at + 4] = struct.pack("<I", 1025)
+        self.assertCode(EC.BAD_HANDSHAKE, p.decode_hello, bytes(b))
+        self.assertIn("at most 1024 action elements", detail(bytes(b)))
+
+    def test_hello_picks_the_lowest_version_that_carries_the_bounds(self) -> None:
+        obs = p.ObservationSpec(p.DType.FLOAT32, (3,))
+        # A Box whose bounds are one pair travels as version 1, the Pendulum vector's bytes.
+        same = p.ActionSpec.continuous((1,), np.array([-2.0]), np.array([2.0]))
+        self.assertTrue(same.per_element_bounds)
+        self.assertEqual(p.encode_hello(p.Hello(7, 1, obs, same)), vector("hello_continuous.bin"))
+        self.assertEqual(same, p.ActionSpec.continuous((1,), -2.0, 2.0))
+        # Signed zeros differ bit for bit: version 2, and each comes back with its sign.
+        zeros = p.ActionSpec.continuous((2,), [-0.0, 0.0], [1.0, 1.0])
+        back = p.decode_hello(p.encode_hello(p.Hello(1, 1, obs, zeros))[16:])
+        self.assertEqual(back.version, 2)
+        self.assertEqual([math.copysign(1, x) for x in back.action.lows], [-1, 1])
+        # Forced to version 2, uniform bounds repeat per element and decode to an equal spec.
+        box = p.ActionSpec.continuous((2,), -1.0, 1.0)
+        frame = p.encode_hello(p.Hello(1, 1, obs, box, version=2))
+        self.assertEqual(frame[16], 2)
+        back = p.decode_hello(frame[16:])
+        self.assertEqual((back.version, back.action), (2, box))
+        # Per-element bounds cannot go as version 1; no version 3 exists.
+        per = p.ActionSpec.continuous((2,), [-1.0, -2.0], [1.0, 2.0])
+        for version in (1, 3):
+            with self.subTest(version=version), self.assertRaises(ValueError):
+                p.encode_hello(p.Hello(1, 1, obs, per, version=version))
+        # 1024 bounded elements fit, with the longest name and the largest observation rank.
+        lows = -1.0 - np.arange(1024.0)
+        big = p.Hello(1, 1, p.ObservationSpec(p.DType.UINT8, (2,) * 6),
+                      p.ActionSpec.continuous((4, 4, 4, 4, 2, 2), lows.reshape(4, 4, 4, 4, 2, 2),
+                                              -lows), "n" * 256)
+        frame = p.encode_hello(big)
+        self.assertEqual(len(frame) - 16, 334 + 16 * 1024)
+        header, payload = p.decode_frame(frame)
+        self.assertEqual(p.decode_hello(payload), big)
+        with self.assertRaises(ValueError):
+            p.encode_hello(p.Hello(1, 1, obs, p.ActionSpec.continuous(
+                (1025,), -np.arange(1.0, 1026.0), np.ones(1025))))
+        # Uniform bounds have no such limit.
+        wide = p.ActionSpec.continuous((1 << 20,), -1.0, 1.0)
+        self.assertEqual(p.decode_hello(p.encode_hello(p.Hello(1, 1, obs, wide))[16:]).action,
+                         wide)
+
+    def test_per_element_bounds_check_actions(self) -> None:
+        spec = p.ActionSpec.continuous((2,), [-1.0, -math.inf], [1.0, 2.0])
+        ok = np.array([[1.0, -3e38], [-1.0, 2.0]], dtype=np.float32)
+        np.testing.assert_array_equal(
+            p.parse_actions(p.encode_continuous_actions(ok)[16:], 2, spec), ok)
+        for bad, phrase in (([0.0, 2.5], "outside [-inf, 2]"), ([1.5, 0.0], "outside [-1, 1]"),
+                            ([0.0, -np.inf], "outside [-inf, 2]"), ([0.0, np.nan], "nan")):
+            with self.subTest(bad=bad):
+                payload = p.encode_continuous_actions(np.array([bad], dtype=np.float32))[16:]
+                with self.assertRaises(p.ProtocolError) as cm:
+                    p.parse_actions(payload, 1, spec)
+                self.assertEqual(cm.exception.code, EC.BAD_ACTION)
+                self.assertIn(phrase, cm.exception.detail)
 
     def test_encode_hello_refuses_what_the_learner_refuses(self) -> None:
         obs, act = p.ObservationSpec(p.DType.FLOAT32, (4,)), p.ActionSpec.discrete(2)
@@ -402,6 +526,9 @@ class MalformedFrameTests(unittest.TestCase):
             p.Hello(1, 1, obs, p.ActionSpec.discrete(0)),
             p.Hello(1, 1, obs, p.ActionSpec.continuous((2,), 1.0, 1.0)),
             p.Hello(1, 1, obs, p.ActionSpec.continuous((2,), math.nan, 1.0)),
+            p.Hello(1, 1, obs, p.ActionSpec.continuous((2,), [0.0, math.nan], [1.0, 1.0])),
+            p.Hello(1, 1, obs, p.ActionSpec.continuous((2,), [0.0, 1.0], [1.0, 1.0])),
+            p.Hello(1, 1, obs, p.ActionSpec.continuous((2,), [0.0, 0.0, 0.0], [1.0, 1.0, 1.0])),
             p.Hello(1, 1, obs, act, "a\nb"),
             p.Hello(1, 1, obs, act, "x" * 257),
         ]

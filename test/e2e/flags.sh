@@ -20,7 +20,8 @@ for flag in --learner --host --port --actors --envs-per-actor --max-envs --unrol
   --batch-size --inference-batch --queue-batches --learning-rate --entropy-cost --total-frames \
   --target-return --logdir --seed --device --checkpoint-dir --checkpoint-every-steps \
   --checkpoint-every-seconds --resume --init-checkpoint --auth-secret-file --no-auth \
-  --episodes --sample --lstm; do
+  --episodes --sample --lstm --algo --ppo-epochs --ppo-minibatches --ppo-clip --ppo-value-clip \
+  --ppo-advantage --ppo-lambda; do
   grep -q -- "$flag" "$out" || fail "--help does not list $flag"
 done
 for mode in local learner actor eval; do
@@ -49,4 +50,6 @@ usage_error "--learner: needs HOST:PORT" actor --learner localhost
 usage_error "--device" local --device tpu
 usage_error "--resume requires --checkpoint-dir" local --resume
 usage_error "--seed" local --seed
+usage_error "--algo" local --algo dqn
+usage_error "--ppo-minibatches" local --algo ppo --ppo-minibatches 0
 echo "flags: --help lists every flag; bad flags and values exit 2 with a message"

@@ -200,13 +200,13 @@ struct basic_gym_recipe {
         "  actions         %d (discrete)\n"
         "  network         %s\n"
         "  optimizer       Adam, learning rate %s\n"
-        "  loss            IMPALA (V-trace), entropy cost %s\n"
+        "  loss            %s, entropy cost %s\n"
         "  unrolls         length %zu, batch %zu, inference batch %zu\n"
         "  actors          %d x %zu envs, seed %llu\n"
         "  stop            %s\n",
         env.name.c_str(), command.c_str(), to_string(env.observations.type),
         env.observations.shape.to_string().c_str(), kind.c_str(), env.actions.num_actions,
-        network.c_str(), detail::format_number(lr).c_str(),
+        network.c_str(), detail::format_number(lr).c_str(), algorithm_summary(o).c_str(),
         detail::format_number(o.entropy_cost).c_str(), o.unroll_length, o.batch_size,
         o.inference_batch, o.actors, o.envs_per_actor, static_cast<unsigned long long>(o.seed),
         stop_condition(o).c_str());

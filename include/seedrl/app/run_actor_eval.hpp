@@ -89,9 +89,11 @@ int run_actor_eval(const run_options& o, secret_ptr secret, const agent_parts<Ne
   lc.checkpoint_dir.clear();
   lc.auth_secret = std::move(secret);
   lc.on_episode = [&tally](double episode_return, std::int64_t) { tally.add(episode_return); };
-  learner<Net, Opt, tcp_transport> l(
-      lc, agent.network, agent.optimizer, impala_loss<typename Net::scalar_type>(agent.loss),
-      env.observations, env.actions, host_trainer{}, categorical_sampler{how});
+  // The CPU training learner's type: eval compiles no learner of its own.
+  using loss_type = run_loss_t<host_trainer, typename Net::scalar_type>;
+  learner<Net, Opt, tcp_transport, host_trainer, loss_type> l(
+      lc, agent.network, agent.optimizer, loss_type(), env.observations, env.actions,
+      host_trainer{}, categorical_sampler{how});
   l.restore(*c, /*weights_only=*/true);
   std::printf("%s: training step %lld, %s\n", c->source.c_str(), static_cast<long long>(c->step),
               agent.description.c_str());

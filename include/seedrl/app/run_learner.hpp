@@ -25,6 +25,7 @@
 #include "seedrl/app/auth.hpp"
 #include "seedrl/app/checkpoint_network.hpp"
 #include "seedrl/app/processes.hpp"
+#include "seedrl/app/run_loss.hpp"
 #include "seedrl/app/run_options.hpp"
 #include "seedrl/app/signals.hpp"
 #include "seedrl/core/spec.hpp"
@@ -176,11 +177,11 @@ int run_learner(const run_options& o, secret_ptr secret, const agent_parts<Net, 
   lc.auth_secret = std::move(secret);
   lc.checkpoint_meta["network"] = agent.description;
   lc.checkpoint_meta["environment"] = env.name;
-  impala_loss_config<typename Net::scalar_type> loss = agent.loss;
-  loss.entropy_cost = static_cast<typename Net::scalar_type>(o.entropy_cost);
-  learner<Net, Opt, tcp_transport, Trainer> l(lc, agent.network, agent.optimizer,
-                                              impala_loss<typename Net::scalar_type>(loss),
-                                              env.observations, env.actions, std::move(trainer));
+  using S = typename Net::scalar_type;
+  using loss_type = run_loss_t<Trainer, S>;
+  learner<Net, Opt, tcp_transport, Trainer, loss_type> l(
+      lc, agent.network, agent.optimizer, make_run_loss<loss_type>(o, agent.loss), env.observations,
+      env.actions, std::move(trainer));
   if (const auto rc = detail::restore_from_flags(o, l, agent.description, env.checkpoint_hint))
     return *rc;
   // Before listening: start() refuses a checkpoint directory that holds another run's.
@@ -191,6 +192,7 @@ int run_learner(const run_options& o, secret_ptr secret, const agent_parts<Net, 
   std::printf("learner listening on %s:%u\n", o.host.c_str(), static_cast<unsigned>(port));
   if (env.announce_network)
     std::printf("actions: %d; network: %s\n", env.actions.num_actions, agent.description.c_str());
+  std::printf("algorithm: %s\n", algorithm_summary(o).c_str());
   std::fflush(stdout);
   l.serve(std::move(listener));
 

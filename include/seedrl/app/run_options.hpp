@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "seedrl/algo/ppo_loss_config.hpp"
 #include "seedrl/app/cli.hpp"
 
 namespace seedrl::app {
@@ -54,6 +55,11 @@ struct run_options {
   bool no_auth = false;
   int eval_episodes = 100;
   bool eval_sample = false;
+  /// The learning algorithm: "impala" (V-trace actor-critic, SEED's) or "ppo".
+  std::string algorithm = "impala";
+  /// PPO's settings (--ppo-*); its discount comes from the agent recipe, its entropy cost from
+  /// --entropy-cost, as IMPALA's do.
+  ppo_loss_config<double> ppo{};
   /// Seconds between progress lines (not a flag: a program's choice).
   double progress_seconds = 2.0;
 };
@@ -131,6 +137,32 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
       ->check(positive_number);
   cli.add_option("--entropy-cost", o.entropy_cost, "entropy bonus weight")
       ->check(non_negative_number);
+  cli.add_option("--algo", o.algorithm,
+                 "learning algorithm: impala (V-trace actor-critic) or ppo (clipped surrogate, "
+                 "--ppo-* flags; trains on the CPU)")
+      ->check(CLI::IsMember({"impala", "ppo"}));
+  cli.add_option("--ppo-epochs", o.ppo.epochs, "PPO: passes over each training batch")
+      ->check(positive_number);
+  cli.add_option("--ppo-minibatches", o.ppo.minibatches,
+                 "PPO: minibatches of whole unrolls per pass (must divide --batch-size)")
+      ->check(positive_number);
+  cli.add_option("--ppo-clip", o.ppo.clip_epsilon, "PPO: probability ratio clip epsilon")
+      ->check(CLI::Range(0.0, 1.0).description("in (0, 1)"));
+  cli.add_option_function<double>(
+         "--ppo-value-clip", [&o](double v) { o.ppo.value_clip = v; },
+         "PPO: clip value updates to +-C around the values before each batch (default off)")
+      ->check(positive_number);
+  cli.add_option_function<std::string>(
+         "--ppo-advantage",
+         [&o](const std::string& v) {
+           o.ppo.advantage = v == "vtrace" ? ppo_advantage::vtrace : ppo_advantage::gae;
+         },
+         std::string("PPO: advantages from gae (GAE lambda) or vtrace (corrects for policy lag; "
+                     "default ") +
+             (o.ppo.advantage == ppo_advantage::vtrace ? "vtrace" : "gae") + ")")
+      ->check(CLI::IsMember({"gae", "vtrace"}));
+  cli.add_option("--ppo-lambda", o.ppo.lambda, "PPO: GAE (or V-trace) lambda")
+      ->check(CLI::Range(0.0, 1.0));
   cli.add_option("--total-frames", o.total_frames, "stop after this many env frames")
       ->check(positive_number);
   cli.add_option_function<double>(
@@ -169,6 +201,22 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
     cli.add_flag("--sample", o.eval_sample,
                  "eval mode: sample actions from the policy instead of taking the argmax");
   }
+}
+
+/// The algorithm and its main settings, for a configuration line: "IMPALA (V-trace)" or e.g.
+/// "PPO (GAE advantages, lambda 0.95), 4 epochs x 4 minibatches, clip 0.2".
+inline std::string algorithm_summary(const run_options& o) {
+  if (o.algorithm != "ppo")
+    return "IMPALA (V-trace)";
+  const auto& p = o.ppo;
+  std::string s = std::string("PPO (") +
+                  (p.advantage == ppo_advantage::vtrace ? "V-trace" : "GAE") +
+                  " advantages, lambda " + detail::format_number(p.lambda) + "), " +
+                  std::to_string(p.epochs) + " epochs x " + std::to_string(p.minibatches) +
+                  " minibatches, clip " + detail::format_number(p.clip_epsilon);
+  if (p.value_clip)
+    s += ", value clip " + detail::format_number(*p.value_clip);
+  return s;
 }
 
 /// Settles what depends on more than one flag, after parsing: local mode (and eval, which

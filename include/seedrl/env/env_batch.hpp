@@ -122,11 +122,12 @@ class env_batch {
   void step(std::span<const float> actions) requires(!discrete) {
     check_action_count(actions.size());
     for (std::size_t j = 0; j < actions.size(); ++j) {
-      if (!(actions[j] >= act_spec_.low && actions[j] <= act_spec_.high)) {
+      const double lo = act_spec_.low_at(j % action_size_),
+                   hi = act_spec_.high_at(j % action_size_);
+      if (!(actions[j] >= lo && actions[j] <= hi)) {
         throw std::out_of_range("seedrl::env_batch::step: action element " + std::to_string(j) +
                                 " is " + std::to_string(actions[j]) + ", outside [" +
-                                std::to_string(act_spec_.low) + ", " +
-                                std::to_string(act_spec_.high) + "]");
+                                std::to_string(lo) + ", " + std::to_string(hi) + "]");
       }
     }
     finished_.clear();

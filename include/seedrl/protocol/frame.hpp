@@ -1,8 +1,8 @@
 #pragma once
 /// \file
-/// The actor <-> learner wire protocol, version 1: frame header, message codecs and the
-/// checks a receiver makes. docs/protocol.md is the normative description; this header is its
-/// C++ implementation.
+/// The actor <-> learner wire protocol, version 1 (with hello versions 1 and 2): frame header,
+/// message codecs and the checks a receiver makes. docs/protocol.md is the normative description;
+/// this header is its C++ implementation.
 ///
 /// Everything here is pure: no I/O, no threads, no Boost, so that the learner, the actor, a
 /// fuzzer and tests share one implementation of every check. Integers and floats are
@@ -37,8 +37,21 @@ static_assert(std::endian::native == std::endian::little || std::endian::native 
 /// First four bytes of every frame, "SDRL" in ASCII; lets a receiver reject a stray client
 /// (an HTTP probe, a port scanner) on its first read instead of misreading a length.
 inline constexpr std::uint32_t magic = 0x4C524453;
-/// The protocol version this header implements; sent in every frame header and in hello.
+/// The protocol version this header implements; sent in every frame header. Hello carries its
+/// own version (hello_version): only hello's layout has changed since version 1, so every
+/// other frame, and the header, stays as version-1 peers know it.
 inline constexpr std::uint16_t version = 1;
+/// Newest hello layout: version 2 carries one [low, high] pair per continuous action element
+/// (gymnasium's Box); version 1 carries one pair for all elements. A learner accepts both; an
+/// actor sends the lowest version that can say its bounds, so that it still reaches learners
+/// that know only version 1.
+inline constexpr std::uint16_t hello_version = 2;
+/// Oldest hello layout a learner accepts.
+inline constexpr std::uint16_t min_hello_version = 1;
+/// Most continuous action elements a version-2 hello may give per-element bounds for (16 bytes
+/// each keep the largest hello near 16 KiB). Larger action spaces need uniform bounds, which a
+/// version-1 hello carries for up to max_action_elements.
+inline constexpr std::uint64_t max_bounded_action_elements = 1024;
 /// Bytes in a frame header: magic u32, version u16, type u16, payload_length u32, reserved u32.
 inline constexpr std::size_t header_size = 16;
 /// Default largest step/actions payload a receiver accepts (64 MiB): bounds the memory a
@@ -47,8 +60,10 @@ inline constexpr std::uint32_t default_max_payload = 64u * 1024u * 1024u;
 /// Largest payload of hello, welcome, reject, error and close frames, whatever the data limit:
 /// control frames are small, so a fixed cap lets a receiver read them before any handshake.
 inline constexpr std::uint32_t max_control_payload = 4096;
-/// Largest hello payload (the largest valid hello is 350 bytes).
-inline constexpr std::uint32_t max_hello_payload = max_control_payload;
+/// Largest hello payload. The largest valid version-1 hello is 350 bytes; a version-2 hello
+/// adds 16 bytes per action element past the first pair: 334 + 16 * 1024 = 16718 bytes at most.
+inline constexpr std::uint32_t max_hello_payload = 17 * 1024;
+static_assert(334 + 16 * max_bounded_action_elements <= max_hello_payload);
 /// Longest actor name in hello, in bytes of UTF-8.
 inline constexpr std::size_t max_name_length = 256;
 /// Longest message text in reject, error and close frames, in bytes of UTF-8; encoders cut
@@ -474,8 +489,9 @@ struct frame_header {
 };
 
 /// Largest payload a receiver accepts for a frame of type `t`: `max_payload` for step and
-/// actions, max_control_payload for the other messages, 0 for keepalive. Lets a receiver
-/// refuse a length before reading (and buffering) the payload.
+/// actions, max_hello_payload for hello, max_control_payload for the other messages (or their
+/// exact size), 0 for keepalive. Lets a receiver refuse a length before reading (and
+/// buffering) the payload.
 constexpr std::uint32_t payload_limit(message_type t, std::uint32_t max_payload) noexcept {
   switch (t) {
     case message_type::step:
@@ -483,6 +499,8 @@ constexpr std::uint32_t payload_limit(message_type t, std::uint32_t max_payload)
       return max_payload;
     case message_type::keepalive:
       return 0;
+    case message_type::hello:
+      return max_hello_payload;
     case message_type::actor_stats:
       return actor_stats_payload_size;
     case message_type::auth_request:
@@ -667,6 +685,10 @@ struct hello {
   observation_spec observation;  ///< rank 1..6, every dim in [1, 2^32)
   action_spec action;            ///< discrete (num_actions >= 1) or continuous (rank 1..6)
   std::string name;              ///< e.g. "host:pid"; printable UTF-8, <= 256 bytes
+  /// Hello layout on the wire: 1 (one bounds pair), 2 (a pair per action element), or 0 when
+  /// encoding to let encode_hello pick the lowest that can carry `action`'s bounds. decode_hello
+  /// sets it to what the actor sent.
+  std::uint16_t version = 0;
 };
 
 namespace detail {
@@ -700,10 +722,60 @@ inline std::uint64_t saturating_elements(const tensor_shape& s) noexcept {
   return n;
 }
 
+/// The hello layout `h` travels in: its version, or for 0 the lowest that carries its bounds.
+inline std::uint16_t hello_wire_version(const hello& h) noexcept {
+  if (h.version != 0) {
+    return h.version;
+  }
+  return h.action.kind == action_kind::continuous && !h.action.uniform_bounds() ? 2 : 1;
+}
+
+/// Checks one element's bounds; `element` < 0 for version 1's pair for all elements.
+inline error_code check_bounds(double low, double high, std::int64_t element, std::string* why) {
+  const std::string which = element < 0
+                                ? "hello: action bounds "
+                                : "hello: action element " + std::to_string(element) + " bounds ";
+  const std::string pair = "[" + format_double(low) + ", " + format_double(high) + "]";
+  if (std::isnan(low) || std::isnan(high)) {
+    return fail(why, error_code::bad_handshake, which + pair + " contain NaN");
+  }
+  if (!(low < high)) {
+    return fail(why, error_code::bad_handshake, which + pair + " need low < high");
+  }
+  return error_code::none;
+}
+
+/// Refuses per-element bounds for more elements than a version-2 hello carries.
+inline error_code check_bounded_elements(const tensor_shape& shape, std::string* why) {
+  const std::uint64_t n = saturating_elements(shape);
+  if (n > max_bounded_action_elements) {
+    return fail(why, error_code::bad_handshake,
+                "hello: version 2 carries per-element bounds for at most " +
+                    std::to_string(max_bounded_action_elements) + " action elements, shape " +
+                    shape.to_string() + " has " + std::to_string(n) +
+                    "; give every element the same bounds and send a version-1 hello");
+  }
+  return error_code::none;
+}
+
+/// Continuous bounds as decode_hello read them, before an action_spec (which refuses bad
+/// bounds) holds them: one pair (version 1) or one per element (version 2).
+struct raw_bounds {
+  std::span<const double> lows;
+  std::span<const double> highs;
+};
+
 /// Every rule decode_hello enforces on decoded values, shared with encode_hello so that what
-/// one side writes the other side accepts.
-inline error_code check_hello_fields(const hello& h, std::string* why) {
+/// one side writes the other side accepts. decode_hello passes the bounds it read as `raw`,
+/// so that they are checked in the documented order, after the name has been read.
+inline error_code check_hello_fields(const hello& h, std::string* why,
+                                     const raw_bounds* raw = nullptr) {
   std::string problem;
+  const std::uint16_t v = hello_wire_version(h);
+  if (v < min_hello_version || v > hello_version) {
+    return fail(why, error_code::unsupported_version,
+                "hello: protocol_version " + std::to_string(v) + ", this peer speaks 1 and 2");
+  }
   if (h.num_envs == 0) {
     return fail(why, error_code::bad_handshake, "hello: num_envs is 0");
   }
@@ -736,10 +808,52 @@ inline error_code check_hello_fields(const hello& h, std::string* why) {
       return fail(why, error_code::bad_handshake,
                   "hello: action shape " + h.action.shape.to_string() + " exceeds 2^28 elements");
     }
-    if (!(h.action.low < h.action.high)) {
+    const auto low_at = [&](std::size_t i) {
+      return raw == nullptr ? h.action.low_at(i) : raw->lows[raw->lows.size() == 1 ? 0 : i];
+    };
+    const auto high_at = [&](std::size_t i) {
+      return raw == nullptr ? h.action.high_at(i) : raw->highs[raw->highs.size() == 1 ? 0 : i];
+    };
+    // Only possible when `shape` was reassigned after the factory.
+    if (raw == nullptr && h.action.per_element_bounds() &&
+        h.action.bound_pairs() != saturating_elements(h.action.shape)) {
       return fail(why, error_code::bad_handshake,
-                  "hello: action bounds [" + format_double(h.action.low) + ", " +
-                      format_double(h.action.high) + "] need low < high");
+                  "hello: action has " + std::to_string(h.action.bound_pairs()) +
+                      " bounds pairs for shape " + h.action.shape.to_string());
+    }
+    if (v == 1) {
+      if (raw == nullptr && !h.action.uniform_bounds()) {
+        // Name the first element unlike element 0: the whole list could be 2^28 pairs.
+        std::size_t i = 1;
+        while (h.action.low_at(i) == h.action.low_at(0) &&
+               h.action.high_at(i) == h.action.high_at(0)) {
+          ++i;
+        }
+        const auto pair = [&](std::size_t k) {
+          return "[" + format_double(h.action.low_at(k)) + ", " +
+                 format_double(h.action.high_at(k)) + "]";
+        };
+        return fail(why, error_code::bad_handshake,
+                    "hello: version 1 carries one [low, high] for every action element, these "
+                    "differ: element 0 has " +
+                        pair(0) + ", element " + std::to_string(i) + " " + pair(i));
+      }
+      if (const error_code e = check_bounds(low_at(0), high_at(0), -1, why);
+          e != error_code::none) {
+        return e;
+      }
+    } else {
+      if (const error_code e = check_bounded_elements(h.action.shape, why); e != error_code::none) {
+        return e;
+      }
+      const auto n = static_cast<std::int64_t>(saturating_elements(h.action.shape));
+      for (std::int64_t i = 0; i < n; ++i) {
+        const auto at = static_cast<std::size_t>(i);
+        if (const error_code e = check_bounds(low_at(at), high_at(at), i, why);
+            e != error_code::none) {
+          return e;
+        }
+      }
     }
   } else {
     return fail(
@@ -767,8 +881,9 @@ inline void encode_hello(const hello& h, std::vector<std::byte>& frame) {
   if (detail::check_hello_fields(h, &why) != error_code::none) {
     throw std::invalid_argument("seedrl::protocol::encode_hello: " + why);
   }
+  const std::uint16_t v = detail::hello_wire_version(h);
   detail::frame_writer w(frame, message_type::hello);
-  w.u16(version);
+  w.u16(v);
   w.u16(0);
   w.u64(h.actor_id);
   w.u32(h.num_envs);
@@ -790,8 +905,19 @@ inline void encode_hello(const hello& h, std::vector<std::byte>& frame) {
     for (std::int64_t d : h.action.shape) {
       w.u32(static_cast<std::uint32_t>(d));
     }
-    w.f64(h.action.low);
-    w.f64(h.action.high);
+    if (v == 1) {
+      w.f64(h.action.low_at(0));
+      w.f64(h.action.high_at(0));
+    } else {
+      // Version 2: every element's low, then every element's high, row-major.
+      const auto n = static_cast<std::size_t>(h.action.shape.num_elements());
+      for (std::size_t i = 0; i < n; ++i) {
+        w.f64(h.action.low_at(i));
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        w.f64(h.action.high_at(i));
+      }
+    }
   }
   w.u16(static_cast<std::uint16_t>(h.name.size()));
   w.bytes(h.name);
@@ -800,9 +926,10 @@ inline void encode_hello(const hello& h, std::vector<std::byte>& frame) {
 
 /// Decodes and validates a hello payload. Codes: frame_too_large (payload over
 /// max_hello_payload), truncated_frame (ends inside a field, or bytes after the name),
-/// unsupported_version (protocol_version is not 1), bad_reserved_bits, bad_handshake (unknown
-/// dtype or action kind, rank 0 or above 6, a zero dimension, observation over 2^31 bytes,
-/// num_envs 0, num_actions < 1, bad bounds, name too long or not printable UTF-8). Fields are
+/// unsupported_version (protocol_version is not 1 or 2), bad_reserved_bits, bad_handshake
+/// (unknown dtype or action kind, rank 0 or above 6, a zero dimension, observation over 2^31
+/// bytes, num_envs 0, num_actions < 1, a NaN bound or low >= high, per-element bounds for more
+/// than 1024 elements, name too long or not printable UTF-8). Fields are
 /// checked in wire order, so the first bad field decides the code. `out` is complete only on
 /// success.
 inline error_code decode_hello(std::span<const std::byte> payload, hello& out,
@@ -857,15 +984,16 @@ inline error_code decode_hello(std::span<const std::byte> payload, hello& out,
     return short_at("the fixed fields (version, actor_id, num_envs)");
   }
   const std::uint16_t v = r.u16();
-  if (v != version) {
+  if (v < min_hello_version || v > hello_version) {
     return fail(why, error_code::unsupported_version,
-                "hello: protocol_version " + std::to_string(v) + ", this learner speaks " +
-                    std::to_string(version));
+                "hello: protocol_version " + std::to_string(v) + ", this learner speaks 1 and 2");
   }
   if (r.u16() != 0) {
     return reserved("reserved u16 after protocol_version");
   }
   hello h;
+  h.version = v;
+  std::vector<double> lows, highs;  // continuous bounds as read
   h.actor_id = r.u64();
   h.num_envs = r.u32();
   if (h.num_envs == 0) {
@@ -907,11 +1035,33 @@ inline error_code decode_hello(std::span<const std::byte> payload, hello& out,
     if (const error_code e = read_shape("action", 3, h.action.shape); e != error_code::none) {
       return e;
     }
-    if (!r.need(16)) {
-      return short_at("the action bounds");
+    // The bounds are kept raw here and checked with the other values below; the action spec
+    // takes them only once they passed.
+    if (v == 1) {
+      if (!r.need(16)) {
+        return short_at("the action bounds");
+      }
+      lows.push_back(r.f64());
+      highs.push_back(r.f64());
+    } else {
+      // The count comes from the shape: bounded before it sizes anything.
+      if (const error_code e = detail::check_bounded_elements(h.action.shape, why);
+          e != error_code::none) {
+        return e;
+      }
+      const auto n = static_cast<std::size_t>(h.action.shape.num_elements());
+      if (!r.need(16 * n)) {
+        return short_at("the per-element action bounds");
+      }
+      lows.resize(n);
+      highs.resize(n);
+      for (double& x : lows) {
+        x = r.f64();
+      }
+      for (double& x : highs) {
+        x = r.f64();
+      }
     }
-    h.action.low = r.f64();
-    h.action.high = r.f64();
   } else {
     return fail(why, error_code::bad_handshake,
                 "hello: unknown action kind " + std::to_string(kind));
@@ -935,8 +1085,13 @@ inline error_code decode_hello(std::span<const std::byte> payload, hello& out,
                 "hello has " + std::to_string(r.remaining()) + " bytes after the name");
   }
   // Value rules (counts, sizes, bounds, name text) in one place, shared with encode_hello.
-  if (const error_code e = detail::check_hello_fields(h, why); e != error_code::none) {
+  const detail::raw_bounds raw{lows, highs};
+  if (const error_code e = detail::check_hello_fields(h, why, &raw); e != error_code::none) {
     return e;
+  }
+  if (h.action.kind == action_kind::continuous) {
+    h.action = v == 1 ? action_spec::continuous(h.action.shape, lows[0], highs[0])
+                      : action_spec::continuous(h.action.shape, lows, highs);
   }
   out = std::move(h);
   return error_code::none;
@@ -1029,12 +1184,25 @@ inline std::string describe_spec_mismatch(const observation_spec& learner_obs,
     if (!(actor_act.shape == learner_act.shape)) {
       add("action shape: actor has " + actor_act.shape.to_string() + ", learner expects " +
           learner_act.shape.to_string());
-    }
-    if (actor_act.low != learner_act.low || actor_act.high != learner_act.high) {
-      add("action bounds: actor has [" + detail::format_double(actor_act.low) + ", " +
-          detail::format_double(actor_act.high) + "], learner expects [" +
-          detail::format_double(learner_act.low) + ", " + detail::format_double(learner_act.high) +
-          "]");
+    } else if (!(actor_act == learner_act)) {
+      if (actor_act.uniform_bounds() && learner_act.uniform_bounds()) {
+        add("action bounds: actor has " + actor_act.bounds_to_string() + ", learner expects " +
+            learner_act.bounds_to_string());
+      } else {
+        // Name the first element that differs: a whole per-element list could fill the message.
+        const auto n = static_cast<std::size_t>(actor_act.shape.num_elements());
+        std::size_t i = 0;
+        while (i + 1 < n && actor_act.low_at(i) == learner_act.low_at(i) &&
+               actor_act.high_at(i) == learner_act.high_at(i)) {
+          ++i;
+        }
+        const auto pair = [&](const action_spec& a) {
+          return "[" + detail::format_double(a.low_at(i)) + ", " +
+                 detail::format_double(a.high_at(i)) + "]";
+        };
+        add("action bounds of element " + std::to_string(i) + ": actor has " + pair(actor_act) +
+            ", learner expects " + pair(learner_act));
+      }
     }
   }
   return out;
@@ -1435,10 +1603,10 @@ inline error_code parse_actions(std::span<const std::byte> payload, std::uint32_
 }
 
 /// Decodes a continuous actions payload into `out` (expected_envs * action_elements(spec)
-/// floats, env-major). Codes as for discrete actions; bad_action when an element is NaN or
-/// outside [low, high] (actors' env batches refuse such actions, so learners clip before
-/// sending). Throws std::invalid_argument when `spec` is not continuous or `out` has the wrong
-/// size.
+/// floats, env-major). Codes as for discrete actions; bad_action when an element is NaN,
+/// infinite or outside its [low_at(k), high_at(k)] (actors' env batches refuse such actions, so
+/// learners clip before sending). Throws std::invalid_argument when `spec` is not continuous or
+/// `out` has the wrong size.
 inline error_code parse_actions(std::span<const std::byte> payload, std::uint32_t expected_envs,
                                 const action_spec& spec, std::span<float> out,
                                 std::string* why = nullptr) {
@@ -1455,13 +1623,15 @@ inline error_code parse_actions(std::span<const std::byte> payload, std::uint32_
   const std::byte* p = payload.data() + 4;
   for (std::size_t j = 0; j < out.size(); ++j, p += 4) {
     const float a = detail::load_f32(p);
-    if (!(a >= spec.low && a <= spec.high)) {
+    const std::size_t k = j % action_elements(spec);
+    // Infinite bounds admit every finite value; an infinite action is refused either way.
+    if (!(std::isfinite(a) && a >= spec.low_at(k) && a <= spec.high_at(k))) {
       return detail::fail(why, error_code::bad_action,
                           "action element " + std::to_string(j) + " (env " +
                               std::to_string(j / action_elements(spec)) + ") is " +
                               detail::format_double(a) + ", outside [" +
-                              detail::format_double(spec.low) + ", " +
-                              detail::format_double(spec.high) + "]");
+                              detail::format_double(spec.low_at(k)) + ", " +
+                              detail::format_double(spec.high_at(k)) + "]");
     }
     out[j] = a;
   }
