@@ -35,18 +35,6 @@
 
 namespace seedrl {
 
-namespace detail {
-/// The lower bound of element `i` of a continuous action spec. The one place that reads the
-/// spec's bounds, so that per-element bounds are a one-line change.
-inline double action_low(const action_spec& spec, std::size_t /*i*/) {
-  return spec.low;
-}
-/// The upper bound of element `i` of a continuous action spec; see action_low.
-inline double action_high(const action_spec& spec, std::size_t /*i*/) {
-  return spec.high;
-}
-}  // namespace detail
-
 /// Action elements per environment that travel as floats: D for a continuous spec, 0 for a
 /// discrete one (whose actions are one int32 each).
 inline std::size_t continuous_action_size(const action_spec& spec) {
@@ -137,7 +125,7 @@ struct gaussian_sampler {
           std::to_string(spec.num_actions) + " actions; use seedrl::categorical_sampler for it");
     }
     for (std::size_t i = 0; i < continuous_action_size(spec); ++i) {
-      const double lo = detail::action_low(spec, i), hi = detail::action_high(spec, i);
+      const double lo = spec.low_at(i), hi = spec.high_at(i);
       if (std::isnan(lo) || std::isnan(hi) || !(lo < hi) ||
           (bounds == bounds_handling::squash && (!std::isfinite(lo) || !std::isfinite(hi)))) {
         throw std::invalid_argument(

@@ -88,8 +88,8 @@ class inference_loop {
     // and the actor checks them against the spec's double bounds, which a float rounded to
     // nearest (0.1f > 0.1) could leave.
     for (std::size_t i = 0; i < action_dim_; ++i) {
-      low_[i] = static_cast<scalar>(inward_float(detail::action_low(act_spec, i), true));
-      high_[i] = static_cast<scalar>(inward_float(detail::action_high(act_spec, i), false));
+      low_[i] = static_cast<scalar>(inward_float(act_spec.low_at(i), true));
+      high_[i] = static_cast<scalar>(inward_float(act_spec.high_at(i), false));
     }
   }
 
