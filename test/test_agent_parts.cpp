@@ -428,7 +428,7 @@ using gaussian_agent =
 static_assert(seedrl::Network<gaussian_agent>);
 
 TEST_CASE(
-    "a Gaussian head writes [means, log-stds] rows and its gradients match central "
+    "a Gaussian head writes rows of means then log-stds and its gradients match central "
     "differences, with continuous previous actions as core inputs",
     "[parts][gaussian][gradcheck]") {
   const bool dependent = GENERATE(false, true);
