@@ -17,6 +17,7 @@
 #include "seedrl/net/frame_stack.hpp"
 #include "seedrl/net/network.hpp"
 #include "seedrl/net/parts/dense_torso.hpp"
+#include "seedrl/net/parts/gaussian_head.hpp"
 #include "seedrl/net/parts/linear_heads.hpp"
 #include "seedrl/net/parts/lstm_core.hpp"
 #include "seedrl/net/parts/mlp_torso.hpp"
@@ -116,8 +117,9 @@ struct unroll {
   std::vector<double> obs, rewards, start;
   std::vector<std::uint8_t> dones;
   std::vector<std::int32_t> prev;
+  std::vector<double> prev_continuous = {};  ///< [T1 * B * D] for continuous-action agents
   seedrl::agent_unroll_input<double> input() const {
-    return {T1, B, obs, rewards, dones, prev, start};
+    return {T1, B, obs, rewards, dones, prev, start, prev_continuous};
   }
 };
 
@@ -181,13 +183,15 @@ void check_inference_matches_unroll(Net& net, const unroll& d) {
   auto state = net.initial_state(B);
   std::copy(d.start.begin(), d.start.end(), state.data.begin());
   std::vector<double> step_logits(B * P), step_values(B);
+  const std::size_t D = d.prev_continuous.size() / (d.T1 * B);
   for (std::size_t t = 0; t < d.T1; ++t) {
     const std::size_t r = t * B;
     seedrl::agent_step_output<double> step_out{step_logits, step_values};
     net.infer({std::span<const double>(d.obs).subspan(r * n, B * n),
                std::span<const double>(d.rewards).subspan(r, B),
                std::span<const std::uint8_t>(d.dones).subspan(r, B),
-               std::span<const std::int32_t>(d.prev).subspan(r, B)},
+               std::span<const std::int32_t>(d.prev).subspan(r, B),
+               std::span<const double>(d.prev_continuous).subspan(r * D, B * D)},
               state, step_out);
     for (std::size_t i = 0; i < B * P; ++i)
       REQUIRE(step_logits[i] == Approx(logits[r * P + i]).margin(1e-12));
@@ -363,13 +367,15 @@ std::vector<double> all_outputs(Net& net, const unroll& d) {
   auto state = net.initial_state(B);
   std::copy(d.start.begin(), d.start.end(), state.data.begin());
   std::vector<double> step_logits(B * P), step_values(B);
+  const std::size_t D = d.prev_continuous.size() / (d.T1 * B);
   for (std::size_t t = 0; t < d.T1; ++t) {
     const std::size_t r = t * B;
     seedrl::agent_step_output<double> step_out{step_logits, step_values};
     net.infer({std::span<const double>(d.obs).subspan(r * n, B * n),
                std::span<const double>(d.rewards).subspan(r, B),
                std::span<const std::uint8_t>(d.dones).subspan(r, B),
-               std::span<const std::int32_t>(d.prev).subspan(r, B)},
+               std::span<const std::int32_t>(d.prev).subspan(r, B),
+               std::span<const double>(d.prev_continuous).subspan(r * D, B * D)},
               state, step_out);
     all.insert(all.end(), step_logits.begin(), step_logits.end());
     all.insert(all.end(), step_values.begin(), step_values.end());
@@ -414,6 +420,56 @@ void check_episode_start_inputs(Net& net, unroll d) {
   changed.rewards[live] = d.rewards[live] > 0.0 ? -0.5 : 0.5;
   changed.prev[live] = (d.prev[live] + 1) % A;
   CHECK(all_outputs(net, changed) != want);
+}
+
+using gaussian_agent =
+    seedrl::actor_critic_agent<double, seedrl::vector_observations, seedrl::mlp_torso<double>,
+                               seedrl::lstm_core<double>, seedrl::gaussian_head<double>>;
+static_assert(seedrl::Network<gaussian_agent>);
+
+TEST_CASE(
+    "a Gaussian head writes rows of means then log-stds and its gradients match central "
+    "differences, with continuous previous actions as core inputs",
+    "[parts][gaussian][gradcheck]") {
+  const bool dependent = GENERATE(false, true);
+  INFO("state-dependent log-std " << dependent);
+  constexpr std::size_t D = 2, T1 = 4, B = 2;
+  gaussian_agent net(
+      {.num_actions = D, .seed = 5, .continuous_action_size = D}, seedrl::vector_observations{3},
+      seedrl::mlp_torso<double>({.input_size = 3, .widths = {6}}), {.hidden_size = 4},
+      {.action_size = D, .state_dependent_log_std = dependent, .initial_log_std = -0.5});
+  REQUIRE(net.policy_size() == 2 * D);
+  REQUIRE(net.num_actions() == D);
+  seedrl::random_generator rng(7);
+  auto d = make_unroll(net, T1, B, false, rng);
+  d.prev_continuous = random_vector(T1 * B * D, rng, 2.0);
+  std::vector<double> outputs(T1 * B * 2 * D), values(T1 * B);
+  seedrl::agent_unroll_output<double> out{outputs, values};
+  net.forward_unroll(d.input(), out);
+  if (!dependent) {
+    // The log-std vector ends the policy head's parameters (the value head's follow),
+    // initialised as asked, and is in every row.
+    const auto p = net.parameters();
+    const std::size_t end = p.size() - net.value().num_parameters();
+    for (std::size_t r = 0; r < T1 * B; ++r) {
+      for (std::size_t i = 0; i < D; ++i) {
+        CHECK(outputs[r * 2 * D + D + i] == -0.5);
+        CHECK(p[end - D + i] == -0.5);
+      }
+    }
+  }
+  spread_parameters(net, 6);
+  check_gradients(net, d, rng);
+  check_inference_matches_unroll(net, d);
+  // The previous action's values reach the outputs (they are core inputs, not a one-hot).
+  auto moved = d;
+  for (std::size_t i = 0; i < moved.prev_continuous.size(); ++i)
+    moved.prev_continuous[i] += 0.5;
+  std::vector<double> moved_outputs(outputs.size());
+  seedrl::agent_unroll_output<double> moved_out{moved_outputs, values};
+  net.forward_unroll(d.input(), out);
+  net.forward_unroll(moved.input(), moved_out);
+  CHECK(moved_outputs != outputs);
 }
 
 TEST_CASE("episode starts feed the core reward 0 and no previous action", "[parts]") {

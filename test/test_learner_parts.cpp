@@ -102,8 +102,9 @@ struct last_action_sampler {
   }
   template <class S>
   void sample(std::span<const S> logits, std::size_t rows, std::size_t width,
-              seedrl::random_generator&, std::span<std::int32_t> actions,
+              seedrl::random_generator&, seedrl::action_buffers<S> out,
               std::span<S> log_probs) const {
+    const std::span<std::int32_t> actions = out.discrete;
     for (std::size_t r = 0; r < rows; ++r)
       actions[r] = static_cast<std::int32_t>(width - 1);
     seedrl::categorical_log_probs<S>(logits, rows, width,
@@ -114,11 +115,20 @@ struct last_action_sampler {
 struct sampler_no_check {
   std::size_t outputs_per_row(const seedrl::action_spec&) const;
   void sample(std::span<const float>, std::size_t, std::size_t, seedrl::random_generator&,
+              seedrl::action_buffers<float>, std::span<float>) const;
+};
+/// The concept before continuous actions: int32 actions only.
+struct sampler_int32_only {
+  void check(const seedrl::action_spec&) const;
+  std::size_t outputs_per_row(const seedrl::action_spec&) const;
+  void sample(std::span<const float>, std::size_t, std::size_t, seedrl::random_generator&,
               std::span<std::int32_t>, std::span<float>) const;
 };
 static_assert(seedrl::ActionSampler<seedrl::categorical_sampler, float>);
 static_assert(seedrl::ActionSampler<last_action_sampler, float>);
 static_assert(!seedrl::ActionSampler<sampler_no_check, float>);
+static_assert(!seedrl::ActionSampler<sampler_int32_only, float>);
+static_assert(seedrl::ActionSampler<seedrl::gaussian_sampler, float>);
 static_assert(!seedrl::ActionSampler<last_action_sampler, int>);
 
 // --- Loss as a type parameter --------------------------------------------------------------
@@ -211,7 +221,7 @@ TEST_CASE("the learner refuses a network whose action count differs from the spe
   CHECK_THROWS_WITH(learner_t(seedrl::learner_config{}, net_t(nc), seedrl::adam<float>(),
                               seedrl::impala_loss<float>(), seedrl::cartpole::observation_spec(),
                               seedrl::action_spec::continuous({1}, -1.0f, 1.0f)),
-                    Catch::Contains("only discrete action spaces"));
+                    Catch::Contains("serves discrete action spaces only"));
 }
 
 // --- update_schedule: host_trainer's epochs and minibatches ---------------------------------

@@ -504,6 +504,24 @@ TEST_CASE("mlp_lstm_agent description round trips and bad ones are refused", "[n
         seedrl::mlp_lstm_agent<float>(c).parameters().size());
   CHECK(seedrl::parse_mlp_lstm_agent_description(seedrl::describe({})).hidden_sizes ==
         std::vector<std::ptrdiff_t>{64, 64});
+  // A continuous-action network says so, and only then.
+  CHECK(seedrl::describe({}).find("continuous") == std::string::npos);
+  seedrl::mlp_lstm_agent_config cont;
+  cont.num_actions = 6;
+  cont.continuous_action_size = 3;
+  const std::string cont_text = seedrl::describe(cont);
+  CHECK(cont_text.ends_with(" continuous_actions=3"));
+  CHECK(seedrl::parse_mlp_lstm_agent_description(cont_text).continuous_action_size == 3);
+  CHECK(seedrl::parse_mlp_lstm_agent_description(text).continuous_action_size == 0);
+  CHECK_THROWS_AS(seedrl::parse_mlp_lstm_agent_description(cont_text + " continuous_actions=3"),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(seedrl::parse_mlp_lstm_agent_description(text + " continuous_actions=0"),
+                  std::invalid_argument);
+  // Its core reads the previous action's 3 values (one reward column, no one-hot over 6).
+  seedrl::mlp_lstm_agent<double> cont_net(cont);
+  cont.continuous_action_size = 0;
+  seedrl::mlp_lstm_agent<double> one_hot_net(cont);
+  CHECK(cont_net.parameters().size() + 3 * 4 * 64 == one_hot_net.parameters().size());
   for (const char* bad :
        {"cnn obs=4", "mlp_lstm_agent obs=4",
         "mlp_lstm_agent obs=-1 actions=2 hidden=1 lstm=0 "

@@ -1,9 +1,12 @@
 #pragma once
 /// \file
-/// SEED RL's IMPALA loss for a discrete (categorical) policy: V-trace targets from the
+/// SEED RL's IMPALA loss, for a discrete (categorical) policy by default: V-trace targets from the
 /// learner's and the actors' log-probabilities, then a policy-gradient term, a value
 /// regression term and an entropy bonus, with their gradient w.r.t. the network's outputs
-/// (policy logits and values). It models `seedrl::Loss`.
+/// (policy logits and values). It models `seedrl::Loss`. The action distribution is a type
+/// parameter (seedrl/algo/policy_distribution.hpp): `diag_gaussian_distribution<S>` reads rows
+/// of means and log-stds and the continuous actions' raw samples instead, with the same formulas
+/// below for log pi and H.
 ///
 /// Time alignment is SEED's `compute_loss` (agents/vtrace/learner.py). An unroll has T+1 steps
 /// t = 0..T; step t holds the env output the agent saw (reward and done that came with it) and
@@ -49,10 +52,12 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "seedrl/algo/impala_loss_config.hpp"
 #include "seedrl/algo/loss.hpp"
+#include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/algo/vtrace.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/detail/impala_math.hpp"
@@ -76,6 +81,10 @@ struct impala_batch {
   /// [(T+1)*B] nonzero: step t's env output ended the episode by a time limit (dones is set
   /// too); transition t-1 is then left out of the loss (see the file comment)
   std::span<const std::uint8_t> truncated;
+  /// Continuous actions (diag_gaussian_distribution): [(T+1)*B*action_dim] the pre-squash
+  /// samples taken; `actions` then holds zeros. Empty for discrete actions.
+  std::span<const S> raw_actions = {};
+  std::size_t action_dim = 0;  ///< D for continuous actions, else 0
 };
 
 /// Where the loss writes d(total)/d(outputs); same shapes as the batch's logits and values.
@@ -162,17 +171,23 @@ void check_unroll_batch(const char* who, const Batch& batch, const Grad& grad,
 }  // namespace detail
 
 /// SEED RL's IMPALA loss; see the file comment for the formulas.
-template <std::floating_point S = float>
+template <std::floating_point S = float, class Dist = categorical_distribution>
 class impala_loss {
+  static_assert(PolicyDistribution<Dist, S, impala_batch<S>>,
+                "seedrl::impala_loss: Dist does not model seedrl::PolicyDistribution (see "
+                "seedrl/algo/policy_distribution.hpp)");
+
  public:
   using scalar_type = S;                      ///< float or double
+  using distribution_type = Dist;             ///< the policy's action distribution
   using batch_type = impala_batch<S>;         ///< what the loss reads
   using gradient_type = impala_gradients<S>;  ///< where it writes d(total)/d(outputs)
   using config_type = impala_loss_config<S>;  ///< hyper-parameters
 
   /// Validates `config` (throws std::invalid_argument) so a bad setting fails at start-up,
   /// not at the first training step.
-  explicit impala_loss(config_type config = {}) : config_(config) {
+  explicit impala_loss(config_type config = {}, Dist dist = {})
+      : config_(config), dist_(std::move(dist)) {
     const char* who = "seedrl::impala_loss";
     const auto fail = [who](const std::string& what) {
       throw std::invalid_argument(std::string(who) + ": " + what);
@@ -207,7 +222,6 @@ class impala_loss {
     const std::size_t T = batch.T;
     const std::size_t B = batch.B;
     const std::size_t A = batch.num_actions;
-    const int a_int = static_cast<int>(A);
     const std::size_t n = T * B;
 
     std::vector<S> scratch(6 * n);
@@ -222,8 +236,7 @@ class impala_loss {
     const S max_abs_reward =
         config_.max_abs_reward ? *config_.max_abs_reward : std::numeric_limits<S>::infinity();
     for (std::size_t i = 0; i < n; ++i) {  // i = t * B + b; i + B is step t+1
-      const S* row = batch.logits.data() + i * A;
-      target_log_probs[i] = log_prob(row, a_int, static_cast<int>(batch.actions[i]));
+      target_log_probs[i] = dist_.log_prob(batch, i);
       log_rhos[i] = target_log_probs[i] - batch.behaviour_log_probs[i];
       rewards[i] = detail::impala_clip_reward(batch.rewards[i + B], max_abs_reward);
       discounts[i] = detail::impala_discount(config_.discount, batch.dones[i + B]);
@@ -242,9 +255,8 @@ class impala_loss {
     double baseline_sum = 0.0;
     double entropy_sum = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
-      const S h = log_prob_entropy_gradient(
-          batch.logits.data() + i * A, a_int, static_cast<int>(batch.actions[i]),
-          -pg_advantages[i] * inv_n, entropy_coef, grad.logits.data() + i * A);
+      const S h = dist_.log_prob_entropy_gradient(batch, i, -pg_advantages[i] * inv_n, entropy_coef,
+                                                  grad.logits.data() + i * A);
       grad.values[i] =
           detail::impala_value_gradient(config_.baseline_cost, vs[i], values[i], inv_n);
       const double err = static_cast<double>(vs[i]) - static_cast<double>(values[i]);
@@ -271,6 +283,7 @@ class impala_loss {
  private:
   void check(const batch_type& batch, const gradient_type& grad) const {
     detail::check_unroll_batch("seedrl::impala_loss", batch, grad, 6);
+    dist_.check("seedrl::impala_loss", batch);
   }
 
   /// The V-trace part of the config, in the form vtrace() takes.
@@ -279,6 +292,7 @@ class impala_loss {
   }
 
   config_type config_;
+  Dist dist_;
 };
 
 static_assert(Loss<impala_loss<float>>, "seedrl: impala_loss<float> must model seedrl::Loss");

@@ -152,6 +152,13 @@ class agent_trainer {
       train_step_result train_step(const training_batch<S>& batch, Net& net, Opt& opt,
                                    const Loss& loss, double max_grad_norm) {
     check_types<Net, Opt>();
+    if (batch.action_dim != 0) {
+      // The kernels implement the categorical loss only; training a Gaussian policy with it
+      // would be silently wrong.
+      throw std::invalid_argument(std::string(Recipe::name) +
+                                  "::train_step: continuous actions (a Gaussian policy) are not "
+                                  "supported on the GPU yet; train them with host_trainer");
+    }
     if (!loaded_) {
       load_from_host(net, opt);
     } else if (loaded_kind_ != kind_of<Opt>()) {

@@ -11,8 +11,10 @@
 /// the core's input when `agent_options::reward_and_action_inputs` is set (SEED RL's agents do
 /// this). At an episode start (a row whose `done` is set) both are zero: reward 0 and no action,
 /// whatever the row carries, so every composed agent gets the convention from the input part
-/// (docs/architecture.md, "Episode-start inputs"). Models seedrl::Network over the agent_io.hpp
-/// types.
+/// (docs/architecture.md, "Episode-start inputs"). A network built for continuous actions
+/// (`agent_options::continuous_action_size` D > 0) takes the previous action as its D values
+/// (`prev_continuous_actions`, what the env got) in place of the one-hot. Models
+/// seedrl::Network over the agent_io.hpp types.
 ///
 /// Every parameter lives in one flat buffer (`parameters()`), every gradient in another of the
 /// same layout: torso, core, policy head, value head, each part's slice laid out as the part
@@ -59,13 +61,18 @@ namespace seedrl {
 
 /// What an `actor_critic_agent` needs beyond its parts.
 struct agent_options {
-  std::int32_t num_actions = 0;  ///< the action spec's count; the policy head must agree
+  /// The policy head's action count (`num_actions()`, which it must agree with): the action
+  /// spec's count for discrete actions, D for a Gaussian head (seedrl/net/parts/gaussian_head.hpp).
+  std::int32_t num_actions = 0;
   /// Feed the reward and the one-hot previous action to the core, after the torso's features
   /// (both zero at an episode start).
   bool reward_and_action_inputs = true;
   std::optional<double> max_abs_input_reward = std::nullopt;  ///< clip the reward fed to the core
   std::uint64_t seed = 0;                                     ///< initialisation
   std::string name = "actor_critic_agent";                    ///< in error messages
+  /// D > 0: a continuous action space of D elements, whose previous action enters the core as
+  /// its D values instead of a one-hot over num_actions. 0: discrete.
+  std::int32_t continuous_action_size = 0;
 };
 
 /// An agent composed of parts; see the file comment.
@@ -174,7 +181,7 @@ class actor_critic_agent {
   void infer(const inference_input& in, state_type& state, inference_output& out) {
     const auto B = static_cast<std::ptrdiff_t>(in.rewards.size());
     check_common(static_cast<std::size_t>(B), in.observations, in.rewards, in.dones,
-                 in.prev_actions);
+                 in.prev_actions, in.prev_continuous_actions);
     detail::check_extent("infer: logits", out.logits.size(),
                          static_cast<std::size_t>(B * policy_size()));
     detail::check_extent("infer: values", out.values.size(), static_cast<std::size_t>(B));
@@ -188,7 +195,8 @@ class actor_critic_agent {
     const auto x = preprocess_.apply(cview(in.observations.data(), B, observation_size()), ws.x);
     auto core_in = core_input(ws, B);
     torso_.infer(x, torso_columns(core_in));
-    add_reward_and_action(core_in, in.rewards, in.dones, in.prev_actions);
+    add_reward_and_action(core_in, in.rewards, in.dones, in.prev_actions,
+                          in.prev_continuous_actions);
     const auto y = core_.step(cview(core_in), in.dones, state.rows());
     forward_heads(y, out.logits, out.values);
   }
@@ -198,7 +206,8 @@ class actor_critic_agent {
     const auto T1 = static_cast<std::ptrdiff_t>(in.steps),
                B = static_cast<std::ptrdiff_t>(in.batch);
     const auto N = static_cast<std::size_t>(T1 * B);
-    check_common(N, in.observations, in.rewards, in.dones, in.prev_actions);
+    check_common(N, in.observations, in.rewards, in.dones, in.prev_actions,
+                 in.prev_continuous_actions);
     detail::check_extent("forward_unroll: start_state", in.start_state.size(),
                          static_cast<std::size_t>(B * state_size()));
     detail::check_extent("forward_unroll: logits", out.logits.size(),
@@ -210,7 +219,8 @@ class actor_critic_agent {
         preprocess_.apply(cview(in.observations.data(), rows_, observation_size()), ws.x);
     auto core_in = core_input(ws, rows_);
     torso_.forward(x, torso_columns(core_in));
-    add_reward_and_action(core_in, in.rewards, in.dones, in.prev_actions);
+    add_reward_and_action(core_in, in.rewards, in.dones, in.prev_actions,
+                          in.prev_continuous_actions);
     const auto y = core_.forward_unroll(T1, B, cview(core_in), in.dones,
                                         cview(in.start_state.data(), B, state_size()));
     core_out_ = y.data();
@@ -250,6 +260,8 @@ class actor_critic_agent {
   std::ptrdiff_t checked_core_input_width() const {
     if (options_.num_actions <= 0)
       throw std::invalid_argument(prefix() + "num_actions must be positive");
+    if (options_.continuous_action_size < 0)
+      throw std::invalid_argument(prefix() + "continuous_action_size must not be negative");
     if (preprocess_.output_layout() != torso_.input_layout()) {
       throw std::invalid_argument(
           prefix() + "the torso reads " + to_string(torso_.input_layout()) +
@@ -266,7 +278,7 @@ class actor_critic_agent {
     if (torso_.output_size() <= 0)
       throw std::invalid_argument(prefix() + "the torso has no outputs");
     return torso_.output_size() +
-           (options_.reward_and_action_inputs ? 1 + options_.num_actions : 0);
+           (options_.reward_and_action_inputs ? 1 + action_input_width() : 0);
   }
 
   void bind() {
@@ -283,13 +295,29 @@ class actor_critic_agent {
     take(value_);
   }
 
+  /// Core input columns for the previous action: D values, or a one-hot over the actions.
+  std::ptrdiff_t action_input_width() const noexcept {
+    return options_.continuous_action_size > 0 ? options_.continuous_action_size
+                                               : options_.num_actions;
+  }
+
   void check_common(std::size_t n, std::span<const S> obs, std::span<const S> rewards,
-                    std::span<const std::uint8_t> dones,
-                    std::span<const std::int32_t> prev_actions) const {
+                    std::span<const std::uint8_t> dones, std::span<const std::int32_t> prev_actions,
+                    std::span<const S> prev_continuous_actions) const {
     detail::check_extent("observations", obs.size(),
                          n * static_cast<std::size_t>(observation_size()));
     detail::check_extent("rewards", rewards.size(), n);
     detail::check_extent("dones", dones.size(), n);
+    if (options_.continuous_action_size > 0) {
+      // The int32 previous actions mean nothing here: none, or the runtime's zeros.
+      if (!prev_actions.empty())
+        detail::check_extent("prev_actions", prev_actions.size(), n);
+      if (options_.reward_and_action_inputs) {
+        detail::check_extent("prev_continuous_actions", prev_continuous_actions.size(),
+                             n * static_cast<std::size_t>(options_.continuous_action_size));
+      }
+      return;
+    }
     detail::check_extent("prev_actions", prev_actions.size(), n);
     if (options_.reward_and_action_inputs) {
       for (std::int32_t a : prev_actions) {
@@ -311,16 +339,19 @@ class actor_critic_agent {
     return view(core_in.data(), core_in.rows(), torso_.output_size(), core_in_width_);
   }
 
-  /// The clipped reward and the one-hot previous action after the torso's columns; both zero
-  /// at an episode start (a row with `done`), so that the finished episode's last reward and
-  /// action do not leak into the new one and action 0 keeps its meaning.
+  /// The clipped reward and the previous action (one-hot, or its D values when continuous)
+  /// after the torso's columns; both zero at an episode start (a row with `done`), so that the
+  /// finished episode's last reward and action do not leak into the new one and action 0
+  /// keeps its meaning.
   void add_reward_and_action(matrix_view<S> core_in, std::span<const S> rewards,
                              std::span<const std::uint8_t> dones,
-                             std::span<const std::int32_t> prev_actions) const {
+                             std::span<const std::int32_t> prev_actions,
+                             std::span<const S> prev_continuous_actions) const {
     if (!options_.reward_and_action_inputs)
       return;
     const std::ptrdiff_t N = core_in.rows(), c = torso_.output_size();
-    core_in.middleCols(c, 1 + options_.num_actions).setZero();
+    const std::ptrdiff_t D = options_.continuous_action_size;
+    core_in.middleCols(c, 1 + action_input_width()).setZero();
     for (std::ptrdiff_t r = 0; r < N; ++r) {
       if (dones[static_cast<std::size_t>(r)] != 0)
         continue;
@@ -329,7 +360,12 @@ class actor_critic_agent {
         reward =
             std::clamp(reward, -*options_.max_abs_input_reward, *options_.max_abs_input_reward);
       core_in(r, c) = static_cast<S>(reward);
-      core_in(r, c + 1 + prev_actions[static_cast<std::size_t>(r)]) = S(1);
+      if (D > 0) {
+        for (std::ptrdiff_t i = 0; i < D; ++i)
+          core_in(r, c + 1 + i) = prev_continuous_actions[static_cast<std::size_t>(r * D + i)];
+      } else {
+        core_in(r, c + 1 + prev_actions[static_cast<std::size_t>(r)]) = S(1);
+      }
     }
   }
 

@@ -45,6 +45,9 @@ struct agent_step_input {
   std::span<const S> rewards;                  ///< [B] reward that came with the observation
   std::span<const std::uint8_t> dones;         ///< [B] 1 where this observation starts an episode
   std::span<const std::int32_t> prev_actions;  ///< [B] action taken before this observation
+  /// [B, D] continuous action spaces: the action the env got before this observation (for
+  /// networks built for them; empty otherwise).
+  std::span<const S> prev_continuous_actions = {};
 };
 
 /// Where one inference step writes.
@@ -64,6 +67,9 @@ struct agent_unroll_input {
   std::span<const std::uint8_t> dones;         ///< [steps * batch]
   std::span<const std::int32_t> prev_actions;  ///< [steps * batch]
   std::span<const S> start_state;              ///< [batch, state width] at step 0
+  /// [steps * batch, D] continuous action spaces: the action the env got before each step
+  /// (for networks built for them; empty otherwise).
+  std::span<const S> prev_continuous_actions = {};
 };
 
 /// Where an unroll forward writes.

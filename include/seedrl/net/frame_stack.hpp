@@ -146,7 +146,7 @@ class frame_stacked {
     }
     net_.infer({std::span<const scalar_type>(step_stacks_)
                     .first(static_cast<std::size_t>(B * config_.depth * F)),
-                in.rewards, in.dones, in.prev_actions},
+                in.rewards, in.dones, in.prev_actions, in.prev_continuous_actions},
                inner_state_, out);
     for (std::ptrdiff_t b = 0; b < B; ++b) {
       std::copy(inner_state_.data.data() + b * Wi, inner_state_.data.data() + (b + 1) * Wi,
@@ -196,7 +196,8 @@ class frame_stacked {
          std::span<const scalar_type>(train_stacks_)
              .first(static_cast<std::size_t>(T1 * B * D * F)),
          in.rewards, in.dones, in.prev_actions,
-         std::span<const scalar_type>(start_inner_).first(static_cast<std::size_t>(B * Wi))},
+         std::span<const scalar_type>(start_inner_).first(static_cast<std::size_t>(B * Wi)),
+         in.prev_continuous_actions},
         out);
   }
 

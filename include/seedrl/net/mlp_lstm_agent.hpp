@@ -59,7 +59,8 @@ class mlp_lstm_agent : public mlp_lstm_composition<S> {
                           .reward_and_action_inputs = config.reward_and_action_inputs,
                           .max_abs_input_reward = config.max_abs_input_reward,
                           .seed = config.seed,
-                          .name = "mlp_lstm_agent"},
+                          .name = "mlp_lstm_agent",
+                          .continuous_action_size = config.continuous_action_size},
             vector_observations{config.observation_size},
             mlp_torso<S>(mlp_torso_options{.input_size = config.observation_size,
                                            .widths = config.hidden_sizes}),
@@ -71,12 +72,12 @@ class mlp_lstm_agent : public mlp_lstm_composition<S> {
 
   static mlp_lstm_agent_config checked(mlp_lstm_agent_config c) {
     if (c.observation_size <= 0 || c.num_actions <= 0 || c.hidden_sizes.empty() ||
-        c.lstm_size < 0 || c.lstm_layers <= 0 ||
+        c.lstm_size < 0 || c.lstm_layers <= 0 || c.continuous_action_size < 0 ||
         std::any_of(c.hidden_sizes.begin(), c.hidden_sizes.end(),
                     [](std::ptrdiff_t h) { return h <= 0; })) {
       throw std::invalid_argument(
           "seedrl::mlp_lstm_agent: observation_size, num_actions, lstm_layers must be positive, "
-          "hidden_sizes non-empty and lstm_size >= 0");
+          "hidden_sizes non-empty, lstm_size and continuous_action_size >= 0");
     }
     return c;
   }

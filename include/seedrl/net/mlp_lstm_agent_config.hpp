@@ -29,12 +29,17 @@ struct mlp_lstm_agent_config {
   bool reward_and_action_inputs = true;  ///< feed reward and one-hot previous action to the core
   std::optional<double> max_abs_input_reward;  ///< clip the reward fed to the core
   std::uint64_t seed = 0;                      ///< initialisation
+  /// D > 0: continuous actions of D elements. `num_actions` is then the policy's outputs per
+  /// row (2D for gaussian_sampler: D means then D log-stds, a state-dependent log-std) and the
+  /// previous action enters the core as its D values instead of a one-hot. 0: discrete.
+  std::int32_t continuous_action_size = 0;
 };
 
 /// The architecture as one line, e.g. "mlp_lstm_agent obs=4 actions=2 hidden=64,64 lstm=64
 /// layers=1 reward_action_inputs=1 max_abs_input_reward=none": stored in checkpoints so that an
 /// evaluation program can rebuild the network. Initialisation (seed, forget bias) is left out:
-/// a restored network gets its parameters from the checkpoint.
+/// a restored network gets its parameters from the checkpoint. A continuous-action network adds
+/// " continuous_actions=D" (discrete ones keep the line they always had).
 inline std::string describe(const mlp_lstm_agent_config& c) {
   std::string hidden;
   for (std::size_t i = 0; i < c.hidden_sizes.size(); ++i) {
@@ -49,7 +54,10 @@ inline std::string describe(const mlp_lstm_agent_config& c) {
          " lstm=" + std::to_string(c.lstm_size) + " layers=" + std::to_string(c.lstm_layers) +
          " reward_action_inputs=" + (c.reward_and_action_inputs ? "1" : "0") +
          " max_abs_input_reward=" +
-         (c.max_abs_input_reward ? std::to_string(*c.max_abs_input_reward) : "none");
+         (c.max_abs_input_reward ? std::to_string(*c.max_abs_input_reward) : "none") +
+         (c.continuous_action_size > 0
+              ? " continuous_actions=" + std::to_string(c.continuous_action_size)
+              : std::string());
 }
 
 /// Reads what `describe` wrote; throws std::invalid_argument naming the bad field.
@@ -71,6 +79,7 @@ inline mlp_lstm_agent_config parse_mlp_lstm_agent_description(std::string_view t
   mlp_lstm_agent_config c;
   c.hidden_sizes.clear();
   int seen = 0;
+  bool continuous = false;  // the optional field
   std::size_t at = kind.size();
   while (at < text.size()) {
     if (text[at] == ' ') {
@@ -112,6 +121,12 @@ inline mlp_lstm_agent_config parse_mlp_lstm_agent_description(std::string_view t
           throw fail("max_abs_input_reward is not a number");
         }
       }
+    } else if (key == "continuous_actions" && !continuous) {
+      c.continuous_action_size = static_cast<std::int32_t>(integer(value, key));
+      if (c.continuous_action_size <= 0)
+        throw fail("continuous_actions must be positive");
+      continuous = true;
+      --seen;
     } else {
       throw fail("unknown field \"" + std::string(key) + "\"");
     }

@@ -11,29 +11,54 @@
 ///   - `std::size_t outputs_per_row(const seedrl::action_spec&) const;` how many policy
 ///     outputs the network writes per environment (the logits buffer's row width);
 ///   - `void sample(std::span<const S> outputs, std::size_t rows, std::size_t width,
-///      seedrl::random_generator& rng, std::span<std::int32_t> actions,
+///      seedrl::random_generator& rng, seedrl::action_buffers<S> actions,
 ///      std::span<S> log_probs) const;` one action per row of `outputs` ([rows, width]) and
 ///     its log-probability under the same distribution; must not allocate (it runs per batch).
 ///
-/// Actions are `std::int32_t` on the wire and in unrolls today; continuous actions widen that.
+/// Discrete actions are `std::int32_t` indices (`action_buffers::discrete`); continuous ones
+/// are D values per row in the arrays beside them, chosen at run time by the action spec's
+/// kind, so the discrete path is the same with or without continuous support.
 
+#include <algorithm>
+#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <stdexcept>
+#include <string>
 
 #include "seedrl/core/random.hpp"
 #include "seedrl/core/spec.hpp"
 #include "seedrl/net/categorical.hpp"
+#include "seedrl/net/diag_gaussian.hpp"
 
 namespace seedrl {
+
+/// Action elements per environment that travel as floats: D for a continuous spec, 0 for a
+/// discrete one (whose actions are one int32 each).
+inline std::size_t continuous_action_size(const action_spec& spec) {
+  return spec.is_discrete() ? 0 : static_cast<std::size_t>(spec.shape.num_elements());
+}
+
+/// Where a sampler writes one batch's actions, `rows` of them. A discrete sampler writes
+/// `discrete`; a continuous one writes `env_actions` and `raw_actions` (`dim` = D values per
+/// row each) and reads the bounds. The arrays of the other kind are empty.
+template <std::floating_point S>
+struct action_buffers {
+  std::span<std::int32_t> discrete;  ///< [rows] action indices (discrete spaces)
+  std::span<S> env_actions;          ///< [rows * dim] what the env gets, within the bounds
+  std::span<S> raw_actions;          ///< [rows * dim] the sample the loss evaluates (pre-squash u)
+  std::span<const S> low;            ///< [dim] per-element lower bounds
+  std::span<const S> high;           ///< [dim] per-element upper bounds
+  std::size_t dim = 0;               ///< D; 0 for discrete spaces
+};
 
 /// A way to choose actions from policy outputs; see the file comment.
 template <class P, class S>
 concept ActionSampler = std::floating_point<S> && std::copy_constructible<P> &&
     requires(const P& p, const action_spec& spec, std::span<const S> outputs, std::size_t n,
-             random_generator& rng, std::span<std::int32_t> actions, std::span<S> log_probs) {
+             random_generator& rng, action_buffers<S> actions, std::span<S> log_probs) {
   p.check(spec);
   { p.outputs_per_row(spec) } -> std::convertible_to<std::size_t>;
   p.sample(outputs, n, n, rng, actions, log_probs);
@@ -55,7 +80,9 @@ struct categorical_sampler {
   void check(const action_spec& spec) const {
     if (!spec.is_discrete()) {
       throw std::invalid_argument(
-          "seedrl::learner: only discrete action spaces are supported so far");
+          "seedrl::categorical_sampler: serves discrete action spaces only, the action spec is "
+          "continuous of shape " +
+          spec.shape.to_string() + "; use seedrl::gaussian_sampler for it");
     }
   }
 
@@ -65,8 +92,8 @@ struct categorical_sampler {
 
   template <std::floating_point S>
   void sample(std::span<const S> logits, std::size_t rows, std::size_t num_actions,
-              random_generator& rng, std::span<std::int32_t> actions,
-              std::span<S> log_probs) const {
+              random_generator& rng, action_buffers<S> out, std::span<S> log_probs) const {
+    const std::span<std::int32_t> actions = out.discrete;
     if (selection == action_selection::greedy)
       argmax_actions<S>(logits, rows, num_actions, actions);
     else
@@ -76,7 +103,80 @@ struct categorical_sampler {
   }
 };
 
+/// How a Gaussian sample is brought within the action bounds (seedrl/net/diag_gaussian.hpp).
+enum class bounds_handling : std::uint8_t {
+  squash,  ///< tanh squashing (the log-prob carries its correction); needs finite bounds
+  clip,    ///< clipping; the log-prob is the unclipped sample's
+};
+
+/// Samples each row's diagonal Gaussian (the row holds D means then D log-stds) with the
+/// learner's seeded generator, or takes its mean when `selection` is greedy (evaluation).
+/// The env gets the sample squashed or clipped into the bounds; the loss gets the pre-squash
+/// sample u and its log-prob (diag_gaussian.hpp says why u and not the action).
+struct gaussian_sampler {
+  bounds_handling bounds = bounds_handling::squash;
+  action_selection selection = action_selection::sample;
+
+  void check(const action_spec& spec) const {
+    if (spec.is_discrete()) {
+      throw std::invalid_argument(
+          "seedrl::gaussian_sampler: serves continuous action spaces only, the action spec is "
+          "discrete with " +
+          std::to_string(spec.num_actions) + " actions; use seedrl::categorical_sampler for it");
+    }
+    for (std::size_t i = 0; i < continuous_action_size(spec); ++i) {
+      const double lo = spec.low_at(i), hi = spec.high_at(i);
+      if (std::isnan(lo) || std::isnan(hi) || !(lo < hi) ||
+          (bounds == bounds_handling::squash && (!std::isfinite(lo) || !std::isfinite(hi)))) {
+        throw std::invalid_argument(
+            "seedrl::gaussian_sampler: action element " + std::to_string(i) + " has bounds [" +
+            std::to_string(lo) + ", " + std::to_string(hi) + "]; they need low < high" +
+            (bounds == bounds_handling::squash ? ", both finite for tanh squashing" : ""));
+      }
+    }
+  }
+
+  /// D means then D log-stds (a state-dependent log-std).
+  std::size_t outputs_per_row(const action_spec& spec) const {
+    return 2 * continuous_action_size(spec);
+  }
+
+  template <std::floating_point S>
+  void sample(std::span<const S> outputs, std::size_t rows, std::size_t width,
+              random_generator& rng, action_buffers<S> out, std::span<S> log_probs) const {
+    // The row functions, not the batch helpers: these check the bounds per call, building
+    // strings, and a sampler must not allocate; check() has vetted the bounds.
+    const std::size_t D = out.dim;
+    const int d = static_cast<int>(D);
+    const bool squashing = bounds == bounds_handling::squash;
+    const S* low = out.low.data();
+    const S* high = out.high.data();
+    for (std::size_t r = 0; r < rows; ++r) {
+      const S* mean = outputs.data() + r * width;
+      const S* log_std = mean + D;
+      S* u = out.raw_actions.data() + r * D;
+      S* a = out.env_actions.data() + r * D;
+      if (selection == action_selection::greedy) {
+        std::copy_n(mean, D, u);
+      } else {
+        for (std::size_t i = 0; i < D; ++i)
+          u[i] = static_cast<S>(rng.normal());
+        diag_gaussian_sample(mean, log_std, u, d, u);  // the noise goes through u in place
+      }
+      if (squashing) {
+        tanh_squash(u, low, high, d, a);
+        log_probs[r] = squashed_diag_gaussian_log_prob(mean, log_std, u, low, high, d);
+      } else {
+        clip_to_bounds(u, low, high, d, a);
+        log_probs[r] = diag_gaussian_log_prob(mean, log_std, u, d);
+      }
+    }
+  }
+};
+
 static_assert(ActionSampler<categorical_sampler, float>);
 static_assert(ActionSampler<categorical_sampler, double>);
+static_assert(ActionSampler<gaussian_sampler, float>);
+static_assert(ActionSampler<gaussian_sampler, double>);
 
 }  // namespace seedrl

@@ -62,8 +62,13 @@ class actor_rejected : public std::runtime_error {
 template <class E, class Connect>
 class actor {
   static_assert(check_environment<E>());
-  static_assert(std::is_integral_v<typename E::action_type>,
-                "seedrl::actor: discrete actions only so far");
+  // Discrete environments take an integral index, continuous ones a span of floats (what
+  // env_batch steps them with); the wire carries int32 or float32 to match.
+  static constexpr bool discrete = std::is_integral_v<typename E::action_type>;
+  static_assert(discrete || std::is_same_v<typename E::action_type, std::span<const float>>,
+                "seedrl::actor: the action type must be integral (discrete) or "
+                "std::span<const float> (continuous)");
+  using wire_action = std::conditional_t<discrete, std::int32_t, float>;
 
  public:
   actor(actor_config config, std::function<E(std::size_t)> make_env, Connect connect)
@@ -154,7 +159,7 @@ class actor {
     std::vector<std::byte> step_frame(protocol::step_frame_size(k, obs_bytes));
     std::vector<float> rewards(k, 0.0f);
     std::vector<std::uint8_t> dones(k, 1), truncateds(k, 0);  // first observations start episodes
-    std::vector<std::int32_t> actions(k);
+    std::vector<wire_action> actions(k * batch.action_size());
     std::int64_t steps = 0;
     // Where the time goes, reported to the learner every stats_interval.
     using clock = std::chrono::steady_clock;
@@ -185,7 +190,7 @@ class actor {
       }
       std::string why;
       if (protocol::parse_actions(frame, static_cast<std::uint32_t>(k), act_spec,
-                                  std::span<std::int32_t>(actions),
+                                  std::span<wire_action>(actions),
                                   &why) != protocol::error_code::none) {
         throw transport_error("bad actions from the learner: " + why);
       }

@@ -182,6 +182,14 @@ class actor_server {
         conn.close();  // its reader notices and cleans up
       }
     }
+    void send_continuous_actions(std::size_t n, std::span<const float> actions) noexcept override {
+      try {
+        protocol::encode_continuous_actions(reply, n, actions);
+        write(reply);
+      } catch (const std::exception&) {
+        conn.close();
+      }
+    }
   };
 
   void log(const std::string& line) const { config_.log(line); }

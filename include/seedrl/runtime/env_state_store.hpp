@@ -4,7 +4,8 @@
 /// statistics for every environment slot, and the allocation of slots to connected actors.
 /// An environment's state is reset when its run id changes (the actor restarted it) and its
 /// previous action and episode statistics when an episode ends; the network itself zeroes the
-/// recurrent state at steps marked done.
+/// recurrent state at steps marked done. The previous action is an int32 index for discrete
+/// action spaces, D floats (what the env got) for continuous ones.
 
 #include <algorithm>
 #include <concepts>
@@ -36,13 +37,18 @@ struct observe_result {
 template <std::floating_point S>
 class env_state_store {
  public:
-  env_state_store(std::size_t max_envs, std::ptrdiff_t state_width)
+  /// `action_dim` is D for a continuous action space (a previous action vector per slot), 0
+  /// for a discrete one.
+  env_state_store(std::size_t max_envs, std::ptrdiff_t state_width, std::size_t action_dim = 0)
       : width_(state_width),
+        action_dim_(action_dim),
         states_(max_envs * static_cast<std::size_t>(state_width), S(0)),
+        prev_env_actions_(max_envs * action_dim, S(0)),
         slots_(max_envs) {}
 
   std::size_t capacity() const noexcept { return slots_.size(); }
   std::ptrdiff_t state_width() const noexcept { return width_; }
+  std::size_t action_dim() const noexcept { return action_dim_; }
 
   /// Reserves `k` consecutive free slots and returns the first; nullopt when none fit.
   std::optional<std::size_t> allocate(std::size_t k) {
@@ -94,6 +100,7 @@ class env_state_store {
       e.episode_return = 0.0;
       e.episode_length = 0;
       e.prev_action = 0;
+      clear_prev_env_action(slot);
     }
     return r;
   }
@@ -102,6 +109,15 @@ class env_state_store {
   std::span<S> state(std::size_t slot) {
     return {states_.data() + slot * static_cast<std::size_t>(width_),
             static_cast<std::size_t>(width_)};
+  }
+
+  /// The continuous previous action of `slot` (D values; zero at an episode start).
+  std::span<const S> prev_env_action(std::size_t slot) const {
+    return {prev_env_actions_.data() + slot * action_dim_, action_dim_};
+  }
+  void set_prev_env_action(std::size_t slot, std::span<const S> a) {
+    std::copy_n(a.begin(), action_dim_,
+                prev_env_actions_.begin() + static_cast<std::ptrdiff_t>(slot * action_dim_));
   }
 
   std::int32_t prev_action(std::size_t slot) const { return slots_[slot].prev_action; }
@@ -127,6 +143,12 @@ class env_state_store {
     e.prev_action = 0;
     e.episode_return = 0.0;
     e.episode_length = 0;
+    clear_prev_env_action(slot);
+  }
+
+  void clear_prev_env_action(std::size_t slot) {
+    std::fill_n(prev_env_actions_.begin() + static_cast<std::ptrdiff_t>(slot * action_dim_),
+                action_dim_, S(0));
   }
 
   void check(std::size_t slot) const {
@@ -137,7 +159,9 @@ class env_state_store {
   }
 
   std::ptrdiff_t width_;
+  std::size_t action_dim_;
   std::vector<S> states_;
+  std::vector<S> prev_env_actions_;  // [slots, action_dim_]
   std::vector<slot_info> slots_;
   std::size_t in_use_ = 0;
 };

@@ -12,14 +12,20 @@
 /// only one that writes actions. Environment slots are handed out under a lock and given back
 /// through the inference thread, so that no batch ever refers to a freed slot.
 ///
+/// Actions: one int32 per environment for a discrete action space; for a continuous one, D
+/// floats per environment in arrays beside the int32 ones (which stay zero), with the actors
+/// answered by continuous actions frames and the network fed the previous action's D values.
+///
 /// `Net` models LearnerNetwork; `Sampler` models ActionSampler.
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -64,17 +70,28 @@ class inference_loop {
         obs_size_(static_cast<std::size_t>(obs_spec.num_elements())),
         sampler_(std::move(sampler)),
         policy_width_(sampler_.outputs_per_row(act_spec)),
+        action_dim_(continuous_action_size(act_spec)),
+        low_(action_dim_),
+        high_(action_dim_),
         net_(net),
-        store_(config.max_envs, net.state_size()),
+        store_(config.max_envs, net.state_size(), action_dim_),
         builder_(config.max_envs, config.unroll_length, obs_size_,
                  static_cast<std::size_t>(net.state_size()),
-                 (config.queue_batches + 2) * config.batch_size),
+                 (config.queue_batches + 2) * config.batch_size, action_dim_),
         batcher_(config.batching, [&](std::size_t cap) { return make_payload(cap); }),
         rng_(config.seed),
         queue_(queue),
         params_(params),
         stats_(stats),
-        time_(waiting_for_batch, created) {}
+        time_(waiting_for_batch, created) {
+    // The bounds the sampler keeps to, as float32 rounded inwards: actions travel as float32
+    // and the actor checks them against the spec's double bounds, which a float rounded to
+    // nearest (0.1f > 0.1) could leave.
+    for (std::size_t i = 0; i < action_dim_; ++i) {
+      low_[i] = static_cast<scalar>(inward_float(act_spec.low_at(i), true));
+      high_[i] = static_cast<scalar>(inward_float(act_spec.high_at(i), false));
+    }
+  }
 
   inference_loop(const inference_loop&) = delete;
   inference_loop& operator=(const inference_loop&) = delete;
@@ -123,6 +140,9 @@ class inference_loop {
 
   /// Where the unrolls come from; the trainer gives them back here.
   unroll_builder<scalar>& unroll_pool() noexcept { return builder_; }
+
+  /// Policy outputs per row: what the sampler reads (logits: one per action).
+  std::size_t policy_width() const noexcept { return policy_width_; }
 
   /// Where the inference thread's time goes; see report_time.
   const time_split& thread_time() const noexcept { return time_; }
@@ -173,6 +193,16 @@ class inference_loop {
     }
   }
 
+  /// The float nearest `x` from the inside: at least `x` when `up`, else at most `x`.
+  static float inward_float(double x, bool up) {
+    float f = static_cast<float>(x);
+    if (up && static_cast<double>(f) < x)
+      f = std::nextafter(f, std::numeric_limits<float>::infinity());
+    if (!up && static_cast<double>(f) > x)
+      f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+    return f;
+  }
+
   void apply_releases() {
     std::lock_guard lock(slots_mutex_);
     for (const auto& [first, k] : releases_) {
@@ -192,6 +222,11 @@ class inference_loop {
     std::vector<scalar> state_before(cap * W), outputs(cap * policy_width_), values(cap), logp(cap);
     std::vector<std::uint8_t> resets(cap);
     std::vector<std::int32_t> prev_actions(cap), actions(cap);
+    // Continuous actions, D per row (empty when discrete): the previous ones fed to the
+    // network, the env's (as sent, in float) and the raw samples the loss evaluates.
+    const std::size_t D = action_dim_;
+    std::vector<scalar> prev_env_actions(cap * D), env_actions(cap * D), raw_actions(cap * D);
+    std::vector<float> wire_actions(cap * D);
     std::uint64_t version = 0;
     std::vector<finished_episode> finished;  // reused: no allocation per batch
     finished.reserve(cap);
@@ -219,6 +254,9 @@ class inference_loop {
           finished.push_back(*seen.finished);
         resets[r] = static_cast<std::uint8_t>(p.dones[r] != 0 || seen.run_changed);
         prev_actions[r] = store_.prev_action(slot);
+        const auto prev_env = store_.prev_env_action(slot);
+        std::copy(prev_env.begin(), prev_env.end(),
+                  prev_env_actions.begin() + static_cast<std::ptrdiff_t>(r * D));
         const auto row = store_.state(slot);
         std::copy(row.begin(), row.end(),
                   state_before.begin() + static_cast<std::ptrdiff_t>(r * W));
@@ -232,10 +270,24 @@ class inference_loop {
       net_.infer({std::span<const scalar>(p.observations).first(B * obs_size_),
                   std::span<const scalar>(p.rewards).first(B),
                   std::span<const std::uint8_t>(resets).first(B),
-                  std::span<const std::int32_t>(prev_actions).first(B)},
+                  std::span<const std::int32_t>(prev_actions).first(B),
+                  std::span<const scalar>(prev_env_actions).first(B * D)},
                  state, out);
-      sampler_.sample(std::span<const scalar>(out.logits), B, policy_width_, rng_,
-                      std::span(actions).first(B), std::span(logp).first(B));
+      const action_buffers<scalar> chosen{
+          D == 0 ? std::span(actions).first(B) : std::span<std::int32_t>(),
+          std::span(env_actions).first(B * D),
+          std::span(raw_actions).first(B * D),
+          low_,
+          high_,
+          D};
+      sampler_.sample(std::span<const scalar>(out.logits), B, policy_width_, rng_, chosen,
+                      std::span(logp).first(B));
+      // What the env gets travels as float32; the learner keeps that value as the env's
+      // previous action, so both sides see the same one.
+      for (std::size_t j = 0; j < B * D; ++j) {
+        wire_actions[j] = static_cast<float>(env_actions[j]);
+        env_actions[j] = static_cast<scalar>(wire_actions[j]);
+      }
       // Answer every request before the slower bookkeeping, to keep the actors' round trip short.
       // The batch's rows stop counting as waiting first: an actor steps again as soon as it has
       // its actions, and its old rows must not look "waiting" still (see answered()).
@@ -245,7 +297,11 @@ class inference_loop {
         auto& from = *static_cast<detail::requester*>(e.requester);
         // Read before answering: once answered, the actor's next step overwrites it.
         batching_seconds += std::chrono::duration<double>(t_start - from.received()).count();
-        from.answer(std::span<const std::int32_t>(actions).subspan(e.first_row, e.rows));
+        if (D == 0)
+          from.answer(std::span<const std::int32_t>(actions).subspan(e.first_row, e.rows));
+        else
+          from.answer(e.rows,
+                      std::span<const float>(wire_actions).subspan(e.first_row * D, e.rows * D));
         const auto answered = std::chrono::steady_clock::now();
         answer_seconds += std::chrono::duration<double>(answered - t_start).count();
       }
@@ -255,12 +311,15 @@ class inference_loop {
         const auto row = store_.state(slot);
         std::copy_n(state.data.begin() + static_cast<std::ptrdiff_t>(r * W), W, row.begin());
         store_.set_prev_action(slot, actions[r]);
+        store_.set_prev_env_action(slot, std::span<const scalar>(env_actions).subspan(r * D, D));
         if (inference_only_)
           continue;
         unroll<scalar>* done_unroll = builder_.append(
             slot, std::span<const scalar>(p.observations).subspan(r * obs_size_, obs_size_),
             p.rewards[r], resets[r] != 0, p.truncated[r] != 0, prev_actions[r], actions[r], logp[r],
-            version, std::span<const scalar>(state_before).subspan(r * W, W));
+            version, std::span<const scalar>(state_before).subspan(r * W, W),
+            std::span<const scalar>(prev_env_actions).subspan(r * D, D),
+            std::span<const scalar>(raw_actions).subspan(r * D, D));
         if (done_unroll != nullptr) {
           slots.unlock();
           // Backpressure from a full training queue is the trainer's limit, not inference work.
@@ -301,7 +360,9 @@ class inference_loop {
   dtype obs_type_;
   std::size_t obs_size_;
   Sampler sampler_;
-  std::size_t policy_width_;  // policy outputs per row (logits: one per action)
+  std::size_t policy_width_;        // policy outputs per row (logits: one per action)
+  std::size_t action_dim_;          // D for continuous actions, 0 for discrete
+  std::vector<scalar> low_, high_;  // [D] the action bounds, for the sampler
   Net net_;
   env_state_store<scalar> store_;
   unroll_builder<scalar> builder_;

@@ -107,9 +107,9 @@ class learner {
         inference_(config, net, obs_spec, act_spec, std::move(sampler), queue_, params_, stats_,
                    created_),
         training_(config, net, std::move(optimizer), std::move(trainer), std::move(loss),
-                  static_cast<std::size_t>(obs_spec.num_elements()),
-                  static_cast<std::size_t>(act_spec.num_actions), queue_, inference_.unroll_pool(),
-                  params_, stats_, created_),
+                  static_cast<std::size_t>(obs_spec.num_elements()), inference_.policy_width(),
+                  continuous_action_size(act_spec), queue_, inference_.unroll_pool(), params_,
+                  stats_, created_),
         server_(config, obs_spec, act_spec, inference_, stats_) {}
 
   learner(const learner&) = delete;
@@ -195,6 +195,15 @@ class learner {
         throw std::invalid_argument(
             "seedrl::learner: the network has " + std::to_string(net.num_actions()) +
             " actions, the action spec " + std::to_string(act_spec.num_actions));
+      }
+    }
+    if constexpr (requires { net.policy_size(); }) {
+      const std::size_t want = sampler.outputs_per_row(act_spec);
+      if (static_cast<std::size_t>(net.policy_size()) != want) {
+        throw std::invalid_argument("seedrl::learner: the network writes " +
+                                    std::to_string(net.policy_size()) +
+                                    " policy outputs per row, the action sampler reads " +
+                                    std::to_string(want) + " for this action spec");
       }
     }
     if constexpr (requires { net.observation_size(); }) {

@@ -142,6 +142,7 @@ class host_trainer {
     std::vector<S> sub_observations, sub_rewards, sub_behaviour, sub_start, sub_old_values;
     std::vector<std::uint8_t> sub_dones, sub_truncated;
     std::vector<std::int32_t> sub_prev_actions, sub_actions;
+    std::vector<S> sub_prev_env_actions, sub_raw_actions;  // continuous: D per row
   };
 
   template <class S>
@@ -160,7 +161,7 @@ class host_trainer {
     s.values.resize(rows);
     agent_unroll_output<S> out{s.logits, s.values};
     net.forward_unroll({batch.T + 1, batch.B, batch.observations, batch.rewards, batch.dones,
-                        batch.prev_actions, batch.start_state},
+                        batch.prev_actions, batch.start_state, batch.prev_env_actions},
                        out);
   }
 
@@ -175,31 +176,24 @@ class host_trainer {
     s.d_values.resize(rows);
     typename L::gradient_type grads{s.d_logits, s.d_values};
     using batch_type = typename L::batch_type;
+    const auto with_continuous = [&](batch_type b) {
+      // Continuous actions, for a loss whose batch carries them.
+      if constexpr (requires { b.raw_actions = batch.raw_actions; }) {
+        b.raw_actions = batch.raw_actions;
+        b.action_dim = batch.action_dim;
+      }
+      return b;
+    };
     const batch_type lb = [&] {
       const std::span<const S> logits(s.logits), values(s.values);
       if constexpr (requires(batch_type b) { b.old_values = old_values; }) {
-        return batch_type{batch.T,
-                          batch.B,
-                          A,
-                          logits,
-                          values,
-                          batch.actions,
-                          batch.behaviour_log_probs,
-                          batch.rewards,
-                          batch.dones,
-                          batch.truncated,
-                          old_values.empty() ? values : old_values};
+        return with_continuous(batch_type{
+            batch.T, batch.B, A, logits, values, batch.actions, batch.behaviour_log_probs,
+            batch.rewards, batch.dones, batch.truncated, old_values.empty() ? values : old_values});
       } else {
-        return batch_type{batch.T,
-                          batch.B,
-                          A,
-                          logits,
-                          values,
-                          batch.actions,
-                          batch.behaviour_log_probs,
-                          batch.rewards,
-                          batch.dones,
-                          batch.truncated};
+        return with_continuous(batch_type{batch.T, batch.B, A, logits, values, batch.actions,
+                                          batch.behaviour_log_probs, batch.rewards, batch.dones,
+                                          batch.truncated});
       }
     }();
     train_step_result r;
@@ -234,6 +228,9 @@ class host_trainer {
     s.sub_prev_actions.resize(T1 * b);
     s.sub_actions.resize(T1 * b);
     s.sub_start.resize(b * W);
+    const std::size_t D = batch.action_dim;
+    s.sub_prev_env_actions.resize(T1 * b * D);
+    s.sub_raw_actions.resize(T1 * b * D);
     s.sub_old_values.resize(s.old_values.empty() ? 0 : T1 * b);
     for (std::size_t j = 0; j < b; ++j) {
       const std::size_t c = columns[j];
@@ -249,16 +246,28 @@ class host_trainer {
         s.sub_truncated[to] = batch.truncated[from];
         s.sub_prev_actions[to] = batch.prev_actions[from];
         s.sub_actions[to] = batch.actions[from];
+        for (std::size_t i = 0; i < D; ++i) {
+          s.sub_prev_env_actions[to * D + i] = batch.prev_env_actions[from * D + i];
+          s.sub_raw_actions[to * D + i] = batch.raw_actions[from * D + i];
+        }
         if (!s.old_values.empty())
           s.sub_old_values[to] = s.old_values[from];
       }
     }
-    return {batch.T,           b,
-            batch.num_actions, s.sub_observations,
-            s.sub_rewards,     s.sub_dones,
-            s.sub_truncated,   s.sub_prev_actions,
-            s.sub_actions,     s.sub_behaviour,
-            s.sub_start};
+    return {batch.T,
+            b,
+            batch.num_actions,
+            s.sub_observations,
+            s.sub_rewards,
+            s.sub_dones,
+            s.sub_truncated,
+            s.sub_prev_actions,
+            s.sub_actions,
+            s.sub_behaviour,
+            s.sub_start,
+            D,
+            s.sub_prev_env_actions,
+            s.sub_raw_actions};
   }
 
   random_generator rng_;

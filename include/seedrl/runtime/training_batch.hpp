@@ -30,6 +30,11 @@ struct training_batch {
   std::span<const std::int32_t> actions;       ///< [(T+1)*B] the action taken at step t
   std::span<const S> behaviour_log_probs;      ///< [(T+1)*B] log mu(a_t)
   std::span<const S> start_state;              ///< [B * state width] recurrent state at step 0
+  /// Continuous action spaces (D = action_dim > 0) carry their actions here, D values per row,
+  /// and leave prev_actions and actions zero; discrete ones leave these empty.
+  std::size_t action_dim = 0;
+  std::span<const S> prev_env_actions = {};  ///< [(T+1)*B*D] the action the env got before step t
+  std::span<const S> raw_actions = {};  ///< [(T+1)*B*D] the sample taken at step t (pre-squash u)
 };
 
 /// What one training step did.

@@ -51,15 +51,18 @@ class training_loop {
 
   /// `net` is copied; unrolls of `observation_size`-element observations come from `queue`
   /// and go back to `pool`, parameters are published to `params`, counters go to `stats`.
-  /// `num_actions` is the batch's policy width. `created` is the learner's clock start.
+  /// `num_actions` is the batch's policy width, `action_dim` D for continuous actions (else
+  /// 0). `created` is the learner's clock start.
   /// Publishes `net`'s parameters.
   training_loop(const learner_config& config, const Net& net, Opt optimizer, Trn trainer,
                 LossFn loss, std::size_t observation_size, std::size_t num_actions,
-                unroll_queue& queue, unroll_builder<scalar>& pool, parameter_store<scalar>& params,
-                detail::stats_board& stats, std::chrono::steady_clock::time_point created)
+                std::size_t action_dim, unroll_queue& queue, unroll_builder<scalar>& pool,
+                parameter_store<scalar>& params, detail::stats_board& stats,
+                std::chrono::steady_clock::time_point created)
       : config_(config),
         obs_size_(observation_size),
         num_actions_(num_actions),
+        action_dim_(action_dim),
         net_(net),
         optimizer_(std::move(optimizer)),
         trainer_(std::move(trainer)),
@@ -168,6 +171,8 @@ class training_loop {
     std::vector<scalar> obs(T1 * B * obs_size_), rewards(T1 * B), behaviour(T1 * B), start(B * W);
     std::vector<std::uint8_t> dones(T1 * B), truncated(T1 * B);
     std::vector<std::int32_t> prev_actions(T1 * B), actions(T1 * B);
+    const std::size_t D = action_dim_;
+    std::vector<scalar> prev_env_actions(T1 * B * D), raw_actions(T1 * B * D);
     std::vector<unroll<scalar>*> batch;
     batch.reserve(B);
     for (;;) {
@@ -200,6 +205,10 @@ class training_loop {
           prev_actions[r] = u.prev_actions[t];
           actions[r] = u.actions[t];
           behaviour[r] = u.behaviour_log_probs[t];
+          std::copy_n(u.prev_env_actions.begin() + static_cast<std::ptrdiff_t>(t * D), D,
+                      prev_env_actions.begin() + static_cast<std::ptrdiff_t>(r * D));
+          std::copy_n(u.raw_actions.begin() + static_cast<std::ptrdiff_t>(t * D), D,
+                      raw_actions.begin() + static_cast<std::ptrdiff_t>(r * D));
           if (t < T) {  // step T only bootstraps: its action is not trained on
             const std::uint64_t lag = trainer_version - u.behaviour_versions[t];
             lag_sum += lag;
@@ -211,7 +220,8 @@ class training_loop {
         pool_.recycle(batch[b]);
       }
       const training_batch<scalar> tb{
-          T, B, A, obs, rewards, dones, truncated, prev_actions, actions, behaviour, start};
+          T,       B,         A,     obs, rewards,          dones,      truncated, prev_actions,
+          actions, behaviour, start, D,   prev_env_actions, raw_actions};
       train_step_result r;
       try {
         r = trainer_.train_step(tb, net_, optimizer_, loss_, config_.max_grad_norm);
@@ -296,6 +306,7 @@ class training_loop {
   learner_config config_;
   std::size_t obs_size_;
   std::size_t num_actions_;
+  std::size_t action_dim_;  // D for continuous actions, else 0
   Net net_;
   Opt optimizer_;
   Trn trainer_;

@@ -2,10 +2,12 @@
 /// \file
 /// Builds each environment's unroll of `unroll_length + 1` steps, as SEED RL does: step t holds
 /// the observation the agent saw, the reward, done and truncated flags that came with it, the
-/// previous action, the action taken and its behaviour log-probability. When an unroll is complete
-/// it is handed out by pointer and the next one starts with a copy of its last step (one-step
-/// overlap) and the recurrent state from before that step. Unrolls come from a pool allocated
-/// up front; the trainer gives them back with `recycle`.
+/// previous action, the action taken and its behaviour log-probability. For a continuous action
+/// space (D = `action_dim` > 0) the actions are D values each, beside the int32 arrays (which
+/// stay zero): the previous action the env got and the raw sample (pre-squash u) taken. When an
+/// unroll is complete it is handed out by pointer and the next one starts with a copy of its last
+/// step (one-step overlap) and the recurrent state from before that step. Unrolls come from a pool
+/// allocated up front; the trainer gives them back with `recycle`.
 
 #include <algorithm>
 #include <concepts>
@@ -30,6 +32,8 @@ struct unroll {
   std::vector<std::int32_t> prev_actions;
   std::vector<std::int32_t> actions;
   std::vector<S> behaviour_log_probs;
+  std::vector<S> prev_env_actions;  ///< [steps, D] continuous: the action the env got before
+  std::vector<S> raw_actions;       ///< [steps, D] continuous: the sample taken (pre-squash u)
   /// Parameter version (parameter_store) that chose each step's action: the trainer's version
   /// minus it is the policy lag that V-trace corrects for.
   std::vector<std::uint64_t> behaviour_versions;
@@ -42,10 +46,13 @@ template <std::floating_point S>
 class unroll_builder {
  public:
   /// `pool_size` unrolls beyond one per environment bound how many can be queued or in
-  /// training at once.
+  /// training at once; `action_dim` is D for continuous actions, else 0.
   unroll_builder(std::size_t max_envs, std::size_t unroll_length, std::size_t observation_size,
-                 std::size_t state_width, std::size_t pool_size)
-      : steps_(unroll_length + 1), obs_size_(observation_size), current_(max_envs, nullptr) {
+                 std::size_t state_width, std::size_t pool_size, std::size_t action_dim = 0)
+      : steps_(unroll_length + 1),
+        obs_size_(observation_size),
+        action_dim_(action_dim),
+        current_(max_envs, nullptr) {
     if (unroll_length == 0)
       throw std::invalid_argument("seedrl::unroll_builder: unroll_length must be positive");
     storage_.resize(max_envs + pool_size);
@@ -57,6 +64,8 @@ class unroll_builder {
       u.prev_actions.resize(steps_);
       u.actions.resize(steps_);
       u.behaviour_log_probs.resize(steps_);
+      u.prev_env_actions.resize(steps_ * action_dim_);
+      u.raw_actions.resize(steps_ * action_dim_);
       u.behaviour_versions.resize(steps_);
       u.start_state.resize(state_width);
       free_.push_back(&u);
@@ -64,15 +73,18 @@ class unroll_builder {
   }
 
   std::size_t steps() const noexcept { return steps_; }
+  std::size_t action_dim() const noexcept { return action_dim_; }
 
   /// Appends one step for `slot`; `truncated` says the episode that `done` ends was cut by a
   /// time limit (it implies `done`); `behaviour_version` is the parameter version that chose
-  /// `action`, `state_before` the recurrent state fed to inference at this step. Returns the
+  /// `action`, `state_before` the recurrent state fed to inference at this step; for
+  /// continuous actions `prev_env_action` and `raw_action` hold D values each. Returns the
   /// completed unroll when this step filled it, else nullptr.
   unroll<S>* append(std::size_t slot, std::span<const S> observation, S reward, bool done,
                     bool truncated, std::int32_t prev_action, std::int32_t action,
                     S behaviour_log_prob, std::uint64_t behaviour_version,
-                    std::span<const S> state_before) {
+                    std::span<const S> state_before, std::span<const S> prev_env_action = {},
+                    std::span<const S> raw_action = {}) {
     unroll<S>*& u = current_.at(slot);
     if (u == nullptr) {
       u = take();
@@ -90,6 +102,9 @@ class unroll_builder {
     u->actions[t] = action;
     u->behaviour_log_probs[t] = behaviour_log_prob;
     u->behaviour_versions[t] = behaviour_version;
+    const auto at = static_cast<std::ptrdiff_t>(t * action_dim_);
+    std::copy_n(prev_env_action.begin(), action_dim_, u->prev_env_actions.begin() + at);
+    std::copy_n(raw_action.begin(), action_dim_, u->raw_actions.begin() + at);
     if (++u->length < steps_)
       return nullptr;
     unroll<S>* done_unroll = u;
@@ -108,6 +123,10 @@ class unroll_builder {
     u->actions[0] = done_unroll->actions[last];
     u->behaviour_log_probs[0] = done_unroll->behaviour_log_probs[last];
     u->behaviour_versions[0] = done_unroll->behaviour_versions[last];
+    const auto last_at = static_cast<std::ptrdiff_t>(last * action_dim_);
+    std::copy_n(done_unroll->prev_env_actions.begin() + last_at, action_dim_,
+                u->prev_env_actions.begin());
+    std::copy_n(done_unroll->raw_actions.begin() + last_at, action_dim_, u->raw_actions.begin());
     return done_unroll;
   }
 
@@ -152,6 +171,7 @@ class unroll_builder {
 
   std::size_t steps_;
   std::size_t obs_size_;
+  std::size_t action_dim_;
   std::vector<unroll<S>> storage_;
   std::vector<unroll<S>*> current_;
   std::vector<unroll<S>*> free_;

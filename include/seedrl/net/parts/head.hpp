@@ -24,7 +24,8 @@
 ///     logit per action; a Gaussian head over d dimensions would have d actions and 2d outputs.
 ///     The agent checks it against its configured action count and refuses a mismatch.
 ///
-/// Ready heads: `categorical_head<S>` and `value_head<S>` (seedrl/net/parts/linear_heads.hpp).
+/// Ready heads: `categorical_head<S>` and `value_head<S>` (seedrl/net/parts/linear_heads.hpp),
+/// `gaussian_head<S>` (seedrl/net/parts/gaussian_head.hpp).
 
 #include <concepts>
 #include <cstddef>

@@ -82,6 +82,13 @@ class requester {
       send_actions(actions);
   }
 
+  /// The continuous-action version of answer: `actions` holds `num_envs` rows of D floats.
+  void answer(std::size_t num_envs, std::span<const float> actions) {
+    awaiting_actions_.store(false, std::memory_order_release);
+    if (open_)
+      send_continuous_actions(num_envs, actions);
+  }
+
   /// The request is fully handled (actions written, unrolls appended).
   void request_done() {
     std::lock_guard lock(mutex_);
@@ -95,6 +102,9 @@ class requester {
   /// Writes an actions frame; on failure closes the link (its reader notices and cleans up).
   /// Must not throw.
   virtual void send_actions(std::span<const std::int32_t> actions) noexcept = 0;
+  /// Writes a continuous actions frame (`num_envs` rows of D floats); as send_actions.
+  virtual void send_continuous_actions(std::size_t num_envs,
+                                       std::span<const float> actions) noexcept = 0;
 
  private:
   std::atomic<bool> awaiting_actions_{false};

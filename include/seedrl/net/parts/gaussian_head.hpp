@@ -1,0 +1,112 @@
+#pragma once
+/// \file
+/// `gaussian_head<S>`: the policy head of a diagonal Gaussian over D action dimensions
+/// (seedrl/net/diag_gaussian.hpp). Each output row is D means then D log-stds, the layout
+/// `gaussian_sampler` and diag_gaussian's state-dependent batch read, whichever log-std the
+/// head has:
+///   - state-independent (the default, as PPO for continuous control usually has it): the
+///     means are a linear layer of the core's output; the log-stds are one parameter vector of
+///     D values, written into every row. Its gradient is the sum over rows of the rows'
+///     log-std gradients, which diag_gaussian's shared-vector gradient also is;
+///   - state-dependent: one linear layer writes the whole row.
+/// Models seedrl::PolicyHead (seedrl/net/parts/head.hpp) with num_actions() = D and 2D outputs.
+/// Parameters: the linear layer's (W [outputs, inputs] row-major, then b), then, when
+/// state-independent, the D log-stds. The layer is initialised with gain 0.01 (means near 0,
+/// as the categorical head's near-uniform logits) and the log-stds to `initial_log_std`.
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+
+#include "seedrl/core/random.hpp"
+#include "seedrl/net/linear.hpp"
+#include "seedrl/net/parts/head.hpp"
+#include "seedrl/net/tensor.hpp"
+
+namespace seedrl {
+
+/// See the file comment.
+template <std::floating_point S>
+class gaussian_head {
+ public:
+  struct options_type {
+    std::int32_t action_size = 0;          ///< D
+    bool state_dependent_log_std = false;  ///< log-stds from the layer instead of a vector
+    double initial_log_std = 0.0;          ///< of the state-independent vector
+  };
+
+  gaussian_head(const options_type& options, std::ptrdiff_t input_size)
+      : options_(checked(options)),
+        D_(options.action_size),
+        layer_(input_size, options.state_dependent_log_std ? 2 * D_ : D_) {}
+
+  std::int32_t num_actions() const noexcept { return static_cast<std::int32_t>(D_); }
+  std::ptrdiff_t output_size() const noexcept { return 2 * D_; }
+  bool state_dependent_log_std() const noexcept { return options_.state_dependent_log_std; }
+
+  std::size_t num_parameters() const noexcept {
+    return layer_.num_parameters() + (independent() ? static_cast<std::size_t>(D_) : 0);
+  }
+
+  void bind(S* params, S* grads) noexcept {
+    layer_.bind(params, grads);
+    log_std_ = params + layer_.num_parameters();
+    log_std_grad_ = grads + layer_.num_parameters();
+  }
+
+  void init(random_generator& rng) {
+    layer_.init(rng, S(0.01));
+    if (independent())
+      std::fill_n(log_std_, D_, static_cast<S>(options_.initial_log_std));
+  }
+
+  void forward(const_matrix_view<S> x, matrix_view<S> y) const {
+    if (!independent()) {
+      layer_.forward(x, y);
+      return;
+    }
+    const std::ptrdiff_t N = x.rows();
+    layer_.forward(x, view(y.data(), N, D_, y.outerStride()));
+    for (std::ptrdiff_t r = 0; r < N; ++r)
+      for (std::ptrdiff_t i = 0; i < D_; ++i)
+        y(r, D_ + i) = log_std_[i];
+  }
+
+  void backward(const_matrix_view<S> x, const_matrix_view<S> dy, matrix_view<S> dx,
+                bool accumulate) {
+    // The layer sees only its own columns: all of dy, or the means' when state-independent.
+    const auto d_layer = independent() ? cview(dy.data(), dy.rows(), D_, dy.outerStride()) : dy;
+    layer_.backward_params(x, d_layer);
+    if (accumulate)
+      dx.noalias() += d_layer * layer_.weight();
+    else
+      layer_.backward_input(d_layer, dx);
+    if (independent()) {
+      for (std::ptrdiff_t r = 0; r < dy.rows(); ++r)
+        for (std::ptrdiff_t i = 0; i < D_; ++i)
+          log_std_grad_[i] += dy(r, D_ + i);
+    }
+  }
+
+ private:
+  bool independent() const noexcept { return !options_.state_dependent_log_std; }
+
+  static const options_type& checked(const options_type& o) {
+    if (o.action_size <= 0)
+      throw std::invalid_argument("seedrl::gaussian_head: action_size must be positive");
+    return o;
+  }
+
+  options_type options_;
+  std::ptrdiff_t D_;
+  linear<S> layer_;
+  S* log_std_ = nullptr;       // the state-independent vector, in the parameter buffer
+  S* log_std_grad_ = nullptr;  // its gradient
+};
+
+static_assert(PolicyHead<gaussian_head<float>, float>);
+static_assert(PolicyHead<gaussian_head<double>, double>);
+
+}  // namespace seedrl

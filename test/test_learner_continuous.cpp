@@ -1,0 +1,659 @@
+// Continuous actions through the learner and the actors: Pendulum actors over the in-process
+// transport against a learner with a gaussian_sampler and a trainer that records its batches.
+// Every env must have received exactly the squashed (or clipped) version of the raw sample the
+// unroll holds, the recorded log-prob must be the Gaussian's at that sample under the
+// network's outputs replayed independently (a float64 formula, not diag_gaussian.hpp), the
+// previous actions must be what each env got one step before, zero at episode starts. Bad
+// input: a continuous spec with a categorical sampler, an actor with another action size.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/algo/policy_distribution.hpp"
+#include "seedrl/core/random.hpp"
+#include "seedrl/env/pendulum.hpp"
+#include "seedrl/net/actor_critic_agent.hpp"
+#include "seedrl/net/parts/gaussian_head.hpp"
+#include "seedrl/net/parts/lstm_core.hpp"
+#include "seedrl/net/parts/mlp_torso.hpp"
+#include "seedrl/net/parts/preprocess.hpp"
+#include "seedrl/optim/adam.hpp"
+#include "seedrl/runtime/action_sampler.hpp"
+#include "seedrl/runtime/actor.hpp"
+#include "seedrl/runtime/learner.hpp"
+#include "seedrl/runtime/trainer.hpp"
+#include "seedrl/transport/in_process.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+/// An MLP+LSTM agent with a Gaussian policy head: rows of [mean, log_std] for Pendulum's
+/// torque(s); its core reads the previous torque as its value.
+using cont_net =
+    seedrl::actor_critic_agent<float, seedrl::vector_observations, seedrl::mlp_torso<float>,
+                               seedrl::lstm_core<float>, seedrl::gaussian_head<float>>;
+
+cont_net make_net(std::uint64_t seed, bool state_dependent_log_std = false, std::int32_t D = 1) {
+  return cont_net(
+      seedrl::agent_options{.num_actions = D, .seed = seed, .continuous_action_size = D},
+      seedrl::vector_observations{3},
+      seedrl::mlp_torso<float>(seedrl::mlp_torso_options{.input_size = 3, .widths = {8}}),
+      seedrl::lstm_core_options{.hidden_size = 8},
+      {.action_size = D, .state_dependent_log_std = state_dependent_log_std});
+}
+
+/// Moves the parameters away from the initial near-zero outputs, so that every input (the
+/// previous torque too) moves the mean and log-std.
+void randomize(cont_net& net, std::uint64_t seed) {
+  seedrl::random_generator rng(seed);
+  for (float& p : net.parameters())
+    p = static_cast<float>(rng.uniform(-0.6, 0.6));
+}
+
+/// What one env saw and did, agent step by agent step: step j's observation, the reward and
+/// done flag that came with it, and the torque it received for it.
+struct env_log {
+  std::vector<std::array<float, 3>> observations;
+  std::vector<float> rewards;
+  std::vector<std::uint8_t> dones;
+  std::vector<float> actions;
+};
+struct env_logs {
+  std::mutex mutex;
+  std::map<int, env_log> envs;
+};
+
+/// Pendulum that logs every step and ends its episodes (truncated) after `episode_length`
+/// steps, so that unrolls cross episode starts often.
+class logged_pendulum : public seedrl::pendulum {
+ public:
+  logged_pendulum(int id, int episode_length, std::shared_ptr<env_logs> logs)
+      : id_(id), length_(episode_length), logs_(std::move(logs)) {}
+
+  void reset(std::span<float> observation) {
+    seedrl::pendulum::reset(observation);
+    steps_ = 0;
+    std::lock_guard lock(logs_->mutex);
+    auto& l = logs_->envs[id_];
+    if (ended_) {  // env_batch resets after the step that ended the episode: the agent sees this
+      std::copy_n(observation.begin(), 3, l.observations.back().begin());
+    } else {
+      l.observations.push_back({observation[0], observation[1], observation[2]});
+      l.rewards.push_back(0.0f);
+      l.dones.push_back(1);  // the actor marks its first observations as episode starts
+    }
+    ended_ = false;
+  }
+
+  seedrl::step_result step(action_type action, std::span<float> observation) {
+    seedrl::step_result r = seedrl::pendulum::step(action, observation);
+    if (++steps_ == length_)
+      r.truncated = true;
+    ended_ = r.done();
+    std::lock_guard lock(logs_->mutex);
+    auto& l = logs_->envs[id_];
+    l.actions.push_back(action[0]);
+    l.observations.push_back({observation[0], observation[1], observation[2]});
+    l.rewards.push_back(static_cast<float>(r.reward));
+    l.dones.push_back(r.done() ? 1 : 0);
+    return r;
+  }
+
+ private:
+  int id_;
+  int length_;
+  int steps_ = 0;
+  bool ended_ = false;
+  std::shared_ptr<env_logs> logs_;
+};
+
+/// A copy of one training_batch<float>.
+struct recorded_batch {
+  std::size_t T = 0, B = 0, D = 0, num_actions = 0;
+  std::vector<float> observations, rewards, behaviour_log_probs, start_state, prev_env_actions,
+      raw_actions;
+  std::vector<std::uint8_t> dones;
+  std::vector<std::int32_t> prev_actions, actions;
+};
+
+/// A Trainer that copies every batch and changes no parameter.
+struct recording_trainer {
+  struct record {
+    std::mutex mutex;
+    std::vector<recorded_batch> batches;
+  };
+  std::shared_ptr<record> r = std::make_shared<record>();
+
+  template <class Net, class Opt>
+  seedrl::train_step_result train_step(const seedrl::training_batch<float>& b, Net&, Opt&,
+                                       const seedrl::impala_loss<float>&, double) {
+    recorded_batch c;
+    c.T = b.T;
+    c.B = b.B;
+    c.D = b.action_dim;
+    c.num_actions = b.num_actions;
+    c.observations.assign(b.observations.begin(), b.observations.end());
+    c.rewards.assign(b.rewards.begin(), b.rewards.end());
+    c.dones.assign(b.dones.begin(), b.dones.end());
+    c.prev_actions.assign(b.prev_actions.begin(), b.prev_actions.end());
+    c.actions.assign(b.actions.begin(), b.actions.end());
+    c.behaviour_log_probs.assign(b.behaviour_log_probs.begin(), b.behaviour_log_probs.end());
+    c.start_state.assign(b.start_state.begin(), b.start_state.end());
+    c.prev_env_actions.assign(b.prev_env_actions.begin(), b.prev_env_actions.end());
+    c.raw_actions.assign(b.raw_actions.begin(), b.raw_actions.end());
+    std::lock_guard lock(r->mutex);
+    r->batches.push_back(std::move(c));
+    return {};
+  }
+  template <class Net, class Opt>
+  void sync_to_host(Net&, Opt&) noexcept {}
+  template <class Net, class Opt>
+  void load_from_host(Net&, Opt&) noexcept {}
+};
+
+using cont_learner =
+    seedrl::learner<cont_net, seedrl::adam<float>, seedrl::in_process_transport, recording_trainer,
+                    seedrl::impala_loss<float>, seedrl::gaussian_sampler>;
+
+bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (condition())
+      return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return condition();
+}
+
+// Independent float64 references (not diag_gaussian.hpp).
+double clamped_log_std(double l) {
+  return std::min(2.0, std::max(-20.0, l));
+}
+double gaussian_log_prob(double mean, double log_std, double u) {
+  const double l = clamped_log_std(log_std);
+  const double z = (u - mean) / std::exp(l);
+  return -0.5 * z * z - l - 0.5 * std::log(2.0 * 3.14159265358979323846);
+}
+double squashed(double u, double low, double high) {
+  return low + (std::tanh(u) + 1.0) / 2.0 * (high - low);
+}
+double squash_log_det(double u, double low, double high) {
+  // log(1 - tanh(u)^2) = log(sech(u)^2) = log 4 - 2|u| - 2 log(1 + exp(-2|u|)), finite for
+  // any u, where 1 - tanh(u)^2 itself rounds to 0 from |u| of about 19.
+  const double a = std::abs(u);
+  return std::log(4.0) - 2.0 * a - 2.0 * std::log1p(std::exp(-2.0 * a)) +
+         std::log((high - low) / 2.0);
+}
+
+seedrl::learner_config small_config(std::size_t T, std::size_t B) {
+  seedrl::learner_config lc;
+  lc.unroll_length = T;
+  lc.batch_size = B;
+  lc.batching.max_batch = 4;
+  lc.batching.deadline = 1ms;
+  lc.batching.max_request_rows = 8;
+  lc.seed = 5;
+  return lc;
+}
+
+}  // namespace
+
+TEST_CASE("continuous actions: every env got the squashed or clipped sample its unroll records",
+          "[learner][continuous]") {
+  const auto bounds = GENERATE(seedrl::bounds_handling::squash, seedrl::bounds_handling::clip);
+  const bool squash = bounds == seedrl::bounds_handling::squash;
+  INFO((squash ? "squash" : "clip"));
+  constexpr std::size_t T = 5, B = 3, num_actors = 2, envs_per_actor = 2, wanted_batches = 16;
+  const double low = -2.0, high = 2.0;
+  // Both log-std layouts of the head, one with each way of bounding.
+  cont_net net = make_net(11, squash);
+  randomize(net, 12);
+  recording_trainer trainer;
+  const auto record = trainer.r;
+  const auto logs = std::make_shared<env_logs>();
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-continuous"};
+  cont_learner learner(small_config(T, B), net, seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                       seedrl::pendulum::observation_spec(), seedrl::pendulum::action_spec(),
+                       trainer, seedrl::gaussian_sampler{.bounds = bounds});
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> actors;
+  for (std::size_t n = 0; n < num_actors; ++n) {
+    actors.emplace_back([&, n] {
+      seedrl::actor_config ac;
+      ac.num_envs = envs_per_actor;
+      ac.actor_id = n;
+      ac.seed = 200 + n;
+      seedrl::actor<logged_pendulum, std::function<seedrl::in_process_connection()>> a(
+          ac,
+          [&, n](std::size_t i) {
+            const int id = static_cast<int>(n * envs_per_actor + i);
+            return logged_pendulum(id, 4 + id, logs);  // episodes of 4..7 steps
+          },
+          [&] { return transport.connect(endpoint); });
+      a.run(stop);
+    });
+  }
+  const bool enough = wait_for(
+      [&] {
+        std::lock_guard lock(record->mutex);
+        return record->batches.size() >= wanted_batches;
+      },
+      20s);
+  stop = true;  // actors first: the logs then hold every action any unroll contains
+  for (auto& a : actors)
+    a.join();
+  learner.stop();
+  REQUIRE(enough);
+
+  std::lock_guard lock_logs(logs->mutex);
+  std::lock_guard lock_record(record->mutex);
+  // Where each observation was seen: (env, agent step). Pendulum's random starts make them
+  // unique in practice; a repeat would make the lookup below ambiguous, so it is counted.
+  std::map<std::array<float, 3>, std::pair<int, std::size_t>> seen_at;
+  std::size_t repeats = 0;
+  for (const auto& [id, l] : logs->envs)
+    for (std::size_t j = 0; j < l.observations.size(); ++j)
+      repeats += seen_at.emplace(l.observations[j], std::pair{id, j}).second ? 0 : 1;
+  REQUIRE(repeats == 0);
+
+  cont_net replay(net);  // the parameters inference used: the trainer changed none
+  cont_net whole(net);
+  std::size_t rows_checked = 0, starts = 0, clipped = 0;
+  for (std::size_t n = 0; n < record->batches.size(); ++n) {
+    const auto& b = record->batches[n];
+    REQUIRE(b.T == T);
+    REQUIRE(b.B == B);
+    REQUIRE(b.D == 1);
+    REQUIRE(b.num_actions == 2);  // the policy width: mean and log-std
+    const std::size_t rows = (T + 1) * B;
+    REQUIRE(b.raw_actions.size() == rows);
+    REQUIRE(b.prev_env_actions.size() == rows);
+    // The int32 arrays stay zero for continuous runs.
+    for (std::size_t r = 0; r < rows; ++r) {
+      CHECK(b.actions[r] == 0);
+      CHECK(b.prev_actions[r] == 0);
+    }
+    // The whole batch forward, as a trainer would run it, gives the behaviour log-probs back.
+    std::vector<float> outputs(rows * 2), values(rows);
+    seedrl::agent_unroll_output<float> out{outputs, values};
+    whole.forward_unroll({T + 1, B, b.observations, b.rewards, b.dones, b.prev_actions,
+                          b.start_state, b.prev_env_actions},
+                         out);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const double u = b.raw_actions[r];
+      double want = gaussian_log_prob(outputs[2 * r], outputs[2 * r + 1], u);
+      if (squash)
+        want -= squash_log_det(u, low, high);
+      INFO("batch " << n << " row " << r);
+      CHECK(static_cast<double>(b.behaviour_log_probs[r]) ==
+            Approx(want).epsilon(1e-4).margin(1e-4));
+    }
+    for (std::size_t c = 0; c < B; ++c) {
+      std::array<float, 3> first{};
+      std::copy_n(b.observations.begin() + static_cast<std::ptrdiff_t>(c * 3), 3, first.begin());
+      const auto where = seen_at.find(first);
+      REQUIRE(where != seen_at.end());
+      const auto [env, j0] = where->second;
+      const auto& l = logs->envs.at(env);
+      auto state = replay.initial_state(1);
+      const std::size_t W = static_cast<std::size_t>(replay.state_size());
+      std::copy_n(b.start_state.begin() + static_cast<std::ptrdiff_t>(c * W), W,
+                  state.data.begin());
+      for (std::size_t t = 0; t <= T; ++t) {
+        const std::size_t r = t * B + c, j = j0 + t;
+        INFO("batch " << n << " column " << c << " env " << env << " agent step " << j);
+        REQUIRE(j < l.actions.size());  // the env was stepped with every action sent
+        for (std::size_t i = 0; i < 3; ++i)
+          CHECK(b.observations[r * 3 + i] == l.observations[j][i]);
+        CHECK(b.rewards[r] == l.rewards[j]);
+        CHECK(b.dones[r] == l.dones[j]);
+        // The env got the squashed (or clipped) raw sample, as float32.
+        const double u = b.raw_actions[r];
+        const double a = squash ? squashed(u, low, high) : std::min(high, std::max(low, u));
+        CHECK(static_cast<double>(l.actions[j]) == Approx(a).margin(4e-6));
+        clipped += (!squash && (u < low || u > high)) ? 1 : 0;
+        // The previous action is exactly what the env got one step before; zero at starts.
+        const float prev = (l.dones[j] != 0) ? 0.0f : l.actions[j - 1];
+        CHECK(b.prev_env_actions[r] == prev);
+        starts += l.dones[j];
+        // Replay inference alone, one step at a time from the unroll's start state and the
+        // env's own record of its inputs.
+        std::array<float, 2> step_out{};
+        std::array<float, 1> value{};
+        const std::array<float, 1> reward{l.rewards[j]};
+        const std::array<std::uint8_t, 1> done{l.dones[j]};
+        const std::array<std::int32_t, 1> no_discrete{0};
+        const std::array<float, 1> prev_action{prev};
+        seedrl::agent_step_output<float> so{step_out, value};
+        replay.infer({l.observations[j], reward, done, no_discrete, prev_action}, state, so);
+        double want = gaussian_log_prob(step_out[0], step_out[1], u);
+        if (squash)
+          want -= squash_log_det(u, low, high);
+        CHECK(static_cast<double>(b.behaviour_log_probs[r]) ==
+              Approx(want).epsilon(1e-4).margin(1e-4));
+        ++rows_checked;
+      }
+    }
+  }
+  CHECK(rows_checked == record->batches.size() * (T + 1) * B);
+  CHECK(starts > 0);  // episode starts inside the checked rows
+  if (!squash)
+    CHECK(clipped > 0);  // and samples beyond the bounds, clipped for the env
+}
+
+TEST_CASE("continuous actions: the previous action enters the core as its values",
+          "[learner][continuous]") {
+  cont_net net = make_net(3, true);
+  randomize(net, 4);
+  auto s0 = net.initial_state(1), s1 = net.initial_state(1), s2 = net.initial_state(1);
+  const std::array<float, 3> obs{0.5f, -0.25f, 1.0f};
+  const std::array<float, 1> reward{-1.0f};
+  const std::array<std::int32_t, 1> none{0};
+  const std::array<float, 1> a{1.5f}, b{-0.75f};
+  std::array<float, 2> out_a{}, out_b{}, out_start{};
+  std::array<float, 1> value{};
+  const std::array<std::uint8_t, 1> mid{0}, start{1};
+  seedrl::agent_step_output<float> oa{out_a, value}, ob{out_b, value}, os{out_start, value};
+  net.infer({obs, reward, mid, none, a}, s0, oa);
+  net.infer({obs, reward, mid, none, b}, s1, ob);
+  CHECK(out_a[0] != out_b[0]);  // the previous torque is an input
+  // At an episode start it is not: any previous action gives the zero-action outputs.
+  std::array<float, 2> out_zero{};
+  auto s3 = net.initial_state(1);
+  seedrl::agent_step_output<float> oz{out_zero, value};
+  const std::array<float, 1> zero{0.0f}, no_reward{0.0f};
+  net.infer({obs, reward, start, none, a}, s2, os);
+  net.infer({obs, no_reward, mid, none, zero}, s3, oz);
+  CHECK(out_start[0] == out_zero[0]);
+  CHECK(out_start[1] == out_zero[1]);
+  // The wrong number of values is refused.
+  const std::array<float, 2> two{0.0f, 0.0f};
+  auto s4 = net.initial_state(1);
+  CHECK_THROWS_AS(net.infer({obs, reward, mid, none, two}, s4, oa), std::invalid_argument);
+}
+
+TEST_CASE("gaussian_sampler squashes or clips its draws and takes the mean when greedy",
+          "[learner][continuous]") {
+  // Two rows of two dimensions: [mean0, mean1, log_std0, log_std1].
+  const std::vector<float> outputs{0.3f, -1.0f, -0.5f, 0.2f, 2.5f, 0.0f, -1.0f, 0.7f};
+  const std::vector<float> low{-1.0f, 0.0f}, high{1.0f, 3.0f};
+  const auto spec = seedrl::action_spec::continuous({2}, -1.0, 1.0);
+  for (const auto mode : {seedrl::bounds_handling::squash, seedrl::bounds_handling::clip}) {
+    for (const auto sel : {seedrl::action_selection::sample, seedrl::action_selection::greedy}) {
+      const bool squash = mode == seedrl::bounds_handling::squash;
+      const bool greedy = sel == seedrl::action_selection::greedy;
+      INFO("squash " << squash << " greedy " << greedy);
+      const seedrl::gaussian_sampler sampler{mode, sel};
+      REQUIRE(sampler.outputs_per_row(spec) == 4);
+      std::vector<float> env(4), raw(4), logp(2);
+      seedrl::random_generator rng(9), noise(9);
+      sampler.sample<float>(outputs, 2, 4, rng, {{}, env, raw, low, high, 2}, logp);
+      for (std::size_t r = 0; r < 2; ++r) {
+        double lp = 0.0;
+        for (std::size_t i = 0; i < 2; ++i) {
+          const double mean = outputs[r * 4 + i], log_std = outputs[r * 4 + 2 + i];
+          const double u = greedy ? mean : mean + std::exp(log_std) * noise.normal();
+          CHECK(raw[r * 2 + i] == Approx(u).margin(1e-5));
+          const double a = squash ? squashed(raw[r * 2 + i], low[i], high[i])
+                                  : std::min<double>(high[i], std::max<double>(low[i], u));
+          CHECK(env[r * 2 + i] == Approx(a).margin(1e-5));
+          lp += gaussian_log_prob(mean, log_std, raw[r * 2 + i]);
+          if (squash)
+            lp -= squash_log_det(raw[r * 2 + i], low[i], high[i]);
+        }
+        CHECK(logp[r] == Approx(lp).epsilon(1e-5).margin(1e-5));
+      }
+    }
+  }
+  CHECK_THROWS_WITH(seedrl::gaussian_sampler{}.check(seedrl::action_spec::discrete(3)),
+                    Catch::Contains("continuous action spaces only"));
+  CHECK_THROWS_WITH(seedrl::gaussian_sampler{}.check(seedrl::action_spec::continuous(
+                        {1}, -std::numeric_limits<double>::infinity(), 1.0)),
+                    Catch::Contains("finite for tanh squashing"));
+  CHECK_NOTHROW(seedrl::gaussian_sampler{seedrl::bounds_handling::clip}.check(
+      seedrl::action_spec::continuous({1}, -std::numeric_limits<double>::infinity(), 1.0)));
+}
+
+TEST_CASE("a continuous action spec with the categorical sampler is refused at construction",
+          "[learner][continuous]") {
+  using categorical_learner = seedrl::learner<cont_net, seedrl::adam<float>,
+                                              seedrl::in_process_transport, recording_trainer>;
+  CHECK_THROWS_WITH(
+      categorical_learner(small_config(4, 2), make_net(1), seedrl::adam<float>(),
+                          seedrl::impala_loss<float>(), seedrl::pendulum::observation_spec(),
+                          seedrl::pendulum::action_spec()),
+      Catch::Contains("categorical_sampler") && Catch::Contains("continuous") &&
+          Catch::Contains("gaussian_sampler"));
+  // A network whose policy width is not the sampler's (2D = 2 for one torque) is refused too.
+  CHECK_THROWS_WITH(cont_learner(small_config(4, 2), make_net(1, false, 2), seedrl::adam<float>(),
+                                 seedrl::impala_loss<float>(), seedrl::pendulum::observation_spec(),
+                                 seedrl::pendulum::action_spec()),
+                    Catch::Contains("4 policy outputs per row") && Catch::Contains("reads 2"));
+}
+
+TEST_CASE("an actor whose action size differs from the learner's is refused at hello",
+          "[learner][continuous]") {
+  // The learner serves two torques; the Pendulum actor has one.
+  const auto two = seedrl::action_spec::continuous({2}, -2.0, 2.0);
+  const cont_net net = make_net(1, false, 2);
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-continuous-mismatch"};
+  cont_learner learner(small_config(4, 2), net, seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                       seedrl::pendulum::observation_spec(), two);
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  seedrl::actor_config ac;
+  ac.num_envs = 1;
+  ac.max_steps = 10;
+  seedrl::actor<seedrl::pendulum, std::function<seedrl::in_process_connection()>> a(
+      ac, [](std::size_t) { return seedrl::pendulum(); },
+      [&] { return transport.connect(endpoint); });
+  std::atomic<bool> stop{false};
+  CHECK_THROWS_WITH(a.run(stop), Catch::Contains("spec_mismatch") &&
+                                     Catch::Contains("action shape: actor has [1]"));
+  learner.stop();
+}
+
+namespace {
+/// Pendulum with bounds that float32 cannot hold exactly (0.1f > 0.1).
+struct narrow_pendulum : seedrl::pendulum {
+  static seedrl::action_spec action_spec() {
+    return seedrl::action_spec::continuous({1}, -0.1, 0.3);
+  }
+};
+}  // namespace
+
+TEST_CASE("actions at bounds that float32 cannot hold stay within them on the wire",
+          "[learner][continuous]") {
+  const auto bounds = GENERATE(seedrl::bounds_handling::squash, seedrl::bounds_handling::clip);
+  cont_net net = make_net(7);
+  randomize(net, 8);  // wide Gaussians: most draws land on or beyond the bounds
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-continuous-narrow"};
+  cont_learner learner(small_config(4, 2), net, seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                       narrow_pendulum::observation_spec(), narrow_pendulum::action_spec(),
+                       recording_trainer{}, seedrl::gaussian_sampler{.bounds = bounds});
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  std::mutex m;
+  std::vector<std::string> lines;
+  seedrl::actor_config ac;
+  ac.num_envs = 2;
+  ac.max_steps = 300;
+  ac.log = [&](const std::string& line) {
+    std::lock_guard lock(m);
+    lines.push_back(line);
+  };
+  seedrl::actor<narrow_pendulum, std::function<seedrl::in_process_connection()>> a(
+      ac, [](std::size_t) { return narrow_pendulum(); },
+      [&] { return transport.connect(endpoint); });
+  std::atomic<bool> stop{false};
+  CHECK(a.run(stop) == 300);
+  learner.stop();
+  std::lock_guard lock(m);
+  // No broken link: every action passed the actor's bounds check.
+  CHECK(lines.empty());
+  if (!lines.empty())
+    FAIL_CHECK(lines.front());
+}
+
+TEST_CASE(
+    "impala_loss over a diagonal Gaussian: V-trace terms and gradients against float64 "
+    "references",
+    "[loss][continuous][gradcheck]") {
+  const bool squash = GENERATE(false, true);
+  INFO("squash " << squash);
+  constexpr std::size_t T = 3, B = 2, D = 2, rows = (T + 1) * B, n = T * B;
+  seedrl::random_generator rng(21);
+  std::vector<double> outputs(rows * 2 * D), values(rows), u(rows * D), rewards(rows),
+      behaviour(rows);
+  for (auto& x : outputs)
+    x = rng.uniform(-1.0, 1.0);
+  for (auto& x : u)
+    x = rng.uniform(-2.0, 2.0);
+  for (auto& x : values)
+    x = rng.uniform(-1.0, 1.0);
+  for (auto& x : rewards)
+    x = rng.uniform(-1.0, 1.0);
+  std::vector<std::uint8_t> dones(rows, 0), truncated(rows, 0);
+  dones[2 * B + 1] = 1;  // an episode end inside the unroll
+  const std::vector<std::int32_t> actions(rows, 0);
+  const std::vector<double> low{-1.0, 0.0}, high{1.0, 2.0};
+  // Independent log pi(u) per row.
+  const auto ref_log_prob = [&](std::size_t i) {
+    double lp = 0.0;
+    for (std::size_t k = 0; k < D; ++k) {
+      const double x = u[i * D + k];
+      lp += gaussian_log_prob(outputs[i * 2 * D + k], outputs[i * 2 * D + D + k], x);
+      if (squash)
+        lp -= squash_log_det(x, low[k], high[k]);
+    }
+    return lp;
+  };
+  // log mu far below log pi: every rho is clipped to 1 (both thresholds), so V-trace's targets
+  // do not move with the policy outputs: on-policy n-step returns, and the loss is smooth in
+  // the outputs.
+  for (std::size_t i = 0; i < rows; ++i)
+    behaviour[i] = ref_log_prob(i) - 5.0;
+  seedrl::impala_loss_config<double> config;
+  config.entropy_cost = 0.05;
+  const seedrl::impala_loss<double, seedrl::diag_gaussian_distribution<double>> loss(
+      config, {squash, low, high});
+  std::vector<double> g_outputs(outputs.size()), g_values(rows);
+  seedrl::impala_gradients<double> grad{g_outputs, g_values};
+  const auto batch = [&] {
+    return seedrl::impala_batch<double>{T,         B,       2 * D, outputs,   values, actions,
+                                        behaviour, rewards, dones, truncated, u,      D};
+  };
+  const seedrl::loss_terms terms = loss(batch(), grad);
+
+  // V-trace with rho = c = 1: vs_t = r_t + gamma_t vs_{t+1}, vs_T = V_T;
+  // pg_adv_t = r_t + gamma_t vs_{t+1} - V_t.
+  double policy = 0.0, entropy = 0.0;
+  for (std::size_t b = 0; b < B; ++b) {
+    double next_vs = values[T * B + b];
+    for (std::size_t t = T; t-- > 0;) {
+      const std::size_t i = t * B + b;
+      const double gamma = dones[i + B] ? 0.0 : config.discount;
+      const double target = rewards[i + B] + gamma * next_vs;
+      policy += ref_log_prob(i) * (target - values[i]);
+      next_vs = target;
+      for (std::size_t k = 0; k < D; ++k) {
+        entropy += 0.5 + 0.5 * std::log(2.0 * 3.14159265358979323846) +
+                   clamped_log_std(outputs[i * 2 * D + D + k]);
+      }
+    }
+  }
+  CHECK(terms.policy == Approx(-policy / n).epsilon(1e-12).margin(1e-12));
+  CHECK(terms.entropy == Approx(-config.entropy_cost * entropy / n).epsilon(1e-12));
+
+  // The gradient w.r.t. the means and log-stds of steps 0..T-1 against central differences of
+  // the total; step T's rows are zero.
+  const std::vector<double> analytic(g_outputs.begin(), g_outputs.begin() + n * 2 * D);
+  const auto total = [&] {
+    std::vector<double> go(outputs.size()), gv(rows);
+    seedrl::impala_gradients<double> g{go, gv};
+    return loss(batch(), g).total;
+  };
+  double worst = 0.0;
+  for (std::size_t j = 0; j < n * 2 * D; ++j) {
+    const double saved = outputs[j], h = 1e-6;
+    outputs[j] = saved + h;
+    const double up = total();
+    outputs[j] = saved - h;
+    const double down = total();
+    outputs[j] = saved;
+    const double numeric = (up - down) / (2 * h);
+    INFO("output " << j);
+    CHECK(analytic[j] == Approx(numeric).epsilon(1e-6).margin(1e-8));
+    worst = std::max(worst, std::abs(analytic[j]));
+  }
+  CHECK(worst > 1e-3);  // the check saw real gradients
+  for (std::size_t j = n * 2 * D; j < g_outputs.size(); ++j)
+    CHECK(g_outputs[j] == 0.0);
+  // A batch without the raw samples is refused, saying what is missing.
+  std::vector<double> go(outputs.size()), gv(rows);
+  seedrl::impala_gradients<double> g{go, gv};
+  auto missing = batch();
+  missing.raw_actions = {};
+  CHECK_THROWS_WITH(loss(missing, g), Catch::Contains("raw_actions"));
+}
+
+TEST_CASE("the learner trains a Gaussian policy with the IMPALA loss on Pendulum actors",
+          "[learner][continuous]") {
+  using gaussian_impala = seedrl::impala_loss<float, seedrl::diag_gaussian_distribution<float>>;
+  using learner_t =
+      seedrl::learner<cont_net, seedrl::adam<float>, seedrl::in_process_transport,
+                      seedrl::host_trainer, gaussian_impala, seedrl::gaussian_sampler>;
+  const cont_net net = make_net(31);
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-continuous-train"};
+  // The loss squashes into the bounds the sampler squashed into: log pi and log mu agree.
+  learner_t learner(small_config(4, 2), net, seedrl::adam<float>(),
+                    gaussian_impala({}, {true, {-2.0f}, {2.0f}}),
+                    seedrl::pendulum::observation_spec(), seedrl::pendulum::action_spec());
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  seedrl::actor_config ac;
+  ac.num_envs = 2;
+  ac.max_steps = 200;
+  seedrl::actor<seedrl::pendulum, std::function<seedrl::in_process_connection()>> a(
+      ac, [](std::size_t i) { return seedrl::pendulum(i); },
+      [&] { return transport.connect(endpoint); });
+  std::atomic<bool> stop{false};
+  CHECK(a.run(stop) == 200);
+  REQUIRE(wait_for([&] { return learner.stats().train_steps >= 5; }, 10s));
+  learner.stop();
+  const auto s = learner.stats();
+  CHECK(s.trainer_error.empty());
+  CHECK(std::isfinite(s.last_grad_norm));
+  CHECK(s.last_grad_norm > 0.0);
+  cont_net trained(net);
+  learner.copy_parameters(trained);
+  std::size_t changed = 0;
+  for (std::size_t i = 0; i < net.parameters().size(); ++i)
+    changed += trained.parameters()[i] != net.parameters()[i] ? 1 : 0;
+  CHECK(changed > net.parameters().size() / 2);
+}
