@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Stable-Baselines3 PPO on a MuJoCo task, the baseline that docs/mujoco.md sets our run beside.
+
+The hyperparameters are RL Zoo's tuned PPO entry for HalfCheetah (hyperparams/ppo.yml in
+rl-baselines3-zoo); they are only meant for HalfCheetah, though the script runs any Box env.
+As in the Zoo, `normalize: true` is VecNormalize over observations and rewards with the
+algorithm's gamma, and episode returns are the raw ones (Monitor sits under VecNormalize).
+
+Every --log-every environment steps one CSV row is appended:
+    steps, episodes, mean_return, mean_return_100, wall_s
+where mean_return averages the episodes that ended since the previous row, mean_return_100
+the last 100 episodes (SB3's own ep_rew_mean), and wall_s counts from the start of training.
+At the end a deterministic evaluation over --eval-episodes episodes is printed.
+
+stable-baselines3 (and with it torch) is installed into the running interpreter's environment
+when missing; it is not one of the test tools. Torch runs on one CPU thread by default so the
+baseline's wall time is comparable with a one-core learner and leaves the machine usable.
+
+Usage: .venv/bin/python tools/sb3_baseline.py [--env HalfCheetah-v5] [--steps 1000000]
+           [--seed 0] [--csv out.csv] [--log-every 10000] [--threads 1] [--eval-episodes 10]
+"""
+import argparse
+import csv
+import os
+import platform
+import subprocess
+import sys
+import time
+
+
+def ensure(module, package):
+    try:
+        return __import__(module)
+    except ImportError:
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
+        return __import__(module)
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown processor"
+
+
+# RL Zoo, ppo.yml, HalfCheetah (tuned).
+ZOO_HALFCHEETAH = dict(
+    n_steps=512,
+    batch_size=64,
+    gamma=0.98,
+    learning_rate=2.0633e-05,
+    ent_coef=0.000401762,
+    clip_range=0.1,
+    n_epochs=20,
+    gae_lambda=0.92,
+    max_grad_norm=0.8,
+    vf_coef=0.58096,
+)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--env", default="HalfCheetah-v5")
+    parser.add_argument("--steps", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--csv", default="sb3_baseline.csv")
+    parser.add_argument("--log-every", type=int, default=10_000)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--eval-episodes", type=int, default=10)
+    args = parser.parse_args()
+
+    ensure("stable_baselines3", "stable-baselines3")
+    import gymnasium as gym
+    import mujoco
+    import numpy as np
+    import stable_baselines3
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    torch.set_num_threads(args.threads)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs ({cpu_model()}), "
+          f"load {os.getloadavg()}")
+    print(f"versions: python {platform.python_version()}, stable-baselines3 "
+          f"{stable_baselines3.__version__}, torch {torch.__version__} ({args.threads} thread), "
+          f"gymnasium {gym.__version__}, mujoco {mujoco.__version__}, numpy {np.__version__}")
+    print(f"env {args.env}, {args.steps} steps, seed {args.seed}, hyperparameters {ZOO_HALFCHEETAH}")
+    sys.stdout.flush()
+
+    venv = make_vec_env(args.env, n_envs=1, seed=args.seed)
+    venv = VecNormalize(venv, norm_obs=True, norm_reward=True, gamma=ZOO_HALFCHEETAH["gamma"])
+    model = PPO(
+        "MlpPolicy", venv, seed=args.seed, device="cpu", verbose=0,
+        policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn=torch.nn.ReLU,
+                           net_arch=dict(pi=[256, 256], vf=[256, 256])),
+        **ZOO_HALFCHEETAH)
+
+    class CsvLog(BaseCallback):
+        """Appends a row every log_every steps; reads the finished episodes from Monitor's infos."""
+
+        def __init__(self, path, log_every):
+            super().__init__()
+            self.file = open(path, "w", newline="")
+            self.writer = csv.writer(self.file)
+            self.writer.writerow(["steps", "episodes", "mean_return", "mean_return_100", "wall_s"])
+            self.log_every = log_every
+            self.next_row = log_every
+            self.pending = []  # returns of episodes ended since the last row
+            self.all_returns = []
+            self.start = time.monotonic()
+
+        def _on_step(self):
+            for info in self.locals["infos"]:
+                if "episode" in info:
+                    self.pending.append(info["episode"]["r"])
+                    self.all_returns.append(info["episode"]["r"])
+            if self.num_timesteps >= self.next_row:
+                self.next_row += self.log_every
+                self.row()
+            return True
+
+        def row(self):
+            wall = time.monotonic() - self.start
+            recent = float(np.mean(self.pending)) if self.pending else float("nan")
+            last100 = float(np.mean(self.all_returns[-100:])) if self.all_returns else float("nan")
+            self.writer.writerow([self.num_timesteps, len(self.all_returns), f"{recent:.2f}",
+                                  f"{last100:.2f}", f"{wall:.1f}"])
+            self.file.flush()
+            print(f"steps {self.num_timesteps} episodes {len(self.all_returns)} "
+                  f"mean_return {recent:.1f} mean_return_100 {last100:.1f} wall_s {wall:.0f}",
+                  flush=True)
+            self.pending = []
+
+    log = CsvLog(args.csv, args.log_every)
+    model.learn(total_timesteps=args.steps, callback=log)
+    train_wall = time.monotonic() - log.start
+    log.file.close()
+
+    # Deterministic evaluation with the normalization statistics frozen, as the Zoo evaluates.
+    venv.training = False
+    venv.norm_reward = False
+    returns = []
+    obs = venv.reset()
+    while len(returns) < args.eval_episodes:
+        action, _ = model.predict(obs, deterministic=True)
+        obs, _, _, infos = venv.step(action)
+        returns.extend(info["episode"]["r"] for info in infos if "episode" in info)
+    last100 = np.mean(log.all_returns[-100:]) if log.all_returns else float("nan")
+    last10 = np.mean(log.all_returns[-10:]) if log.all_returns else float("nan")
+    print(f"done: {args.steps} steps in {train_wall:.0f} s ({args.steps / train_wall:.0f} steps/s); "
+          f"training return, last 10 episodes {last10:.1f}, last 100 {last100:.1f}; "
+          f"deterministic eval over {len(returns)} episodes {np.mean(returns):.1f} "
+          f"+- {np.std(returns):.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
