@@ -2,8 +2,8 @@
 # Installs what seedrl's build needs on Debian 12, skipping what is already there.
 #   scripts/install-deps.sh              compiler, CMake, Eigen, Boost, Catch2, Google Benchmark
 #   scripts/install-deps.sh --test-tools also clang-format, Conan, TensorBoard, matplotlib,
-#                                        numpy, gymnasium and ale-py (all but the first
-#                                        from PyPI, into .venv)
+#                                        numpy, gymnasium, ale-py and MuJoCo (all but the
+#                                        first from PyPI, into .venv)
 # Runs apt-get through sudo when not root. The CUDA toolkit is optional and not installed
 # here: with nvcc on PATH the CUDA backend is built too.
 set -euo pipefail
@@ -76,5 +76,15 @@ if [ "$test_tools" = 1 ] && ! "$root/.venv/bin/python3" -c "import ale_py" 2>/de
     echo "seedrl: ale-py installed into .venv"
   else
     echo "seedrl: could not install ale-py; the Atari tests will skip" >&2
+  fi
+fi
+
+if [ "$test_tools" = 1 ] && ! "$root/.venv/bin/python3" -c "import mujoco, gymnasium.envs.mujoco" 2>/dev/null; then
+  # The MuJoCo tests (the HalfCheetah smoke test, docs/mujoco.md) step gymnasium's MuJoCo
+  # environments through Python actors; a failure here makes them skip, not the build fail.
+  if python3 -m venv "$root/.venv" && "$root/.venv/bin/pip" install -q mujoco "gymnasium[mujoco]"; then
+    echo "seedrl: mujoco and gymnasium[mujoco] installed into .venv"
+  else
+    echo "seedrl: could not install mujoco; the MuJoCo tests will skip" >&2
   fi
 fi
