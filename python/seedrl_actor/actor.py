@@ -150,9 +150,25 @@ def _action_spec(space: gym.Space) -> p.ActionSpec:
         return p.ActionSpec.discrete(n)
     if isinstance(space, spaces.Box):
         return box_action_spec(space)
-    raise SpaceError(f"action space {space} is not supported: the actor sends one Discrete "
-                     "action or one float Box per environment (flatten MultiDiscrete or Tuple "
-                     "spaces into one Discrete space first)")
+    kind = type(space).__name__
+    advice = _ACTION_SPACE_ADVICE.get(kind, _OTHER_ADVICE)
+    raise SpaceError(f"action space {space} ({kind}) is not supported: seedrl's heads serve one "
+                     "Discrete action (categorical) or one float Box (Gaussian) per environment; "
+                     f"{advice}")
+
+
+# What to do instead, by the refused space's class name (gymnasium's own spaces).
+_OTHER_ADVICE = "wrap the environment so that its action space is one Discrete or one Box"
+_ACTION_SPACE_ADVICE = {
+    "MultiDiscrete": "wrap the environment so that one Discrete space enumerates the "
+                     "combinations (their product), or a Box whose elements it rounds",
+    "MultiBinary": "wrap the environment so that one Discrete space enumerates the bit "
+                   "patterns, or a Box in [0, 1] per bit that it thresholds",
+    "Dict": "wrap the environment so that one Box concatenates the continuous parts, or one "
+            "Discrete space enumerates the discrete ones",
+    "Tuple": "wrap the environment so that one Box concatenates the continuous parts, or one "
+             "Discrete space enumerates the discrete ones",
+}
 
 
 def box_action_spec(space: spaces.Box) -> p.ActionSpec:

@@ -307,6 +307,26 @@ class SpecTests(unittest.TestCase):
                     specs_from_spaces(obs_space, act_space)
                 self.assertIn(phrase, str(cm.exception))
 
+    def test_action_spaces_no_head_serves_are_refused_naming_the_space(self) -> None:
+        # Neither the categorical nor the Gaussian head can serve these: the actor refuses
+        # them before it connects, naming the space, its class and what would work instead.
+        box = spaces.Box(-1, 1, (2,), np.float32)
+        cases = [
+            (spaces.MultiDiscrete([2, 3]), "MultiDiscrete", "product"),
+            (spaces.MultiBinary(4), "MultiBinary", "bit patterns"),
+            (spaces.Dict({"move": spaces.Discrete(2), "force": box}), "Dict", "concatenates"),
+            (spaces.Tuple((spaces.Discrete(2), box)), "Tuple", "concatenates"),
+        ]
+        for act_space, kind, advice in cases:
+            with self.subTest(kind):
+                with self.assertRaises(SpaceError) as cm:
+                    specs_from_spaces(spaces.Box(0, 1, (3,), np.float32), act_space)
+                message = str(cm.exception)
+                self.assertIn(f"action space {act_space} ({kind}) is not supported", message)
+                self.assertIn("one Discrete action (categorical) or one float Box (Gaussian)",
+                              message)
+                self.assertIn(advice, message)
+
 
 # -------------------------------------------------------------------------------------------
 # Against a scripted learner
@@ -704,6 +724,22 @@ class ScriptedLearnerTests(unittest.TestCase):
             self.run_actor(learner, max_steps=1, secret=SECRET)
         self.assertIn("will not fall back", str(cm.exception))
         self.assertEqual(learner.connections, 1)
+
+    def test_an_action_space_no_head_serves_is_refused_before_connecting(self) -> None:
+        def script(peer: Peer, index: int) -> None:
+            peer.welcome()
+
+        class MultiBinaryEnv(CountingEnv):
+            def __init__(self) -> None:
+                super().__init__()
+                self.action_space = spaces.MultiBinary(3)
+
+        learner = self.learner(script)
+        with self.assertRaises(SpaceError) as cm:
+            Actor(config_for(learner), lambda i: MultiBinaryEnv(), 1)
+        self.assertIn("MultiBinary(3)", str(cm.exception))
+        time.sleep(0.05)
+        self.assertEqual(learner.connections, 0)
 
     def test_a_failing_environment_is_reported_to_the_learner(self) -> None:
         class BadRewardEnv(CountingEnv):

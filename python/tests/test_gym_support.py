@@ -143,6 +143,9 @@ class RegistrationTests(unittest.TestCase):
     def test_print_spec_refuses_unsupported_spaces_naming_them(self) -> None:
         cases = [("seedrl_toy/DictObs-v0", "Dict("), ("seedrl_toy/MultiDiscrete-v0",
                                                      "MultiDiscrete("),
+                 ("seedrl_toy/MultiBinary-v0", "MultiBinary(4)"),
+                 ("seedrl_toy/DictAction-v0", "(Dict) is not supported"),
+                 ("seedrl_toy/TupleAction-v0", "(Tuple) is not supported"),
                  ("seedrl_toy/Huge-v0", "int64")]
         for env_id, phrase in cases:
             with self.subTest(env_id):

@@ -81,5 +81,11 @@ def register_more() -> None:
                  kwargs={"observation_space": spaces.Dict({"a": box})})
     gym.register("seedrl_toy/MultiDiscrete-v0", entry_point=Bits,
                  kwargs={"action_space": spaces.MultiDiscrete([2, 3])})
+    gym.register("seedrl_toy/MultiBinary-v0", entry_point=Bits,
+                 kwargs={"action_space": spaces.MultiBinary(4)})
+    gym.register("seedrl_toy/DictAction-v0", entry_point=Bits,
+                 kwargs={"action_space": spaces.Dict({"move": spaces.Discrete(2), "force": box})})
+    gym.register("seedrl_toy/TupleAction-v0", entry_point=Bits,
+                 kwargs={"action_space": spaces.Tuple((spaces.Discrete(2), box))})
     gym.register("seedrl_toy/Huge-v0", entry_point=Bits,
                  kwargs={"observation_space": spaces.Box(0, 2**62, (8,), dtype=np.int64)})
