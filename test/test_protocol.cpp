@@ -825,7 +825,13 @@ TEST_CASE("spec mismatch messages name what differs", "[protocol]") {
   CHECK(p::describe_spec_mismatch(f32_4, d2, f32_4, d3) ==
         "action count: actor has 3, learner expects 2");
   CHECK(p::describe_spec_mismatch(f32_4, d2, f32_4, box) ==
-        "action kind: actor has continuous, learner expects discrete");
+        "action kind: actor has continuous [2] in [-1, 1], learner expects discrete (2 actions)");
+  // The reverse, with a HalfCheetah-like Box of per-element bounds under a Gaussian learner.
+  CHECK(p::describe_spec_mismatch(
+            f32_4, seedrl::action_spec::continuous({3}, {-1.0, -2.0, -1.0}, {1.0, 2.0, 1.0}), f32_4,
+            d3) ==
+        "action kind: actor has discrete (3 actions), learner expects "
+        "continuous [3] with per-element bounds");
   CHECK(p::describe_spec_mismatch(f32_4, box, f32_4,
                                   seedrl::action_spec::continuous({3}, -1.0, 1.0)) ==
         "action shape: actor has [3], learner expects [2]");
