@@ -990,6 +990,15 @@ class CppLearnerTests(unittest.TestCase):
         self.assertNotIn("retrying", r.stderr)
         learner.wait_for(r"closing 127\.0\.0\.1:\d+: spec_mismatch: observation shape")
 
+    def test_a_box_actor_under_a_categorical_learner_is_rejected_naming_both(self) -> None:
+        learner = self.learner(None)
+        r = self.actor(learner, env_id="Pendulum-v1", secret=None)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("spec_mismatch", r.stderr)
+        self.assertIn("action kind: actor has continuous [1] in [-2, 2], learner expects "
+                      "discrete (2 actions)", r.stderr)
+        self.assertNotIn("retrying", r.stderr)
+
     def test_a_wrong_or_missing_secret_is_refused(self) -> None:
         learner = self.learner(SECRET)
         r = self.actor(learner, secret=b"another-secret-of-enough-length")
