@@ -10,17 +10,24 @@ Every --log-every environment steps one CSV row is appended:
     steps, episodes, mean_return, mean_return_100, wall_s
 where mean_return averages the episodes that ended since the previous row, mean_return_100
 the last 100 episodes (SB3's own ep_rew_mean), and wall_s counts from the start of training.
-At the end a deterministic evaluation over --eval-episodes episodes is printed.
+At the end a deterministic evaluation over --eval-episodes episodes is printed. With
+--metrics FILE.jsonl the same rows also go out as seedrl's metrics.jsonl lines (step = frames,
+`episode/return` = mean over the last 100 episodes, as the learner logs it), so that
+tools/plot_metrics.py draws both runs in one panel:
+    tools/plot_metrics.py runs/halfcheetah sb3.jsonl --tags episode/return
 
 stable-baselines3 (and with it torch) is installed into the running interpreter's environment
 when missing; it is not one of the test tools. Torch runs on one CPU thread by default so the
 baseline's wall time is comparable with a one-core learner and leaves the machine usable.
 
 Usage: .venv/bin/python tools/sb3_baseline.py [--env HalfCheetah-v5] [--steps 1000000]
-           [--seed 0] [--csv out.csv] [--log-every 10000] [--threads 1] [--eval-episodes 10]
+           [--seed 0] [--csv out.csv] [--metrics out.jsonl] [--log-every 10000] [--threads 1]
+           [--eval-episodes 10]
 """
 import argparse
 import csv
+import json
+import math
 import os
 import platform
 import subprocess
@@ -68,6 +75,7 @@ def main():
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--csv", default="sb3_baseline.csv")
+    parser.add_argument("--metrics", help="also write seedrl metrics.jsonl rows to this file")
     parser.add_argument("--log-every", type=int, default=10_000)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--eval-episodes", type=int, default=10)
@@ -104,8 +112,9 @@ def main():
     class CsvLog(BaseCallback):
         """Appends a row every log_every steps; reads the finished episodes from Monitor's infos."""
 
-        def __init__(self, path, log_every):
+        def __init__(self, path, metrics_path, log_every):
             super().__init__()
+            self.metrics = open(metrics_path, "w") if metrics_path else None
             self.file = open(path, "w", newline="")
             self.writer = csv.writer(self.file)
             self.writer.writerow(["steps", "episodes", "mean_return", "mean_return_100", "wall_s"])
@@ -132,15 +141,25 @@ def main():
             self.writer.writerow([self.num_timesteps, len(self.all_returns), f"{recent:.2f}",
                                   f"{last100:.2f}", f"{wall:.1f}"])
             self.file.flush()
+            if self.metrics:
+                def finite(v):
+                    return v if math.isfinite(v) else None
+                self.metrics.write(json.dumps({
+                    "step": self.num_timesteps, "wall_time": time.time(),
+                    "episode/return": finite(last100), "episodes": len(self.all_returns),
+                    "sb3/return_since_last_row": finite(recent)}) + "\n")
+                self.metrics.flush()
             print(f"steps {self.num_timesteps} episodes {len(self.all_returns)} "
                   f"mean_return {recent:.1f} mean_return_100 {last100:.1f} wall_s {wall:.0f}",
                   flush=True)
             self.pending = []
 
-    log = CsvLog(args.csv, args.log_every)
+    log = CsvLog(args.csv, args.metrics, args.log_every)
     model.learn(total_timesteps=args.steps, callback=log)
     train_wall = time.monotonic() - log.start
     log.file.close()
+    if log.metrics:
+        log.metrics.close()
 
     # Deterministic evaluation with the normalization statistics frozen, as the Zoo evaluates.
     venv.training = False
