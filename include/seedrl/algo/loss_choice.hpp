@@ -51,6 +51,10 @@ class loss_choice {
 
   bool is_ppo() const noexcept { return std::holds_alternative<ppo_type>(loss_); }
 
+  /// The loss chosen, or nullptr when it is the other one.
+  const impala_type* impala() const noexcept { return std::get_if<impala_type>(&loss_); }
+  const ppo_type* ppo() const noexcept { return std::get_if<ppo_type>(&loss_); }
+
   update_schedule schedule() const {
     return std::visit([](const auto& l) { return schedule_of(l); }, loss_);
   }
