@@ -92,8 +92,11 @@ TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[ap
   run_options o;
   REQUIRE_FALSE(parse(o, {"local"}));
   const seedrl::impala_loss_config<float> recipe{.discount = 0.97f};
-  auto impala = make_run_loss<seedrl::loss_choice<float>>(o, recipe);
+  const auto discrete = seedrl::action_spec::discrete(2);
+  auto impala = make_run_loss<seedrl::loss_choice<float>>(o, recipe, discrete);
   CHECK_FALSE(impala.is_ppo());
+  REQUIRE(impala.impala() != nullptr);
+  CHECK(impala.impala()->config().discount == 0.97f);
   CHECK(impala.schedule() == seedrl::update_schedule{});
   CHECK(algorithm_summary(o) == "IMPALA (V-trace)");
 
@@ -111,14 +114,16 @@ TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[ap
   CHECK(p.ppo.lambda == 0.9);
   CHECK(algorithm_summary(p) ==
         "PPO (V-trace advantages, lambda 0.9), 3 epochs x 2 minibatches, clip 0.1, value clip 0.5");
-  const auto ppo = make_run_loss<seedrl::loss_choice<float>>(p, recipe);
+  const auto ppo = make_run_loss<seedrl::loss_choice<float>>(p, recipe, discrete);
   CHECK(ppo.is_ppo());
+  REQUIRE(ppo.ppo() != nullptr);
+  CHECK(ppo.ppo()->config().discount == 0.97f);  // the recipe's
   CHECK(ppo.schedule() == seedrl::update_schedule{3, 2});
   CHECK(ppo.name() == "PPO (V-trace advantages)");
   // A CUDA trainer's loss type is IMPALA's: --algo ppo is refused, saying why.
-  CHECK_THROWS_WITH((make_run_loss<seedrl::impala_loss<float>>(p, recipe)),
+  CHECK_THROWS_WITH((make_run_loss<seedrl::impala_loss<float>>(p, recipe, discrete)),
                     Catch::Contains("--algo ppo trains on the CPU"));
-  CHECK_NOTHROW(make_run_loss<seedrl::impala_loss<float>>(o, recipe));
+  CHECK_NOTHROW(make_run_loss<seedrl::impala_loss<float>>(o, recipe, discrete));
 
   // --lr-decay counts optimizer steps: batches of T x B frames, times PPO's steps per batch.
   CHECK_FALSE(lr_decay_steps(p));
@@ -134,6 +139,37 @@ TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[ap
   CHECK(parse(bad, {"local", "--algo", "dqn"}) == 2);
   CHECK(parse(bad, {"local", "--ppo-advantage", "td"}) == 2);
   CHECK(parse(bad, {"local", "--ppo-epochs", "0"}) == 2);
+}
+
+TEST_CASE("--discount and --action-bounds reach the loss and the sampler of a continuous run",
+          "[app][ppo][gaussian]") {
+  using loss_type = run_loss_t<seedrl::host_trainer, float>;
+  const seedrl::impala_loss_config<float> recipe{.discount = 0.97f};
+  const std::vector<double> lows{-2.0, -1.0}, highs{2.0, 0.5};
+  const auto torque = seedrl::action_spec::continuous(seedrl::tensor_shape{2}, lows, highs);
+  run_options o;
+  REQUIRE_FALSE(parse(o, {"local", "--algo", "ppo", "--discount", "0.9"}));
+  const auto squashed = make_run_loss<loss_type>(o, recipe, torque);
+  REQUIRE(squashed.ppo() != nullptr);
+  CHECK(squashed.ppo()->config().discount == 0.9f);
+  const auto& g = squashed.ppo()->distribution().gaussian;
+  CHECK(g.squash);
+  CHECK(g.low == std::vector<float>{-2.0f, -1.0f});
+  CHECK(g.high == std::vector<float>{2.0f, 0.5f});
+  const auto sampler = make_run_sampler<run_sampler_t<seedrl::host_trainer>>(o);
+  CHECK(sampler.bounds == seedrl::bounds_handling::squash);
+  CHECK(sampler.outputs_per_row(torque) == 4);  // two means, two log-stds
+
+  run_options c;
+  REQUIRE_FALSE(parse(c, {"local", "--action-bounds", "clip"}));
+  const auto clipped = make_run_loss<loss_type>(c, recipe, torque);
+  REQUIRE(clipped.impala() != nullptr);
+  CHECK(clipped.impala()->config().discount == 0.97f);  // the recipe's without --discount
+  CHECK_FALSE(clipped.impala()->distribution().gaussian.squash);
+  CHECK(make_run_sampler<run_sampler_t<seedrl::host_trainer>>(c).bounds ==
+        seedrl::bounds_handling::clip);
+  CHECK(parse(c, {"local", "--action-bounds", "wrap"}));  // refused
+  CHECK(parse(c, {"local", "--discount", "1.5"}));
 }
 
 TEST_CASE("local mode gives the learner room for all its actors' environments", "[app]") {

@@ -39,6 +39,7 @@
 #include "seedrl/runtime/action_sampler.hpp"
 #include "seedrl/runtime/actor.hpp"
 #include "seedrl/runtime/learner.hpp"
+#include "seedrl/runtime/progress.hpp"
 #include "seedrl/runtime/trainer.hpp"
 #include "seedrl/transport/in_process.hpp"
 
@@ -656,4 +657,181 @@ TEST_CASE("the learner trains a Gaussian policy with the IMPALA loss on Pendulum
   for (std::size_t i = 0; i < net.parameters().size(); ++i)
     changed += trained.parameters()[i] != net.parameters()[i] ? 1 : 0;
   CHECK(changed > net.parameters().size() / 2);
+}
+
+namespace {
+/// A custom sampler that draws as gaussian_sampler does, then breaks the rules: from its
+/// `from_call`-th batch on, it writes `value` into every env action (beyond the bounds, or NaN).
+struct rule_breaking_sampler {
+  float value = 0.0f;
+  int from_call = 0;
+  std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
+
+  void check(const seedrl::action_spec& spec) const { seedrl::gaussian_sampler().check(spec); }
+  std::size_t outputs_per_row(const seedrl::action_spec& spec) const {
+    return seedrl::gaussian_sampler().outputs_per_row(spec);
+  }
+  template <class S>
+  void sample(std::span<const S> outputs, std::size_t rows, std::size_t width,
+              seedrl::random_generator& rng, seedrl::action_buffers<S> out,
+              std::span<S> log_probs) const {
+    seedrl::gaussian_sampler().sample(outputs, rows, width, rng, out, log_probs);
+    if (calls->fetch_add(1) >= from_call)
+      std::fill(out.env_actions.begin(), out.env_actions.end(), static_cast<S>(value));
+  }
+};
+
+using rule_breaking_learner =
+    seedrl::learner<cont_net, seedrl::adam<float>, seedrl::in_process_transport, recording_trainer,
+                    seedrl::impala_loss<float>, rule_breaking_sampler>;
+}  // namespace
+
+TEST_CASE("a custom sampler's actions beyond the bounds are clipped on the learner and counted",
+          "[learner][continuous][bad-input]") {
+  auto logs = std::make_shared<env_logs>();
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-continuous-clip"};
+  rule_breaking_learner learner(small_config(4, 2), make_net(3), seedrl::adam<float>(),
+                                seedrl::impala_loss<float>(), seedrl::pendulum::observation_spec(),
+                                seedrl::pendulum::action_spec(), recording_trainer{},
+                                rule_breaking_sampler{5.0f});  // Pendulum's torque: [-2, 2]
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  seedrl::actor_config ac;
+  ac.num_envs = 2;
+  ac.max_steps = 60;
+  seedrl::actor<logged_pendulum, std::function<seedrl::in_process_connection()>> a(
+      ac, [&](std::size_t i) { return logged_pendulum(static_cast<int>(i), 1000, logs); },
+      [&] { return transport.connect(endpoint); });
+  std::atomic<bool> stop{false};
+  CHECK(a.run(stop) == 60);  // the actor's bounds check never saw 5
+  learner.stop();
+  const auto s = learner.stats();
+  CHECK(s.trainer_error.empty());
+  CHECK(s.frames >= 120);
+  CHECK(s.clipped_actions == s.frames);  // one element per answered step, every one clipped
+  std::size_t received = 0;
+  for (const auto& [id, l] : logs->envs) {
+    for (const float x : l.actions) {
+      CHECK(x == 2.0f);
+      ++received;
+    }
+  }
+  CHECK(received == 120);
+  seedrl::progress_report p;
+  p.stats = s;
+  CHECK_THAT(seedrl::progress_line(p),
+             Catch::Contains("clipped actions " + std::to_string(s.frames)));
+}
+
+TEST_CASE("a NaN action never leaves the learner: training stops with an error naming the step",
+          "[learner][continuous][bad-input]") {
+  auto logs = std::make_shared<env_logs>();
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-continuous-nan"};
+  rule_breaking_learner learner(small_config(4, 2), make_net(3), seedrl::adam<float>(),
+                                seedrl::impala_loss<float>(), seedrl::pendulum::observation_spec(),
+                                seedrl::pendulum::action_spec(), recording_trainer{},
+                                rule_breaking_sampler{std::numeric_limits<float>::quiet_NaN(), 10});
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  seedrl::actor_config ac;
+  ac.num_envs = 2;
+  ac.max_steps = 1000;
+  ac.log = [](const std::string&) {};
+  seedrl::actor<logged_pendulum, std::function<seedrl::in_process_connection()>> a(
+      ac, [&](std::size_t i) { return logged_pendulum(static_cast<int>(i), 1000, logs); },
+      [&] { return transport.connect(endpoint); });
+  std::atomic<bool> stop{false};
+  std::thread actor_thread([&] {
+    try {
+      a.run(stop);
+    } catch (const std::exception&) {  // the learner going away may end the actor either way
+    }
+  });
+  REQUIRE(wait_for([&] { return !learner.stats().trainer_error.empty(); }, 10s));
+  const auto s = learner.stats();
+  CHECK_THAT(s.trainer_error, Catch::Contains("NaN") && Catch::Contains("at frame") &&
+                                  Catch::Contains("training step") && Catch::Contains("env slot"));
+  learner.stop();  // must not hang on the unanswered batch
+  stop = true;
+  actor_thread.join();
+  // Every action an env received was a real torque: the NaN batch was never answered.
+  std::size_t received = 0;
+  for (const auto& [id, l] : logs->envs) {
+    for (const float x : l.actions) {
+      CHECK(std::isfinite(x));
+      ++received;
+    }
+  }
+  CHECK(received == 20);  // the 10 batches before it, of 2 envs each
+}
+
+TEST_CASE(
+    "spec_sampler and spec_distribution act as the sampler and distribution the spec calls "
+    "for",
+    "[continuous][sampler]") {
+  constexpr std::size_t rows = 5, A = 3, D = 2;
+  seedrl::random_generator init(4);
+  std::vector<float> logits(rows * A), outputs(rows * 2 * D);
+  for (auto& x : logits)
+    x = static_cast<float>(init.uniform(-2.0, 2.0));
+  for (auto& x : outputs)
+    x = static_cast<float>(init.uniform(-1.0, 1.0));
+  const std::vector<float> low{-2.0f, -1.0f}, high{2.0f, 3.0f};
+  const auto discrete = seedrl::action_spec::discrete(3);
+  const std::vector<double> lows{-2.0, -1.0}, highs{2.0, 3.0};
+  const auto continuous = seedrl::action_spec::continuous({2}, lows, highs);
+  for (const auto bounds : {seedrl::bounds_handling::squash, seedrl::bounds_handling::clip}) {
+    const seedrl::spec_sampler any{seedrl::action_selection::sample, bounds};
+    CHECK(any.outputs_per_row(discrete) == 3);
+    CHECK(any.outputs_per_row(continuous) == 4);
+    CHECK_NOTHROW(any.check(discrete));
+    // Discrete: the categorical sampler's draws and log-probs from the same generator state.
+    std::vector<std::int32_t> a1(rows), a2(rows);
+    std::vector<float> lp1(rows), lp2(rows);
+    seedrl::random_generator r1(9), r2(9);
+    any.sample<float>(logits, rows, A, r1, {a1, {}, {}, {}, {}, 0}, lp1);
+    seedrl::categorical_sampler{}.sample<float>(logits, rows, A, r2, {a2, {}, {}, {}, {}, 0}, lp2);
+    CHECK(a1 == a2);
+    CHECK(lp1 == lp2);
+    // Continuous: the Gaussian sampler's, with the bounds handling given.
+    std::vector<float> env1(rows * D), raw1(rows * D), env2(rows * D), raw2(rows * D);
+    any.sample<float>(outputs, rows, 2 * D, r1, {{}, env1, raw1, low, high, D}, lp1);
+    seedrl::gaussian_sampler{bounds}.sample<float>(outputs, rows, 2 * D, r2,
+                                                   {{}, env2, raw2, low, high, D}, lp2);
+    CHECK(env1 == env2);
+    CHECK(raw1 == raw2);
+    CHECK(lp1 == lp2);
+  }
+  // Infinite bounds cannot be squashed: refused as gaussian_sampler refuses them.
+  const auto unbounded = seedrl::action_spec::continuous(
+      {1}, -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity());
+  CHECK_THROWS_WITH(seedrl::spec_sampler{}.check(unbounded), Catch::Contains("finite"));
+  CHECK_NOTHROW(seedrl::spec_sampler{.bounds = seedrl::bounds_handling::clip}.check(unbounded));
+
+  // spec_distribution: categorical rows for action_dim 0, the Gaussian's otherwise.
+  const std::vector<std::int32_t> acts{0, 2, 1, 1, 0};
+  seedrl::impala_batch<float> db{};
+  db.num_actions = A;
+  db.logits = logits;
+  db.actions = acts;
+  const std::vector<float> u{0.3f, -0.2f, 1.5f, 0.1f, -0.7f, 2.0f, 0.0f, 0.4f, -1.1f, 0.9f};
+  const std::vector<std::int32_t> zeros(rows, 0);
+  seedrl::impala_batch<float> cb{};
+  cb.num_actions = 2 * D;
+  cb.logits = outputs;
+  cb.actions = zeros;
+  cb.raw_actions = u;
+  cb.action_dim = D;
+  const seedrl::diag_gaussian_distribution<float> gauss{true, low, high};
+  const seedrl::spec_distribution<float> any_dist{gauss};
+  std::vector<float> g1(2 * D), g2(2 * D);
+  for (std::size_t i = 0; i < rows; ++i) {
+    CHECK(any_dist.log_prob(db, i) == seedrl::categorical_distribution().log_prob(db, i));
+    CHECK(any_dist.log_prob(cb, i) == gauss.log_prob(cb, i));
+    CHECK(any_dist.log_prob_entropy_gradient(cb, i, 0.5f, 0.1f, g1.data()) ==
+          gauss.log_prob_entropy_gradient(cb, i, 0.5f, 0.1f, g2.data()));
+    CHECK(g1 == g2);
+  }
 }

@@ -1,4 +1,5 @@
-// The PPO loss: against the float64 fixtures of tools/gen_ppo_fixture.py (independent numpy code,
+// The PPO loss (categorical and diagonal-Gaussian policies): against the float64 fixtures of
+// tools/gen_ppo_fixture.py (independent numpy code,
 // its gradient checked by finite differences there), behaviours that must differ or agree
 // between settings, config errors, and a few PPO epochs through host_trainer on a contextual
 // bandit, to show the loss plugs into the existing Trainer.
@@ -18,8 +19,10 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/metrics/metrics_log.hpp"
@@ -52,6 +55,9 @@ struct ppo_data {
   std::vector<std::int32_t> actions;
   std::vector<std::uint8_t> dones, truncated;
   seedrl::ppo_loss_config<double> config;
+  // A diagonal Gaussian policy (A = 2D outputs per row) instead of categorical logits.
+  bool gaussian = false, squash = false;
+  std::vector<double> raw_actions, low, high;
 };
 
 template <class S>
@@ -78,23 +84,31 @@ struct ppo_result {
   std::vector<S> grad_logits, grad_values;
 };
 
-template <class S>
-ppo_result<S> run_loss(const ppo_data& d, const seedrl::ppo_loss<S>& loss) {
+template <class S, class Dist>
+ppo_result<S> run_loss(const ppo_data& d, const seedrl::ppo_loss<S, Dist>& loss) {
   const auto logits = cast_to<S>(d.logits), values = cast_to<S>(d.values),
              old_values = cast_to<S>(d.old_values), mu = cast_to<S>(d.behaviour_log_probs),
-             rewards = cast_to<S>(d.rewards);
+             rewards = cast_to<S>(d.rewards), raw_actions = cast_to<S>(d.raw_actions);
   ppo_result<S> r;
   r.grad_logits.assign(logits.size(), std::numeric_limits<S>::quiet_NaN());
   r.grad_values.assign(values.size(), std::numeric_limits<S>::quiet_NaN());
   seedrl::impala_gradients<S> grad{r.grad_logits, r.grad_values};
-  const seedrl::ppo_batch<S> batch{d.T, d.B,     d.A,     logits,      values,    d.actions,
-                                   mu,  rewards, d.dones, d.truncated, old_values};
+  seedrl::ppo_batch<S> batch{d.T,       d.B, d.A,     logits,  values,
+                             d.actions, mu,  rewards, d.dones, d.truncated};
+  batch.raw_actions = raw_actions;
+  batch.action_dim = d.gaussian ? d.A / 2 : 0;
+  batch.old_values = old_values;
   r.terms = loss(batch, grad);
   return r;
 }
 
 template <class S>
 ppo_result<S> run_loss(const ppo_data& d) {
+  if (d.gaussian) {
+    seedrl::diag_gaussian_distribution<S> dist{d.squash, cast_to<S>(d.low), cast_to<S>(d.high)};
+    return run_loss(d, seedrl::ppo_loss<S, seedrl::diag_gaussian_distribution<S>>(
+                           config_as<S>(d.config), std::move(dist)));
+  }
   return run_loss(d, seedrl::ppo_loss<S>(config_as<S>(d.config)));
 }
 
@@ -143,6 +157,12 @@ ppo_fixture load_fixture(const std::filesystem::path& path) {
   d.actions = in_j.at("actions").get<std::vector<std::int32_t>>();
   d.dones = in_j.at("dones").get<std::vector<std::uint8_t>>();
   d.truncated = in_j.at("truncated").get<std::vector<std::uint8_t>>();
+  d.raw_actions = in_j.at("raw_actions").get<std::vector<double>>();
+  const json& policy = j.at("policy");
+  d.gaussian = policy.at("kind").get<std::string>() == "gaussian";
+  d.squash = policy.at("squash").get<bool>();
+  d.low = policy.at("low").get<std::vector<double>>();
+  d.high = policy.at("high").get<std::vector<double>>();
   f.expected = j.at("expected");
   const json& t = j.at("tolerance");
   f.tol_double = {t.at("double").at("abs").get<double>(), t.at("double").at("rel").get<double>()};
@@ -230,14 +250,17 @@ double max_abs_difference(const std::vector<double>& a, const std::vector<double
 TEST_CASE("ppo_loss models seedrl::Loss and reads the batch host_trainer builds", "[ppo]") {
   STATIC_REQUIRE(seedrl::Loss<seedrl::ppo_loss<float>>);
   STATIC_REQUIRE(seedrl::Loss<seedrl::ppo_loss<double>>);
+  STATIC_REQUIRE(seedrl::Loss<seedrl::ppo_loss<float, seedrl::diag_gaussian_distribution<float>>>);
   STATIC_REQUIRE(seedrl::Trainer<seedrl::host_trainer, seedrl::mlp_lstm_agent<float>,
                                  seedrl::adam<float>, seedrl::ppo_loss<float>>);
 }
 
-TEST_CASE("ppo_loss matches every float64 reference fixture, in double and float", "[ppo]") {
+TEST_CASE("ppo_loss matches every float64 reference fixture, in double and float",
+          "[ppo][gaussian]") {
   const auto paths = fixture_paths();
-  REQUIRE(paths.size() >= 6);
+  REQUIRE(paths.size() >= 8);
   bool gae = false, vtrace = false, value_clip = false, raw = false, cut = false;
+  bool gaussian = false, squashed = false;
   for (const auto& path : paths) {
     const ppo_fixture f = load_fixture(path);
     INFO("fixture " << f.name);
@@ -249,9 +272,11 @@ TEST_CASE("ppo_loss matches every float64 reference fixture, in double and float
     raw |= !f.data.config.normalize_advantages;
     cut |= std::any_of(f.data.truncated.begin(), f.data.truncated.end(),
                        [](std::uint8_t x) { return x != 0; });
+    gaussian |= f.data.gaussian;
+    squashed |= f.data.squash;
   }
-  // The fixtures cover every branch.
-  CHECK((gae && vtrace && value_clip && raw && cut));
+  // The fixtures cover every branch, and both policy kinds.
+  CHECK((gae && vtrace && value_clip && raw && cut && gaussian && squashed));
 }
 
 TEST_CASE("the fixture comparison rejects a gradient off by ten tolerances", "[ppo]") {

@@ -31,6 +31,40 @@ def log_softmax(z):
     return z - m - np.log(np.exp(z - m).sum(axis=-1, keepdims=True))
 
 
+def policy_eval(c, inp, logits):
+    """[T+1, B] log pi(a_t) and entropy H(pi_t), and per row the gradients of log pi and of H
+    w.r.t. the row's outputs [T+1, B, A]. Categorical: A logits. Gaussian (c["policy"]): A = 2D
+    outputs, D means then D log-stds clamped to [-20, 2] (gradient 0 outside, ends included),
+    evaluated at the pre-squash sample u (inp["raw_actions"]); with squashing the log-prob gains
+    -sum log(1 - tanh(u)^2) - sum log((high - low) / 2), constant in the outputs."""
+    T, B, A = c["T"], c["B"], c["A"]
+    z = logits.reshape(T + 1, B, A)
+    if c.get("policy", "categorical") == "categorical":
+        lp = log_softmax(z)
+        p = np.exp(lp)
+        acts = inp["actions"].reshape(T + 1, B).clip(0, A - 1)
+        log_pi = np.take_along_axis(lp, acts[..., None], axis=-1)[..., 0]
+        H = -np.sum(p * lp, axis=-1)
+        d_logpi = np.eye(A)[acts] - p
+        d_H = -p * (lp + H[..., None])
+        return log_pi, H, d_logpi, d_H
+    D = A // 2
+    mean, raw_ls = z[..., :D], z[..., D:]
+    ls = np.clip(raw_ls, -20.0, 2.0)
+    inside = ((raw_ls >= -20.0) & (raw_ls <= 2.0)).astype(np.float64)
+    u = inp["raw_actions"].reshape(T + 1, B, D)
+    zz = (u - mean) / np.exp(ls)
+    log_n = np.sum(-0.5 * zz ** 2 - ls - 0.5 * np.log(2 * np.pi), axis=-1)
+    if c["squash"]:
+        lo, hi = np.asarray(c["low"]), np.asarray(c["high"])
+        log_n = log_n - np.sum(np.log(1 - np.tanh(u) ** 2), axis=-1) \
+            - np.sum(np.log((hi - lo) / 2))
+    H = np.sum(0.5 + 0.5 * np.log(2 * np.pi) + ls, axis=-1)
+    d_logpi = np.concatenate([zz / np.exp(ls), (zz ** 2 - 1) * inside], axis=-1)
+    d_H = np.concatenate([np.zeros_like(mean), inside], axis=-1)
+    return log_n, H, d_logpi, d_H
+
+
 def td_parts(c, inp):
     """Per transition [T, B]: r_t, gamma_t, V_t, V_{t+1}, cut_t."""
     T, B = c["T"], c["B"]
@@ -94,10 +128,8 @@ def vtrace_direct(c, inp, log_rho):
 
 
 def advantages_and_targets(c, inp, logits):
-    T, B, A = c["T"], c["B"], c["A"]
-    lp = log_softmax(logits.reshape(T + 1, B, A))[:T]
-    acts = inp["actions"].reshape(T + 1, B)[:T]
-    log_pi = np.take_along_axis(lp, acts[..., None], axis=-1)[..., 0]
+    T, B = c["T"], c["B"]
+    log_pi = policy_eval(c, inp, logits)[0][:T]
     log_rho = log_pi - inp["behaviour_log_probs"].reshape(T + 1, B)[:T]
     if c["advantage"] == "gae":
         adv, target = gae_direct(c, inp)
@@ -114,12 +146,10 @@ def advantages_and_targets(c, inp, logits):
 
 def loss(c, inp, logits, values, adv, target):
     """The loss terms with advantages and targets given (held constant)."""
-    T, B, A = c["T"], c["B"], c["A"]
+    T, B = c["T"], c["B"]
     n = T * B
-    lp = log_softmax(logits.reshape(T + 1, B, A))[:T]
-    p = np.exp(lp)
-    acts = inp["actions"].reshape(T + 1, B)[:T]
-    log_pi = np.take_along_axis(lp, acts[..., None], axis=-1)[..., 0]
+    log_pi_all, H_all = policy_eval(c, inp, logits)[:2]
+    log_pi = log_pi_all[:T]
     log_ratio = log_pi - inp["behaviour_log_probs"].reshape(T + 1, B)[:T]
     ratio = np.exp(log_ratio)
     eps = c["clip_epsilon"]
@@ -133,8 +163,7 @@ def loss(c, inp, logits, values, adv, target):
         vc = old + np.clip(v - old, -c["value_clip"], c["value_clip"])
         sq = np.maximum(sq, (vc - target) ** 2)
     baseline = c["value_cost"] * 0.5 * np.sum(np.where(kept, sq, 0.0)) / n
-    ent = -np.sum(p * lp, axis=-1)
-    entropy = -c["entropy_cost"] * ent.sum() / n
+    entropy = -c["entropy_cost"] * H_all[:T].sum() / n
     k = kept.sum()
     kl = np.sum(np.where(kept, ratio - 1 - log_ratio, 0.0)) / k if k else 0.0
     clipfrac = np.sum(kept & (np.abs(ratio - 1) > eps)) / k if k else 0.0
@@ -145,11 +174,8 @@ def loss(c, inp, logits, values, adv, target):
 def analytic_gradient(c, inp, logits, values, adv, target):
     T, B, A = c["T"], c["B"], c["A"]
     n = T * B
-    lp = log_softmax(logits.reshape(T + 1, B, A))
-    p = np.exp(lp)
-    acts = inp["actions"].reshape(T + 1, B)
-    onehot = np.eye(A)[np.clip(acts, 0, A - 1)]
-    log_pi = np.take_along_axis(lp, acts[..., None].clip(0, A - 1), axis=-1)[..., 0][:T]
+    log_pi_all, _, d_logpi, dH = policy_eval(c, inp, logits)
+    log_pi = log_pi_all[:T]
     ratio = np.exp(log_pi - inp["behaviour_log_probs"].reshape(T + 1, B)[:T])
     eps = c["clip_epsilon"]
     kept = ~td_parts(c, inp)[4]
@@ -158,10 +184,8 @@ def analytic_gradient(c, inp, logits, values, adv, target):
     inside = (ratio > 1 - eps) & (ratio < 1 + eps)
     d_surr = np.where(unclipped | inside, ratio * adv, 0.0)
     g_logp = np.where(kept, -d_surr / n, 0.0)
-    H = -np.sum(p * lp, axis=-1)
-    dH = -p * (lp + H[..., None])
     g = np.zeros((T + 1, B, A))
-    g[:T] = g_logp[..., None] * (onehot[:T] - p[:T]) - c["entropy_cost"] / n * dH[:T]
+    g[:T] = g_logp[..., None] * d_logpi[:T] - c["entropy_cost"] / n * dH[:T]
     v = values.reshape(T + 1, B)[:T]
     dv = v - target
     if c["value_clip"] is not None:
@@ -209,13 +233,27 @@ def make_case(name, T, B, A, seed, **overrides):
     rng = np.random.default_rng(seed)
     steps = (T + 1) * B
     inp = {}
-    inp["logits"] = f32(rng.normal(0, 1.5, steps * A))
-    inp["values"] = f32(rng.uniform(-2, 2, steps))
-    inp["actions"] = rng.integers(0, A, steps)
+    gaussian = c.get("policy", "categorical") == "gaussian"
+    if gaussian:
+        D = A // 2
+        c["low"] = [float(f32(x)) for x in rng.uniform(-3, -0.5, D)]
+        c["high"] = [float(f32(x)) for x in rng.uniform(0.5, 3, D)]
+        means = rng.normal(0, 1.0, (steps, D))
+        log_stds = rng.uniform(-1.5, 0.8, (steps, D))
+        log_stds[1, 0] = 2.5  # beyond the clamp: no gradient through it
+        inp["logits"] = f32(np.concatenate([means, log_stds], axis=1).ravel())
+        inp["raw_actions"] = f32(means + np.exp(log_stds.clip(-20, 2)) *
+                                 rng.normal(0, 1.2, (steps, D))).ravel()
+        inp["actions"] = np.zeros(steps, dtype=np.int64)
+        inp["values"] = f32(rng.uniform(-2, 2, steps))
+    else:  # the draws in the order of the categorical fixtures before Gaussian ones existed
+        inp["logits"] = f32(rng.normal(0, 1.5, steps * A))
+        inp["values"] = f32(rng.uniform(-2, 2, steps))
+        inp["actions"] = rng.integers(0, A, steps)
+        inp["raw_actions"] = np.zeros(0)
     # Behaviour log-probs: the learner's own plus noise wide enough that many ratios fall far
     # outside [1-eps, 1+eps] on both sides.
-    lp = log_softmax(inp["logits"].reshape(steps, A))
-    own = lp[np.arange(steps), inp["actions"]]
+    own = policy_eval(c, inp, inp["logits"])[0].ravel()
     inp["behaviour_log_probs"] = f32(own + rng.normal(0, 0.6, steps))
     inp["rewards"] = f32(rng.uniform(-1, 1, steps))
     dones = (rng.uniform(size=steps) < 0.2).astype(np.int64)
@@ -249,16 +287,20 @@ def make_case(name, T, B, A, seed, **overrides):
         "name": name,
         "description": "PPO loss (include/seedrl/algo/ppo_loss.hpp) on a random batch, float64 "
                        "reference from tools/gen_ppo_fixture.py. Arrays time-major, index t*B+b "
-                       "(logits t*B*A+b*A+a). advantages are after normalisation; targets are "
+                       "(logits t*B*A+b*A+a; a Gaussian policy's rows are D means then D "
+                       "log-stds, raw_actions t*B*D+b*D+i). advantages are after normalisation; targets are "
                        "the value targets R; both [T*B]. Gradients [(T+1)*B(*A)], step T zero.",
         "T": T, "B": B, "A": A,
         "config": {k: c[k] for k in ("discount", "lambda", "advantage", "clip_epsilon",
                                      "value_clip", "value_cost", "entropy_cost",
                                      "normalize_advantages", "advantage_epsilon",
                                      "clip_rho_threshold")},
+        "policy": {"kind": c.get("policy", "categorical"), "squash": c.get("squash", False),
+                   "low": c.get("low", []), "high": c.get("high", [])},
         "inputs": {"logits": r6(inp["logits"]), "values": r6(inp["values"]),
                    "old_values": r6(inp["old_values"]),
                    "actions": [int(a) for a in inp["actions"]],
+                   "raw_actions": r6(inp["raw_actions"]),
                    "behaviour_log_probs": r6(inp["behaviour_log_probs"]),
                    "rewards": r6(inp["rewards"]),
                    "dones": [int(d) for d in inp["dones"]],
@@ -285,6 +327,10 @@ CASES = [
          clip_epsilon=0.1, **{"lambda": 1.0}),
     dict(name="vtrace_value_clip_normalized", T=4, B=3, A=4, seed=6, advantage="vtrace",
          value_clip=0.1, discount=0.9, clip_epsilon=0.3),
+    # Diagonal Gaussians (A = 2D outputs: D means, D log-stds).
+    dict(name="gaussian_gae_clip", T=5, B=3, A=4, seed=7, policy="gaussian", squash=False),
+    dict(name="gaussian_squash_vtrace_value_clip", T=6, B=2, A=6, seed=8, policy="gaussian",
+         squash=True, advantage="vtrace", value_clip=0.2, entropy_cost=0.02),
 ]
 
 

@@ -212,6 +212,9 @@ class impala_loss {
   /// The hyper-parameters in use.
   const config_type& config() const noexcept { return config_; }
 
+  /// The action distribution the loss evaluates.
+  const Dist& distribution() const noexcept { return dist_; }
+
   /// Computes the loss terms on `batch` and writes their gradient to `grad`. Throws
   /// std::invalid_argument, before writing anything, on inconsistent sizes, an action of
   /// steps 0..T-1 outside [0, A), a step truncated but not done, or gradient arrays that

@@ -14,10 +14,11 @@
 ///     S entropy_coef, S* grad_row) const;` writes the gradient of row `row`'s outputs
 ///     (`num_actions` values) and returns the row's entropy.
 ///
-/// Ready: `categorical_distribution` (logits over `num_actions` actions; the default) and
+/// Ready: `categorical_distribution` (logits over `num_actions` actions; the default),
 /// `diag_gaussian_distribution<S>` (rows of D means then D log-stds, the sampled pre-squash u
 /// in `raw_actions`, with the same bounds handling as the sampler that drew u, so that the
-/// learner's log pi and the recorded log mu are the same function).
+/// learner's log pi and the recorded log mu are the same function), and
+/// `spec_distribution<S>`, which is one or the other by the batch (spec_sampler's partner).
 
 #include <concepts>
 #include <cstddef>
@@ -110,6 +111,35 @@ struct diag_gaussian_distribution {
     return diag_gaussian_log_prob_entropy_gradient(mean, mean + D, b.raw_actions.data() + i * D,
                                                    static_cast<int>(D), log_prob_coef, entropy_coef,
                                                    grad_row, grad_row + D);
+  }
+};
+
+/// The categorical distribution for a discrete batch (`action_dim` 0), the diagonal Gaussian
+/// `gaussian` for a continuous one: the loss side of `spec_sampler`, so that one loss type
+/// serves environments of either kind. `gaussian`'s squash and bounds must be the sampler's.
+template <std::floating_point S>
+struct spec_distribution {
+  diag_gaussian_distribution<S> gaussian{};
+
+  template <class Batch>
+  void check(const char* who, const Batch& b) const {
+    if (b.action_dim != 0)
+      gaussian.check(who, b);
+  }
+
+  template <class Batch>
+  S log_prob(const Batch& b, std::size_t i) const {
+    return b.action_dim == 0 ? static_cast<S>(categorical_distribution().log_prob(b, i))
+                             : gaussian.log_prob(b, i);
+  }
+
+  template <class Batch>
+  S log_prob_entropy_gradient(const Batch& b, std::size_t i, S log_prob_coef, S entropy_coef,
+                              S* grad_row) const {
+    return b.action_dim == 0
+               ? categorical_distribution().log_prob_entropy_gradient(b, i, log_prob_coef,
+                                                                      entropy_coef, grad_row)
+               : gaussian.log_prob_entropy_gradient(b, i, log_prob_coef, entropy_coef, grad_row);
   }
 };
 

@@ -1,10 +1,13 @@
 #pragma once
 /// \file
-/// PPO's clipped-surrogate loss (Schulman et al. 2017) for a discrete (categorical) policy, in
-/// SEED's asynchronous setting: advantages from GAE(lambda) or from V-trace (which corrects for
+/// PPO's clipped-surrogate loss (Schulman et al. 2017) for any PolicyDistribution (categorical
+/// logits, or a diagonal Gaussian's means and log-stds for continuous actions), in SEED's
+/// asynchronous setting: advantages from GAE(lambda) or from V-trace (which corrects for
 /// the lag between the actors' policy and the learner's), optional value clipping, advantage
 /// normalisation and an entropy bonus, with the gradient w.r.t. the network's outputs (policy
-/// logits and values). It models `seedrl::Loss` and reads the batch `host_trainer` builds.
+/// outputs and values). Below, "logits" are the policy outputs and log pi(a_t), H(pi_t) and
+/// their gradients are the distribution's (the formulas spelled out are the categorical's). It
+/// models `seedrl::Loss` and reads the batch `host_trainer` builds.
 ///
 /// Time alignment is the IMPALA loss's (seedrl/algo/impala_loss.hpp), SEED's: an unroll has
 /// T+1 steps t = 0..T, and for t in [0, T), with N = T * B,
@@ -68,10 +71,12 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/loss.hpp"
+#include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/algo/ppo_loss_config.hpp"
 #include "seedrl/algo/vtrace.hpp"
 #include "seedrl/detail/impala_math.hpp"
@@ -79,8 +84,10 @@
 
 namespace seedrl {
 
-/// A PPO training batch as views, time-major [(T+1)][B]: `impala_batch`'s fields in the same
-/// order (so code that brace-initialises one initialises this), then the values at collection.
+/// A PPO training batch as views, time-major [(T+1)][B]: `impala_batch`'s discrete fields in the
+/// same order (so code that brace-initialises one initialises this), then the values at
+/// collection, then the continuous actions (last, so that code written before they existed
+/// still initialises old_values).
 template <std::floating_point S = float>
 struct ppo_batch {
   std::size_t T = 0;                        ///< unroll length; the arrays hold T+1 steps
@@ -97,19 +104,31 @@ struct ppo_batch {
   /// update steps (host_trainer fills them), for value clipping; may be empty when value_clip
   /// is off.
   std::span<const S> old_values = {};
+  /// Continuous actions (diag_gaussian_distribution): [(T+1)*B*action_dim] the pre-squash
+  /// samples taken; `actions` then holds zeros. Empty for discrete actions.
+  std::span<const S> raw_actions = {};
+  std::size_t action_dim = 0;  ///< D for continuous actions, else 0
 };
 
-/// PPO's clipped-surrogate loss; see the file comment for the formulas.
-template <std::floating_point S = float>
+/// PPO's clipped-surrogate loss; see the file comment for the formulas. `Dist` models
+/// PolicyDistribution (seedrl/algo/policy_distribution.hpp): categorical logits by default, or
+/// a diagonal Gaussian for continuous actions.
+template <std::floating_point S = float, class Dist = categorical_distribution>
 class ppo_loss {
+  static_assert(PolicyDistribution<Dist, S, ppo_batch<S>>,
+                "seedrl::ppo_loss: Dist does not model seedrl::PolicyDistribution (see "
+                "seedrl/algo/policy_distribution.hpp)");
+
  public:
   using scalar_type = S;                      ///< float or double
   using batch_type = ppo_batch<S>;            ///< what the loss reads
   using gradient_type = impala_gradients<S>;  ///< where it writes d(total)/d(outputs)
   using config_type = ppo_loss_config<S>;     ///< hyper-parameters
+  using distribution_type = Dist;             ///< the policy's action distribution
 
   /// Validates `config` (throws std::invalid_argument) so a bad setting fails at start-up.
-  explicit ppo_loss(config_type config = {}) : config_(config) {
+  explicit ppo_loss(config_type config = {}, Dist dist = {})
+      : config_(config), dist_(std::move(dist)) {
     const auto fail = [](const std::string& what) {
       throw std::invalid_argument(std::string(who_) + ": " + what);
     };
@@ -151,6 +170,9 @@ class ppo_loss {
   /// The hyper-parameters in use.
   const config_type& config() const noexcept { return config_; }
 
+  /// The action distribution the loss evaluates.
+  const Dist& distribution() const noexcept { return dist_; }
+
   /// Epochs x minibatches gradient steps per training batch (seedrl::update_schedule).
   update_schedule schedule() const noexcept { return {config_.epochs, config_.minibatches}; }
 
@@ -160,11 +182,11 @@ class ppo_loss {
   /// the batch's, or value_clip set without old_values.
   loss_terms operator()(const batch_type& batch, gradient_type& grad) const {
     detail::check_unroll_batch(who_, batch, grad, 7);
+    dist_.check(who_, batch);
     check_old_values(batch, grad);
     const std::size_t T = batch.T;
     const std::size_t B = batch.B;
     const std::size_t A = batch.num_actions;
-    const int a_int = static_cast<int>(A);
     const std::size_t n = T * B;
 
     if (scratch_.size() < 7 * n) {
@@ -180,7 +202,7 @@ class ppo_loss {
     const std::span<S> spare = all.subspan(6 * n, n);  // V-trace's pg_advantages, unused
 
     for (std::size_t i = 0; i < n; ++i) {  // i = t * B + b; i + B is step t+1
-      log_pi[i] = log_prob(batch.logits.data() + i * A, a_int, static_cast<int>(batch.actions[i]));
+      log_pi[i] = dist_.log_prob(batch, i);
       log_ratio[i] = log_pi[i] - batch.behaviour_log_probs[i];
       rewards[i] = batch.rewards[i + B];
       discounts[i] = detail::impala_discount(config_.discount, batch.dones[i + B]);
@@ -245,9 +267,8 @@ class ppo_loss {
         }
         value_sum += square;
       }
-      const S h = log_prob_entropy_gradient(batch.logits.data() + i * A, a_int,
-                                            static_cast<int>(batch.actions[i]), log_prob_coef,
-                                            entropy_coef, grad.logits.data() + i * A);
+      const S h = dist_.log_prob_entropy_gradient(batch, i, log_prob_coef, entropy_coef,
+                                                  grad.logits.data() + i * A);
       grad.values[i] = value_grad;
       entropy_sum += h;
     }
@@ -337,10 +358,13 @@ class ppo_loss {
   }
 
   config_type config_;
+  Dist dist_;
   mutable std::vector<S> scratch_;  ///< see the file comment: reused between calls
 };
 
 static_assert(Loss<ppo_loss<float>>, "seedrl: ppo_loss<float> must model seedrl::Loss");
 static_assert(Loss<ppo_loss<double>>, "seedrl: ppo_loss<double> must model seedrl::Loss");
+static_assert(Loss<ppo_loss<float, diag_gaussian_distribution<float>>>,
+              "seedrl: a Gaussian ppo_loss must model seedrl::Loss");
 
 }  // namespace seedrl

@@ -2,8 +2,9 @@
 /// \file
 /// The agent recipe for vector observations: `mlp_lstm_agent` (an MLP torso, by default
 /// 64-64, and an LSTM core only with --lstm) trained with Adam and the IMPALA loss. Its
-/// input size and action count come from the environment's specs. An agent recipe is what
-/// `app::program` (app/program.hpp) asks of one:
+/// input size and action count come from the environment's specs; a continuous action spec of
+/// D elements gets a diagonal Gaussian policy (2D outputs: means and state-dependent log-stds). An
+/// agent recipe is what `app::program` (app/program.hpp) asks of one:
 ///
 ///   void add_flags(CLI::App&);               the recipe's own flags, if any
 ///   agent_parts<Net, Opt> make(const run_options&, const observation_spec&,
@@ -13,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
 
 #include "seedrl/app/run_learner.hpp"
@@ -20,6 +22,7 @@
 #include "seedrl/core/spec.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
+#include "seedrl/runtime/action_sampler.hpp"
 
 namespace seedrl::app {
 
@@ -47,7 +50,12 @@ struct mlp_recipe {
                               const action_spec& act) const {
     mlp_lstm_agent_config c = network;
     c.observation_size = static_cast<std::ptrdiff_t>(obs.num_elements());
-    c.num_actions = act.num_actions;
+    if (act.is_discrete()) {
+      c.num_actions = act.num_actions;
+    } else {  // a diagonal Gaussian: D means then D log-stds per row (spec_sampler's layout)
+      c.continuous_action_size = static_cast<std::int32_t>(continuous_action_size(act));
+      c.num_actions = 2 * c.continuous_action_size;
+    }
     c.seed = o.seed;
     if (!lstm)
       c.lstm_size = 0;

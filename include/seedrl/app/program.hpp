@@ -22,12 +22,14 @@
 #include <exception>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "seedrl/app/agent_recipe.hpp"
 #include "seedrl/app/auth.hpp"
 #include "seedrl/app/cli.hpp"
 #include "seedrl/app/run_actor.hpp"
+#include "seedrl/app/run_actor_eval.hpp"
 #include "seedrl/app/run_eval.hpp"
 #include "seedrl/app/run_learner.hpp"
 #include "seedrl/app/run_options.hpp"
@@ -37,7 +39,9 @@
 
 namespace seedrl::app {
 
-/// See the file comment. `Env` models seedrl::Environment with discrete actions.
+/// See the file comment. `Env` models seedrl::Environment, with discrete or continuous actions
+/// (the latter trained as a diagonal Gaussian policy; eval mode then plays through actor
+/// processes and an inference-only learner, app/run_actor_eval.hpp).
 template <class Env>
 class program {
   static_assert(check_environment<Env>());
@@ -72,6 +76,7 @@ class program {
     install_stop_handlers();
     try {
       const auto make = [f = make_env, seed = options.seed](std::size_t i) { return f(i, seed); };
+      const std::string env_name = environment_name.empty() ? name_ : environment_name;
       if (options.mode == run_mode::eval) {
         const Env probe = make_env(0, options.seed);
         // A recipe that can rebuild its network from a checkpoint's description does so.
@@ -79,24 +84,28 @@ class program {
           if (const auto held = eval_checkpoint_network(options))
             recipe.use_checkpoint_network(*held);
         }
-        return with_recipe_agent<GpuTrainer>(recipe, options, probe.observation_spec(),
-                                             probe.action_spec(), [&](const auto& parts, auto) {
-                                               return run_eval<Env>(options, parts.network,
-                                                                    parts.description, make,
-                                                                    recipe.checkpoint_hint());
-                                             });
+        if constexpr (!std::is_integral_v<typename Env::action_type>) {
+          // seedrl::policy plays discrete actions; a Gaussian policy plays through the learner.
+          return with_recipe_agent<GpuTrainer>(recipe, options, probe.observation_spec(),
+                                               probe.action_spec(), [&](const auto& parts, auto) {
+                                                 return run_actor_eval(
+                                                     options, load_secret(options), parts,
+                                                     learner_side_info(env_name, probe, recipe));
+                                               });
+        } else {
+          return with_recipe_agent<GpuTrainer>(recipe, options, probe.observation_spec(),
+                                               probe.action_spec(), [&](const auto& parts, auto) {
+                                                 return run_eval<Env>(options, parts.network,
+                                                                      parts.description, make,
+                                                                      recipe.checkpoint_hint());
+                                               });
+        }
       }
-      const std::string env_name = environment_name.empty() ? name_ : environment_name;
       secret_ptr secret = load_secret(options);
       if (options.mode == run_mode::actor)
         return run_actor<Env>(options, std::move(secret), make, env_name + "-actor");
       const Env probe = make_env(0, options.seed);
-      environment_info env;
-      env.name = env_name;
-      env.observations = probe.observation_spec();
-      env.actions = probe.action_spec();
-      env.checkpoint_hint = recipe.checkpoint_hint();
-      env.announce_network = announce_network;
+      const environment_info env = learner_side_info(env_name, probe, recipe);
       return with_recipe_agent<GpuTrainer>(
           recipe, options, env.observations, env.actions, [&](const auto& parts, auto gpu) {
             return with_trainer<typename decltype(gpu)::type>(options, name_, [&](auto trainer) {
@@ -110,6 +119,18 @@ class program {
   }
 
  private:
+  template <class Recipe>
+  environment_info learner_side_info(const std::string& env_name, const Env& probe,
+                                     const Recipe& recipe) const {
+    environment_info env;
+    env.name = env_name;
+    env.observations = probe.observation_spec();
+    env.actions = probe.action_spec();
+    env.checkpoint_hint = recipe.checkpoint_hint();
+    env.announce_network = announce_network;
+    return env;
+  }
+
   std::string name_;
   std::string description_;
 };

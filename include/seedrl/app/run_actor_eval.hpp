@@ -91,9 +91,10 @@ int run_actor_eval(const run_options& o, secret_ptr secret, const agent_parts<Ne
   lc.on_episode = [&tally](double episode_return, std::int64_t) { tally.add(episode_return); };
   // The CPU training learner's type: eval compiles no learner of its own.
   using loss_type = run_loss_t<host_trainer, typename Net::scalar_type>;
-  learner<Net, Opt, tcp_transport, host_trainer, loss_type> l(
+  using sampler_type = run_sampler_t<host_trainer>;
+  learner<Net, Opt, tcp_transport, host_trainer, loss_type, sampler_type> l(
       lc, agent.network, agent.optimizer, loss_type(), env.observations, env.actions,
-      host_trainer{}, categorical_sampler{how});
+      host_trainer{}, make_run_sampler<sampler_type>(o, how));
   l.restore(*c, /*weights_only=*/true);
   std::printf("%s: training step %lld, %s\n", c->source.c_str(), static_cast<long long>(c->step),
               agent.description.c_str());

@@ -179,9 +179,10 @@ int run_learner(const run_options& o, secret_ptr secret, const agent_parts<Net, 
   lc.checkpoint_meta["environment"] = env.name;
   using S = typename Net::scalar_type;
   using loss_type = run_loss_t<Trainer, S>;
-  learner<Net, Opt, tcp_transport, Trainer, loss_type> l(
-      lc, agent.network, agent.optimizer, make_run_loss<loss_type>(o, agent.loss), env.observations,
-      env.actions, std::move(trainer));
+  using sampler_type = run_sampler_t<Trainer>;
+  learner<Net, Opt, tcp_transport, Trainer, loss_type, sampler_type> l(
+      lc, agent.network, agent.optimizer, make_run_loss<loss_type>(o, agent.loss, env.actions),
+      env.observations, env.actions, std::move(trainer), make_run_sampler<sampler_type>(o));
   if (const auto rc = detail::restore_from_flags(o, l, agent.description, env.checkpoint_hint))
     return *rc;
   // Before listening: start() refuses a checkpoint directory that holds another run's.

@@ -6,29 +6,73 @@
 #include <concepts>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/loss_choice.hpp"
+#include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/app/run_options.hpp"
+#include "seedrl/core/spec.hpp"
+#include "seedrl/runtime/action_sampler.hpp"
 #include "seedrl/runtime/trainer.hpp"
 
 namespace seedrl::app {
 
 /// The learner's loss type for `Trainer`: the CPU trainer takes the IMPALA or the PPO loss
-/// (--algo, picked at run time, one learner type); the CUDA trainers run the IMPALA loss.
+/// (--algo, picked at run time, one learner type) over categorical or Gaussian policies (by the
+/// action spec, at run time too); the CUDA trainers run the IMPALA loss on categorical ones.
 template <class Trainer, class S>
-using run_loss_t =
-    std::conditional_t<std::same_as<Trainer, host_trainer>, loss_choice<S>, impala_loss<S>>;
+using run_loss_t = std::conditional_t<std::same_as<Trainer, host_trainer>,
+                                      loss_choice<S, spec_distribution<S>>, impala_loss<S>>;
+
+/// The learner's action sampler for `Trainer`: the one the action spec calls for on the CPU
+/// trainer, categorical on the CUDA trainers (which refuse continuous action specs so).
+template <class Trainer>
+using run_sampler_t =
+    std::conditional_t<std::same_as<Trainer, host_trainer>, spec_sampler, categorical_sampler>;
+
+/// The sampler a run chooses actions with: --action-bounds, and `how` (greedy in eval).
+template <class Sampler>
+Sampler make_run_sampler(const run_options& o, action_selection how = action_selection::sample) {
+  if constexpr (std::same_as<Sampler, spec_sampler>)
+    return spec_sampler{how, o.action_bounds};
+  else
+    return Sampler{how};
+}
 
 /// The loss a run trains with: --algo and its flags over the recipe's IMPALA settings
-/// (`recipe`: discount, reward clipping), with --entropy-cost. PPO takes the recipe's discount;
-/// it has no reward clipping. Throws std::invalid_argument for --algo ppo with a CUDA trainer,
-/// or settings the loss refuses.
+/// (`recipe`: discount, reward clipping), with --entropy-cost and --discount. PPO takes the
+/// recipe's discount; it has no reward clipping. For continuous `actions` the policy is a
+/// diagonal Gaussian with --action-bounds' handling of the bounds (the sampler's). Throws
+/// std::invalid_argument for --algo ppo with a CUDA trainer, or settings the loss refuses.
 template <class L, class S>
-L make_run_loss(const run_options& o, const impala_loss_config<S>& recipe) {
-  if (o.algorithm == "ppo") {
-    if constexpr (std::same_as<L, loss_choice<S>>) {
+L make_run_loss(const run_options& o, impala_loss_config<S> recipe, const action_spec& actions) {
+  if (o.discount)
+    recipe.discount = static_cast<S>(*o.discount);
+  if constexpr (std::same_as<L, impala_loss<S>>) {
+    if (o.algorithm == "ppo") {
+      throw std::invalid_argument(
+          "--algo ppo trains on the CPU (--device cpu): the CUDA trainers run the IMPALA loss");
+    }
+    recipe.entropy_cost = static_cast<S>(o.entropy_cost);
+    return L(recipe);
+  } else {
+    using dist_type = typename L::distribution_type;
+    dist_type dist{};
+    if constexpr (requires { dist.gaussian; }) {
+      auto& g = dist.gaussian;
+      g.squash = o.action_bounds == bounds_handling::squash;
+      if (g.squash && !actions.is_discrete()) {
+        for (std::size_t i = 0; i < continuous_action_size(actions); ++i) {
+          // The bounds as the sampler keeps to them (inference_loop rounds them inwards to
+          // float); the squash correction's constant only shifts log pi and log mu alike.
+          g.low.push_back(static_cast<S>(actions.low_at(i)));
+          g.high.push_back(static_cast<S>(actions.high_at(i)));
+        }
+      }
+    }
+    if (o.algorithm == "ppo") {
       const auto& p = o.ppo;
       ppo_loss_config<S> c;
       c.discount = recipe.discount;
@@ -46,15 +90,11 @@ L make_run_loss(const run_options& o, const impala_loss_config<S>& recipe) {
         c.clip_rho_threshold = static_cast<S>(*p.clip_rho_threshold);
       c.epochs = p.epochs;
       c.minibatches = p.minibatches;
-      return L(ppo_loss<S>(c));
-    } else {
-      throw std::invalid_argument(
-          "--algo ppo trains on the CPU (--device cpu): the CUDA trainers run the IMPALA loss");
+      return L(typename L::ppo_type(c, std::move(dist)));
     }
+    recipe.entropy_cost = static_cast<S>(o.entropy_cost);
+    return L(typename L::impala_type(recipe, std::move(dist)));
   }
-  impala_loss_config<S> c = recipe;
-  c.entropy_cost = static_cast<S>(o.entropy_cost);
-  return L(impala_loss<S>(c));
 }
 
 }  // namespace seedrl::app

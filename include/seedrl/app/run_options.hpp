@@ -21,6 +21,7 @@
 
 #include "seedrl/algo/ppo_loss_config.hpp"
 #include "seedrl/app/cli.hpp"
+#include "seedrl/runtime/action_sampler.hpp"
 
 namespace seedrl::app {
 
@@ -42,6 +43,9 @@ struct run_options {
   std::optional<double> learning_rate;  ///< unset: the agent recipe's default
   bool lr_decay = false;                ///< decay the learning rate linearly to 0 by --total-frames
   double entropy_cost = 0.001;
+  std::optional<double> discount;  ///< unset: the agent recipe's (IMPALA and PPO alike)
+  /// Continuous actions: tanh squashing into the bounds, or clipping (gaussian_sampler).
+  bounds_handling action_bounds = bounds_handling::squash;
   std::int64_t total_frames = 8'000'000;
   std::optional<double> target_return = 475.0;  ///< unset: train for --total-frames
   std::string logdir;
@@ -141,6 +145,18 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
                "steps: frames / (unroll length x batch size), times PPO's epochs x minibatches)");
   cli.add_option("--entropy-cost", o.entropy_cost, "entropy bonus weight")
       ->check(non_negative_number);
+  cli.add_option_function<double>(
+         "--discount", [&o](double v) { o.discount = v; },
+         "reward discount gamma (default: the network recipe's, 0.99)")
+      ->check(CLI::Range(0.0, 1.0));
+  cli.add_option_function<std::string>(
+         "--action-bounds",
+         [&o](const std::string& v) {
+           o.action_bounds = v == "clip" ? bounds_handling::clip : bounds_handling::squash;
+         },
+         std::string("continuous actions: squash (tanh into the bounds) or clip (default ") +
+             (o.action_bounds == bounds_handling::clip ? "clip" : "squash") + ")")
+      ->check(CLI::IsMember({"squash", "clip"}));
   cli.add_option("--algo", o.algorithm,
                  "learning algorithm: impala (V-trace actor-critic) or ppo (clipped surrogate, "
                  "--ppo-* flags; trains on the CPU)")

@@ -174,9 +174,43 @@ struct gaussian_sampler {
   }
 };
 
+/// The sampler the action spec calls for, chosen at run time: categorical_sampler for a
+/// discrete spec, gaussian_sampler for a continuous one. A program that serves environments of
+/// either kind (seedrl_gym, app::program) compiles one learner with it instead of two. Both
+/// samplers share `selection`; `bounds` is the Gaussian's.
+struct spec_sampler {
+  action_selection selection = action_selection::sample;
+  bounds_handling bounds = bounds_handling::squash;
+
+  void check(const action_spec& spec) const {
+    if (!spec.is_discrete())
+      gaussian().check(spec);
+  }
+
+  std::size_t outputs_per_row(const action_spec& spec) const {
+    return spec.is_discrete() ? categorical().outputs_per_row(spec)
+                              : gaussian().outputs_per_row(spec);
+  }
+
+  /// A continuous batch is one with `out.dim` > 0 (the learner's buffers say which).
+  template <std::floating_point S>
+  void sample(std::span<const S> outputs, std::size_t rows, std::size_t width,
+              random_generator& rng, action_buffers<S> out, std::span<S> log_probs) const {
+    if (out.dim == 0)
+      categorical().sample(outputs, rows, width, rng, out, log_probs);
+    else
+      gaussian().sample(outputs, rows, width, rng, out, log_probs);
+  }
+
+ private:
+  categorical_sampler categorical() const { return {selection}; }
+  gaussian_sampler gaussian() const { return {bounds, selection}; }
+};
+
 static_assert(ActionSampler<categorical_sampler, float>);
 static_assert(ActionSampler<categorical_sampler, double>);
 static_assert(ActionSampler<gaussian_sampler, float>);
 static_assert(ActionSampler<gaussian_sampler, double>);
+static_assert(ActionSampler<spec_sampler, float>);
 
 }  // namespace seedrl

@@ -29,6 +29,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -66,11 +67,13 @@ class inference_loop {
                  std::chrono::steady_clock::time_point created)
       : inference_only_(config.inference_only),
         on_episode_(config.on_episode),
+        log_(config.log),
         obs_type_(obs_spec.type),
         obs_size_(static_cast<std::size_t>(obs_spec.num_elements())),
         sampler_(std::move(sampler)),
         policy_width_(sampler_.outputs_per_row(act_spec)),
         action_dim_(continuous_action_size(act_spec)),
+        num_actions_(act_spec.is_discrete() ? act_spec.num_actions : 0),
         low_(action_dim_),
         high_(action_dim_),
         net_(net),
@@ -215,6 +218,67 @@ class inference_loop {
     releases_.clear();  // keeps its capacity: no allocation once actors come and go
   }
 
+  /// Why the batch's actions must not be sent (a NaN element, or a discrete index outside
+  /// [0, num_actions)), naming the step; nullopt when they can be. Clips continuous elements
+  /// outside the bounds into them (a custom sampler's; gaussian_sampler keeps to them) and
+  /// counts them.
+  std::optional<std::string> unsendable_action(std::size_t B,
+                                               const std::vector<std::uint32_t>& slots,
+                                               const std::vector<std::int32_t>& actions,
+                                               std::vector<scalar>& env_actions,
+                                               std::uint64_t version) {
+    const std::size_t D = action_dim_;
+    const auto where = [&](std::size_t r) {
+      return "for env slot " + std::to_string(slots[r]) + " at frame " +
+             std::to_string(frames_ + static_cast<std::int64_t>(r)) +
+             " (parameters of training step " + std::to_string(version) + ")";
+    };
+    for (std::size_t r = 0; r < B; ++r) {
+      if (D == 0) {
+        if (actions[r] < 0 || actions[r] >= num_actions_) {
+          return "the action sampler chose action " + std::to_string(actions[r]) +
+                 ", outside [0, " + std::to_string(num_actions_) + "), " + where(r);
+        }
+        continue;
+      }
+      for (std::size_t i = 0; i < D; ++i) {
+        scalar& x = env_actions[r * D + i];
+        if (std::isnan(x)) {
+          return "the action sampler chose NaN for action element " + std::to_string(i) + " " +
+                 where(r) + "; the policy's outputs or parameters are not finite";
+        }
+        if (x < low_[i] || x > high_[i]) {
+          x = std::clamp(x, low_[i], high_[i]);
+          ++clipped_actions_;
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// Stops serving after an action that must not be sent: the batch is left unanswered (its
+  /// actors wait until the learner stops and tells them so), training stops (the queue closes)
+  /// and the error is where programs look for it (learner_stats::trainer_error).
+  void fail(const std::string& why, typename dynamic_batcher<payload>::batch* batch) {
+    const std::string message = "seedrl learner: inference stopped: " + why;
+    if (log_)
+      log_(message);
+    stats_.update([&](learner_stats& s) { s.trainer_error = why; });
+    queue_.close();
+    batcher_.answered(batch);
+    for (const auto& e : batch->entries)
+      static_cast<detail::requester*>(e.requester)->request_done();
+    batcher_.release(batch);
+    // Later requests are never taken: submit() is refused once the batcher shuts down.
+    batcher_.shutdown();
+    for (auto* next = batcher_.next_batch(); next != nullptr; next = batcher_.next_batch()) {
+      batcher_.answered(next);
+      for (const auto& e : next->entries)
+        static_cast<detail::requester*>(e.requester)->request_done();
+      batcher_.release(next);
+    }
+  }
+
   void run() {
     const std::size_t cap = batcher_.capacity();
     const auto W = static_cast<std::size_t>(net_.state_size());
@@ -282,6 +346,10 @@ class inference_loop {
           D};
       sampler_.sample(std::span<const scalar>(out.logits), B, policy_width_, rng_, chosen,
                       std::span(logp).first(B));
+      if (const auto bad = unsendable_action(B, p.slots, actions, env_actions, version)) {
+        fail(*bad, batch);
+        break;
+      }
       // What the env gets travels as float32; the learner keeps that value as the env's
       // previous action, so both sides see the same one.
       for (std::size_t j = 0; j < B * D; ++j) {
@@ -333,6 +401,7 @@ class inference_loop {
       slots.unlock();
       for (const auto& e : batch->entries)
         static_cast<detail::requester*>(e.requester)->request_done();
+      frames_ += static_cast<std::int64_t>(B);
       const auto requests = static_cast<std::int64_t>(batch->entries.size());
       batcher_.release(batch);
       time_.enter(waiting_for_batch);
@@ -347,6 +416,7 @@ class inference_loop {
         s.batch_rows += static_cast<std::int64_t>(B);
         s.requests += requests;
         s.dropped_unroll_steps = dropped_steps_;
+        s.clipped_actions = clipped_actions_;
         s.request_seconds_batching += batching_seconds;
         s.request_seconds_inference += answer_seconds;
         s.episodes += static_cast<std::int64_t>(finished.size());
@@ -357,11 +427,13 @@ class inference_loop {
 
   bool inference_only_;  // no unrolls (learner_config::inference_only)
   std::function<void(double, std::int64_t)> on_episode_;
+  std::function<void(const std::string&)> log_;
   dtype obs_type_;
   std::size_t obs_size_;
   Sampler sampler_;
   std::size_t policy_width_;        // policy outputs per row (logits: one per action)
   std::size_t action_dim_;          // D for continuous actions, 0 for discrete
+  std::int32_t num_actions_;        // discrete: the action count; 0 for continuous
   std::vector<scalar> low_, high_;  // [D] the action bounds, for the sampler
   Net net_;
   env_state_store<scalar> store_;
@@ -376,8 +448,10 @@ class inference_loop {
 
   std::mutex slots_mutex_;  // slot allocation and release vs. the inference thread
   std::vector<std::pair<std::size_t, std::size_t>> releases_;
-  detail::episode_window episodes_;  // inference thread only
-  std::int64_t dropped_steps_ = 0;   // inference thread only; copied into the counters
+  detail::episode_window episodes_;   // inference thread only
+  std::int64_t dropped_steps_ = 0;    // inference thread only; copied into the counters
+  std::int64_t clipped_actions_ = 0;  // inference thread only; copied into the counters
+  std::int64_t frames_ = 0;           // inference thread only: steps answered so far
 };
 
 }  // namespace seedrl

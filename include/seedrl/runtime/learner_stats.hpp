@@ -33,8 +33,13 @@ struct learner_stats {
   double policy_lag_mean = 0.0;
   std::uint64_t policy_lag_max = 0;
   /// Set when the trainer failed (e.g. a GPU error): training has stopped, inference goes on
-  /// with the last parameters. Programs should report it and exit.
+  /// with the last parameters. Also set when inference chose an action that must not be sent
+  /// (NaN, or a discrete index outside the action space): then inference stops answering too.
+  /// Programs should report it and exit.
   std::string trainer_error;
+  /// Continuous action elements a sampler wrote outside the action bounds, clipped into them
+  /// before they were sent (a custom sampler's; the built-in ones keep to the bounds).
+  std::int64_t clipped_actions = 0;
   /// Steps of partial unrolls thrown away because their actor left or restarted (run id).
   std::int64_t dropped_unroll_steps = 0;
   std::size_t queue_depth = 0;       ///< now

@@ -10,8 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <span>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "seedrl/metrics/metrics_log.hpp"
 #include "seedrl/runtime/learner_stats.hpp"
@@ -56,7 +57,7 @@ inline bool has_trust_region_terms(const loss_terms& l) {
 /// One line: frames, frames/s, episodes, mean return, loss terms (with approximate KL and clip
 /// fraction when the loss reports them), policy lag (mean/max of the last training batch), batch
 /// fill, queue depth, actors, time per stage, busy fractions (with inference's time blocked on
-/// the full training queue) and the binding stage.
+/// the full training queue), the binding stage, and the clipped actions when there were any.
 inline std::string progress_line(const progress_report& p) {
   const learner_stats& s = p.stats;
   const stage_times& st = p.stages;
@@ -65,19 +66,24 @@ inline std::string progress_line(const progress_report& p) {
     std::snprintf(trust, sizeof trust, " kl %.4f clip %3.0f%%", s.last_loss.approx_kl,
                   100 * s.last_loss.clip_fraction);
   }
-  char line[576];
+  char clipped[48] = "";
+  if (s.clipped_actions > 0)
+    std::snprintf(clipped, sizeof clipped, "  clipped actions %lld",
+                  static_cast<long long>(s.clipped_actions));
+  char line[640];
   std::snprintf(
       line, sizeof line,
       "frames %9lld  %6.0f f/s  episodes %6lld  return %6.1f  loss %7.3f (pg %6.3f v %6.3f ent "
       "%7.4f%s)  lag %.1f/%llu  batch fill %3.0f%%  queue %zu  actors %zu  per step: env %.0f us "
       "link %.0f us batching %.0f us inference %.0f us  busy: inference %3.0f%% (queue-blocked "
-      "%3.0f%%) training %3.0f%%  %s",
+      "%3.0f%%) training %3.0f%%  %s%s",
       static_cast<long long>(s.frames), p.frames_per_second, static_cast<long long>(s.episodes),
       s.mean_return, s.last_loss.total, s.last_loss.policy, s.last_loss.baseline,
       s.last_loss.entropy, trust, s.policy_lag_mean,
       static_cast<unsigned long long>(s.policy_lag_max), 100 * p.batch_fill, s.queue_depth,
       s.connected_actors, 1e6 * st.env, 1e6 * st.link, 1e6 * st.batching, 1e6 * st.inference,
-      100 * st.inference_busy, 100 * st.queue_blocked, 100 * st.training_busy, to_string(p.bound));
+      100 * st.inference_busy, 100 * st.queue_blocked, 100 * st.training_busy, to_string(p.bound),
+      clipped);
   return line;
 }
 
@@ -109,12 +115,16 @@ inline void log_progress(metrics_log& log, const progress_report& p) {
       {"busy/training", st.training_busy},
       {"train/policy_lag_mean", s.policy_lag_mean},
       {"train/policy_lag_max", static_cast<double>(s.policy_lag_max)},
-      // Last, so that a loss without them logs the figures it always did.
-      {"loss/approx_kl", s.last_loss.approx_kl},
-      {"loss/clip_fraction", s.last_loss.clip_fraction},
   };
-  const std::span<const metric_value> all(values);
-  log.log(s.frames, has_trust_region_terms(s.last_loss) ? all : all.first(all.size() - 2));
+  // The optional figures last, so that a run without them logs what it always did.
+  std::vector<metric_value> all(std::begin(values), std::end(values));
+  if (has_trust_region_terms(s.last_loss)) {
+    all.push_back({"loss/approx_kl", s.last_loss.approx_kl});
+    all.push_back({"loss/clip_fraction", s.last_loss.clip_fraction});
+  }
+  if (s.clipped_actions > 0)
+    all.push_back({"actions/clipped", static_cast<double>(s.clipped_actions)});
+  log.log(s.frames, all);
 }
 
 }  // namespace seedrl

@@ -176,25 +176,26 @@ class host_trainer {
     s.d_values.resize(rows);
     typename L::gradient_type grads{s.d_logits, s.d_values};
     using batch_type = typename L::batch_type;
-    const auto with_continuous = [&](batch_type b) {
-      // Continuous actions, for a loss whose batch carries them.
+    // impala_batch's fields by name; the optional ones only where the loss's batch has them.
+    const batch_type lb = [&] {
+      batch_type b{};
+      b.T = batch.T;
+      b.B = batch.B;
+      b.num_actions = A;
+      b.logits = s.logits;
+      b.values = s.values;
+      b.actions = batch.actions;
+      b.behaviour_log_probs = batch.behaviour_log_probs;
+      b.rewards = batch.rewards;
+      b.dones = batch.dones;
+      b.truncated = batch.truncated;
       if constexpr (requires { b.raw_actions = batch.raw_actions; }) {
         b.raw_actions = batch.raw_actions;
         b.action_dim = batch.action_dim;
       }
+      if constexpr (requires { b.old_values = old_values; })
+        b.old_values = old_values.empty() ? std::span<const S>(s.values) : old_values;
       return b;
-    };
-    const batch_type lb = [&] {
-      const std::span<const S> logits(s.logits), values(s.values);
-      if constexpr (requires(batch_type b) { b.old_values = old_values; }) {
-        return with_continuous(batch_type{
-            batch.T, batch.B, A, logits, values, batch.actions, batch.behaviour_log_probs,
-            batch.rewards, batch.dones, batch.truncated, old_values.empty() ? values : old_values});
-      } else {
-        return with_continuous(batch_type{batch.T, batch.B, A, logits, values, batch.actions,
-                                          batch.behaviour_log_probs, batch.rewards, batch.dones,
-                                          batch.truncated});
-      }
     }();
     train_step_result r;
     r.terms = loss(lb, grads);

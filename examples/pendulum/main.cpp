@@ -1,0 +1,25 @@
+// Pendulum-v1 (gymnasium-exact, continuous torque in [-2, 2]) trained the SEED way: a learner
+// with a diagonal Gaussian policy and PPO, and actor processes that only step environments.
+//
+//   seedrl_pendulum local [--actors 4] ...          learner + N actor processes on loopback
+//   seedrl_pendulum learner / actor / eval          as every seedrl program (see --help)
+//
+// The network is mlp_recipe's MLP, given a Gaussian head by the continuous action spec (one
+// mean and one state-dependent log-std); the torque is tanh-squashed into its bounds
+// (--action-bounds clip clips instead). Everything but the environment and the defaults below
+// is seedrl/app.
+#include "seedrl/app/mlp_recipe.hpp"
+#include "seedrl/app/program.hpp"
+#include "seedrl/env/pendulum.hpp"
+
+int main(int argc, char** argv) {
+  seedrl::app::program<seedrl::pendulum> p(
+      "seedrl_pendulum", "Pendulum-v1 with continuous torque: a Gaussian policy trained by PPO");
+  p.environment_name = "pendulum";
+  p.options.algorithm = "ppo";
+  p.options.discount = 0.95;
+  p.options.entropy_cost = 0.0;
+  p.options.target_return = -250.0;  // the mean of the last 100 episodes (200 steps each)
+  p.options.total_frames = 2'000'000;
+  return p.run(argc, argv, seedrl::app::mlp_recipe{});
+}
