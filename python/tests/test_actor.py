@@ -49,6 +49,9 @@ GYM_MISSING = ("gymnasium or numpy is not installed: pip install numpy gymnasium
 LEARNER_BIN = os.environ.get("SEEDRL_CARTPOLE_SEED_BIN", "")
 NO_LEARNER = ("SEEDRL_CARTPOLE_SEED_BIN is not set: build seedrl_cartpole_seed and point it "
               "at the binary to run the end-to-end tests against the C++ learner")
+PENDULUM_BIN = os.environ.get("SEEDRL_PENDULUM_BIN", "")
+NO_PENDULUM = ("SEEDRL_PENDULUM_BIN is not set: build seedrl_pendulum and point it at the "
+               "binary to run a Box actor against the C++ Gaussian learner")
 SECRET = b"0123456789abcdef-test-secret-for-seedrl"
 
 
@@ -904,16 +907,18 @@ class CommandLineTests(unittest.TestCase):
 
 
 class LearnerProcess:
-    """`seedrl_cartpole_seed learner --port 0`, its stdout and stderr in files."""
+    """`seedrl_cartpole_seed learner --port 0` (or `binary learner --port 0 EXTRA...`), its
+    stdout and stderr in files."""
 
-    def __init__(self, secret: bytes | None, port: int = 0) -> None:
+    def __init__(self, secret: bytes | None, port: int = 0, binary: str = "",
+                 extra: list[str] | None = None) -> None:
         self.dir = tempfile.TemporaryDirectory()
         self.out_path = os.path.join(self.dir.name, "learner.out")
         self.err_path = os.path.join(self.dir.name, "learner.err")
         env = actor_env(secret)
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
-            self.proc = subprocess.Popen([LEARNER_BIN, "learner", "--port", str(port)], env=env,
-                                         stdout=out, stderr=err)
+            self.proc = subprocess.Popen([binary or LEARNER_BIN, "learner", "--port", str(port),
+                                          *(extra or [])], env=env, stdout=out, stderr=err)
         match = self.wait_for(r"learner listening on [^\s]*:(\d+)", stream="out")
         self.port = int(match.group(1))
 
@@ -1034,6 +1039,27 @@ class CppLearnerTests(unittest.TestCase):
         self.assertIn("retrying in", stderr)
         self.assertIn("shutting_down", stderr)
         restarted.wait_for(r"said goodbye")
+
+
+@unittest.skipIf(gym is None, GYM_MISSING)
+@unittest.skipUnless(PENDULUM_BIN, NO_PENDULUM)
+class CppGaussianLearnerTests(unittest.TestCase):
+    def test_a_box_actor_trains_the_cpp_gaussian_learner(self) -> None:
+        # gymnasium's Pendulum-v1 has the spec of the C++ Pendulum (float32 [3], one torque in
+        # [-2, 2]): the learner accepts the Box hello, samples torques for it and trains.
+        learner = LearnerProcess(None, binary=PENDULUM_BIN, extra=[
+            "--batch-size", "2", "--inference-batch", "2", "--ppo-minibatches", "2"])
+        self.addCleanup(learner.stop)
+        r = run_cli(["--learner", f"127.0.0.1:{learner.port}", "--env", "Pendulum-v1", "--envs",
+                     "2", "--seed", "3", "--max-steps", "600"], secret=None, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr + learner.text("err"))
+        self.assertIn("stopped after 600 steps", r.stderr)
+        learner.wait_for(r"actor \S+ from 127\.0\.0\.1:\d+ connected with 2 envs")
+        # 1,200 frames in unrolls of 20, batches of 2: PPO updates ran on the actor's frames
+        # (the progress line's loss shows approximate KL and clip fraction only after one).
+        learner.wait_for(r"^frames\s+(\d+) .* kl ", stream="out", timeout=30,
+                         accept=lambda m: int(m.group(1)) >= 1000)
+        learner.wait_for(r"said goodbye")
 
 
 if __name__ == "__main__":
