@@ -167,7 +167,6 @@ def _print_spec(args: argparse.Namespace) -> int:
     """--print-spec: the hello's specs for --env and its options, as one line of JSON."""
     from . import protocol as p
     from .actor import SpaceError, observation_note, specs_from_spaces
-    from .protocol import format_shape
 
     try:
         env = _env_factory(args)(0)
@@ -182,19 +181,19 @@ def _print_spec(args: argparse.Namespace) -> int:
     except Exception as e:  # gymnasium's errors for unknown ids, missing extras, ...
         print(f"seedrl actor: cannot make {args.env}: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
-    if act.kind != p.ActionKind.DISCRETE:
-        # The actor itself steps Box actions, but --print-spec feeds seedrl_gym, whose learner
-        # reads one action count (app/python_actor.hpp).
-        print(f"seedrl actor: {args.env} has continuous actions {format_shape(act.shape)}: the "
-              "actor can send them (hello version 2 carries per-dimension bounds), but "
-              "seedrl_gym's learner trains Discrete action spaces only so far; discretize them "
-              "with an ActionWrapper", file=sys.stderr)
-        return 2
     if note:
         print(f"seedrl actor: {args.env}: {note}", file=sys.stderr, flush=True)
-    print(json.dumps({"env": args.env,
-                      "observation": {"dtype": obs.dtype.name.lower(), "shape": list(obs.shape)},
-                      "actions": act.num_actions}), flush=True)
+    spec = {"env": args.env,
+            "observation": {"dtype": obs.dtype.name.lower(), "shape": list(obs.shape)}}
+    if act.kind == p.ActionKind.DISCRETE:
+        spec["actions"] = act.num_actions
+    else:
+        # One [low, high] per element, row-major, as the version-2 hello carries them; an
+        # unbounded side is -Infinity or Infinity (Python's json and strtod both read them).
+        lows, highs = act.bound_arrays()
+        spec["action"] = {"kind": "continuous", "shape": list(act.shape),
+                          "low": [float(x) for x in lows], "high": [float(x) for x in highs]}
+    print(json.dumps(spec), flush=True)
     return 0
 
 

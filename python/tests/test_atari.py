@@ -454,12 +454,12 @@ class CommandLineTests(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("--learner", err)
 
-    def test_print_spec_refuses_continuous_actions_for_seedrl_gym(self) -> None:
+    def test_print_spec_gives_a_box_action_space_with_its_bounds(self) -> None:
         code, out, err = run_main(["--env", "Pendulum-v1", "--print-spec"])
-        self.assertEqual(code, 2, err)
-        self.assertEqual(out, "")
-        self.assertIn("continuous actions [1]", err)
-        self.assertIn("Discrete action spaces only", err)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out), {
+            "env": "Pendulum-v1", "observation": {"dtype": "float32", "shape": [3]},
+            "action": {"kind": "continuous", "shape": [1], "low": [-2.0], "high": [2.0]}})
 
     def test_the_command_line_refuses_what_the_wrappers_set(self) -> None:
         code, err = self.run_main(["--learner", "127.0.0.1:1", "--env", "ALE/Pong-v5",

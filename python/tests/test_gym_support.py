@@ -8,6 +8,7 @@ Run: python3 -m unittest discover -s python/tests
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 import subprocess
 import sys
@@ -139,6 +140,16 @@ class RegistrationTests(unittest.TestCase):
         self.assertEqual(spec["observation"], {"dtype": "uint8", "shape": [8]})
         self.assertEqual(spec["actions"], 2)
         self.assertIn("bool observations travel as uint8", r.stderr)
+
+    def test_print_spec_gives_per_element_bounds_row_major_with_infinities(self) -> None:
+        r = self.run_actor("--env", "seedrl_toy/BoxAction-v0", "--env-import",
+                           "toy_envs:register_more", "--print-spec")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        spec = json.loads(r.stdout)
+        self.assertEqual(spec["action"], {"kind": "continuous", "shape": [2, 2],
+                                          "low": [-1.0, -2.0, 0.0, -math.inf],
+                                          "high": [1.0, 0.5, 3.0, math.inf]})
+        self.assertNotIn("actions", spec)  # a discrete learner cannot mistake it for a count
 
     def test_print_spec_refuses_unsupported_spaces_naming_them(self) -> None:
         cases = [("seedrl_toy/DictObs-v0", "Dict("), ("seedrl_toy/MultiDiscrete-v0",

@@ -87,5 +87,9 @@ def register_more() -> None:
                  kwargs={"action_space": spaces.Dict({"move": spaces.Discrete(2), "force": box})})
     gym.register("seedrl_toy/TupleAction-v0", entry_point=Bits,
                  kwargs={"action_space": spaces.Tuple((spaces.Discrete(2), box))})
+    gym.register("seedrl_toy/BoxAction-v0", entry_point=Bits,
+                 kwargs={"action_space": spaces.Box(np.array([[-1.0, -2.0], [0.0, -np.inf]]),
+                                                    np.array([[1.0, 0.5], [3.0, np.inf]]),
+                                                    dtype=np.float32)})
     gym.register("seedrl_toy/Huge-v0", entry_point=Bits,
                  kwargs={"observation_space": spaces.Box(0, 2**62, (8,), dtype=np.int64)})
