@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -242,6 +243,42 @@ TEST_CASE("parse_python_env_spec reads the Python actor's --print-spec line", "[
       parse_python_env_spec(R"({"observation": {"dtype": "uint8", "shape": [0]}, "actions": 2})"));
   CHECK_FALSE(
       parse_python_env_spec(R"({"observation": {"dtype": "uint8", "shape": [2]}, "actions": 0})"));
+}
+
+TEST_CASE("parse_python_env_spec reads a Box action space with per-element bounds", "[app]") {
+  using seedrl::app::parse_python_env_spec;
+  const double inf = std::numeric_limits<double>::infinity();
+  // What python -m seedrl_actor --env HalfCheetah-v5 --print-spec prints.
+  const auto cheetah = parse_python_env_spec(
+      R"({"env": "HalfCheetah-v5", "observation": {"dtype": "float64", "shape": [17]}, )"
+      R"("action": {"kind": "continuous", "shape": [6], "low": [-1.0, -1.0, -1.0, -1.0, -1.0, )"
+      R"(-1.0], "high": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]}})"
+      "\n");
+  REQUIRE(cheetah);
+  CHECK(cheetah->observations.type == seedrl::dtype::float64);
+  CHECK(cheetah->observations.shape == seedrl::tensor_shape{17});
+  CHECK(cheetah->actions == seedrl::action_spec::continuous({6}, -1.0, 1.0));
+  // Row-major per-element bounds, unbounded sides as Python's json writes them.
+  const auto box = parse_python_env_spec(
+      R"({"env": "seedrl_toy/BoxAction-v0", "observation": {"dtype": "uint8", "shape": [8]}, )"
+      R"("action": {"kind": "continuous", "shape": [2, 2], "low": [-1.0, -2.0, 0.0, )"
+      R"(-Infinity], "high": [1.0, 0.5, 3.0, Infinity]}})");
+  REQUIRE(box);
+  CHECK(box->observations.shape == seedrl::tensor_shape{8});
+  CHECK(box->actions ==
+        seedrl::action_spec::continuous({2, 2}, {-1.0, -2.0, 0.0, -inf}, {1.0, 0.5, 3.0, inf}));
+  CHECK_FALSE(box->actions.uniform_bounds());
+  const auto obs = std::string(R"({"observation": {"dtype": "float32", "shape": [3]}, )");
+  // Bounds that do not match the shape, low >= high, NaN, or no kind: refused.
+  CHECK_FALSE(parse_python_env_spec(
+      obs + R"("action": {"kind": "continuous", "shape": [2], "low": [-1.0], "high": [1.0]}})"));
+  CHECK_FALSE(parse_python_env_spec(
+      obs + R"("action": {"kind": "continuous", "shape": [1], "low": [1.0], "high": [1.0]}})"));
+  CHECK_FALSE(parse_python_env_spec(
+      obs + R"("action": {"kind": "continuous", "shape": [1], "low": [NaN], "high": [1.0]}})"));
+  CHECK_FALSE(parse_python_env_spec(obs + R"("action": {"shape": [1], "low": [0], "high": [1]}})"));
+  CHECK_FALSE(parse_python_env_spec(
+      obs + R"("action": {"kind": "continuous", "shape": [1], "low": [x], "high": [1.0]}})"));
 }
 
 namespace {

@@ -127,6 +127,11 @@ struct basic_gym_recipe {
       print(o, env, actor, "vector -> MLP torso", parts.description, lr);
       return f(std::move(parts), std::type_identity<VectorGpu>{});
     }
+    if (!env.actions.is_discrete())
+      throw std::invalid_argument(
+          "continuous actions " + env.actions.shape.to_string() + " with image observations " +
+          env.observations.shape.to_string() +
+          ": seedrl_gym gives continuous actions to vector observations only so far");
     if (torso == "small") {
       small_conv_lstm_agent_config c;
       if (!conv_channels.empty())
@@ -189,6 +194,23 @@ struct basic_gym_recipe {
            (o.target_return ? detail::format_number(*o.target_return) : "none (no target)");
   }
 
+  // "2 (discrete)", or "continuous [6] in [-1, 1] (Gaussian head, squashed by tanh)".
+  static std::string describe_actions(const environment_info& env) {
+    const action_spec& a = env.actions;
+    if (a.is_discrete())
+      return std::to_string(a.num_actions) + " (discrete)";
+    std::string d = "continuous ";
+    d += a.shape.to_string();
+    if (a.uniform_bounds()) {
+      d += " in ";
+      d += a.bounds_to_string();
+    } else {
+      d += " with per-element bounds";
+    }
+    d += " (Gaussian head)";
+    return d;
+  }
+
   static void print(const run_options& o, const environment_info& env, const python_actor& actor,
                     const std::string& kind, const std::string& network, double lr) {
     std::string command;
@@ -198,7 +220,7 @@ struct basic_gym_recipe {
         "configuration:\n"
         "  environment     %s (actors: %s)\n"
         "  observations    %s %s: %s\n"
-        "  actions         %d (discrete)\n"
+        "  actions         %s\n"
         "  network         %s\n"
         "  optimizer       Adam, learning rate %s\n"
         "  loss            %s, entropy cost %s\n"
@@ -206,7 +228,7 @@ struct basic_gym_recipe {
         "  actors          %d x %zu envs, seed %llu\n"
         "  stop            %s\n",
         env.name.c_str(), command.c_str(), to_string(env.observations.type),
-        env.observations.shape.to_string().c_str(), kind.c_str(), env.actions.num_actions,
+        env.observations.shape.to_string().c_str(), kind.c_str(), describe_actions(env).c_str(),
         network.c_str(), detail::format_number(lr).c_str(), algorithm_summary(o).c_str(),
         detail::format_number(o.entropy_cost).c_str(), o.unroll_length, o.batch_size,
         o.inference_batch, o.actors, o.envs_per_actor, static_cast<unsigned long long>(o.seed),

@@ -5,10 +5,13 @@
 /// builds that command for local mode's actor processes and asks it for the environment's
 /// specs (`--print-spec`), so that the learner's network matches what the actors will send.
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,7 +28,10 @@ struct python_env_spec {
 };
 
 /// Reads `--print-spec`'s JSON line, e.g. {"env": "ALE/Pong-v5", "observation": {"dtype":
-/// "uint8", "shape": [84, 84]}, "actions": 6}; nullopt when a field is missing or unsupported.
+/// "uint8", "shape": [84, 84]}, "actions": 6}, or for a Box action space {..., "action":
+/// {"kind": "continuous", "shape": [6], "low": [-1.0, ...], "high": [1.0, ...]}} (one pair per
+/// element, row-major; -Infinity and Infinity for unbounded sides); nullopt when a field is
+/// missing or unsupported.
 inline std::optional<python_env_spec> parse_python_env_spec(std::string_view json) {
   const auto after = [&](std::string_view key) -> std::optional<std::size_t> {
     const auto at = json.find(key);
@@ -45,14 +51,69 @@ inline std::optional<python_env_spec> parse_python_env_spec(std::string_view jso
       return std::nullopt;
     return v;
   };
+  // A JSON array at p ('[' ... ']') of what `element` reads; false when malformed.
+  const auto array = [&](std::size_t p, auto&& element) {
+    if (p >= json.size() || json[p] != '[')
+      return false;
+    for (++p;;) {
+      while (p < json.size() && (json[p] == ' ' || json[p] == ','))
+        ++p;
+      if (p < json.size() && json[p] == ']')
+        return true;
+      if (p >= json.size() || !element(p))
+        return false;
+    }
+  };
+  // A number (strtod's syntax, which takes -Infinity and Infinity) at p, advancing p.
+  const auto number = [&](std::size_t& p, std::vector<double>& out) {
+    const std::string rest(json.substr(p, std::min<std::size_t>(32, json.size() - p)));
+    char* end = nullptr;
+    const double v = std::strtod(rest.c_str(), &end);
+    if (end == rest.c_str() || std::isnan(v))
+      return false;
+    p += static_cast<std::size_t>(end - rest.c_str());
+    out.push_back(v);
+    return true;
+  };
   python_env_spec s;
   auto p = after("\"actions\"");
-  if (!p)
-    return std::nullopt;
-  const auto n = integer(*p);
-  if (!n || *n < 1 || *n > INT32_MAX)
-    return std::nullopt;
-  s.actions = action_spec::discrete(static_cast<std::int32_t>(*n));
+  if (p) {
+    const auto n = integer(*p);
+    if (!n || *n < 1 || *n > INT32_MAX)
+      return std::nullopt;
+    s.actions = action_spec::discrete(static_cast<std::int32_t>(*n));
+  } else {
+    // A Box: its own "shape", "low" and "high", all after "action".
+    const auto at = json.find("\"action\"");
+    if (at == std::string_view::npos || json.find("\"continuous\"", at) == std::string_view::npos)
+      return std::nullopt;
+    const auto key = [&](std::string_view k) {
+      const auto q = json.find(k, at);
+      auto r = q == std::string_view::npos ? json.size() : q + k.size();
+      while (r < json.size() && (json[r] == ' ' || json[r] == ':'))
+        ++r;
+      return r;
+    };
+    tensor_shape shape;
+    std::vector<double> lows, highs;
+    const bool ok = array(key("\"shape\""),
+                          [&](std::size_t& q) {
+                            const auto d = integer(q);
+                            if (!d || *d < 1 || shape.rank() == tensor_shape::max_rank)
+                              return false;
+                            shape.push_back(*d);
+                            return true;
+                          }) &&
+                    array(key("\"low\""), [&](std::size_t& q) { return number(q, lows); }) &&
+                    array(key("\"high\""), [&](std::size_t& q) { return number(q, highs); });
+    if (!ok || shape.rank() == 0)
+      return std::nullopt;
+    try {
+      s.actions = action_spec::continuous(shape, lows, highs);
+    } catch (const std::invalid_argument&) {  // counts that differ from the shape, low >= high
+      return std::nullopt;
+    }
+  }
   p = after("\"dtype\"");
   if (!p || *p >= json.size() || json[*p] != '"')
     return std::nullopt;
