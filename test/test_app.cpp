@@ -18,8 +18,11 @@
 
 namespace {
 
+using seedrl::app::make_run_sampler;
+using seedrl::app::run_loss_t;
 using seedrl::app::run_mode;
 using seedrl::app::run_options;
+using seedrl::app::run_sampler_t;
 
 /// Parses `args` (after the program name) into `o` with the shared flags; returns what
 /// parse_command_line returned.
