@@ -19,19 +19,18 @@
 // --benchmark_enable_random_interleaving=true so that load drift hits every row alike.
 #include <benchmark/benchmark.h>
 
-#include <cmath>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/algo/ppo_loss.hpp"
-#include "seedrl/core/random.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/trainer.hpp"
 #include "seedrl/runtime/training_batch.hpp"
+
+#include "random_training_batch.hpp"
 
 namespace {
 
@@ -54,61 +53,23 @@ seedrl::mlp_lstm_agent_config net_config(net_kind kind) {
   return c;
 }
 
-/// One training batch, owned, shaped like what the learner hands its trainer. The values are
-/// random but of the right kind (episode ends, actions in range); a step's cost does not
-/// depend on them beyond that.
-struct batch_data {
-  std::size_t A = 0, D = 0;
-  std::vector<float> observations, rewards, behaviour, start, prev_env_actions, raw_actions;
-  std::vector<std::uint8_t> dones, truncated;
-  std::vector<std::int32_t> prev_actions, actions;
-
-  batch_data(const seedrl::mlp_lstm_agent_config& c, std::size_t state_width) {
-    seedrl::random_generator rng(1);
-    const std::size_t rows = (T + 1) * B;
-    const auto obs = static_cast<std::size_t>(c.observation_size);
-    A = static_cast<std::size_t>(c.num_actions);
-    D = static_cast<std::size_t>(c.continuous_action_size);
-    const auto uniform = [&](std::vector<float>& v, std::size_t n, double lo, double hi) {
-      v.resize(n);
-      for (auto& x : v)
-        x = static_cast<float>(rng.uniform(lo, hi));
-    };
-    uniform(observations, rows * obs, -1, 1);
-    uniform(behaviour, rows, -1.5, -0.1);
-    start.assign(B * state_width, 0.0f);
-    dones.resize(rows);
-    truncated.resize(rows);
-    prev_actions.assign(rows, 0);
-    actions.assign(rows, 0);
-    if (D == 0) {  // CartPole: reward 1 a step, episodes end by failing
-      rewards.assign(rows, 1.0f);
-      for (std::size_t i = 0; i < rows; ++i) {
-        dones[i] = rng.below(20) == 0;
-        actions[i] = static_cast<std::int32_t>(rng.below(A));
-        prev_actions[i] = i >= B ? actions[i - B] : 0;
-      }
-    } else {  // Pendulum: costs up to 16.3, episodes end by the 200-step time limit
-      uniform(rewards, rows, -16.3, 0);
-      raw_actions.resize(rows * D);
-      prev_env_actions.assign(rows * D, 0.0f);
-      for (std::size_t i = 0; i < rows; ++i) {
-        dones[i] = truncated[i] = rng.below(200) == 0;
-        for (std::size_t d = 0; d < D; ++d) {
-          raw_actions[i * D + d] = static_cast<float>(rng.normal());
-          if (i >= B)
-            prev_env_actions[i * D + d] = max_torque * std::tanh(raw_actions[(i - B) * D + d]);
-        }
-      }
-    }
+/// The benchmarks' batch for a network of config `c`.
+seedrl_bench::batch_shape batch_for(const seedrl::mlp_lstm_agent_config& c,
+                                    std::size_t state_width) {
+  seedrl_bench::batch_shape s;
+  s.T = T;
+  s.B = B;
+  s.observation_size = static_cast<std::size_t>(c.observation_size);
+  s.num_actions = static_cast<std::size_t>(c.num_actions);
+  s.action_dim = static_cast<std::size_t>(c.continuous_action_size);
+  s.state_width = state_width;
+  s.action_bound = max_torque;
+  if (s.action_dim > 0) {  // Pendulum's episodes end only at its 200-step time limit
+    s.episode_length = 200;
+    s.ends_are_time_limits = true;
   }
-
-  seedrl::training_batch<float> view() const {
-    return {
-        T,         B,     A, observations,     rewards,    dones, truncated, prev_actions, actions,
-        behaviour, start, D, prev_env_actions, raw_actions};
-  }
-};
+  return s;
+}
 
 /// seedrl_pendulum's policy distribution: tanh-squashed into [-max_torque, max_torque].
 seedrl::diag_gaussian_distribution<float> pendulum_distribution() {
@@ -122,7 +83,8 @@ void run(benchmark::State& state, net_kind kind, const L& loss) {
   seedrl::mlp_lstm_agent<float> net(config);
   seedrl::adam<float> optimizer;
   seedrl::host_trainer trainer(1);
-  const batch_data data(config, static_cast<std::size_t>(net.state_size()));
+  const seedrl_bench::random_training_batch data(
+      batch_for(config, static_cast<std::size_t>(net.state_size())), 1);
   const auto batch = data.view();
   for (auto _ : state) {
     const auto r = trainer.train_step(batch, net, optimizer, loss, max_grad_norm);
