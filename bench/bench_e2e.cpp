@@ -474,8 +474,9 @@ e2e_result end_to_end(const options& o, const char* self) {
   seedrl::tcp_transport transport;
   auto listener = transport.listen({"127.0.0.1", 0});
   const std::uint16_t port = listener.local_port();
-  // The first two threads start() adds are, in creation (and so tid) order, inference and
-  // trainer; a sanitizer may add a helper thread of its own after them.
+  // The first two threads start() adds are, in creation (and so tid) order, the trainer and
+  // inference (learner::start starts the training loop first, since it may refuse); a sanitizer
+  // may add a helper thread of its own after them.
   const auto before = own_threads();
   learner.start();
   std::vector<long> started;
@@ -483,8 +484,8 @@ e2e_result end_to_end(const options& o, const char* self) {
     if (!std::binary_search(before.begin(), before.end(), t))
       started.push_back(t);
   }
-  const long inference_tid = started.size() >= 2 ? started[0] : -1;
-  const long trainer_tid = started.size() >= 2 ? started[1] : -1;
+  const long trainer_tid = started.size() >= 2 ? started[0] : -1;
+  const long inference_tid = started.size() >= 2 ? started[1] : -1;
   learner.serve(std::move(listener));
 
   std::vector<pid_t> children;
