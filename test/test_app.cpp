@@ -171,6 +171,9 @@ TEST_CASE("--discount and --action-bounds reach the loss and the sampler of a co
   CHECK_FALSE(clipped.impala()->distribution().gaussian.squash);
   CHECK(make_run_sampler<run_sampler_t<seedrl::host_trainer>>(c).bounds ==
         seedrl::bounds_handling::clip);
+  // A CUDA trainer's loss is categorical IMPALA: continuous actions are refused, saying why.
+  CHECK_THROWS_WITH((make_run_loss<seedrl::impala_loss<float>>(c, recipe, torque)),
+                    Catch::Contains("continuous actions train on the CPU"));
   CHECK(parse(c, {"local", "--action-bounds", "wrap"}));  // refused
   CHECK(parse(c, {"local", "--discount", "1.5"}));
 }
