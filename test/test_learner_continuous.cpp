@@ -685,7 +685,9 @@ TEST_CASE(
   lc.normalize_observations = {.enabled = true, .clip = obs_clip};
   lc.scale_rewards = {.enabled = true, .gamma = gamma, .clip = reward_clip};
   lc.checkpoint_dir = dir;
-  lc.checkpointing = {1000, std::nullopt, true};  // at exit only
+  // Every 2 steps while inference updates the statistics (TSan checks the snapshot), and at
+  // exit, the newest.
+  lc.checkpointing = {2, std::nullopt, true};
   lc.on_episode = [&](double r, std::int64_t) {
     std::lock_guard lock(returns_mutex);
     reported_returns.push_back(r);
@@ -713,6 +715,7 @@ TEST_CASE(
     std::atomic<bool> stop{false};
     REQUIRE(a.run(stop) == 90);
     learner.stop();  // every step the actor sent was answered, so normalized, before run returned
+    CHECK(learner.stats().checkpoints_saved >= 3);  // while inference ran, and at exit
 
     std::lock_guard lock_logs(logs->mutex);
     std::lock_guard lock_record(record->mutex);
