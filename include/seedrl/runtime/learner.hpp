@@ -10,7 +10,9 @@
 ///     which pushes completed unrolls into the training queue read by
 ///   - training_loop (trainer, parameter publication, checkpoints).
 /// The training queue and the parameter store are where the two loops meet; the counters
-/// (learner_stats) are shared by all three.
+/// (learner_stats) are shared by all three. When the config asks for observation normalization
+/// or reward scaling, the inference loop applies it (input_normalizer) and the training loop
+/// saves its statistics in checkpoints.
 ///
 /// Threads: one per connection (reads and validates frames, copies observations into the
 /// filling batch), one inference thread (runs batches, writes every reply, builds unrolls),
