@@ -1,11 +1,14 @@
-// End-to-end SEED throughput on CartPole against each stage run alone, all in one run.
+// End-to-end SEED throughput on CartPole or Pendulum (--env) against each stage run alone, all
+// in one run.
 //
-//   1 env-only        A threads, each stepping an env_batch of K cartpoles with random actions
-//                     and encoding the step frame: the actors' work without the link.
+//   1 env-only        A threads, each stepping an env_batch of K environments with random
+//                     actions (uniform over the actions, or uniform in the bounds) and encoding
+//                     the step frame: the actors' work without the link.
 //   2 inference-only  one thread: mlp_lstm_agent::infer on N rows, action sampling and log
 //                     probs: the learner's inference work without the link or bookkeeping.
-//   3 training-only   one thread: forward_unroll, IMPALA loss, backward, clipping, Adam on a
-//                     [T+1, B] batch, as the learner's trainer does; frames = T * B per step.
+//   3 training-only   one thread: host_trainer::train_step on a random [T+1, B] batch with the
+//                     learner's loss (--algo: one IMPALA step, or PPO's epochs x minibatches
+//                     steps), as the learner's trainer does; frames = T * B per batch.
 //   4 end-to-end      a real seedrl::learner on loopback TCP with A actor processes (this binary
 //                     re-executed with --actor-child; or threads with --actor-threads);
 //                     frames/s from learner.stats().frames.
@@ -16,6 +19,12 @@
 // went: batch fill, inference and trainer busy fractions, and per thread group (inference,
 // trainer, connection threads, actors) CPU use, CPU per frame and time spent waiting for a CPU,
 // from /proc schedstat. CPU per frame changes least when other work shares the machine.
+//
+// The learner is the program layer's (app/run_learner.hpp): run_loss_t's loss_choice over
+// spec_distribution and run_sampler_t's spec_sampler, so one learner type serves both
+// environments; CartPole gets a categorical policy, Pendulum a diagonal Gaussian tanh-squashed
+// into [-2, 2]. Each environment takes its program's defaults (seedrl_cartpole_seed: IMPALA;
+// seedrl_pendulum: PPO, discount 0.95, no entropy bonus) unless --algo says otherwise.
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -30,35 +39,42 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <span>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
-#include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/app/cli.hpp"
 #include "seedrl/app/mlp_recipe.hpp"
 #include "seedrl/app/processes.hpp"
 #include "seedrl/app/run_actor.hpp"
 #include "seedrl/app/run_learner.hpp"
+#include "seedrl/app/run_loss.hpp"
 #include "seedrl/app/signals.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/env/cartpole.hpp"
 #include "seedrl/env/env_batch.hpp"
-#include "seedrl/net/categorical.hpp"
+#include "seedrl/env/pendulum.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
-#include "seedrl/optim/adam.hpp"
-#include "seedrl/optim/clip.hpp"
 #include "seedrl/protocol/frame.hpp"
+#include "seedrl/runtime/action_sampler.hpp"
 #include "seedrl/runtime/actor.hpp"
 #include "seedrl/runtime/learner.hpp"
+#include "seedrl/runtime/trainer.hpp"
 #include "seedrl/transport/tcp.hpp"
+
+#include "random_training_batch.hpp"
 
 namespace {
 
 using clock_type = std::chrono::steady_clock;
 
 struct options {
+  std::string env = "cartpole";
+  std::string algo;  // empty: the environment's program default
   int actors = 4;
   std::size_t envs_per_actor = 4;
   std::size_t inference_batch = 16;
@@ -77,10 +93,15 @@ struct options {
 
 /// The flags, through the program layer's CLI11 parser (--help lists them; a bad one exits 2).
 std::optional<int> parse(int argc, char** argv, options& o) {
-  CLI::App cli("End-to-end SEED throughput on CartPole against each stage run alone",
+  CLI::App cli("End-to-end SEED throughput on CartPole or Pendulum against each stage run alone",
                "seedrl_bench_e2e");
   cli.option_defaults()->always_capture_default();
   const auto& positive = seedrl::app::positive_number;
+  cli.add_option("--env", o.env, "environment")->check(CLI::IsMember({"cartpole", "pendulum"}));
+  cli.add_option("--algo", o.algo,
+                 "learning algorithm (default: the environment program's, impala for cartpole "
+                 "and ppo for pendulum)")
+      ->check(CLI::IsMember({"impala", "ppo"}));
   cli.add_option("--actors", o.actors, "actor processes")->check(positive);
   cli.add_option("--envs-per-actor", o.envs_per_actor, "environments per actor")->check(positive);
   cli.add_option("--inference-batch", o.inference_batch, "learner's largest inference batch")
@@ -104,9 +125,34 @@ std::optional<int> parse(int argc, char** argv, options& o) {
   return seedrl::app::parse_command_line(cli, argc, argv);
 }
 
-/// The demo's settings (seedrl_cartpole_seed) for the shared parts, from the bench's flags.
+/// What differs between the environments beyond their specs: the name, and the defaults their
+/// programs (examples/cartpole_seed, examples/pendulum) set over seedrl::app::run_options'.
+template <class Env>
+struct env_traits;
+
+template <>
+struct env_traits<seedrl::cartpole> {
+  static constexpr const char* name = "cartpole";
+  static void program_defaults(seedrl::app::run_options&) {}
+};
+
+template <>
+struct env_traits<seedrl::pendulum> {
+  static constexpr const char* name = "pendulum";
+  static void program_defaults(seedrl::app::run_options& r) {
+    r.algorithm = "ppo";
+    r.discount = 0.95;
+    r.entropy_cost = 0.0;
+  }
+};
+
+/// The environment's program's settings for the shared parts, from the bench's flags.
+template <class Env>
 seedrl::app::run_options run_settings(const options& o) {
   seedrl::app::run_options r;
+  env_traits<Env>::program_defaults(r);
+  if (!o.algo.empty())
+    r.algorithm = o.algo;
   r.actors = o.actors;
   r.envs_per_actor = o.envs_per_actor;
   r.inference_batch = o.inference_batch;
@@ -134,9 +180,21 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-seedrl::mlp_lstm_agent_config net_config(const options& o) {
-  return recipe(o).shape(run_settings(o), seedrl::cartpole::observation_spec(),
-                         seedrl::cartpole::action_spec());
+/// The learner's types, as app::run_learner builds them for the CPU trainer.
+using trainer_type = seedrl::host_trainer;
+using loss_type = seedrl::app::run_loss_t<trainer_type, float>;
+using sampler_type = seedrl::app::run_sampler_t<trainer_type>;
+using network_type = seedrl::app::mlp_recipe::network_type;
+
+template <class Env>
+seedrl::app::agent_parts<network_type> make_agent(const options& o) {
+  return recipe(o).make(run_settings<Env>(o), Env::observation_spec(), Env::action_spec());
+}
+
+template <class Env>
+loss_type make_loss(const options& o, const seedrl::app::agent_parts<network_type>& agent) {
+  return seedrl::app::make_run_loss<loss_type>(run_settings<Env>(o), agent.loss,
+                                               Env::action_spec());
 }
 
 std::vector<float> random_floats(std::size_t n, seedrl::random_generator& rng, double lo,
@@ -182,6 +240,36 @@ stage_result frames_per_second(double seconds, Body&& body) {
 // ---------------------------------------------------------------------------------------------
 // 1. env-only
 
+/// Random actions for `batch`: uniform over a discrete space's actions, uniform within a
+/// continuous one's bounds.
+template <class Env>
+class random_actions {
+ public:
+  static constexpr bool discrete = seedrl::env_batch<Env>::discrete;
+  using element = std::conditional_t<discrete, std::int32_t, float>;
+
+  explicit random_actions(std::size_t envs) : spec_(Env::action_spec()) {
+    values_.resize(envs * (discrete ? 1 : seedrl::continuous_action_size(spec_)));
+  }
+
+  std::span<const element> draw(seedrl::random_generator& rng) {
+    if constexpr (discrete) {
+      for (auto& x : values_)
+        x = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(spec_.num_actions)));
+    } else {
+      const std::size_t D = seedrl::continuous_action_size(spec_);
+      for (std::size_t i = 0; i < values_.size(); ++i)
+        values_[i] = static_cast<float>(rng.uniform(spec_.low_at(i % D), spec_.high_at(i % D)));
+    }
+    return values_;
+  }
+
+ private:
+  seedrl::action_spec spec_;
+  std::vector<element> values_;
+};
+
+template <class Env>
 stage_result env_only(const options& o) {
   std::atomic<bool> go{false}, stop{false};
   std::vector<std::int64_t> frames(static_cast<std::size_t>(o.actors), 0);
@@ -189,21 +277,19 @@ stage_result env_only(const options& o) {
   for (int a = 0; a < o.actors; ++a) {
     threads.emplace_back([&, a] {
       const std::size_t k = o.envs_per_actor;
-      auto batch = seedrl::env_batch<seedrl::cartpole>::create(
-          k, [](std::size_t) { return seedrl::cartpole{}; }, o.seed * 100 + a);
+      auto batch = seedrl::env_batch<Env>::create(
+          k, [](std::size_t) { return Env{}; }, o.seed * 100 + a);
       seedrl::random_generator rng(o.seed * 1000 + static_cast<std::uint64_t>(a));
       const auto spec = batch.observation_spec();
       // The actor also encodes every step into a frame; count that as its work.
       std::vector<std::byte> frame(seedrl::protocol::step_frame_size(k, spec.num_bytes()));
       std::vector<std::uint64_t> run_ids(k, 7);
-      std::vector<std::int32_t> actions(k);
+      random_actions<Env> actions(k);
       std::int64_t n = 0;
       while (!go)
         std::this_thread::yield();
       while (!stop) {
-        for (auto& x : actions)
-          x = static_cast<std::int32_t>(rng.below(2));
-        batch.step(actions);
+        batch.step(actions.draw(rng));
         const auto obs = batch.observations();
         seedrl::protocol::encode_step(
             frame, spec.type,
@@ -233,22 +319,38 @@ stage_result env_only(const options& o) {
 // ---------------------------------------------------------------------------------------------
 // 2. inference-only
 
+template <class Env>
 stage_result inference_only(const options& o) {
-  seedrl::mlp_lstm_agent<float> net(net_config(o));
-  const std::size_t B = o.inference_batch, A = 2;
+  const auto agent = make_agent<Env>(o);
+  network_type net(agent.network);
+  const auto obs_spec = Env::observation_spec();
+  const auto act_spec = Env::action_spec();
+  const auto sampler = seedrl::app::make_run_sampler<sampler_type>(run_settings<Env>(o));
+  const std::size_t B = o.inference_batch, A = sampler.outputs_per_row(act_spec),
+                    D = seedrl::continuous_action_size(act_spec);
   seedrl::random_generator rng(o.seed);
-  const auto obs = random_floats(B * 4, rng, -1, 1);
+  const auto obs = random_floats(B * static_cast<std::size_t>(obs_spec.num_elements()), rng, -1, 1);
   const auto rewards = random_floats(B, rng, 0, 1);
   std::vector<std::uint8_t> dones(B, 0);
-  std::vector<std::int32_t> prev_actions(B, 0), actions(B);
+  std::vector<std::int32_t> prev_actions(B, 0), actions(D == 0 ? B : 0);
+  std::vector<float> prev_env_actions(B * D), env_actions(B * D), raw_actions(B * D);
+  std::vector<float> low(D), high(D);
+  for (std::size_t i = 0; i < D; ++i) {
+    low[i] = static_cast<float>(act_spec.low_at(i));
+    high[i] = static_cast<float>(act_spec.high_at(i));
+  }
   std::vector<float> logits(B * A), values(B), logp(B);
   auto state = net.initial_state(B);
   return frames_per_second(o.stage_seconds, [&] {
     seedrl::agent_step_output<float> out{logits, values};
-    net.infer({obs, rewards, dones, prev_actions}, state, out);
-    seedrl::sample_actions<float>(logits, B, A, rng, actions);
-    seedrl::categorical_log_probs<float>(logits, B, A, actions, logp);
-    prev_actions.swap(actions);
+    net.infer({obs, rewards, dones, prev_actions, prev_env_actions}, state, out);
+    sampler.sample(std::span<const float>(logits), B, A, rng,
+                   seedrl::action_buffers<float>{actions, env_actions, raw_actions, low, high, D},
+                   std::span<float>(logp));
+    if (D == 0)
+      prev_actions.swap(actions);
+    else
+      prev_env_actions.swap(env_actions);
     return static_cast<std::int64_t>(B);
   });
 }
@@ -256,39 +358,35 @@ stage_result inference_only(const options& o) {
 // ---------------------------------------------------------------------------------------------
 // 3. training-only
 
+template <class Env>
 stage_result training_only(const options& o) {
-  seedrl::mlp_lstm_agent<float> net(net_config(o));
-  const std::size_t T = o.unroll_length, T1 = T + 1, B = o.batch_size, A = 2;
-  seedrl::adam_config adam;
-  adam.learning_rate = o.lstm ? recipe(o).lstm_learning_rate : recipe(o).learning_rate;
-  seedrl::adam<float> optimizer(adam);
-  seedrl::impala_loss_config<float> lc;
-  lc.entropy_cost = static_cast<float>(run_settings(o).entropy_cost);
-  seedrl::impala_loss<float> loss(lc);
-  seedrl::random_generator rng(o.seed);
-  const auto obs = random_floats(T1 * B * 4, rng, -1, 1);
-  const auto rewards = random_floats(T1 * B, rng, 0, 1);
-  const auto behaviour = random_floats(T1 * B, rng, -1.5, -0.1);
-  std::vector<std::uint8_t> dones(T1 * B), truncated(T1 * B);
-  std::vector<std::int32_t> prev_actions(T1 * B), actions(T1 * B);
-  for (std::size_t i = 0; i < T1 * B; ++i) {
-    dones[i] = rng.below(20) == 0;
-    truncated[i] = dones[i] != 0 && i % 2 == 0;  // some episode ends are time limits
-    actions[i] = static_cast<std::int32_t>(rng.below(A));
-    prev_actions[i] = i >= B ? actions[i - B] : 0;
+  const auto agent = make_agent<Env>(o);
+  network_type net(agent.network);
+  auto optimizer = agent.optimizer;
+  const auto loss = make_loss<Env>(o, agent);
+  const double max_grad_norm = seedrl::app::make_learner_config(run_settings<Env>(o)).max_grad_norm;
+  trainer_type trainer(o.seed);
+  const auto act_spec = Env::action_spec();
+  seedrl_bench::batch_shape shape;
+  shape.T = o.unroll_length;
+  shape.B = o.batch_size;
+  shape.observation_size = static_cast<std::size_t>(Env::observation_spec().num_elements());
+  shape.num_actions =
+      seedrl::app::make_run_sampler<sampler_type>(run_settings<Env>(o)).outputs_per_row(act_spec);
+  shape.action_dim = seedrl::continuous_action_size(act_spec);
+  shape.state_width = static_cast<std::size_t>(net.state_size());
+  if (shape.action_dim > 0) {  // Pendulum: torques within [-2, 2], 200-step episodes
+    shape.action_bound = static_cast<float>(act_spec.high_at(0));
+    shape.episode_length = 200;
+    shape.ends_are_time_limits = true;
   }
-  const std::vector<float> start(B * static_cast<std::size_t>(net.state_size()), 0.0f);
-  std::vector<float> logits(T1 * B * A), values(T1 * B), d_logits(T1 * B * A), d_values(T1 * B);
+  const seedrl_bench::random_training_batch data(shape, o.seed);
+  const auto batch = data.view();
   return frames_per_second(o.stage_seconds, [&] {
-    seedrl::agent_unroll_output<float> out{logits, values};
-    net.forward_unroll({T1, B, obs, rewards, dones, prev_actions, start}, out);
-    seedrl::impala_gradients<float> grads{d_logits, d_values};
-    loss({T, B, A, logits, values, actions, behaviour, rewards, dones, truncated}, grads);
-    net.zero_gradients();
-    net.backward_unroll({d_logits, d_values});
-    seedrl::clip_by_global_norm<float>(net.gradients(), 40.0);
-    optimizer.step(net.parameters(), net.gradients());
-    return static_cast<std::int64_t>(T * B);
+    const auto r = trainer.train_step(batch, net, optimizer, loss, max_grad_norm);
+    if (!r.applied)  // a skipped step would time less work than it claims
+      throw std::runtime_error("training-only: the update was skipped: " + r.skipped);
+    return static_cast<std::int64_t>(o.unroll_length * o.batch_size);
   });
 }
 
@@ -327,10 +425,12 @@ seedrl::actor_config actor_settings(std::size_t envs, std::uint64_t seed) {
   return c;
 }
 
-using tcp_actor = seedrl::actor<seedrl::cartpole, std::function<seedrl::tcp_connection()>>;
+template <class Env>
+using tcp_actor = seedrl::actor<Env, std::function<seedrl::tcp_connection()>>;
 
-/// `seedrl_bench_e2e --actor-child PORT K SEED`: one actor process (the demo's actor mode),
-/// stopped by SIGTERM.
+/// `seedrl_bench_e2e --actor-child ENV PORT K SEED`: one actor process (the programs' actor
+/// mode), stopped by SIGTERM.
+template <class Env>
 int actor_child(std::uint16_t port, std::size_t envs, std::uint64_t seed) {
   seedrl::app::install_stop_handlers();
   seedrl::app::run_options r;
@@ -339,8 +439,8 @@ int actor_child(std::uint16_t port, std::size_t envs, std::uint64_t seed) {
   r.envs_per_actor = envs;
   r.seed = seed;
   try {
-    return seedrl::app::run_actor<seedrl::cartpole>(
-        r, nullptr, [](std::size_t) { return seedrl::cartpole{}; }, "bench-actor");
+    return seedrl::app::run_actor<Env>(
+        r, nullptr, [](std::size_t) { return Env{}; }, "bench-actor");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench actor: %s\n", e.what());
     return 1;
@@ -360,22 +460,23 @@ struct e2e_result {
   int connected = 0;
 };
 
+template <class Env>
 e2e_result end_to_end(const options& o, const char* self) {
-  // The demo's learner and agent (seedrl_cartpole_seed local), built by the program layer.
-  const auto settings = run_settings(o);
-  const auto agent = recipe(o).make(settings, seedrl::cartpole::observation_spec(),
-                                    seedrl::cartpole::action_spec());
-  seedrl::impala_loss_config<float> loss = agent.loss;
-  loss.entropy_cost = static_cast<float>(settings.entropy_cost);
-  seedrl::learner<seedrl::mlp_lstm_agent<float>, seedrl::adam<float>, seedrl::tcp_transport>
+  // The program's learner and agent (seedrl_cartpole_seed / seedrl_pendulum local), built by
+  // the program layer as app::run_learner builds them.
+  const auto settings = run_settings<Env>(o);
+  const auto agent = make_agent<Env>(o);
+  seedrl::learner<network_type, seedrl::adam<float>, seedrl::tcp_transport, trainer_type, loss_type,
+                  sampler_type>
       learner(seedrl::app::make_learner_config(settings), agent.network, agent.optimizer,
-              seedrl::impala_loss<float>(loss), seedrl::cartpole::observation_spec(),
-              seedrl::cartpole::action_spec());
+              make_loss<Env>(o, agent), Env::observation_spec(), Env::action_spec(), trainer_type(),
+              seedrl::app::make_run_sampler<sampler_type>(settings));
   seedrl::tcp_transport transport;
   auto listener = transport.listen({"127.0.0.1", 0});
   const std::uint16_t port = listener.local_port();
-  // The first two threads start() adds are, in creation (and so tid) order, inference and
-  // trainer; a sanitizer may add a helper thread of its own after them.
+  // The first two threads start() adds are, in creation (and so tid) order, the trainer and
+  // inference (learner::start starts the training loop first, since it may refuse); a sanitizer
+  // may add a helper thread of its own after them.
   const auto before = own_threads();
   learner.start();
   std::vector<long> started;
@@ -383,8 +484,8 @@ e2e_result end_to_end(const options& o, const char* self) {
     if (!std::binary_search(before.begin(), before.end(), t))
       started.push_back(t);
   }
-  const long inference_tid = started.size() >= 2 ? started[0] : -1;
-  const long trainer_tid = started.size() >= 2 ? started[1] : -1;
+  const long trainer_tid = started.size() >= 2 ? started[0] : -1;
+  const long inference_tid = started.size() >= 2 ? started[1] : -1;
   learner.serve(std::move(listener));
 
   std::vector<pid_t> children;
@@ -397,8 +498,8 @@ e2e_result end_to_end(const options& o, const char* self) {
       threads.emplace_back([&, i, seed] {
         tids[static_cast<std::size_t>(i)] = ::syscall(SYS_gettid);
         seedrl::tcp_transport t;
-        tcp_actor a(
-            actor_settings(o.envs_per_actor, seed), [](std::size_t) { return seedrl::cartpole{}; },
+        tcp_actor<Env> a(
+            actor_settings(o.envs_per_actor, seed), [](std::size_t) { return Env{}; },
             [&] {
               return t.connect({"127.0.0.1", port});
             });
@@ -407,7 +508,7 @@ e2e_result end_to_end(const options& o, const char* self) {
       continue;
     }
     children.push_back(
-        seedrl::app::spawn({self, "--actor-child", std::to_string(port),
+        seedrl::app::spawn({self, "--actor-child", env_traits<Env>::name, std::to_string(port),
                             std::to_string(o.envs_per_actor), std::to_string(seed)}));
   }
 
@@ -491,35 +592,28 @@ std::string si(double v) {
   return buf;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc == 5 && std::string(argv[1]) == "--actor-child") {
-    return actor_child(static_cast<std::uint16_t>(std::stoi(argv[2])), std::stoul(argv[3]),
-                       std::stoull(argv[4]));
-  }
-  ::signal(SIGPIPE, SIG_IGN);  // a vanished actor shows up as a write error instead
-  options o;
-  if (const auto rc = parse(argc, argv, o))
-    return *rc;
-  // The real path, not /proc/self/exe, so that actor processes show under our name in perf.
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+/// The whole run on environment `Env`: stages interleaved, then the tables.
+template <class Env>
+int run(const options& o, const std::string& self) {
+  const auto settings = run_settings<Env>(o);
   std::printf(
-      "seedrl_bench_e2e: %d actor %s x %zu envs, inference batch %zu, training batch %zu x T %zu, "
-      "%s core, %d repeats (stages %.1f s, end-to-end %.1f s after %.1f s warm-up), %u CPUs\n",
-      o.actors, o.actor_threads ? "threads" : "processes", o.envs_per_actor, o.inference_batch,
-      o.batch_size, o.unroll_length, o.lstm ? "MLP+LSTM" : "MLP", o.repeats, o.stage_seconds,
-      o.seconds, o.warmup, std::thread::hardware_concurrency());
+      "seedrl_bench_e2e: %s, %s, %d actor %s x %zu envs, inference batch %zu, training batch "
+      "%zu x T %zu, %s core, %d repeats (stages %.1f s, end-to-end %.1f s after %.1f s "
+      "warm-up), %u CPUs\n",
+      env_traits<Env>::name, seedrl::app::algorithm_summary(settings).c_str(), o.actors,
+      o.actor_threads ? "threads" : "processes", o.envs_per_actor, o.inference_batch, o.batch_size,
+      o.unroll_length, o.lstm ? "MLP+LSTM" : "MLP", o.repeats, o.stage_seconds, o.seconds, o.warmup,
+      std::thread::hardware_concurrency());
   std::fflush(stdout);
 
   std::vector<stage_result> env, inf, train;
   std::vector<double> e2e;
   std::vector<e2e_result> runs;
   for (int r = 0; r < o.repeats; ++r) {
-    env.push_back(o.e2e_only ? stage_result{} : env_only(o));
-    inf.push_back(o.e2e_only ? stage_result{} : inference_only(o));
-    train.push_back(o.e2e_only ? stage_result{} : training_only(o));
-    runs.push_back(end_to_end(o, self.c_str()));
+    env.push_back(o.e2e_only ? stage_result{} : env_only<Env>(o));
+    inf.push_back(o.e2e_only ? stage_result{} : inference_only<Env>(o));
+    train.push_back(o.e2e_only ? stage_result{} : training_only<Env>(o));
+    runs.push_back(end_to_end<Env>(o, self.c_str()));
     e2e.push_back(runs.back().frames_per_second);
     std::printf(
         "  run %d: env %s  inference %s  training %s  end-to-end %s f/s (fill %.0f%%, inference "
@@ -574,6 +668,7 @@ int main(int argc, char** argv) {
     std::printf("| 4 end-to-end (%d x %zu, %s) | %s | | **%.2f** |\n", o.actors, o.envs_per_actor,
                 o.actor_threads ? "threads" : "processes", si(m_e2e).c_str(), m_e2e / slowest);
     std::printf("\nend-to-end / %s-only = %.2f (target >= 0.7)\n", slowest_name, m_e2e / slowest);
+    std::printf("end-to-end / env-only = %.3f\n", m_e2e / m_env);
   }
   std::printf(
       "\nend-to-end, medians over runs: trained frames/s %s, inference batch fill %.0f%%; busy "
@@ -614,4 +709,28 @@ int main(int argc, char** argv) {
       cpus, si(1e6 * cpus / total_per_frame).c_str(),
       trainer_per_frame > 0 ? si(1e6 / trainer_per_frame).c_str() : "n/a");
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 6 && std::string(argv[1]) == "--actor-child") {
+    const auto port = static_cast<std::uint16_t>(std::stoi(argv[3]));
+    const std::size_t envs = std::stoul(argv[4]);
+    const std::uint64_t seed = std::stoull(argv[5]);
+    return std::string(argv[2]) == "pendulum" ? actor_child<seedrl::pendulum>(port, envs, seed)
+                                              : actor_child<seedrl::cartpole>(port, envs, seed);
+  }
+  ::signal(SIGPIPE, SIG_IGN);  // a vanished actor shows up as a write error instead
+  options o;
+  if (const auto rc = parse(argc, argv, o))
+    return *rc;
+  // The real path, not /proc/self/exe, so that actor processes show under our name in perf.
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  try {
+    return o.env == "pendulum" ? run<seedrl::pendulum>(o, self) : run<seedrl::cartpole>(o, self);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "seedrl_bench_e2e: %s\n", e.what());
+    return 1;
+  }
 }

@@ -1,10 +1,12 @@
 // Agents composed from parts (seedrl/net/actor_critic_agent.hpp): the small conv torso and a
 // torso defined here, in float64 against central differences and independent loop references;
 // a tanh MLP with no core against a plain-loop forward; inference against the unroll; and the
-// errors for parts that do not fit together.
+// errors for parts that do not fit together. Orthogonal initialisation against Gram-Schmidt on
+// the same Gaussian draws, and through the parts with their gains.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <stdexcept>
@@ -15,6 +17,8 @@
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/actor_critic_agent.hpp"
 #include "seedrl/net/frame_stack.hpp"
+#include "seedrl/net/init_scheme.hpp"
+#include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/net/network.hpp"
 #include "seedrl/net/parts/dense_torso.hpp"
 #include "seedrl/net/parts/gaussian_head.hpp"
@@ -547,4 +551,159 @@ TEST_CASE("parts that cannot work together are refused at construction, saying w
   std::vector<std::int32_t> prev{2};
   seedrl::agent_step_output<float> o{logits, values};
   CHECK_THROWS_AS(net.infer({obs, rewards, dones, prev}, state, o), std::out_of_range);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Orthogonal initialisation (seedrl/net/init_scheme.hpp).
+
+namespace {
+
+/// The reference: Gram-Schmidt (twice, for float64 accuracy) on the columns of the same
+/// Gaussian draws orthogonal_fill takes, [n, m] row-major with n >= m. With R's diagonal made
+/// positive, QR is unique, so this is the Q orthogonal_fill must give.
+std::vector<double> gram_schmidt_q(std::uint64_t seed, std::ptrdiff_t n, std::ptrdiff_t m) {
+  seedrl::random_generator rng(seed);
+  std::vector<double> a(static_cast<std::size_t>(n * m));
+  for (double& x : a)
+    x = rng.normal();
+  const auto at = [&](std::ptrdiff_t i, std::ptrdiff_t j) -> double& {
+    return a[static_cast<std::size_t>(i * m + j)];
+  };
+  for (std::ptrdiff_t j = 0; j < m; ++j) {
+    for (int pass = 0; pass < 2; ++pass)
+      for (std::ptrdiff_t k = 0; k < j; ++k) {
+        double d = 0.0;
+        for (std::ptrdiff_t i = 0; i < n; ++i)
+          d += at(i, k) * at(i, j);
+        for (std::ptrdiff_t i = 0; i < n; ++i)
+          at(i, j) -= d * at(i, k);
+      }
+    double norm = 0.0;
+    for (std::ptrdiff_t i = 0; i < n; ++i)
+      norm += at(i, j) * at(i, j);
+    norm = std::sqrt(norm);
+    for (std::ptrdiff_t i = 0; i < n; ++i)
+      at(i, j) /= norm;
+  }
+  return a;
+}
+
+/// max |G - gain^2 I| where G = W^T W (tall or square) or W W^T (wide), W [rows, cols].
+template <class S>
+double gram_error(std::span<const S> w, std::ptrdiff_t rows, std::ptrdiff_t cols, double gain) {
+  const bool wide = rows < cols;
+  const std::ptrdiff_t m = wide ? rows : cols, n = wide ? cols : rows;
+  const auto el = [&](std::ptrdiff_t vec, std::ptrdiff_t k) {  // element k of vector vec
+    return static_cast<double>(wide ? w[static_cast<std::size_t>(vec * cols + k)]
+                                    : w[static_cast<std::size_t>(k * cols + vec)]);
+  };
+  double worst = 0.0;
+  for (std::ptrdiff_t p = 0; p < m; ++p)
+    for (std::ptrdiff_t q = 0; q < m; ++q) {
+      double g = 0.0;
+      for (std::ptrdiff_t k = 0; k < n; ++k)
+        g += el(p, k) * el(q, k);
+      worst = std::max(worst, std::abs(g - (p == q ? gain * gain : 0.0)));
+    }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("orthogonal_fill: gain x the Q of a Gaussian matrix, against Gram-Schmidt",
+          "[parts][init]") {
+  struct shape {
+    std::ptrdiff_t rows, cols;
+  };
+  for (const shape s : {shape{64, 8}, shape{16, 16}, shape{2, 64}, shape{1, 5}, shape{7, 1}}) {
+    INFO(s.rows << " x " << s.cols);
+    const double gain = 1.7;
+    std::vector<double> w(static_cast<std::size_t>(s.rows * s.cols));
+    seedrl::random_generator rng(99);
+    seedrl::orthogonal_fill(rng, std::span<double>(w), s.rows, s.cols, gain);
+    CHECK(gram_error(std::span<const double>(w), s.rows, s.cols, gain) < 1e-12);
+    const bool wide = s.rows < s.cols;
+    const auto q = gram_schmidt_q(99, wide ? s.cols : s.rows, wide ? s.rows : s.cols);
+    double worst = 0.0;
+    for (std::ptrdiff_t i = 0; i < s.rows; ++i)
+      for (std::ptrdiff_t j = 0; j < s.cols; ++j) {
+        const double want = gain * (wide ? q[static_cast<std::size_t>(j * s.rows + i)]
+                                         : q[static_cast<std::size_t>(i * s.cols + j)]);
+        worst = std::max(worst, std::abs(w[static_cast<std::size_t>(i * s.cols + j)] - want));
+      }
+    CHECK(worst < 1e-12);
+  }
+  // Not degenerate: uniform over orthogonal matrices, so an element is as often positive as
+  // negative (a QR without the sign correction makes W(0, 0) always negative with Eigen's
+  // Householder convention) and its mean square is 1/n; two seeds give different matrices.
+  seedrl::random_generator rng(5);
+  double sum00 = 0.0, sum_sq = 0.0;
+  int positive00 = 0;
+  constexpr int draws = 2000;
+  std::vector<float> w(4 * 3), first(4 * 3);
+  for (int k = 0; k < draws; ++k) {
+    seedrl::orthogonal_fill(rng, std::span<float>(w), 4, 3, 1.0);
+    if (k == 0)
+      first = w;
+    sum00 += w[0];
+    positive00 += w[0] > 0.0f ? 1 : 0;
+    sum_sq += static_cast<double>(w[5]) * w[5];
+    CHECK(gram_error(std::span<const float>(w), 4, 3, 1.0) < 1e-6);
+  }
+  CHECK(std::abs(sum00 / draws) < 0.05);
+  CHECK(positive00 > draws * 4 / 10);
+  CHECK(positive00 < draws * 6 / 10);
+  CHECK(sum_sq / draws == Approx(1.0 / 4.0).epsilon(0.1));
+  CHECK(first != w);
+  CHECK_THROWS_AS(seedrl::orthogonal_fill(rng, std::span<float>(w), 5, 3, 1.0),
+                  std::invalid_argument);
+}
+
+TEST_CASE("orthogonal init through the parts: torso sqrt(2), policy 0.01, value 1, zero biases",
+          "[parts][init]") {
+  constexpr std::ptrdiff_t obs = 5, h1 = 32, h2 = 16, A = 3;
+  seedrl::mlp_lstm_agent_config c;
+  c.observation_size = obs;
+  c.num_actions = A;
+  c.hidden_sizes = {h1, h2};
+  c.lstm_size = 0;  // the heads read the torso
+  c.seed = 4;
+  c.orthogonal_init = true;
+  const seedrl::mlp_lstm_agent<double> net(c);
+  const std::span<const double> p = net.parameters();
+  std::size_t at = 0;
+  const auto take = [&](std::ptrdiff_t rows, std::ptrdiff_t cols) {
+    const auto w = p.subspan(at, static_cast<std::size_t>(rows * cols));
+    const auto b = p.subspan(at + w.size(), static_cast<std::size_t>(rows));
+    at += w.size() + b.size();
+    CHECK(std::all_of(b.begin(), b.end(), [](double x) { return x == 0.0; }));
+    return w;
+  };
+  const double root2 = std::sqrt(2.0);
+  CHECK(gram_error(take(h1, obs), h1, obs, root2) < 1e-12);  // tall: W^T W = 2 I
+  CHECK(gram_error(take(h2, h1), h2, h1, root2) < 1e-12);    // wide: W W^T = 2 I
+  // The core adds the reward and one-hot previous action to the torso's features.
+  const std::ptrdiff_t core_out = h2 + 1 + A;
+  CHECK(gram_error(take(A, core_out), A, core_out, 0.01) < 1e-12);
+  CHECK(gram_error(take(1, core_out), 1, core_out, 1.0) < 1e-12);
+  CHECK(at == p.size());
+  // The default is unchanged: PyTorch's uniform draws, biases included.
+  c.orthogonal_init = false;
+  const seedrl::mlp_lstm_agent<double> plain(c);
+  const auto bias0 = plain.parameters().subspan(static_cast<std::size_t>(h1 * obs), h1);
+  CHECK(std::any_of(bias0.begin(), bias0.end(), [](double x) { return x != 0.0; }));
+  const double bound = 1.0 / std::sqrt(static_cast<double>(obs));
+  CHECK(std::all_of(bias0.begin(), bias0.end(), [&](double x) { return std::abs(x) <= bound; }));
+  // A Gaussian head, orthogonal with the policy gain; its log-stds as before.
+  seedrl::gaussian_head<double> g(
+      {.action_size = 2, .initial_log_std = -0.5, .init = seedrl::init_scheme::orthogonal}, 8);
+  std::vector<double> gp(g.num_parameters()), gg(g.num_parameters());
+  g.bind(gp.data(), gg.data());
+  seedrl::random_generator rng(3);
+  g.init(rng);
+  CHECK(gram_error(std::span<const double>(gp).first(16), 2, 8, 0.01) < 1e-12);
+  CHECK(gp[16] == 0.0);
+  CHECK(gp[17] == 0.0);
+  CHECK(gp[18] == -0.5);
+  CHECK(gp[19] == -0.5);
 }

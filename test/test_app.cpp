@@ -3,9 +3,12 @@
 // differ per error kind). test/e2e/flags.sh checks the same through a built program.
 #include "seedrl/app/run_options.hpp"
 
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
+#include <catch2/catch.hpp>
+#include <filesystem>
 #include <limits>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -15,12 +18,20 @@
 #include "seedrl/app/cli.hpp"
 #include "seedrl/app/pixel_recipe.hpp"
 #include "seedrl/app/python_actor.hpp"
+#include "seedrl/app/run_eval.hpp"
+#include "seedrl/app/run_learner.hpp"
 #include "seedrl/app/run_loss.hpp"
+#include "seedrl/env/cartpole.hpp"
+#include "seedrl/io/checkpoint.hpp"
+#include "seedrl/net/mlp_lstm_agent.hpp"
 
 namespace {
 
+using seedrl::app::make_run_sampler;
+using seedrl::app::run_loss_t;
 using seedrl::app::run_mode;
 using seedrl::app::run_options;
+using seedrl::app::run_sampler_t;
 
 /// Parses `args` (after the program name) into `o` with the shared flags; returns what
 /// parse_command_line returned.
@@ -169,8 +180,60 @@ TEST_CASE("--discount and --action-bounds reach the loss and the sampler of a co
   CHECK_FALSE(clipped.impala()->distribution().gaussian.squash);
   CHECK(make_run_sampler<run_sampler_t<seedrl::host_trainer>>(c).bounds ==
         seedrl::bounds_handling::clip);
+  // A CUDA trainer's loss is categorical IMPALA: continuous actions are refused, saying why.
+  CHECK_THROWS_WITH((make_run_loss<seedrl::impala_loss<float>>(c, recipe, torque)),
+                    Catch::Contains("continuous actions train on the CPU"));
   CHECK(parse(c, {"local", "--action-bounds", "wrap"}));  // refused
   CHECK(parse(c, {"local", "--discount", "1.5"}));
+}
+
+TEST_CASE("--normalize-observations and --scale-rewards turn on the learner's normalization",
+          "[app]") {
+  run_options plain;
+  REQUIRE_FALSE(parse(plain, {"local"}));
+  const seedrl::learner_config off = seedrl::app::make_learner_config(plain);
+  CHECK_FALSE(off.normalize_observations.enabled);
+  CHECK_FALSE(off.scale_rewards.enabled);
+  run_options o;
+  REQUIRE_FALSE(parse(o, {"learner", "--normalize-observations", "--scale-rewards"}));
+  CHECK(o.normalize_observations);
+  CHECK(o.scale_rewards);
+  const seedrl::learner_config on = seedrl::app::make_learner_config(o);
+  CHECK(on.normalize_observations.enabled);
+  CHECK(on.normalize_observations.clip == 10.0);
+  CHECK(on.scale_rewards.enabled);
+  CHECK(on.scale_rewards.clip == 10.0);
+}
+
+TEST_CASE("eval through seedrl::policy refuses a checkpoint trained with normalization", "[app]") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("seedrl-app-eval-norm-" + std::to_string(::getpid()));
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 0;
+  const seedrl::mlp_lstm_agent<float> net(nc);
+  const std::string description = seedrl::describe(nc);
+  const auto eval = [&](bool normalized) {
+    std::filesystem::remove_all(dir);
+    seedrl::mlp_lstm_agent<float> copy(net);
+    seedrl::checkpoint c;
+    seedrl::store_parameters(c, copy);
+    c.meta["network"] = description;
+    if (normalized) {
+      const std::vector<double> zeros(4, 0.0);
+      seedrl::store_tensor(c, "observation_normalization.mean", std::span<const double>(zeros));
+    }
+    seedrl::write_checkpoint(dir, c);
+    run_options o;
+    o.checkpoint_dir = dir.string();
+    o.eval_episodes = 1;
+    o.envs_per_actor = 1;
+    return seedrl::app::run_eval<seedrl::cartpole>(
+        o, net, description, [](std::size_t i) { return seedrl::cartpole(i); });
+  };
+  CHECK(eval(false) == 0);  // the same checkpoint plays without the statistics
+  CHECK(eval(true) == 2);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("local mode gives the learner room for all its actors' environments", "[app]") {

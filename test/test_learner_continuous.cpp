@@ -5,6 +5,10 @@
 // network's outputs replayed independently (a float64 formula, not diag_gaussian.hpp), the
 // previous actions must be what each env got one step before, zero at episode starts. Bad
 // input: a continuous spec with a categorical sampler, an actor with another action size.
+// Observation normalization and reward scaling: the unrolls hold what a float64 replay of the
+// envs' records gives, and the statistics survive a checkpoint.
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -14,11 +18,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -28,8 +34,10 @@
 
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/policy_distribution.hpp"
+#include "seedrl/algo/running_mean_std.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/env/pendulum.hpp"
+#include "seedrl/io/checkpoint.hpp"
 #include "seedrl/net/actor_critic_agent.hpp"
 #include "seedrl/net/parts/gaussian_head.hpp"
 #include "seedrl/net/parts/lstm_core.hpp"
@@ -834,4 +842,224 @@ TEST_CASE(
           gauss.log_prob_entropy_gradient(cb, i, 0.5f, 0.1f, g2.data()));
     CHECK(g1 == g2);
   }
+}
+
+TEST_CASE(
+    "observation normalization and reward scaling: the unrolls hold a float64 replay of the "
+    "envs, episode returns stay raw and checkpoints carry the statistics",
+    "[learner][continuous][normalization]") {
+  constexpr std::size_t T = 5, B = 2, envs = 2;
+  const double gamma = 0.9, obs_clip = 5.0, reward_clip = 5.0, eps = 1e-8;
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("seedrl-normalization-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const cont_net net = make_net(41);
+  recording_trainer trainer;
+  const auto record = trainer.r;
+  const auto logs = std::make_shared<env_logs>();
+  std::mutex returns_mutex;
+  std::vector<double> reported_returns;
+  seedrl::learner_config lc = small_config(T, B);
+  lc.normalize_observations = {.enabled = true, .clip = obs_clip};
+  lc.scale_rewards = {.enabled = true, .gamma = gamma, .clip = reward_clip};
+  lc.checkpoint_dir = dir;
+  // Every 2 steps while inference updates the statistics (TSan checks the snapshot), and at
+  // exit, the newest.
+  lc.checkpointing = {2, std::nullopt, true};
+  lc.on_episode = [&](double r, std::int64_t) {
+    std::lock_guard lock(returns_mutex);
+    reported_returns.push_back(r);
+  };
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"learner-normalization"};
+  {
+    cont_learner learner(lc, net, seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                         seedrl::pendulum::observation_spec(), seedrl::pendulum::action_spec(),
+                         trainer, seedrl::gaussian_sampler{});
+    learner.start();
+    learner.serve(transport.listen(endpoint));
+    // One actor: each inference batch is its one request, both envs' step j, so the
+    // statistics after step j are those of every observation up to step j.
+    seedrl::actor_config ac;
+    ac.num_envs = envs;
+    ac.seed = 9;
+    ac.max_steps = 90;
+    seedrl::actor<logged_pendulum, std::function<seedrl::in_process_connection()>> a(
+        ac,
+        [&](std::size_t i) {
+          return logged_pendulum(static_cast<int>(i), 4 + 3 * static_cast<int>(i), logs);
+        },
+        [&] { return transport.connect(endpoint); });
+    std::atomic<bool> stop{false};
+    REQUIRE(a.run(stop) == 90);
+    learner.stop();  // every step the actor sent was answered, so normalized, before run returned
+    CHECK(learner.stats().checkpoints_saved >= 3);  // while inference ran, and at exit
+
+    std::lock_guard lock_logs(logs->mutex);
+    std::lock_guard lock_record(record->mutex);
+    const seedrl::running_mean_std stats = learner.observation_statistics();
+    const auto S = static_cast<std::size_t>(stats.count()) / envs;  // agent steps normalized
+    REQUIRE(stats.count() == static_cast<double>(S * envs));
+    REQUIRE(S == 90);
+    // The replay, in float64 from the envs' own records.
+    std::vector<std::vector<std::array<double, 3>>> want_obs(envs);
+    std::vector<std::vector<double>> want_reward(envs);
+    std::vector<double> seen, returns, R(envs, 0.0);
+    for (std::size_t j = 0; j < S; ++j) {
+      for (std::size_t e = 0; e < envs; ++e) {
+        const auto& l = logs->envs.at(static_cast<int>(e));
+        REQUIRE(j < l.observations.size());
+        for (std::size_t i = 0; i < 3; ++i)
+          seen.push_back(l.observations[j][i]);
+        if (j == 0) {  // the run's first step: no return
+          R[e] = 0.0;
+          continue;
+        }
+        R[e] = gamma * R[e] + l.rewards[j];
+        returns.push_back(R[e]);
+        if (l.dones[j] != 0)
+          R[e] = 0.0;
+      }
+      const std::size_t rows = seen.size() / 3;
+      std::array<double, 3> mean{}, var{};
+      for (std::size_t i = 0; i < 3; ++i) {
+        for (std::size_t r = 0; r < rows; ++r)
+          mean[i] += seen[r * 3 + i];
+        mean[i] /= static_cast<double>(rows);
+        for (std::size_t r = 0; r < rows; ++r)
+          var[i] += (seen[r * 3 + i] - mean[i]) * (seen[r * 3 + i] - mean[i]);
+        var[i] /= static_cast<double>(rows);
+      }
+      double var_R = 1.0;  // before any return
+      if (!returns.empty()) {
+        double m = 0.0, v = 0.0;
+        for (double x : returns)
+          m += x;
+        m /= static_cast<double>(returns.size());
+        for (double x : returns)
+          v += (x - m) * (x - m);
+        var_R = v / static_cast<double>(returns.size());
+      }
+      for (std::size_t e = 0; e < envs; ++e) {
+        const auto& l = logs->envs.at(static_cast<int>(e));
+        std::array<double, 3> o{};
+        for (std::size_t i = 0; i < 3; ++i)
+          o[i] = std::clamp((l.observations[j][i] - mean[i]) / std::sqrt(var[i] + eps), -obs_clip,
+                            obs_clip);
+        want_obs[e].push_back(o);
+        want_reward[e].push_back(
+            std::clamp(l.rewards[j] / std::sqrt(var_R + eps), -reward_clip, reward_clip));
+      }
+      if (j + 1 == S) {  // the learner's statistics are the replay's
+        for (std::size_t i = 0; i < 3; ++i) {
+          CHECK(stats.mean()[i] == Approx(mean[i]).epsilon(1e-10).margin(1e-12));
+          CHECK(stats.var()[i] == Approx(var[i]).epsilon(1e-9));
+        }
+        CHECK(learner.return_statistics().var()[0] == Approx(var_R).epsilon(1e-9));
+      }
+    }
+    // Every unroll column: find its first step by the normalized observation, then every step.
+    REQUIRE(record->batches.size() >= 5);
+    std::size_t rows_checked = 0, large = 0;
+    for (std::size_t n = 0; n < record->batches.size(); ++n) {
+      const auto& b = record->batches[n];
+      for (std::size_t c = 0; c < B; ++c) {
+        std::optional<std::pair<std::size_t, std::size_t>> at;
+        std::size_t matches = 0;
+        for (std::size_t e = 0; e < envs; ++e)
+          for (std::size_t j = 0; j < S; ++j) {
+            double d = 0.0;
+            for (std::size_t i = 0; i < 3; ++i)
+              d = std::max(d, std::abs(b.observations[c * 3 + i] - want_obs[e][j][i]));
+            if (d < 1e-4) {
+              at = std::pair{e, j};
+              ++matches;
+            }
+          }
+        INFO("batch " << n << " column " << c);
+        REQUIRE(matches == 1);
+        const auto [e, j0] = *at;
+        const auto& l = logs->envs.at(static_cast<int>(e));
+        for (std::size_t t = 0; t <= T; ++t) {
+          const std::size_t r = t * B + c, j = j0 + t;
+          INFO("env " << e << " agent step " << j);
+          REQUIRE(j < S);
+          for (std::size_t i = 0; i < 3; ++i) {
+            CHECK(b.observations[r * 3 + i] == Approx(want_obs[e][j][i]).margin(2e-6));
+            large += std::abs(want_obs[e][j][i]) > 1.5 ? 1 : 0;
+          }
+          CHECK(b.rewards[r] == Approx(want_reward[e][j]).epsilon(1e-5).margin(1e-6));
+          CHECK(b.dones[r] == l.dones[j]);
+          ++rows_checked;
+        }
+      }
+    }
+    CHECK(rows_checked == record->batches.size() * (T + 1) * B);
+    CHECK(large > 0);  // normalized values away from the raw ones' range
+    // Episode returns are the raw rewards' sums.
+    std::vector<double> want_returns;
+    for (std::size_t e = 0; e < envs; ++e) {
+      const auto& l = logs->envs.at(static_cast<int>(e));
+      double sum = 0.0;
+      for (std::size_t j = 1; j < S; ++j) {
+        sum += l.rewards[j];
+        if (l.dones[j] != 0) {
+          want_returns.push_back(sum);
+          sum = 0.0;
+        }
+      }
+    }
+    std::lock_guard lock_returns(returns_mutex);
+    REQUIRE(reported_returns.size() == want_returns.size());
+    REQUIRE(!want_returns.empty());
+    std::sort(reported_returns.begin(), reported_returns.end());
+    std::sort(want_returns.begin(), want_returns.end());
+    for (std::size_t k = 0; k < want_returns.size(); ++k)
+      CHECK(reported_returns[k] == Approx(want_returns[k]).epsilon(1e-6));
+  }
+
+  // The checkpoint saved at exit holds the statistics; an inference-only learner restored from
+  // it (weights only) uses them without updating them.
+  const auto saved = seedrl::read_latest_checkpoint(dir);
+  REQUIRE(saved.has_value());
+  seedrl::learner_config eval_lc = small_config(T, B);
+  eval_lc.normalize_observations = lc.normalize_observations;
+  eval_lc.scale_rewards = lc.scale_rewards;
+  eval_lc.inference_only = true;
+  cont_learner eval(eval_lc, net, seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::pendulum::observation_spec(), seedrl::pendulum::action_spec(),
+                    recording_trainer{}, seedrl::gaussian_sampler{});
+  CHECK(eval.observation_statistics().count() == 0.0);
+  eval.restore(*saved, true);
+  const seedrl::running_mean_std restored = eval.observation_statistics();
+  CHECK(restored.count() == 90.0 * envs);
+  std::vector<double> mean(3), var(3);
+  saved->tensor("observation_normalization.mean").copy_to(std::span<double>(mean));
+  saved->tensor("observation_normalization.var").copy_to(std::span<double>(var));
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(restored.mean()[i] == mean[i]);
+    CHECK(restored.var()[i] == var[i]);
+  }
+  const double return_var = eval.return_statistics().var()[0];
+  CHECK(return_var == saved->double_counter("reward_scaling.return_var"));
+  CHECK(return_var != 1.0);
+  eval.start();
+  const seedrl::in_process_endpoint eval_endpoint{"learner-normalization-eval"};
+  eval.serve(transport.listen(eval_endpoint));
+  seedrl::actor_config ac;
+  ac.num_envs = envs;
+  ac.max_steps = 10;
+  seedrl::actor<seedrl::pendulum, std::function<seedrl::in_process_connection()>> a(
+      ac, [](std::size_t i) { return seedrl::pendulum(i); },
+      [&] { return transport.connect(eval_endpoint); });
+  std::atomic<bool> stop{false};
+  CHECK(a.run(stop) == 10);
+  eval.stop();
+  CHECK(eval.stats().frames == 10 * static_cast<std::int64_t>(envs));
+  const seedrl::running_mean_std after = eval.observation_statistics();
+  CHECK(after.count() == restored.count());
+  for (std::size_t i = 0; i < 3; ++i)
+    CHECK(after.mean()[i] == restored.mean()[i]);
+  CHECK(eval.return_statistics().var()[0] == return_var);
+  std::filesystem::remove_all(dir);
 }

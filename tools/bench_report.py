@@ -34,6 +34,7 @@ def main():
     context, env = run(bench_dir / "seedrl_bench_env", reps)
     _, lstm = run(bench_dir / "seedrl_bench_lstm", reps)
     _, train = run(bench_dir / "seedrl_bench_train", reps)
+    _, algorithms = run(bench_dir / "seedrl_bench_algorithms", reps)
 
     print(f"host: {context.get('num_cpus')} CPUs at {context.get('mhz_per_cpu')} MHz, "
           f"load {context.get('load_avg')}; medians of {reps} repetitions\n")
@@ -58,6 +59,15 @@ def main():
             m = lstm[f"BM_memcpy_lstm_weights/H:{H}"]["weight_GBps"] / 1e9
             stream = f"{w:.1f} | {w / m:.2f}" if B == 1 else " | "
             print(f"| {B} | {H} | {g:.1f} | {g / sgemm:.2f} | {stream} |")
+
+    print("\n## PPO update (4 epochs x 4 minibatches) against one IMPALA step, same batch "
+          "(T=20, B=32)")
+    print("| network | IMPALA samples/s | PPO samples/s | PPO / IMPALA |")
+    print("| --- | ---: | ---: | ---: |")
+    for net in ("cartpole_mlp", "cartpole_lstm", "pendulum"):
+        impala = algorithms[f"BM_impala_step/{net}"]["items_per_second"]
+        ppo = algorithms[f"BM_ppo_update/{net}"]["items_per_second"]
+        print(f"| {net} | {impala / 1e3:.1f} k | {ppo / 1e3:.1f} k | {ppo / impala:.2f} |")
 
     step = train["BM_train_step"]
     vt = train["BM_vtrace"]

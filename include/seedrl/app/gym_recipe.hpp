@@ -89,6 +89,9 @@ struct basic_gym_recipe {
         ->delimiter(',')
         ->check(positive_number);
     cli.add_flag("--lstm", vector.lstm, "vector observations: add an LSTM core (64) to the MLP");
+    cli.add_flag("--orthogonal-init", vector.orthogonal_init,
+                 "vector observations: orthogonal initialization (gains sqrt(2) hidden, 0.01 "
+                 "policy, 1 value) instead of PyTorch's default");
     cli.add_option("--torso", torso,
                    "images: nature (Nature CNN), impala (IMPALA ResNet) or small (3x3 "
                    "convolutions for low-resolution images such as 10x10xC)")

@@ -35,11 +35,17 @@ struct mlp_recipe {
   /// Feed-forward by default: a Markov task (CartPole; SEED's MuJoCo setting) learns fastest
   /// so; --lstm adds the LSTM core, which learns too, more slowly and at a smaller rate.
   bool lstm = false;
+  /// Orthogonal initialization with per-layer gains (sqrt(2) hidden, 0.01 policy, 1 value),
+  /// as PPO implementations for continuous control use; PyTorch's default otherwise.
+  bool orthogonal_init = false;
   double learning_rate = 2e-3;
   double lstm_learning_rate = 5e-4;
 
   void add_flags(CLI::App& cli) {
     cli.add_flag("--lstm", lstm, "use the MLP+LSTM network instead of the MLP");
+    cli.add_flag("--orthogonal-init", orthogonal_init,
+                 "orthogonal initialization (gains sqrt(2) hidden, 0.01 policy, 1 value) instead "
+                 "of PyTorch's default");
     if (auto* lr = cli.get_option_no_throw("--learning-rate")) {
       lr->description("Adam learning rate (default " + detail::format_number(learning_rate) +
                       ", or " + detail::format_number(lstm_learning_rate) + " with --lstm)");
@@ -57,6 +63,7 @@ struct mlp_recipe {
       c.num_actions = 2 * c.continuous_action_size;
     }
     c.seed = o.seed;
+    c.orthogonal_init = orthogonal_init;
     if (!lstm)
       c.lstm_size = 0;
     return c;

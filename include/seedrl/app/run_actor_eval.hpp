@@ -31,6 +31,7 @@
 #include "seedrl/app/run_options.hpp"
 #include "seedrl/app/signals.hpp"
 #include "seedrl/runtime/action_sampler.hpp"
+#include "seedrl/runtime/input_normalizer.hpp"
 #include "seedrl/runtime/learner.hpp"
 #include "seedrl/transport/tcp.hpp"
 
@@ -87,6 +88,10 @@ int run_actor_eval(const run_options& o, secret_ptr secret, const agent_parts<Ne
   learner_config lc = make_learner_config(o);
   lc.inference_only = true;
   lc.checkpoint_dir.clear();
+  // A network trained on normalized observations sees them normalized with the checkpoint's
+  // statistics (frozen in an inference-only learner), with or without the flag.
+  if (c->tensors.contains(input_normalizer<float>::obs_mean_name))
+    lc.normalize_observations.enabled = true;
   lc.auth_secret = std::move(secret);
   lc.on_episode = [&tally](double episode_return, std::int64_t) { tally.add(episode_return); };
   // The CPU training learner's type: eval compiles no learner of its own.

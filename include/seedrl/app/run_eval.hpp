@@ -133,6 +133,16 @@ int run_eval(const run_options& o, const Net& architecture, const std::string& d
   const auto c = load_eval_checkpoint(o, description, hint);
   if (!c)
     return 2;
+  // seedrl::policy feeds the network raw observations and rewards: a network trained on the
+  // learner's normalized ones (--normalize-observations, --scale-rewards) would be misjudged.
+  if (c->tensors.contains("observation_normalization.mean") ||
+      c->counters.contains("reward_scaling.return_var")) {
+    std::fprintf(stderr,
+                 "%s was trained with --normalize-observations or --scale-rewards, which this "
+                 "program's eval does not apply yet\n",
+                 c->source.c_str());
+    return 2;
+  }
   Net net(architecture);
   restore_parameters(*c, net);
   std::printf("%s: training step %lld, %s\n", c->source.c_str(), static_cast<long long>(c->step),

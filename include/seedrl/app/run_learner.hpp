@@ -114,6 +114,8 @@ inline learner_config make_learner_config(const run_options& o) {
   lc.batching.max_batch = o.inference_batch;
   lc.batching.max_request_rows = std::max<std::size_t>(o.envs_per_actor, 256);
   lc.seed = o.seed;
+  lc.normalize_observations.enabled = o.normalize_observations;
+  lc.scale_rewards.enabled = o.scale_rewards;
   lc.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
   lc.checkpoint_dir = o.checkpoint_dir;
   lc.checkpointing.every_steps = o.checkpoint_every_steps > 0
@@ -167,6 +169,8 @@ template <class Net, class Opt, class Trainer = host_trainer>
 int run_learner(const run_options& o, secret_ptr secret, const agent_parts<Net, Opt>& agent,
                 const environment_info& env, Trainer trainer = Trainer()) {
   learner_config lc = make_learner_config(o);
+  // The return the loss sees: --discount, else the recipe's.
+  lc.scale_rewards.gamma = o.discount ? *o.discount : static_cast<double>(agent.loss.discount);
   const bool loopback = o.host == "127.0.0.1" || o.host == "localhost" || o.host == "::1";
   if (!secret && !loopback) {
     std::fprintf(stderr,

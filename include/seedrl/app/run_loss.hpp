@@ -45,7 +45,8 @@ Sampler make_run_sampler(const run_options& o, action_selection how = action_sel
 /// (`recipe`: discount, reward clipping), with --entropy-cost and --discount. PPO takes the
 /// recipe's discount; it has no reward clipping. For continuous `actions` the policy is a
 /// diagonal Gaussian with --action-bounds' handling of the bounds (the sampler's). Throws
-/// std::invalid_argument for --algo ppo with a CUDA trainer, or settings the loss refuses.
+/// std::invalid_argument for --algo ppo or continuous actions with a CUDA trainer, or settings
+/// the loss refuses.
 template <class L, class S>
 L make_run_loss(const run_options& o, impala_loss_config<S> recipe, const action_spec& actions) {
   if (o.discount)
@@ -54,6 +55,11 @@ L make_run_loss(const run_options& o, impala_loss_config<S> recipe, const action
     if (o.algorithm == "ppo") {
       throw std::invalid_argument(
           "--algo ppo trains on the CPU (--device cpu): the CUDA trainers run the IMPALA loss");
+    }
+    if (!actions.is_discrete()) {
+      throw std::invalid_argument(
+          "continuous actions train on the CPU (--device cpu): the CUDA trainers run categorical "
+          "policies only");
     }
     recipe.entropy_cost = static_cast<S>(o.entropy_cost);
     return L(recipe);

@@ -42,6 +42,10 @@ struct run_options {
   std::size_t inference_batch = 16;
   std::optional<double> learning_rate;  ///< unset: the agent recipe's default
   bool lr_decay = false;                ///< decay the learning rate linearly to 0 by --total-frames
+  /// Learner-side input normalization (learner_config::normalize_observations, ::scale_rewards;
+  /// reward scaling discounts with the agent's discount).
+  bool normalize_observations = false;
+  bool scale_rewards = false;
   double entropy_cost = 0.001;
   std::optional<double> discount;  ///< unset: the agent recipe's (IMPALA and PPO alike)
   /// Continuous actions: tanh squashing into the bounds, or clipping (gaussian_sampler).
@@ -143,6 +147,12 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
   cli.add_flag("--lr-decay", o.lr_decay,
                "decay the learning rate linearly to 0 by --total-frames (counted in optimizer "
                "steps: frames / (unroll length x batch size), times PPO's epochs x minibatches)");
+  cli.add_flag("--normalize-observations", o.normalize_observations,
+               "normalize observations on the learner by their running mean and variance, "
+               "clipped to +-10 (float observations; the statistics are saved in checkpoints)");
+  cli.add_flag("--scale-rewards", o.scale_rewards,
+               "divide rewards on the learner by the running standard deviation of the "
+               "discounted return, clipped to +-10 (episode returns stay raw)");
   cli.add_option("--entropy-cost", o.entropy_cost, "entropy bonus weight")
       ->check(non_negative_number);
   cli.add_option_function<double>(

@@ -4,12 +4,15 @@
 /// owning network's flat parameter buffer (W as [out, in] row-major, then b), bound with
 /// `bind`, so the layer itself holds no memory.
 
+#include <algorithm>
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <span>
 #include <stdexcept>
 
 #include "seedrl/core/random.hpp"
+#include "seedrl/net/init_scheme.hpp"
 #include "seedrl/net/tensor.hpp"
 
 namespace seedrl {
@@ -43,6 +46,18 @@ class linear {
     for (std::size_t i = 0; i < num_parameters(); ++i) {
       params_[i] = static_cast<S>(rng.uniform(-bound, bound));
     }
+  }
+
+  /// As `scheme` says (seedrl/net/init_scheme.hpp): PyTorch's default scaled by `gain`, as
+  /// above, or gain x an orthogonal W and zero biases.
+  void init(random_generator& rng, init_scheme scheme, S gain) {
+    if (scheme == init_scheme::pytorch_default) {
+      init(rng, gain);
+      return;
+    }
+    orthogonal_fill(rng, std::span<S>(params_, static_cast<std::size_t>(out_ * in_)), out_, in_,
+                    static_cast<double>(gain));
+    std::fill_n(params_ + out_ * in_, out_, S(0));
   }
 
   const_matrix_view<S> weight() const { return cview(params_, out_, in_); }

@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "seedrl/net/actor_critic_agent.hpp"
+#include "seedrl/net/init_scheme.hpp"
 #include "seedrl/net/mlp_lstm_agent_config.hpp"
 #include "seedrl/net/network.hpp"
 #include "seedrl/net/parts/linear_heads.hpp"
@@ -63,12 +64,19 @@ class mlp_lstm_agent : public mlp_lstm_composition<S> {
                           .continuous_action_size = config.continuous_action_size},
             vector_observations{config.observation_size},
             mlp_torso<S>(mlp_torso_options{.input_size = config.observation_size,
-                                           .widths = config.hidden_sizes}),
+                                           .widths = config.hidden_sizes,
+                                           .init = scheme(config)}),
             lstm_core_options{.hidden_size = config.lstm_size,
                               .num_layers = config.lstm_layers,
                               .forget_bias = config.forget_bias},
-            typename categorical_head<S>::options_type{config.num_actions}),
+            typename categorical_head<S>::options_type{.num_actions = config.num_actions,
+                                                       .init = scheme(config)},
+            typename value_head<S>::options_type{.init = scheme(config)}),
         config_(std::move(config)) {}
+
+  static init_scheme scheme(const mlp_lstm_agent_config& c) {
+    return c.orthogonal_init ? init_scheme::orthogonal : init_scheme::pytorch_default;
+  }
 
   static mlp_lstm_agent_config checked(mlp_lstm_agent_config c) {
     if (c.observation_size <= 0 || c.num_actions <= 0 || c.hidden_sizes.empty() ||

@@ -33,6 +33,10 @@ struct mlp_lstm_agent_config {
   /// row (2D for gaussian_sampler: D means then D log-stds, a state-dependent log-std) and the
   /// previous action enters the core as its D values instead of a one-hot. 0: discrete.
   std::int32_t continuous_action_size = 0;
+  /// Orthogonal initialisation (seedrl/net/init_scheme.hpp) with the usual gains: sqrt(2) for
+  /// the torso's layers, 0.01 for the policy head, 1 for the value head. The LSTM keeps its
+  /// own. Off: PyTorch's default, as always. Like the seed, not part of `describe`.
+  bool orthogonal_init = false;
 };
 
 /// The architecture as one line, e.g. "mlp_lstm_agent obs=4 actions=2 hidden=64,64 lstm=64

@@ -99,7 +99,7 @@ class pixel_lstm_agent : public pixel_lstm_composition<S, Torso> {
             lstm_core_options{.hidden_size = config.lstm_size,
                               .num_layers = 1,
                               .forget_bias = config.forget_bias},
-            typename categorical_head<S>::options_type{config.num_actions}),
+            typename categorical_head<S>::options_type{.num_actions = config.num_actions}),
         config_(std::move(config)) {}
 
   static config_type checked(config_type c) {

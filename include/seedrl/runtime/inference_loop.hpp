@@ -43,6 +43,7 @@
 #include "seedrl/runtime/detail/stats_board.hpp"
 #include "seedrl/runtime/detail/step_request.hpp"
 #include "seedrl/runtime/env_state_store.hpp"
+#include "seedrl/runtime/input_normalizer.hpp"
 #include "seedrl/runtime/learner_config.hpp"
 #include "seedrl/runtime/learner_stats.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
@@ -60,11 +61,13 @@ class inference_loop {
   using time_split = thread_time_split<3>;
 
   /// `net` is copied; completed unrolls go to `queue`, parameters come from `params`, counters
-  /// go to `stats`. `created` is the learner's clock start.
+  /// go to `stats`. `created` is the learner's clock start. `normalizer` normalizes each batch's
+  /// observations and rewards (when the config asks for it) before inference.
   inference_loop(const learner_config& config, const Net& net, const observation_spec& obs_spec,
                  const action_spec& act_spec, Sampler sampler, unroll_queue& queue,
                  const parameter_store<scalar>& params, detail::stats_board& stats,
-                 std::chrono::steady_clock::time_point created)
+                 std::chrono::steady_clock::time_point created,
+                 input_normalizer<scalar>& normalizer)
       : inference_only_(config.inference_only),
         on_episode_(config.on_episode),
         log_(config.log),
@@ -86,6 +89,7 @@ class inference_loop {
         queue_(queue),
         params_(params),
         stats_(stats),
+        normalizer_(normalizer),
         time_(waiting_for_batch, created) {
     // The bounds the sampler keeps to, as float32 rounded inwards: actions travel as float32
     // and the actor checks them against the spec's double bounds, which a float rounded to
@@ -284,7 +288,7 @@ class inference_loop {
     const auto W = static_cast<std::size_t>(net_.state_size());
     auto state = net_.initial_state(cap);
     std::vector<scalar> state_before(cap * W), outputs(cap * policy_width_), values(cap), logp(cap);
-    std::vector<std::uint8_t> resets(cap);
+    std::vector<std::uint8_t> resets(cap), run_starts(cap);
     std::vector<std::int32_t> prev_actions(cap), actions(cap);
     // Continuous actions, D per row (empty when discrete): the previous ones fed to the
     // network, the env's (as sent, in float) and the raw samples the loss evaluates.
@@ -317,6 +321,7 @@ class inference_loop {
         if (seen.finished)
           finished.push_back(*seen.finished);
         resets[r] = static_cast<std::uint8_t>(p.dones[r] != 0 || seen.run_changed);
+        run_starts[r] = static_cast<std::uint8_t>(seen.run_changed);
         prev_actions[r] = store_.prev_action(slot);
         const auto prev_env = store_.prev_env_action(slot);
         std::copy(prev_env.begin(), prev_env.end(),
@@ -326,6 +331,13 @@ class inference_loop {
                   state_before.begin() + static_cast<std::ptrdiff_t>(r * W));
       }
       slots.unlock();
+      // Normalized observations and scaled rewards (when asked for) are what the network sees
+      // and the unrolls keep; the episode returns above were counted from the raw rewards.
+      normalizer_.apply(B, std::span<const std::uint32_t>(p.slots).first(B),
+                        std::span(p.observations).first(B * obs_size_),
+                        std::span(p.rewards).first(B),
+                        std::span<const std::uint8_t>(p.dones).first(B),
+                        std::span<const std::uint8_t>(run_starts).first(B));
       // Inference on the first B rows of the preallocated buffers.
       state.batch = static_cast<std::ptrdiff_t>(B);
       std::copy_n(state_before.begin(), B * W, state.data.begin());
@@ -443,6 +455,7 @@ class inference_loop {
   unroll_queue& queue_;
   const parameter_store<scalar>& params_;
   detail::stats_board& stats_;
+  input_normalizer<scalar>& normalizer_;
   time_split time_;
   std::thread thread_;
 

@@ -10,7 +10,9 @@
 ///     which pushes completed unrolls into the training queue read by
 ///   - training_loop (trainer, parameter publication, checkpoints).
 /// The training queue and the parameter store are where the two loops meet; the counters
-/// (learner_stats) are shared by all three.
+/// (learner_stats) are shared by all three. When the config asks for observation normalization
+/// or reward scaling, the inference loop applies it (input_normalizer) and the training loop
+/// saves its statistics in checkpoints.
 ///
 /// Threads: one per connection (reads and validates frames, copies observations into the
 /// filling batch), one inference thread (runs batches, writes every reply, builds unrolls),
@@ -42,6 +44,7 @@
 #include "seedrl/runtime/bounded_queue.hpp"
 #include "seedrl/runtime/detail/stats_board.hpp"
 #include "seedrl/runtime/inference_loop.hpp"
+#include "seedrl/runtime/input_normalizer.hpp"
 #include "seedrl/runtime/learner_config.hpp"
 #include "seedrl/runtime/learner_network.hpp"
 #include "seedrl/runtime/learner_stats.hpp"
@@ -104,12 +107,14 @@ class learner {
           Sampler sampler = Sampler())
       : created_((checked(net, obs_spec, act_spec, sampler), std::chrono::steady_clock::now())),
         queue_(config.queue_batches * config.batch_size),
+        normalizer_(config.normalize_observations, config.scale_rewards, obs_spec, config.max_envs,
+                    config.inference_only),
         inference_(config, net, obs_spec, act_spec, std::move(sampler), queue_, params_, stats_,
-                   created_),
+                   created_, normalizer_),
         training_(config, net, std::move(optimizer), std::move(trainer), std::move(loss),
                   static_cast<std::size_t>(obs_spec.num_elements()), inference_.policy_width(),
                   continuous_action_size(act_spec), queue_, inference_.unroll_pool(), params_,
-                  stats_, created_),
+                  stats_, created_, normalizer_),
         server_(config, obs_spec, act_spec, inference_, stats_) {}
 
   learner(const learner&) = delete;
@@ -122,9 +127,18 @@ class learner {
   /// counters. Throws checkpoint_error and changes nothing on a mismatch. A full restore from a
   /// file in checkpoint_dir continues the run there; anything else is a new run, which start()
   /// refuses to save beside another run's checkpoints.
+  /// The observation and return statistics (learner_config::normalize_observations,
+  /// ::scale_rewards) are restored too, even when `weights_only`: weights trained on normalized
+  /// inputs need them. A checkpoint without them leaves them fresh.
   void restore(const checkpoint& c, bool weights_only = false) {
+    const auto statistics = normalizer_.read(c);  // checked before anything changes
     training_.restore(c, weights_only);
+    normalizer_.load(statistics);
   }
+
+  /// Copies of the observation and discounted-return statistics (see input_normalizer).
+  running_mean_std observation_statistics() const { return normalizer_.observation_statistics(); }
+  running_mean_std return_statistics() const { return normalizer_.return_statistics(); }
 
   /// Starts the inference and trainer threads. Throws checkpoint_error, and starts nothing, if
   /// checkpoint_dir holds checkpoints and this learner was not restored in full from one of
@@ -220,6 +234,7 @@ class learner {
   detail::stats_board stats_;
   bounded_queue<unroll<scalar>*> queue_;  // inference -> training, by pointer
   parameter_store<scalar> params_;        // training -> inference
+  input_normalizer<scalar> normalizer_;   // inference updates, training saves
   inference_type inference_;
   training_type training_;
   server_type server_;

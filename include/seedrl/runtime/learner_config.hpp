@@ -19,6 +19,25 @@
 
 namespace seedrl {
 
+/// Running observation normalization on the learner (seedrl/runtime/input_normalizer.hpp):
+/// every float observation element becomes clip((x - mean) / sqrt(var + epsilon), -clip, clip)
+/// with the running statistics of every observation seen, before the network sees it.
+struct observation_normalization_config {
+  bool enabled = false;
+  double clip = 10.0;
+  double epsilon = 1e-8;
+};
+
+/// Reward scaling on the learner (seedrl/runtime/input_normalizer.hpp), as Stable-Baselines3's
+/// VecNormalize: each env's discounted return R = gamma R + r is tracked, and rewards become
+/// clip(r / sqrt(var(R) + epsilon), -clip, clip). Episode returns stay raw.
+struct reward_scaling_config {
+  bool enabled = false;
+  double gamma = 0.99;
+  double clip = 10.0;
+  double epsilon = 1e-8;
+};
+
 /// Learner settings.
 struct learner_config {
   std::size_t max_envs = 4096;     ///< environment slots across all actors
@@ -59,6 +78,11 @@ struct learner_config {
   /// it (its undiscounted return and length in steps), in the order the batch held them. Keep
   /// it short: the next batch waits for it.
   std::function<void(double episode_return, std::int64_t length)> on_episode;
+  /// Off by default. Both statistics are saved in checkpoints and restored (also by a
+  /// weights-only restore: the weights mean nothing without them); an inference-only learner
+  /// uses them frozen.
+  observation_normalization_config normalize_observations{};
+  reward_scaling_config scale_rewards{};
 };
 
 }  // namespace seedrl

@@ -30,6 +30,7 @@
 #include "seedrl/io/checkpoint_schedule.hpp"
 #include "seedrl/runtime/bounded_queue.hpp"
 #include "seedrl/runtime/detail/stats_board.hpp"
+#include "seedrl/runtime/input_normalizer.hpp"
 #include "seedrl/runtime/learner_config.hpp"
 #include "seedrl/runtime/learner_stats.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
@@ -52,13 +53,15 @@ class training_loop {
   /// `net` is copied; unrolls of `observation_size`-element observations come from `queue`
   /// and go back to `pool`, parameters are published to `params`, counters go to `stats`.
   /// `num_actions` is the batch's policy width, `action_dim` D for continuous actions (else
-  /// 0). `created` is the learner's clock start.
+  /// 0). `created` is the learner's clock start. Checkpoints take a snapshot of `normalizer`'s
+  /// statistics, which the inference thread goes on updating.
   /// Publishes `net`'s parameters.
   training_loop(const learner_config& config, const Net& net, Opt optimizer, Trn trainer,
                 LossFn loss, std::size_t observation_size, std::size_t num_actions,
                 std::size_t action_dim, unroll_queue& queue, unroll_builder<scalar>& pool,
                 parameter_store<scalar>& params, detail::stats_board& stats,
-                std::chrono::steady_clock::time_point created)
+                std::chrono::steady_clock::time_point created,
+                const input_normalizer<scalar>& normalizer)
       : config_(config),
         obs_size_(observation_size),
         num_actions_(num_actions),
@@ -71,6 +74,7 @@ class training_loop {
         pool_(pool),
         params_(params),
         stats_(stats),
+        normalizer_(normalizer),
         time_(waiting_for_data, created) {
     const update_schedule plan = schedule_of(loss_);
     if (plan.epochs == 0 || plan.minibatches == 0 || config.batch_size % plan.minibatches != 0) {
@@ -281,6 +285,7 @@ class training_loop {
     }
     store_parameters(c, net_);
     store_optimizer(c, optimizer_);
+    normalizer_.store(c);
     c.counters["frames"] = s.frames;
     c.counters["episodes"] = s.episodes;
     c.counters["train_steps"] = s.train_steps;
@@ -315,6 +320,7 @@ class training_loop {
   unroll_builder<scalar>& pool_;
   parameter_store<scalar>& params_;
   detail::stats_board& stats_;
+  const input_normalizer<scalar>& normalizer_;
   time_split time_;
   std::optional<checkpoint_schedule<>> checkpoints_;   // set when checkpoint_dir is
   std::optional<std::filesystem::path> resumed_from_;  // the source of a full restore()

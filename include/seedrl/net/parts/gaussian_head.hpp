@@ -12,7 +12,8 @@
 /// Models seedrl::PolicyHead (seedrl/net/parts/head.hpp) with num_actions() = D and 2D outputs.
 /// Parameters: the linear layer's (W [outputs, inputs] row-major, then b), then, when
 /// state-independent, the D log-stds. The layer is initialised with gain 0.01 (means near 0,
-/// as the categorical head's near-uniform logits) and the log-stds to `initial_log_std`.
+/// as the categorical head's near-uniform logits), or orthogonally when the options ask
+/// (seedrl/net/init_scheme.hpp), and the log-stds to `initial_log_std`.
 
 #include <algorithm>
 #include <concepts>
@@ -21,6 +22,7 @@
 #include <stdexcept>
 
 #include "seedrl/core/random.hpp"
+#include "seedrl/net/init_scheme.hpp"
 #include "seedrl/net/linear.hpp"
 #include "seedrl/net/parts/head.hpp"
 #include "seedrl/net/tensor.hpp"
@@ -35,6 +37,9 @@ class gaussian_head {
     std::int32_t action_size = 0;          ///< D
     bool state_dependent_log_std = false;  ///< log-stds from the layer instead of a vector
     double initial_log_std = 0.0;          ///< of the state-independent vector
+    /// PyTorch's default with gain 0.01 (the default), or orthogonal x `orthogonal_gain`.
+    init_scheme init = init_scheme::pytorch_default;
+    double orthogonal_gain = orthogonal_policy_gain;
   };
 
   gaussian_head(const options_type& options, std::ptrdiff_t input_size)
@@ -57,7 +62,10 @@ class gaussian_head {
   }
 
   void init(random_generator& rng) {
-    layer_.init(rng, S(0.01));
+    if (options_.init == init_scheme::orthogonal)
+      layer_.init(rng, init_scheme::orthogonal, static_cast<S>(options_.orthogonal_gain));
+    else
+      layer_.init(rng, S(0.01));
     if (independent())
       std::fill_n(log_std_, D_, static_cast<S>(options_.initial_log_std));
   }

@@ -4,7 +4,8 @@
 /// activation `Act` (`relu_activation`, the default, or `tanh_activation`; activation.hpp), over
 /// flat feature vectors. Models seedrl::Torso (seedrl/net/parts/torso.hpp). Parameters: each
 /// layer's W [out, in] row-major then b [out], first layer first; each layer initialised as
-/// `linear::init` (PyTorch's default) in order.
+/// `linear::init` in order: PyTorch's default, or orthogonal with a gain (sqrt(2) unless told;
+/// seedrl/net/init_scheme.hpp) when the options ask.
 
 #include <algorithm>
 #include <concepts>
@@ -16,6 +17,7 @@
 
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/activation.hpp"
+#include "seedrl/net/init_scheme.hpp"
 #include "seedrl/net/linear.hpp"
 #include "seedrl/net/parts/preprocess.hpp"
 #include "seedrl/net/parts/torso.hpp"
@@ -27,6 +29,9 @@ namespace seedrl {
 struct mlp_torso_options {
   std::ptrdiff_t input_size = 0;               ///< features per observation row
   std::vector<std::ptrdiff_t> widths{64, 64};  ///< one layer per entry, each followed by Act
+  /// PyTorch's default (the default), or orthogonal weights x `orthogonal_gain` and zero biases.
+  init_scheme init = init_scheme::pytorch_default;
+  double orthogonal_gain = orthogonal_hidden_gain;
 };
 
 /// The MLP torso; see the file comment.
@@ -67,8 +72,9 @@ class mlp_torso {
     }
   }
   void init(random_generator& rng) {
+    const bool orthogonal = options_.init == init_scheme::orthogonal;
     for (auto& l : layers_)
-      l.init(rng);
+      l.init(rng, options_.init, static_cast<S>(orthogonal ? options_.orthogonal_gain : 1.0));
   }
 
   void infer(const_matrix_view<S> x, matrix_view<S> y) { run(x, y, step_hidden_); }
