@@ -74,32 +74,48 @@ vtrace_coefficients<S> make_vtrace_coefficients(const vtrace_params<S>& params, 
           threshold(params.clip_pg_rho_threshold, "clip_pg_rho_threshold"), params.lambda};
 }
 
-/// One row (fixed t, every b) of the backward scan, as a loop over b with no branches inside:
-/// the clips are selects (`vtrace_clip`), the truncation cut is a select (`vtrace_cut`), and
-/// whether acc_{t+1} exists (`Carried`, false at t = T-1 where it is 0) and whether flags exist
-/// (`Cut`) are template parameters.
+/// One row (fixed t, every b) of the backward scan, as loops over b with no branches inside
+/// that GCC and Clang vectorise; whether acc_{t+1} exists (`Carried`, false at t = T-1 where it
+/// is 0) and whether flags exist (`Cut`) are template parameters.
 ///
 /// `rho_pg` holds rho_t on entry and pg_t on return; `acc` receives acc_t; with `Carried`,
 /// `next_acc` holds acc_{t+1} on entry and vs_{t+1} on return (row t was its last reader).
 /// Every pointer is `__restrict`: `vtrace_scan` has checked that no output overlaps an input or
 /// the other output, and rows t and t+1 of `vs` are disjoint. Without that promise GCC guards
 /// the vector loop with run-time alias checks over eight arrays and runs it scalar.
+///
+/// Two selects sit in their own loops, because in the step's loop GCC turns them into branches
+/// it cannot vectorise without AVX-512's masked arithmetic (FP operations may trap, so it will
+/// not compute both arms unconditionally):
+/// - min(1, rho_t), the trace clip: multiplied by lambda, its constant arm folds (1 * lambda),
+///   which moves the multiplication by rho into the other arm. It is formed first, into `acc`
+///   (free until the step writes acc_t), and the step takes it from there.
+/// - the truncation cut: the step's arithmetic, used only where the flag is 0, would sink into
+///   that arm. The step is stored, then the cut zeroes the flagged elements.
+/// The results are those of `vtrace_step_from_rho` and `vtrace_cut`, bit for bit.
 template <std::floating_point S, bool Carried, bool Cut>
 void vtrace_row(const vtrace_coefficients<S> k, std::size_t B, const S* __restrict discount,
                 const S* __restrict reward, const S* __restrict value,
                 const S* __restrict next_value, const std::uint8_t* __restrict truncated,
                 S* __restrict rho_pg, S* __restrict acc, S* __restrict next_acc) {
   for (std::size_t b = 0; b < B; ++b) {
+    acc[b] = vtrace_clip(S(1), rho_pg[b]);
+  }
+  for (std::size_t b = 0; b < B; ++b) {
     const S carried = Carried ? next_acc[b] : S(0);
-    auto step = vtrace_step_from_rho(k, rho_pg[b], discount[b], reward[b], value[b], next_value[b],
-                                     carried);
-    if constexpr (Cut) {
-      step = vtrace_cut(step, truncated[b]);
-    }
+    const auto step = vtrace_step_from_clips(k, rho_pg[b], acc[b], discount[b], reward[b], value[b],
+                                             next_value[b], carried);
     acc[b] = step.acc;
     rho_pg[b] = step.pg_advantage;
     if constexpr (Carried) {
       next_acc[b] = vtrace_target(next_value[b], carried);
+    }
+  }
+  if constexpr (Cut) {
+    for (std::size_t b = 0; b < B; ++b) {
+      const auto step = vtrace_cut(vtrace_step_result<S>{acc[b], rho_pg[b]}, truncated[b]);
+      acc[b] = step.acc;
+      rho_pg[b] = step.pg_advantage;
     }
   }
 }
