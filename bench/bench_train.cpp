@@ -1,20 +1,15 @@
-// Training-side costs: one full training step of the CartPole network and V-trace, each with
-// a baseline from the same run.
+// Training-side costs: one full training step of the CartPole network. V-trace against memcpy
+// is in bench_vtrace.cpp.
 //
 // BM_train_step: forward over a [T+1 = 21, B = 32] unroll of the MLP 64-64 + LSTM 64 network,
 // the IMPALA loss, backward through time, global-norm clipping and an Adam step; reported as
 // samples (T * B) per second. Its baseline is BM_sgemm_1024 in seedrl_bench_lstm.
-// BM_vtrace: T = 100, B = 256, float, without and with time-limit flags; BM_memcpy_vtrace_bytes
-// copies as many bytes as V-trace reads and writes (4 inputs and 2 outputs of T*B floats, plus
-// B bootstraps).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "seedrl/algo/impala_loss.hpp"
-#include "seedrl/algo/vtrace.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
@@ -64,51 +59,6 @@ void BM_train_step(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * T * B));
 }
 BENCHMARK(BM_train_step)->Unit(benchmark::kMicrosecond);
-
-constexpr std::size_t vtrace_T = 100, vtrace_B = 256;
-
-/// `with_truncation`: pass time-limit flags (one step in 50 set), which takes the scan's
-/// per-element cut; without, the overload that has none.
-void BM_vtrace(benchmark::State& state, bool with_truncation) {
-  const std::size_t n = vtrace_T * vtrace_B;
-  seedrl::random_generator rng(2);
-  const auto log_rhos = random_floats(n, rng, -1, 1);
-  const auto discounts = random_floats(n, rng, 0.9, 0.99);
-  const auto rewards = random_floats(n, rng, -1, 1);
-  const auto values = random_floats(n, rng, -1, 1);
-  const auto bootstrap = random_floats(vtrace_B, rng, -1, 1);
-  std::vector<std::uint8_t> truncated(n);
-  for (std::size_t i = 0; i < n; i += 50)
-    truncated[i] = 1;
-  std::vector<float> vs(n), pg(n);
-  for (auto _ : state) {
-    if (with_truncation) {
-      seedrl::vtrace<float>(vtrace_T, vtrace_B, log_rhos, discounts, rewards, values, bootstrap,
-                            truncated, {}, vs, pg);
-    } else {
-      seedrl::vtrace<float>(vtrace_T, vtrace_B, log_rhos, discounts, rewards, values, bootstrap, {},
-                            vs, pg);
-    }
-    benchmark::DoNotOptimize(vs.data());
-    benchmark::DoNotOptimize(pg.data());
-  }
-  state.SetBytesProcessed(
-      static_cast<std::int64_t>(state.iterations() * (6 * n + vtrace_B) * sizeof(float)));
-}
-BENCHMARK_CAPTURE(BM_vtrace, no_truncation, false)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_vtrace, with_truncation, true)->Unit(benchmark::kMicrosecond);
-
-void BM_memcpy_vtrace_bytes(benchmark::State& state) {
-  const std::size_t bytes = (6 * vtrace_T * vtrace_B + vtrace_B) * sizeof(float);
-  std::vector<char> src(bytes, 1), dst(bytes);
-  for (auto _ : state) {
-    std::memcpy(dst.data(), src.data(), bytes);
-    benchmark::DoNotOptimize(dst.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
-}
-BENCHMARK(BM_memcpy_vtrace_bytes)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

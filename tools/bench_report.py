@@ -35,6 +35,7 @@ def main():
     _, lstm = run(bench_dir / "seedrl_bench_lstm", reps)
     _, train = run(bench_dir / "seedrl_bench_train", reps)
     _, algorithms = run(bench_dir / "seedrl_bench_algorithms", reps)
+    _, vtrace = run(bench_dir / "seedrl_bench_vtrace", reps)
 
     print(f"host: {context.get('num_cpus')} CPUs at {context.get('mhz_per_cpu')} MHz, "
           f"load {context.get('load_avg')}; medians of {reps} repetitions\n")
@@ -70,14 +71,17 @@ def main():
         print(f"| {net} | {impala / 1e3:.1f} k | {ppo / 1e3:.1f} k | {ppo / impala:.2f} |")
 
     step = train["BM_train_step"]
-    vt = train["BM_vtrace"]
-    mc = train["BM_memcpy_vtrace_bytes"]
     print("\n## Training")
     print(f"- training step (CartPole net, T=20, B=32, IMPALA loss, clip, Adam): "
           f"{step['items_per_second'] / 1e3:.1f} k samples/s ({step['real_time']:.0f} us per step)")
-    print(f"- V-trace T=100 B=256: {vt['real_time']:.1f} us; memcpy of the same bytes "
-          f"{mc['real_time']:.1f} us; ratio (memcpy time / V-trace time) "
-          f"{mc['real_time'] / vt['real_time']:.3f}")
+    print("\n## V-trace against a memcpy of the same bytes (CPU time, same run)")
+    print("| T | B | time flags off / on (us) | memcpy (us) | memcpy / V-trace, off / on |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    for T, B in ((20, 32), (80, 256), (100, 256), (20, 1024)):
+        off = vtrace[f"BM_vtrace/T:{T}/B:{B}/truncation:0"]
+        on = vtrace[f"BM_vtrace/T:{T}/B:{B}/truncation:1"]
+        print(f"| {T} | {B} | {off['cpu_time']:.2f} / {on['cpu_time']:.2f} | "
+              f"{off['memcpy_us']:.2f} | {off['x_memcpy']:.2f} / {on['x_memcpy']:.2f} |")
 
 
 if __name__ == "__main__":

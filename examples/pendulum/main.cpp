@@ -6,7 +6,8 @@
 //
 // The network is mlp_recipe's MLP, given a Gaussian head by the continuous action spec (one
 // mean and one state-dependent log-std); the torque is tanh-squashed into its bounds
-// (--action-bounds clip clips instead). Everything but the environment and the defaults below
+// (--action-bounds clip clips instead). The learner normalizes observations and scales rewards
+// by a running return deviation. Everything but the environment and the defaults below
 // is seedrl/app.
 #include "seedrl/app/mlp_recipe.hpp"
 #include "seedrl/app/program.hpp"
@@ -19,6 +20,10 @@ int main(int argc, char** argv) {
   p.options.algorithm = "ppo";
   p.options.discount = 0.95;
   p.options.entropy_cost = 0.0;
+  // Observations normalized and rewards scaled on the learner (saved in checkpoints): 7 of 7
+  // seeds solve within 47 k - 216 k frames so, 2 of 2 within 0.46 M - 1 M frames without.
+  p.options.normalize_observations = true;
+  p.options.scale_rewards = true;
   p.options.target_return = -250.0;  // the mean of the last 100 episodes (200 steps each)
   p.options.total_frames = 2'000'000;
   return p.run(argc, argv, seedrl::app::mlp_recipe{});

@@ -74,6 +74,72 @@ vtrace_coefficients<S> make_vtrace_coefficients(const vtrace_params<S>& params, 
           threshold(params.clip_pg_rho_threshold, "clip_pg_rho_threshold"), params.lambda};
 }
 
+/// One row (fixed t, every b) of the backward scan, as loops over b with no branches inside
+/// that GCC and Clang vectorise; whether acc_{t+1} exists (`Carried`, false at t = T-1 where it
+/// is 0) and whether flags exist (`Cut`) are template parameters.
+///
+/// `rho_pg` holds rho_t on entry and pg_t on return; `acc` receives acc_t; with `Carried`,
+/// `next_acc` holds acc_{t+1} on entry and vs_{t+1} on return (row t was its last reader).
+/// Every pointer is `__restrict`: `vtrace_scan` has checked that no output overlaps an input or
+/// the other output, and rows t and t+1 of `vs` are disjoint. Without that promise GCC guards
+/// the vector loop with run-time alias checks over eight arrays and runs it scalar.
+///
+/// Two selects sit in their own loops, because in the step's loop GCC turns them into branches
+/// it cannot vectorise without AVX-512's masked arithmetic (FP operations may trap, so it will
+/// not compute both arms unconditionally):
+/// - min(1, rho_t), the trace clip: multiplied by lambda, its constant arm folds (1 * lambda),
+///   which moves the multiplication by rho into the other arm. It is formed first, into `acc`
+///   (free until the step writes acc_t), and the step takes it from there.
+/// - the truncation cut: the step's arithmetic, used only where the flag is 0, would sink into
+///   that arm. The step is stored, then the cut zeroes the flagged elements.
+/// The results are those of `vtrace_step_from_rho` and `vtrace_cut`, bit for bit.
+template <std::floating_point S, bool Carried, bool Cut>
+void vtrace_row(const vtrace_coefficients<S> k, std::size_t B, const S* __restrict discount,
+                const S* __restrict reward, const S* __restrict value,
+                const S* __restrict next_value, const std::uint8_t* __restrict truncated,
+                S* __restrict rho_pg, S* __restrict acc, S* __restrict next_acc) {
+  for (std::size_t b = 0; b < B; ++b) {
+    acc[b] = vtrace_clip(S(1), rho_pg[b]);
+  }
+  for (std::size_t b = 0; b < B; ++b) {
+    const S carried = Carried ? next_acc[b] : S(0);
+    const auto step = vtrace_step_from_clips(k, rho_pg[b], acc[b], discount[b], reward[b], value[b],
+                                             next_value[b], carried);
+    acc[b] = step.acc;
+    rho_pg[b] = step.pg_advantage;
+    if constexpr (Carried) {
+      next_acc[b] = vtrace_target(next_value[b], carried);
+    }
+  }
+  if constexpr (Cut) {
+    for (std::size_t b = 0; b < B; ++b) {
+      const auto step = vtrace_cut(vtrace_step_result<S>{acc[b], rho_pg[b]}, truncated[b]);
+      acc[b] = step.acc;
+      rho_pg[b] = step.pg_advantage;
+    }
+  }
+}
+
+/// Every row of the scan, t = T-1 down to 0, after rho is in `pg`.
+template <std::floating_point S, bool Cut>
+void vtrace_rows(const vtrace_coefficients<S>& k, std::size_t T, std::size_t B, const S* discounts,
+                 const S* rewards, const S* values, const S* bootstrap,
+                 const std::uint8_t* truncated, S* vs, S* pg) {
+  const auto flags = [truncated](std::size_t row) { return Cut ? truncated + row : nullptr; };
+  std::size_t row = (T - 1) * B;
+  vtrace_row<S, false, Cut>(k, B, discounts + row, rewards + row, values + row, bootstrap,
+                            flags(row), pg + row, vs + row, nullptr);
+  while (row != 0) {
+    const std::size_t next = row;
+    row -= B;
+    vtrace_row<S, true, Cut>(k, B, discounts + row, rewards + row, values + row, values + next,
+                             flags(row), pg + row, vs + row, vs + next);
+  }
+  for (std::size_t b = 0; b < B; ++b) {
+    vs[b] = vtrace_target(values[b], vs[b]);
+  }
+}
+
 /// The scan behind both `seedrl::vtrace` overloads; `truncated` null means no truncation.
 template <std::floating_point S>
 void vtrace_scan(const char* who, std::size_t T, std::size_t B, std::span<const S> log_rhos,
@@ -128,58 +194,18 @@ void vtrace_scan(const char* who, std::size_t T, std::size_t B, std::span<const 
     return;
   }
 
-  for (std::size_t t = T; t-- > 0;) {
-    const std::size_t row = t * B;
-    const bool last = t + 1 == T;
-    // V_{t+1} and acc_{t+1}: the bootstrap and 0 after the last step.
-    const S* next_values = last ? bootstrap_value.data() : values.data() + row + B;
-    S* next_acc = last ? nullptr : vs.data() + row + B;
-    // rho for the whole row with Eigen's vectorised exp (a scalar exp per element would cost
-    // more than the rest of the scan); pg_advantages' row holds it until the step overwrites it.
-    S* rho = pg_advantages.data() + row;
-    Eigen::Map<Eigen::Array<S, 1, Eigen::Dynamic>>(rho, static_cast<Eigen::Index>(B)) =
-        Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(log_rhos.data() + row,
-                                                             static_cast<Eigen::Index>(B))
-            .exp();
-    // Two loops rather than `last ? 0 : next_acc[b]` inside one: a conditional load keeps the
-    // compiler from vectorising the row.
-    // Likewise without truncation flags the row runs the plain step, so results stay bit for
-    // bit those of the scan before truncation existed.
-    const auto scan_row = [&](auto next_acc_at, auto cut_at) {
-      for (std::size_t b = 0; b < B; ++b) {
-        const auto step =
-            cut_at(b, vtrace_step_from_rho(k, rho[b], discounts[row + b], rewards[row + b],
-                                           values[row + b], next_values[b], next_acc_at(b)));
-        vs[row + b] = step.acc;
-        pg_advantages[row + b] = step.pg_advantage;
-      }
-    };
-    const auto zero_acc = [](std::size_t) { return S(0); };
-    const auto carried_acc = [next_acc](std::size_t b) { return next_acc[b]; };
-    const auto keep = [](std::size_t, vtrace_step_result<S> r) { return r; };
-    const auto cut_row = [cut, row](std::size_t b, vtrace_step_result<S> r) {
-      return vtrace_cut(r, cut[row + b]);
-    };
-    if (cut == nullptr) {
-      if (last) {
-        scan_row(zero_acc, keep);
-      } else {
-        scan_row(carried_acc, keep);
-      }
-    } else if (last) {
-      scan_row(zero_acc, cut_row);
-    } else {
-      scan_row(carried_acc, cut_row);
-    }
-    if (!last) {
-      // Row t no longer needs acc_{t+1}: turn row t+1 into the targets.
-      for (std::size_t b = 0; b < B; ++b) {
-        next_acc[b] = vtrace_target(next_values[b], next_acc[b]);
-      }
-    }
-  }
-  for (std::size_t b = 0; b < B; ++b) {
-    vs[b] = vtrace_target(values[b], vs[b]);
+  // rho for the whole batch in one pass with Eigen's vectorised exp (a scalar exp per element
+  // would cost more than the rest of the scan); pg_advantages holds it until the scan overwrites
+  // each element with its advantage.
+  const auto size = static_cast<Eigen::Index>(n);
+  Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>>(pg_advantages.data(), size) =
+      Eigen::Map<const Eigen::Array<S, Eigen::Dynamic, 1>>(log_rhos.data(), size).exp();
+  if (cut == nullptr) {
+    vtrace_rows<S, false>(k, T, B, discounts.data(), rewards.data(), values.data(),
+                          bootstrap_value.data(), nullptr, vs.data(), pg_advantages.data());
+  } else {
+    vtrace_rows<S, true>(k, T, B, discounts.data(), rewards.data(), values.data(),
+                         bootstrap_value.data(), cut, vs.data(), pg_advantages.data());
   }
 }
 

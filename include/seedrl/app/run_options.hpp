@@ -149,10 +149,12 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
                "steps: frames / (unroll length x batch size), times PPO's epochs x minibatches)");
   cli.add_flag("--normalize-observations", o.normalize_observations,
                "normalize observations on the learner by their running mean and variance, "
-               "clipped to +-10 (float observations; the statistics are saved in checkpoints)");
+               "clipped to +-10 (float observations; the statistics are saved in checkpoints; "
+               "=false turns off a program's default)");
   cli.add_flag("--scale-rewards", o.scale_rewards,
                "divide rewards on the learner by the running standard deviation of the "
-               "discounted return, clipped to +-10 (episode returns stay raw)");
+               "discounted return, clipped to +-10 (episode returns stay raw; =false turns off a "
+               "program's default)");
   cli.add_option("--entropy-cost", o.entropy_cost, "entropy bonus weight")
       ->check(non_negative_number);
   cli.add_option_function<double>(

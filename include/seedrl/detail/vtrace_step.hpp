@@ -52,18 +52,30 @@ struct vtrace_step_result {
   S pg_advantage;  ///< min(pg_rho_bar, rho_t) * (r_t + gamma_t vs_{t+1} - V_t)
 };
 
+/// One step at (t, b) from rho_t and its trace clip `trace_rho` = vtrace_clip(1, rho_t), which
+/// the CPU scan forms in a loop of its own (see `detail::vtrace_row`); `next_value` and
+/// `next_acc` are V_{t+1} and acc_{t+1} (bootstrap and 0 at t = T-1).
+template <std::floating_point S>
+SEEDRL_HOST_DEVICE vtrace_step_result<S> vtrace_step_from_clips(const vtrace_coefficients<S>& k,
+                                                                S rho, S trace_rho, S discount,
+                                                                S reward, S value, S next_value,
+                                                                S next_acc) {
+  const S delta = vtrace_clip(k.rho_bar, rho) * (reward + discount * next_value - value);
+  const S c = trace_rho * k.lambda;
+  const S acc = delta + discount * c * next_acc;
+  const S next_vs = next_value + next_acc;
+  const S pg = vtrace_clip(k.pg_rho_bar, rho) * (reward + discount * next_vs - value);
+  return {acc, pg};
+}
+
 /// One step at (t, b) from rho_t = exp(log rho_t); `next_value` and `next_acc` are V_{t+1} and
 /// acc_{t+1} (bootstrap and 0 at t = T-1).
 template <std::floating_point S>
 SEEDRL_HOST_DEVICE vtrace_step_result<S> vtrace_step_from_rho(const vtrace_coefficients<S>& k,
                                                               S rho, S discount, S reward, S value,
                                                               S next_value, S next_acc) {
-  const S delta = vtrace_clip(k.rho_bar, rho) * (reward + discount * next_value - value);
-  const S c = vtrace_clip(S(1), rho) * k.lambda;
-  const S acc = delta + discount * c * next_acc;
-  const S next_vs = next_value + next_acc;
-  const S pg = vtrace_clip(k.pg_rho_bar, rho) * (reward + discount * next_vs - value);
-  return {acc, pg};
+  return vtrace_step_from_clips(k, rho, vtrace_clip(S(1), rho), discount, reward, value, next_value,
+                                next_acc);
 }
 
 /// One step of the reverse scan from log rho; see `vtrace_step_from_rho`.
@@ -81,7 +93,9 @@ SEEDRL_HOST_DEVICE vtrace_step_result<S> vtrace_step(const vtrace_coefficients<S
 template <std::floating_point S>
 SEEDRL_HOST_DEVICE vtrace_step_result<S> vtrace_cut(vtrace_step_result<S> step,
                                                     std::uint8_t truncated) {
-  return truncated != 0 ? vtrace_step_result<S>{S(0), S(0)} : step;
+  // One select per member: Clang does not vectorise a select between whole structs.
+  const bool cut = truncated != 0;
+  return {cut ? S(0) : step.acc, cut ? S(0) : step.pg_advantage};
 }
 
 /// vs_t = V_t + acc_t; a function so that every backend forms it the same way.
