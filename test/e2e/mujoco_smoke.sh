@@ -33,7 +33,10 @@ rc=0
   --seed 5 >"$out" 2>&1 || rc=$?
 ((rc == 0)) || fail "seedrl_gym exited $rc"
 grep -q '^algorithm: PPO' "$out" || fail "no PPO algorithm line"
-grep -q 'continuous \[6\]' "$out" || fail "the learner did not get HalfCheetah's continuous [6] actions"
+grep -q 'actions  *continuous \[6\] in \[-1, 1\] (Gaussian head)' "$out" ||
+  fail "the configuration does not say HalfCheetah's continuous [6] actions"
+grep -q '^actions: continuous \[6\]; network: .*continuous_actions=6' "$out" ||
+  fail "the learner did not build a network for 6 continuous actions"
 ! grep -q 'training failed' "$out" || fail "training failed"
 line=$(grep '^done: ' "$out") || fail "no 'done:' line"
 frames=$(sed -n 's/^done: \([0-9]*\) frames.*/\1/p' <<<"$line")

@@ -195,8 +195,18 @@ int run_learner(const run_options& o, secret_ptr secret, const agent_parts<Net, 
   auto listener = transport.listen({o.host, o.port});
   const auto port = listener.local_port();
   std::printf("learner listening on %s:%u\n", o.host.c_str(), static_cast<unsigned>(port));
-  if (env.announce_network)
-    std::printf("actions: %d; network: %s\n", env.actions.num_actions, agent.description.c_str());
+  if (env.announce_network) {
+    // A count for discrete actions, the shape for continuous ones (which have no count).
+    // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on "..." + std::string.
+    std::string actions;
+    if (env.actions.is_discrete()) {
+      actions = std::to_string(env.actions.num_actions);
+    } else {
+      actions = "continuous ";
+      actions += env.actions.shape.to_string();
+    }
+    std::printf("actions: %s; network: %s\n", actions.c_str(), agent.description.c_str());
+  }
   std::printf("algorithm: %s\n", algorithm_summary(o).c_str());
   std::fflush(stdout);
   l.serve(std::move(listener));
