@@ -406,3 +406,44 @@ TEST_CASE("the learner's inference loop runs the engine it is given", "[inferenc
   CHECK(s.episodes > 0);
   CHECK(reset_rows == reset_calls + static_cast<std::size_t>(s.episodes));
 }
+
+TEST_CASE("the learner serves and trains with two CPU inference workers", "[inference_engine]") {
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 4;
+  seedrl::learner_config lc;
+  lc.max_envs = 8;
+  lc.unroll_length = 4;
+  lc.batch_size = 2;
+  lc.batching.max_batch = 4;
+  lc.batching.deadline = 1ms;
+  lc.batching.max_request_rows = 8;
+  lc.inference_workers = 2;
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"inference-workers"};
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  std::atomic<bool> stop{false};
+  std::thread actor([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = 3;
+    seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
+        ac, [](std::size_t) { return seedrl::cartpole(); },
+        [&] { return transport.connect(endpoint); });
+    a.run(stop);
+  });
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  // Several published parameter sets reach the two workers while they serve.
+  while (learner.stats().train_steps < 5 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  stop = true;
+  actor.join();
+  learner.stop();
+  const auto s = learner.stats();
+  CHECK(s.train_steps >= 5);
+  CHECK(s.trainer_error.empty());
+  CHECK(s.episodes > 0);
+}
