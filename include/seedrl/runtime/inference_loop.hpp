@@ -11,6 +11,8 @@
 /// filling batch, outside the batcher's lock); one inference thread runs batches and is the
 /// only one that writes actions. Environment slots are handed out under a lock and given back
 /// through the inference thread, so that no batch ever refers to a freed slot.
+/// The engine may infer on threads of its own (cpu_inference_engine's workers); it returns
+/// before the inference thread goes on, so nothing else sees them.
 ///
 /// Actions: one int32 per environment for a discrete action space; for a continuous one, D
 /// floats per environment in arrays beside the int32 ones (which stay zero), with the actors

@@ -15,7 +15,8 @@
 /// saves its statistics in checkpoints.
 ///
 /// Threads: one per connection (reads and validates frames, copies observations into the
-/// filling batch), one inference thread (runs batches, writes every reply, builds unrolls),
+/// filling batch), one inference thread (runs batches, writes every reply, builds unrolls;
+/// the CPU engine adds learner_config::inference_workers - 1 threads that only infer),
 /// one trainer thread (assembles batches of unrolls, trains, publishes). A connection thread
 /// is the only one that reads its socket; the inference thread is the only one that writes
 /// actions to it, so no lock is taken per request beyond the batcher's row reservation.
