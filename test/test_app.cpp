@@ -89,7 +89,7 @@ TEST_CASE("flags set the run options, and unset ones keep the program's defaults
   run_options l;
   REQUIRE_FALSE(
       parse(l, {"--learning-rate", "3e-4", "learner", "--target-return", "-100", "--checkpoint-dir",
-                "ckpt", "--resume", "--checkpoint-every-steps", "0"}));
+                "ckpt", "--resume", "--checkpoint-every-steps", "0", "--inference-workers", "2"}));
   CHECK(l.mode == run_mode::learner);
   REQUIRE(l.learning_rate);
   CHECK(*l.learning_rate == 3e-4);
@@ -98,6 +98,11 @@ TEST_CASE("flags set the run options, and unset ones keep the program's defaults
   CHECK(l.resume);
   CHECK(l.checkpoint_every_steps == 0);
   CHECK(l.max_envs == 4096);
+  CHECK(l.inference_workers == 2);
+  CHECK(seedrl::app::make_learner_config(l).inference_workers == 2);
+  CHECK(seedrl::app::make_learner_config(o).inference_workers == 1);  // unset: one thread
+  run_options zero;
+  CHECK(parse(zero, {"local", "--inference-workers", "0"}) == 2);
 }
 
 TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[app][ppo]") {

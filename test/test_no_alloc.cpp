@@ -28,6 +28,7 @@ void seedrl_test_eigen_assertion(const char* what, const char* file, int line);
 #include "seedrl/net/parts/lstm_core.hpp"
 #include "seedrl/net/parts/mlp_torso.hpp"
 #include "seedrl/net/parts/no_core.hpp"
+#include "seedrl/runtime/cpu_inference_engine.hpp"
 
 namespace {
 std::atomic<long> allocations{0};        // global operator new
@@ -262,6 +263,39 @@ TEST_CASE("wide LSTM inference allocates nothing in steady state", "[alloc]") {
   config.hidden_sizes = {256};
   config.lstm_size = 256;
   CHECK(allocations_during_inference(config, 64, 10) == 0);
+}
+
+TEST_CASE("the CPU inference engine allocates nothing per batch, with 1 or 3 workers", "[alloc]") {
+  // The worker hand-off (mutex, condition variables) must not allocate either.
+  seedrl::mlp_lstm_agent_config config;
+  const seedrl::mlp_lstm_agent<float> net(config);
+  constexpr std::size_t B = 32;
+  std::vector<float> obs(B * 4, 0.5f), rewards(B, 1.0f), logits(B * 2), values(B);
+  std::vector<std::uint8_t> dones(B, 0);
+  std::vector<std::int32_t> prev(B, 0);
+  std::vector<std::uint32_t> slots(B);
+  for (std::size_t workers : {1u, 3u}) {
+    INFO("workers " << workers);
+    seedrl::cpu_inference_engine<seedrl::mlp_lstm_agent<float>> engine(net, {64, B, 2, workers});
+    const auto step = [&](std::size_t k) {
+      for (std::size_t r = 0; r < B; ++r)
+        slots[r] = static_cast<std::uint32_t>((r * 7 + k) % 64);  // a different order each time
+      dones[k % B] = static_cast<std::uint8_t>(k % 3 == 0);
+      engine.reset_state(k % 64);
+      engine.infer(std::span<const std::uint32_t>(slots).first(B - k % 5),
+                   {std::span<const float>(obs).first((B - k % 5) * 4),
+                    std::span<const float>(rewards).first(B - k % 5),
+                    std::span<const std::uint8_t>(dones).first(B - k % 5),
+                    std::span<const std::int32_t>(prev).first(B - k % 5)},
+                   {std::span(logits).first((B - k % 5) * 2), std::span(values).first(B - k % 5)});
+    };
+    step(0);
+    step(1);
+    const long before = heap_allocations();
+    for (std::size_t k = 2; k < 40; ++k)
+      step(k);
+    CHECK(heap_allocations() - before == 0);
+  }
 }
 
 namespace {

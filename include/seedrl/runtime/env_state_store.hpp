@@ -5,7 +5,9 @@
 /// An environment's state is reset when its run id changes (the actor restarted it) and its
 /// previous action and episode statistics when an episode ends; the network itself zeroes the
 /// recurrent state at steps marked done. The previous action is an int32 index for discrete
-/// action spaces, D floats (what the env got) for continuous ones.
+/// action spaces, D floats (what the env got) for continuous ones. The learner's inference
+/// loop builds it with a state width of 0: there the InferenceEngine owns the recurrent states
+/// (seedrl/runtime/inference_engine.hpp), and a run-id change resets them through it.
 
 #include <algorithm>
 #include <concepts>

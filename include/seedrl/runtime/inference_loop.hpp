@@ -11,17 +11,23 @@
 /// filling batch, outside the batcher's lock); one inference thread runs batches and is the
 /// only one that writes actions. Environment slots are handed out under a lock and given back
 /// through the inference thread, so that no batch ever refers to a freed slot.
+/// The engine may infer on threads of its own (cpu_inference_engine's workers); it returns
+/// before the inference thread goes on, so nothing else sees them.
 ///
 /// Actions: one int32 per environment for a discrete action space; for a continuous one, D
 /// floats per environment in arrays beside the int32 ones (which stay zero), with the actors
 /// answered by continuous actions frames and the network fed the previous action's D values.
 ///
-/// `Net` models LearnerNetwork; `Sampler` models ActionSampler.
+/// `Net` models LearnerNetwork; `Sampler` models ActionSampler; `Engine` models InferenceEngine
+/// (seedrl/runtime/inference_engine.hpp) and runs the network step with each environment's
+/// recurrent state: `cpu_inference_engine<Net>` (Eigen on this thread, or on
+/// learner_config::inference_workers threads) by default.
 
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -40,9 +46,11 @@
 #include "seedrl/runtime/action_sampler.hpp"
 #include "seedrl/runtime/batcher.hpp"
 #include "seedrl/runtime/bounded_queue.hpp"
+#include "seedrl/runtime/cpu_inference_engine.hpp"
 #include "seedrl/runtime/detail/stats_board.hpp"
 #include "seedrl/runtime/detail/step_request.hpp"
 #include "seedrl/runtime/env_state_store.hpp"
+#include "seedrl/runtime/inference_engine.hpp"
 #include "seedrl/runtime/input_normalizer.hpp"
 #include "seedrl/runtime/learner_config.hpp"
 #include "seedrl/runtime/learner_stats.hpp"
@@ -53,8 +61,15 @@
 namespace seedrl {
 
 /// See the file comment.
-template <class Net, class Sampler = categorical_sampler>
+template <class Net, class Sampler = categorical_sampler, class Engine = cpu_inference_engine<Net>>
 class inference_loop {
+  static_assert(InferenceEngine<Engine>,
+                "seedrl::inference_loop: the engine type does not model seedrl::InferenceEngine "
+                "(see seedrl/runtime/inference_engine.hpp)");
+  static_assert(std::constructible_from<Engine, const Net&, const inference_engine_config&>,
+                "seedrl::inference_loop: the engine cannot be built from (const Net&, const "
+                "seedrl::inference_engine_config&)");
+
  public:
   using scalar = typename Net::scalar_type;
   using unroll_queue = bounded_queue<unroll<scalar>*>;
@@ -79,8 +94,12 @@ class inference_loop {
         num_actions_(act_spec.is_discrete() ? act_spec.num_actions : 0),
         low_(action_dim_),
         high_(action_dim_),
-        net_(net),
-        store_(config.max_envs, net.state_size(), action_dim_),
+        engine_(net, inference_engine_config{config.max_envs,
+                                             std::max(config.batching.max_batch,
+                                                      config.batching.max_request_rows),
+                                             policy_width_, config.inference_workers}),
+        // The recurrent states live in the engine; the store keeps the rest of each slot.
+        store_(config.max_envs, 0, action_dim_),
         builder_(config.max_envs, config.unroll_length, obs_size_,
                  static_cast<std::size_t>(net.state_size()),
                  (config.queue_batches + 2) * config.batch_size, action_dim_),
@@ -285,9 +304,7 @@ class inference_loop {
 
   void run() {
     const std::size_t cap = batcher_.capacity();
-    const auto W = static_cast<std::size_t>(net_.state_size());
-    auto state = net_.initial_state(cap);
-    std::vector<scalar> state_before(cap * W), outputs(cap * policy_width_), values(cap), logp(cap);
+    std::vector<scalar> outputs(cap * policy_width_), values(cap), logp(cap);
     std::vector<std::uint8_t> resets(cap), run_starts(cap);
     std::vector<std::int32_t> prev_actions(cap), actions(cap);
     // Continuous actions, D per row (empty when discrete): the previous ones fed to the
@@ -305,7 +322,7 @@ class inference_loop {
         break;
       time_.enter(inferring);
       apply_releases();
-      params_.update_if_newer(&version, net_.parameters());
+      engine_.update_parameters(params_, &version);
       const std::size_t B = batch->rows;
       payload& p = batch->payload;
       finished.clear();
@@ -317,6 +334,7 @@ class inference_loop {
         if (seen.run_changed) {
           dropped_steps_ += static_cast<std::int64_t>(builder_.pending(slot));
           builder_.reset(slot);
+          engine_.reset_state(slot);  // a new or restarted env starts from zeros
         }
         if (seen.finished)
           finished.push_back(*seen.finished);
@@ -326,9 +344,6 @@ class inference_loop {
         const auto prev_env = store_.prev_env_action(slot);
         std::copy(prev_env.begin(), prev_env.end(),
                   prev_env_actions.begin() + static_cast<std::ptrdiff_t>(r * D));
-        const auto row = store_.state(slot);
-        std::copy(row.begin(), row.end(),
-                  state_before.begin() + static_cast<std::ptrdiff_t>(r * W));
       }
       slots.unlock();
       // Normalized observations and scaled rewards (when asked for) are what the network sees
@@ -338,17 +353,17 @@ class inference_loop {
                         std::span(p.rewards).first(B),
                         std::span<const std::uint8_t>(p.dones).first(B),
                         std::span<const std::uint8_t>(run_starts).first(B));
-      // Inference on the first B rows of the preallocated buffers.
-      state.batch = static_cast<std::ptrdiff_t>(B);
-      std::copy_n(state_before.begin(), B * W, state.data.begin());
+      // Inference on the first B rows of the preallocated buffers; the engine steps each
+      // slot's state and keeps the state each row started from for the unrolls.
       agent_step_output<scalar> out{std::span(outputs).first(B * policy_width_),
                                     std::span(values).first(B)};
-      net_.infer({std::span<const scalar>(p.observations).first(B * obs_size_),
-                  std::span<const scalar>(p.rewards).first(B),
-                  std::span<const std::uint8_t>(resets).first(B),
-                  std::span<const std::int32_t>(prev_actions).first(B),
-                  std::span<const scalar>(prev_env_actions).first(B * D)},
-                 state, out);
+      engine_.infer(std::span<const std::uint32_t>(p.slots).first(B),
+                    {std::span<const scalar>(p.observations).first(B * obs_size_),
+                     std::span<const scalar>(p.rewards).first(B),
+                     std::span<const std::uint8_t>(resets).first(B),
+                     std::span<const std::int32_t>(prev_actions).first(B),
+                     std::span<const scalar>(prev_env_actions).first(B * D)},
+                    out);
       const action_buffers<scalar> chosen{
           D == 0 ? std::span(actions).first(B) : std::span<std::int32_t>(),
           std::span(env_actions).first(B * D),
@@ -388,8 +403,6 @@ class inference_loop {
       slots.lock();
       for (std::size_t r = 0; r < B; ++r) {
         const std::size_t slot = p.slots[r];
-        const auto row = store_.state(slot);
-        std::copy_n(state.data.begin() + static_cast<std::ptrdiff_t>(r * W), W, row.begin());
         store_.set_prev_action(slot, actions[r]);
         store_.set_prev_env_action(slot, std::span<const scalar>(env_actions).subspan(r * D, D));
         if (inference_only_)
@@ -397,7 +410,7 @@ class inference_loop {
         unroll<scalar>* done_unroll = builder_.append(
             slot, std::span<const scalar>(p.observations).subspan(r * obs_size_, obs_size_),
             p.rewards[r], resets[r] != 0, p.truncated[r] != 0, prev_actions[r], actions[r], logp[r],
-            version, std::span<const scalar>(state_before).subspan(r * W, W),
+            version, engine_.state_before(r),
             std::span<const scalar>(prev_env_actions).subspan(r * D, D),
             std::span<const scalar>(raw_actions).subspan(r * D, D));
         if (done_unroll != nullptr) {
@@ -447,7 +460,7 @@ class inference_loop {
   std::size_t action_dim_;          // D for continuous actions, 0 for discrete
   std::int32_t num_actions_;        // discrete: the action count; 0 for continuous
   std::vector<scalar> low_, high_;  // [D] the action bounds, for the sampler
-  Net net_;
+  Engine engine_;                   // the network step and every slot's recurrent state
   env_state_store<scalar> store_;
   unroll_builder<scalar> builder_;
   dynamic_batcher<payload> batcher_;

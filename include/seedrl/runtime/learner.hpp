@@ -15,7 +15,8 @@
 /// saves its statistics in checkpoints.
 ///
 /// Threads: one per connection (reads and validates frames, copies observations into the
-/// filling batch), one inference thread (runs batches, writes every reply, builds unrolls),
+/// filling batch), one inference thread (runs batches, writes every reply, builds unrolls;
+/// the CPU engine adds learner_config::inference_workers - 1 threads that only infer),
 /// one trainer thread (assembles batches of unrolls, trains, publishes). A connection thread
 /// is the only one that reads its socket; the inference thread is the only one that writes
 /// actions to it, so no lock is taken per request beyond the batcher's row reservation.
@@ -24,7 +25,9 @@
 /// `Opt` models Optimizer; `Tr` models Transport; `Trn` models Trainer
 /// (seedrl/runtime/trainer.hpp): where training steps run, `host_trainer` (the CPU, the default) or
 /// e.g. `cuda::mlp_lstm_trainer` (a GPU); `LossFn` models Loss (the IMPALA loss by default);
-/// `Sampler` models ActionSampler (categorical sampling by default).
+/// `Sampler` models ActionSampler (categorical sampling by default); `Engine` models
+/// InferenceEngine (seedrl/runtime/inference_engine.hpp): where the inference step runs,
+/// `cpu_inference_engine<Net>` by default (learner_config::inference_workers threads).
 
 #include <atomic>
 #include <chrono>
@@ -42,6 +45,7 @@
 #include "seedrl/runtime/action_sampler.hpp"
 #include "seedrl/runtime/actor_server.hpp"
 #include "seedrl/runtime/bounded_queue.hpp"
+#include "seedrl/runtime/cpu_inference_engine.hpp"
 #include "seedrl/runtime/detail/stats_board.hpp"
 #include "seedrl/runtime/inference_loop.hpp"
 #include "seedrl/runtime/input_normalizer.hpp"
@@ -75,7 +79,7 @@ struct learner_scalar<N> {
 /// See the file comment.
 template <class Net, class Opt, class Tr, class Trn = host_trainer,
           class LossFn = impala_loss<typename detail::learner_scalar<Net>::type>,
-          class Sampler = categorical_sampler>
+          class Sampler = categorical_sampler, class Engine = cpu_inference_engine<Net>>
 class learner {
   static_assert(check_learner_network<Net>(),
                 "seedrl::learner: the network does not model seedrl::LearnerNetwork (what it "
@@ -94,7 +98,7 @@ class learner {
   using scalar = typename detail::learner_scalar<Net>::type;
   using connection_type = typename Tr::connection_type;
   using listener_type = typename Tr::listener_type;
-  using inference_type = inference_loop<Net, Sampler>;
+  using inference_type = inference_loop<Net, Sampler, Engine>;
   using training_type = training_loop<Net, Opt, Trn, LossFn>;
   using server_type = actor_server<Tr, inference_type>;
 

@@ -51,6 +51,9 @@ struct learner_config {
   double max_grad_norm = 40.0;  ///< global-norm clipping
   std::uint32_t max_payload = protocol::default_max_payload;
   std::uint64_t seed = 0;  ///< action sampling
+  /// Threads the CPU inference engine splits each batch over (cpu_inference_engine): 1 infers
+  /// on the inference thread alone; W > 1 adds W - 1 threads, each with a network copy.
+  std::size_t inference_workers = 1;
   /// When set, every actor must pass the challenge-response of docs/security.md before hello.
   std::shared_ptr<const security::shared_secret> auth_secret;
   /// Longest time from accepting a connection to its welcome; a silent or slow peer is refused

@@ -1,0 +1,84 @@
+#pragma once
+/// \file
+/// The learner's inference plug point: where one batch of environment steps becomes policy
+/// outputs and values. The inference loop (seedrl/runtime/inference_loop.hpp) does the
+/// batching, bookkeeping, action sampling and replies; the engine does the network step and
+/// owns what the network step needs across batches: the recurrent state of every environment
+/// slot and the parameters it infers with. Keeping both behind one type lets the state table
+/// and the parameters live where the compute runs (host memory for the CPU engine, device
+/// memory for an accelerator engine).
+///
+/// A type `E` models `seedrl::InferenceEngine` when it provides:
+///   - `using scalar_type = ...;` float or double (below, S);
+///   - construction from `(const Net&, const inference_engine_config&)` (the inference loop
+///     builds it so; checked there): the network gives the architecture and initial parameters,
+///     the config the sizes. The recurrent state table holds `max_envs` rows of
+///     `state_width()` zeros from construction on. A config the engine cannot serve (a policy
+///     width the network does not write, no rows, no workers) throws std::invalid_argument.
+///   - `std::size_t max_envs() const;`, `std::size_t max_batch() const;`,
+///     `std::size_t state_width() const;` (0 without a recurrent core) and
+///     `std::size_t policy_width() const;` (policy outputs per row);
+///   - `void reset_state(std::size_t slot);` the slot's state becomes zeros: the loop calls it
+///     when a slot's run id changes (a new or restarted environment). It may be deferred to the
+///     slot's next step, but that step must start from zeros;
+///   - `void infer(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+///     const agent_step_output<S>& out);` one step for B = slots.size() <= max_batch() rows:
+///     row r is environment slot slots[r] (distinct, < max_envs()) with the r-th observation,
+///     reward, reset flag (`in.dones`: 1 at a done or a run-id change), previous discrete action
+///     and previous continuous action (D values, or none). It writes the policy outputs
+///     ([B, policy_width()]) and values ([B]) of every row, and each row's slot state becomes
+///     the state after the step. At a row whose reset flag is set, the network starts from a
+///     zero state (as Network::infer does). Rows are independent: a row's outputs do not depend
+///     on the other rows of the batch.
+///   - `std::span<const S> state_before(std::size_t row) const;` the state row `row` of the last
+///     infer() started from, before that step's reset flag applied (state_width() values; the
+///     unroll builder keeps it as the unroll's start state); valid until the next infer();
+///   - `bool update_parameters(const parameter_store<S>&, std::uint64_t* version);` between
+///     batches: takes the store's newest parameters when they are newer than `*version` (and
+///     updates it), else does nothing; true when it took them. Every later infer() uses them
+///     whole: the engine never computes with a half-written set (parameter_store hands out
+///     immutable snapshots; the engine copies one before its next step).
+/// Threads: one thread (the loop's inference thread) calls everything after construction; the
+/// engine may use threads of its own inside infer().
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "seedrl/net/agent_io.hpp"
+#include "seedrl/runtime/parameter_store.hpp"
+
+namespace seedrl {
+
+/// The sizes an inference engine is built for.
+struct inference_engine_config {
+  std::size_t max_envs = 0;      ///< rows in the recurrent state table (env slots)
+  std::size_t max_batch = 0;     ///< most rows one infer() gets
+  std::size_t policy_width = 0;  ///< policy outputs per row (what the action sampler reads)
+  /// Threads the CPU engine infers on (learner_config::inference_workers); an engine that does
+  /// not run on host threads ignores it.
+  std::size_t workers = 1;
+};
+
+/// See the file comment.
+template <class E>
+concept InferenceEngine = requires {
+  typename E::scalar_type;
+}
+&&std::floating_point<typename E::scalar_type>&& requires(
+    E& e, const E& ce, std::size_t i, std::span<const std::uint32_t> slots,
+    const agent_step_input<typename E::scalar_type>& in,
+    const agent_step_output<typename E::scalar_type>& out,
+    const parameter_store<typename E::scalar_type>& params, std::uint64_t* version) {
+  { ce.max_envs() } -> std::convertible_to<std::size_t>;
+  { ce.max_batch() } -> std::convertible_to<std::size_t>;
+  { ce.state_width() } -> std::convertible_to<std::size_t>;
+  { ce.policy_width() } -> std::convertible_to<std::size_t>;
+  e.reset_state(i);
+  e.infer(slots, in, out);
+  { ce.state_before(i) } -> std::convertible_to<std::span<const typename E::scalar_type>>;
+  { e.update_parameters(params, version) } -> std::convertible_to<bool>;
+};
+
+}  // namespace seedrl

@@ -1,0 +1,449 @@
+// The InferenceEngine plug point: the CPU engine (1, 2 and 3 workers) against the network's
+// own infer called one row at a time with a state table of its own, parameter swaps reaching
+// every worker, and a recording engine plugged into the learner showing what the inference
+// loop hands an engine and that every reply comes from the engine's outputs.
+
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <span>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "seedrl/core/random.hpp"
+#include "seedrl/env/cartpole.hpp"
+#include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/optim/adam.hpp"
+#include "seedrl/runtime/actor.hpp"
+#include "seedrl/runtime/cpu_inference_engine.hpp"
+#include "seedrl/runtime/inference_engine.hpp"
+#include "seedrl/runtime/learner.hpp"
+#include "seedrl/runtime/parameter_store.hpp"
+#include "seedrl/transport/in_process.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+using net_t = seedrl::mlp_lstm_agent<float>;
+using engine_t = seedrl::cpu_inference_engine<net_t>;
+static_assert(seedrl::InferenceEngine<engine_t>);
+static_assert(!seedrl::InferenceEngine<net_t>);
+
+constexpr std::size_t obs_size = 4, num_actions = 3, max_envs = 9, max_batch = 7;
+
+net_t make_net(std::uint64_t seed) {
+  seedrl::mlp_lstm_agent_config c;
+  c.observation_size = obs_size;
+  c.num_actions = num_actions;
+  c.hidden_sizes = {16};
+  c.lstm_size = 12;
+  c.seed = seed;
+  return net_t(c);
+}
+
+/// The reference: `net.infer` on one row at a time, each slot's state in a table of its own.
+struct row_by_row {
+  net_t net;
+  std::vector<std::vector<float>> table;
+  explicit row_by_row(const net_t& n)
+      : net(n), table(max_envs, std::vector<float>(static_cast<std::size_t>(n.state_size()))) {}
+
+  /// The outputs of one row and the state it started from.
+  void step(std::uint32_t slot, std::span<const float> obs, float reward, std::uint8_t reset,
+            std::int32_t prev_action, std::span<float> logits, float& value,
+            std::vector<float>& before) {
+    before = table[slot];
+    auto state = net.initial_state(1);
+    std::copy(before.begin(), before.end(), state.data.begin());
+    const std::uint8_t resets[] = {reset};
+    const float rewards[] = {reward};
+    const std::int32_t prev[] = {prev_action};
+    seedrl::agent_step_output<float> out{logits, std::span(&value, 1)};
+    net.infer({obs, rewards, resets, prev}, state, out);
+    std::copy(state.data.begin(), state.data.end(), table[slot].begin());
+  }
+};
+
+/// The split the CPU engine documents: `workers` contiguous chunks, the first B mod W one row
+/// longer, each through `net.infer` as one batch (the table is the slots' states).
+void chunked_reference(net_t& net, std::vector<std::vector<float>>& table, std::size_t workers,
+                       std::span<const std::uint32_t> slots, std::span<const float> obs,
+                       std::span<const float> rewards, std::span<const std::uint8_t> resets,
+                       std::span<const std::int32_t> prev, std::span<float> logits,
+                       std::span<float> values) {
+  const std::size_t B = slots.size(), P = num_actions;
+  const auto W = static_cast<std::size_t>(net.state_size());
+  for (std::size_t w = 0, b0 = 0; w < workers; ++w) {
+    const std::size_t n = B / workers + (w < B % workers ? 1 : 0);
+    if (n == 0)
+      continue;
+    auto state = net.initial_state(n);
+    for (std::size_t r = 0; r < n; ++r)
+      std::copy(table[slots[b0 + r]].begin(), table[slots[b0 + r]].end(),
+                state.data.begin() + static_cast<std::ptrdiff_t>(r * W));
+    seedrl::agent_step_output<float> out{logits.subspan(b0 * P, n * P), values.subspan(b0, n)};
+    net.infer({obs.subspan(b0 * obs_size, n * obs_size), rewards.subspan(b0, n),
+               resets.subspan(b0, n), prev.subspan(b0, n)},
+              state, out);
+    for (std::size_t r = 0; r < n; ++r)
+      std::copy_n(state.data.begin() + static_cast<std::ptrdiff_t>(r * W), W,
+                  table[slots[b0 + r]].begin());
+    b0 += n;
+  }
+}
+
+/// One batch: distinct slots in a random order, random inputs and resets.
+struct batch {
+  std::vector<std::uint32_t> slots;
+  std::vector<float> obs, rewards;
+  std::vector<std::uint8_t> resets;
+  std::vector<std::int32_t> prev;
+};
+
+batch random_batch(seedrl::random_generator& rng, std::size_t B) {
+  std::vector<std::uint32_t> all(max_envs);
+  std::iota(all.begin(), all.end(), 0u);
+  for (std::size_t i = max_envs - 1; i > 0; --i)  // Fisher-Yates
+    std::swap(all[i], all[rng.below(i + 1)]);
+  batch b;
+  b.slots.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(B));
+  for (std::size_t i = 0; i < B * obs_size; ++i)
+    b.obs.push_back(static_cast<float>(rng.uniform() * 2.0 - 1.0));
+  for (std::size_t r = 0; r < B; ++r) {
+    b.rewards.push_back(static_cast<float>(rng.uniform()));
+    b.resets.push_back(rng.uniform() < 0.2 ? 1 : 0);
+    b.prev.push_back(static_cast<std::int32_t>(rng.below(num_actions)));
+  }
+  return b;
+}
+
+/// Runs `batches` random batches (random sizes, slot orders, resets and run restarts) through
+/// an engine with `workers` workers and the row-by-row reference; returns every output in order
+/// and checks each against the reference and each state_before against the reference's.
+std::vector<float> run_against_reference(std::size_t workers, std::uint64_t seed, int batches) {
+  const net_t net = make_net(7);
+  engine_t engine(net, {max_envs, max_batch, num_actions, workers});
+  REQUIRE(engine.workers() == workers);
+  row_by_row ref(net);
+  row_by_row chunked(net);  // its network and table, run through chunked_reference
+  seedrl::random_generator rng(seed);
+  std::vector<float> all;
+  std::vector<float> logits(max_batch * num_actions), values(max_batch);
+  std::vector<float> want_logits(num_actions), before;
+  float want_value = 0.0f;
+  const auto W = static_cast<std::size_t>(net.state_size());
+  for (int k = 0; k < batches; ++k) {
+    // A restarted env (run-id change) starts from zeros.
+    for (std::uint32_t s = 0; s < max_envs; ++s) {
+      if (rng.uniform() < 0.1) {
+        engine.reset_state(s);
+        std::fill(ref.table[s].begin(), ref.table[s].end(), 0.0f);
+        std::fill(chunked.table[s].begin(), chunked.table[s].end(), 0.0f);
+      }
+    }
+    const std::size_t B = 1 + rng.below(max_batch);
+    const batch b = random_batch(rng, B);
+    engine.infer(b.slots, {b.obs, b.rewards, b.resets, b.prev},
+                 {std::span(logits).first(B * num_actions), std::span(values).first(B)});
+    // Bitwise equal to the same chunks through the network: the engine adds no arithmetic.
+    std::vector<float> chunk_logits(B * num_actions), chunk_values(B);
+    chunked_reference(chunked.net, chunked.table, workers, b.slots, b.obs, b.rewards, b.resets,
+                      b.prev, chunk_logits, chunk_values);
+    CHECK(std::equal(chunk_logits.begin(), chunk_logits.end(), logits.begin()));
+    CHECK(std::equal(chunk_values.begin(), chunk_values.end(), values.begin()));
+    for (std::size_t r = 0; r < B; ++r) {
+      ref.step(b.slots[r], std::span(b.obs).subspan(r * obs_size, obs_size), b.rewards[r],
+               b.resets[r], b.prev[r], want_logits, want_value, before);
+      for (std::size_t a = 0; a < num_actions; ++a)
+        CHECK(logits[r * num_actions + a] == Approx(want_logits[a]).margin(1e-5));
+      CHECK(values[r] == Approx(want_value).margin(1e-5));
+      const auto got_before = engine.state_before(r);
+      REQUIRE(got_before.size() == W);
+      for (std::size_t i = 0; i < W; ++i)
+        CHECK(got_before[i] == Approx(before[i]).margin(1e-5));
+    }
+    all.insert(all.end(), logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(B * 3));
+    all.insert(all.end(), values.begin(), values.begin() + static_cast<std::ptrdiff_t>(B));
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("the CPU inference engine matches row-by-row inference with 1, 2 and 3 workers",
+          "[inference_engine]") {
+  const auto one = run_against_reference(1, 11, 30);
+  const auto two = run_against_reference(2, 11, 30);
+  const auto three = run_against_reference(3, 11, 30);
+  REQUIRE(one.size() == two.size());
+  REQUIRE(one.size() == three.size());
+  // Same rows, same math: the split over workers changes no output beyond the network's own
+  // batch-size dependence (Eigen sums a product in an order that depends on the row count, so
+  // a row's outputs in a batch of 3 and of 7 may differ in the last bits), i.e. float rounding.
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    CHECK(two[i] == Approx(one[i]).margin(1e-6));
+    CHECK(three[i] == Approx(one[i]).margin(1e-6));
+  }
+}
+
+TEST_CASE("a parameter swap between batches reaches every worker of the CPU engine",
+          "[inference_engine]") {
+  const net_t first = make_net(1);
+  net_t second = make_net(2);
+  engine_t engine(first, {max_envs, max_batch, num_actions, 3});
+  seedrl::parameter_store<float> store;
+  std::uint64_t version = 0;
+  CHECK_FALSE(engine.update_parameters(store, &version));  // nothing published yet
+  store.publish(second.parameters());
+  CHECK(engine.update_parameters(store, &version));
+  CHECK(version == store.version());
+  CHECK_FALSE(engine.update_parameters(store, &version));  // nothing newer
+  // Seven rows over three workers (3, 2, 2): every chunk must use the second network.
+  seedrl::random_generator rng(5);
+  const batch b = random_batch(rng, max_batch);
+  std::vector<float> logits(max_batch * num_actions), values(max_batch);
+  engine.infer(b.slots, {b.obs, b.rewards, b.resets, b.prev}, {logits, values});
+  row_by_row ref(second);
+  row_by_row old(first);
+  std::vector<float> want(num_actions), stale(num_actions), before;
+  float want_value = 0.0f, stale_value = 0.0f;
+  for (std::size_t r = 0; r < max_batch; ++r) {
+    const auto obs = std::span(b.obs).subspan(r * obs_size, obs_size);
+    ref.step(b.slots[r], obs, b.rewards[r], b.resets[r], b.prev[r], want, want_value, before);
+    old.step(b.slots[r], obs, b.rewards[r], b.resets[r], b.prev[r], stale, stale_value, before);
+    CHECK(values[r] == Approx(want_value).margin(1e-5));
+    CHECK(std::abs(want_value - stale_value) > 1e-4);  // the swap is visible at all
+    for (std::size_t a = 0; a < num_actions; ++a)
+      CHECK(logits[r * num_actions + a] == Approx(want[a]).margin(1e-5));
+  }
+}
+
+TEST_CASE("the CPU inference engine refuses sizes it cannot serve", "[inference_engine]") {
+  const net_t net = make_net(1);
+  CHECK_THROWS_AS(engine_t(net, {max_envs, max_batch, num_actions + 1, 1}),
+                  std::invalid_argument);  // the network writes 3 outputs per row
+  CHECK_THROWS_AS(engine_t(net, {max_envs, max_batch, num_actions, 0}), std::invalid_argument);
+  CHECK_THROWS_AS(engine_t(net, {max_envs, 0, num_actions, 1}), std::invalid_argument);
+  engine_t engine(net, {max_envs, 2, num_actions, 2});
+  std::vector<float> obs(3 * obs_size), rewards(3), logits(3 * num_actions), values(3);
+  std::vector<std::uint8_t> resets(3);
+  std::vector<std::int32_t> prev(3);
+  const std::vector<std::uint32_t> three{0, 1, 2};
+  CHECK_THROWS_AS(engine.infer(three, {obs, rewards, resets, prev}, {logits, values}),
+                  std::invalid_argument);  // more rows than max_batch
+  const std::vector<std::uint32_t> outside{0, static_cast<std::uint32_t>(max_envs)};
+  CHECK_THROWS_AS(
+      engine.infer(outside,
+                   {std::span(obs).first(2 * obs_size), std::span(rewards).first(2),
+                    std::span(resets).first(2), std::span(prev).first(2)},
+                   {std::span(logits).first(2 * num_actions), std::span(values).first(2)}),
+      std::out_of_range);
+  CHECK_THROWS_AS(engine.reset_state(max_envs), std::out_of_range);
+}
+
+namespace {
+
+/// What the recording engine saw: every row in order, and every reset_state call among them.
+struct engine_log {
+  struct event {
+    bool reset_state = false;  // a reset_state(slot) call; else one row of a batch
+    std::uint32_t slot = 0;
+    std::uint8_t reset_flag = 0;
+  };
+  std::mutex mutex;
+  std::vector<event> events;
+  std::size_t engines_built = 0;
+  std::size_t workers = 0;
+};
+engine_log& log_of_recording_engine() {
+  static engine_log log;
+  return log;
+}
+
+/// A test engine: logits that make the categorical sampler choose action (slot % 2) for
+/// every row (exp(-200) is 0 in float), and zero states; it records what it is handed.
+template <class Net>
+struct recording_engine {
+  using scalar_type = typename Net::scalar_type;
+  std::size_t envs, batch, width, policy;
+  std::vector<scalar_type> zeros;
+
+  recording_engine(const Net& net, const seedrl::inference_engine_config& c)
+      : envs(c.max_envs),
+        batch(c.max_batch),
+        width(static_cast<std::size_t>(net.state_size())),
+        policy(c.policy_width),
+        zeros(width) {
+    auto& log = log_of_recording_engine();
+    std::lock_guard lock(log.mutex);
+    ++log.engines_built;
+    log.workers = c.workers;
+  }
+  std::size_t max_envs() const { return envs; }
+  std::size_t max_batch() const { return batch; }
+  std::size_t state_width() const { return width; }
+  std::size_t policy_width() const { return policy; }
+  void reset_state(std::size_t slot) {
+    auto& log = log_of_recording_engine();
+    std::lock_guard lock(log.mutex);
+    log.events.push_back({true, static_cast<std::uint32_t>(slot), 0});
+  }
+  void infer(std::span<const std::uint32_t> slots, const seedrl::agent_step_input<scalar_type>& in,
+             const seedrl::agent_step_output<scalar_type>& out) {
+    auto& log = log_of_recording_engine();
+    std::lock_guard lock(log.mutex);
+    for (std::size_t r = 0; r < slots.size(); ++r) {
+      log.events.push_back({false, slots[r], in.dones[r]});
+      for (std::size_t a = 0; a < policy; ++a)
+        out.logits[r * policy + a] = a == slots[r] % 2 ? 100.0f : -100.0f;
+      out.values[r] = 0.0f;
+    }
+  }
+  std::span<const scalar_type> state_before(std::size_t) const { return zeros; }
+  bool update_parameters(const seedrl::parameter_store<scalar_type>&, std::uint64_t*) {
+    return false;
+  }
+};
+static_assert(seedrl::InferenceEngine<recording_engine<net_t>>);
+
+/// CartPole that counts, per env, the actions it was sent.
+struct counting_cartpole : seedrl::cartpole {
+  std::shared_ptr<std::atomic<int>[]> counts;  // [env * 2 + action]
+  std::size_t env;
+  counting_cartpole(std::shared_ptr<std::atomic<int>[]> c, std::size_t e)
+      : counts(std::move(c)), env(e) {}
+  seedrl::step_result step(action_type action, std::span<float> observation) {
+    ++counts[env * 2 + static_cast<std::size_t>(action)];
+    return seedrl::cartpole::step(action, observation);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the learner's inference loop runs the engine it is given", "[inference_engine]") {
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport,
+                                    seedrl::host_trainer, seedrl::impala_loss<float>,
+                                    seedrl::categorical_sampler, recording_engine<net_t>>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 4;
+  seedrl::learner_config lc;
+  lc.max_envs = 8;
+  lc.unroll_length = 4;
+  lc.batch_size = 2;
+  lc.batching.max_batch = 4;
+  lc.batching.deadline = 1ms;
+  lc.batching.max_request_rows = 8;
+  lc.inference_workers = 3;  // handed to the engine
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"inference-engine"};
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  constexpr std::size_t num_envs = 2;  // even: the second actor's slots keep their parity
+  std::shared_ptr<std::atomic<int>[]> counts(new std::atomic<int>[num_envs * 2] {});
+  // Two actors one after the other: the second one's envs are new runs (run-id changes),
+  // whichever slots they get.
+  for (int run = 0; run < 2; ++run) {
+    std::atomic<bool> stop{false};
+    const auto frames_before = learner.stats().frames;
+    std::thread actor([&] {
+      seedrl::actor_config ac;
+      ac.num_envs = num_envs;
+      seedrl::actor<counting_cartpole, std::function<seedrl::in_process_connection()>> a(
+          ac, [&](std::size_t i) { return counting_cartpole(counts, i); },
+          [&] { return transport.connect(endpoint); });
+      a.run(stop);
+    });
+    const auto until = std::chrono::steady_clock::now() + 20s;
+    while (learner.stats().frames < frames_before + 200 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(1ms);
+    stop = true;
+    actor.join();
+  }
+  learner.stop();
+  const auto s = learner.stats();
+  auto& log = log_of_recording_engine();
+  std::lock_guard lock(log.mutex);
+  CHECK(log.engines_built == 1);
+  CHECK(log.workers == 3);
+  // Every reply came from the engine's outputs: env i got action (slot % 2), which is i % 2
+  // for either actor (slots 0-1, then 0-1 again or 2-3, as releases apply at the next batch).
+  std::size_t rows = 0, reset_rows = 0, reset_calls = 0;
+  for (const auto& e : log.events)
+    (e.reset_state ? reset_calls : rows) += 1;
+  CHECK(rows == static_cast<std::size_t>(s.frames));
+  for (std::size_t i = 0; i < num_envs; ++i) {
+    CHECK(counts[i * 2 + i % 2] > 0);
+    CHECK(counts[i * 2 + (1 - i % 2)] == 0);
+  }
+  // Each env's run started with reset_state and a first row flagged reset; the other flagged
+  // rows are the episode ends the learner counted.
+  CHECK(reset_calls == 2 * num_envs);
+  std::map<std::uint32_t, bool> just_reset;
+  for (const auto& e : log.events) {
+    if (e.reset_state) {
+      just_reset[e.slot] = true;
+      continue;
+    }
+    reset_rows += e.reset_flag;
+    if (just_reset[e.slot])
+      CHECK(e.reset_flag == 1);
+    just_reset[e.slot] = false;
+  }
+  CHECK(s.episodes > 0);
+  CHECK(reset_rows == reset_calls + static_cast<std::size_t>(s.episodes));
+}
+
+TEST_CASE("the learner serves and trains with two CPU inference workers", "[inference_engine]") {
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 4;
+  seedrl::learner_config lc;
+  lc.max_envs = 8;
+  lc.unroll_length = 4;
+  lc.batch_size = 2;
+  lc.batching.max_batch = 4;
+  lc.batching.deadline = 1ms;
+  lc.batching.max_request_rows = 8;
+  lc.inference_workers = 2;
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"inference-workers"};
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  std::atomic<bool> stop{false};
+  std::thread actor([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = 3;
+    seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
+        ac, [](std::size_t) { return seedrl::cartpole(); },
+        [&] { return transport.connect(endpoint); });
+    a.run(stop);
+  });
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  // Several published parameter sets reach the two workers while they serve.
+  while (learner.stats().train_steps < 5 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  stop = true;
+  actor.join();
+  learner.stop();
+  const auto s = learner.stats();
+  CHECK(s.train_steps >= 5);
+  CHECK(s.trainer_error.empty());
+  CHECK(s.episodes > 0);
+}
