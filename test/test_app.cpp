@@ -158,8 +158,9 @@ TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[ap
   CHECK(parse(bad, {"local", "--ppo-epochs", "0"}) == 2);
 }
 
-TEST_CASE("--discount and --action-bounds reach the loss and the sampler of a continuous run",
-          "[app][ppo][gaussian]") {
+TEST_CASE(
+    "the flags --discount and --action-bounds reach the loss and the sampler of a continuous run",
+    "[app][ppo][gaussian]") {
   using loss_type = run_loss_t<seedrl::host_trainer, float>;
   const seedrl::impala_loss_config<float> recipe{.discount = 0.97f};
   const std::vector<double> lows{-2.0, -1.0}, highs{2.0, 0.5};
@@ -192,8 +193,9 @@ TEST_CASE("--discount and --action-bounds reach the loss and the sampler of a co
   CHECK(parse(c, {"local", "--discount", "1.5"}));
 }
 
-TEST_CASE("--normalize-observations and --scale-rewards turn on the learner's normalization",
-          "[app]") {
+TEST_CASE(
+    "the flags --normalize-observations and --scale-rewards turn on the learner's normalization",
+    "[app]") {
   run_options plain;
   REQUIRE_FALSE(parse(plain, {"local"}));
   const seedrl::learner_config off = seedrl::app::make_learner_config(plain);
