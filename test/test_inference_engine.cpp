@@ -436,8 +436,13 @@ TEST_CASE("the learner serves and trains with two CPU inference workers", "[infe
     a.run(stop);
   });
   const auto until = std::chrono::steady_clock::now() + 20s;
-  // Several published parameter sets reach the two workers while they serve.
-  while (learner.stats().train_steps < 5 && std::chrono::steady_clock::now() < until)
+  // Several published parameter sets reach the two workers while they serve, and episodes end
+  // (a random CartPole episode lasts about 22 steps: 5 training steps alone may come first).
+  const auto served = [&] {
+    const auto now = learner.stats();
+    return now.train_steps >= 5 && now.episodes > 0;
+  };
+  while (!served() && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(1ms);
   stop = true;
   actor.join();
