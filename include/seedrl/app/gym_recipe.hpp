@@ -202,14 +202,7 @@ struct basic_gym_recipe {
     const action_spec& a = env.actions;
     if (a.is_discrete())
       return std::to_string(a.num_actions) + " (discrete)";
-    std::string d = "continuous ";
-    d += a.shape.to_string();
-    if (a.uniform_bounds()) {
-      d += " in ";
-      d += a.bounds_to_string();
-    } else {
-      d += " with per-element bounds";
-    }
+    std::string d = a.to_string();
     d += " (Gaussian head)";
     return d;
   }

@@ -273,6 +273,30 @@ struct action_spec {
     return s + "]";
   }
 
+  /// The whole space, for messages: "discrete (2 actions)", "continuous [6] in [-1, 1]", or
+  /// "continuous [2] with per-element bounds".
+  std::string to_string() const {
+    // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on "..." + std::string.
+    std::string d;
+    if (kind == action_kind::discrete) {
+      d = "discrete (";
+      d += std::to_string(num_actions);
+      d += " actions)";
+    } else if (kind == action_kind::continuous) {
+      d = "continuous ";
+      d += shape.to_string();
+      if (uniform_bounds()) {
+        d += " in ";
+        d += bounds_to_string();
+      } else {
+        d += " with per-element bounds";
+      }
+    } else {
+      d = "unknown";
+    }
+    return d;
+  }
+
   friend bool operator==(const action_spec& a, const action_spec& b) noexcept {
     if (a.kind != b.kind || a.num_actions != b.num_actions || !(a.shape == b.shape)) {
       return false;

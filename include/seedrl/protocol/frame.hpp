@@ -1169,29 +1169,6 @@ inline std::string describe_spec_mismatch(const observation_spec& learner_obs,
     }
     out += s;
   };
-  // Both whole action spaces, so a continuous env under a categorical head (or the reverse)
-  // says what each side has, not only the two kinds.
-  // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on "..." + std::string.
-  const auto describe_action = [](const action_spec& a) {
-    std::string d;
-    if (a.kind == action_kind::discrete) {
-      d = "discrete (";
-      d += std::to_string(a.num_actions);
-      d += " actions)";
-    } else if (a.kind == action_kind::continuous) {
-      d = "continuous ";
-      d += a.shape.to_string();
-      if (a.uniform_bounds()) {
-        d += " in ";
-        d += a.bounds_to_string();
-      } else {
-        d += " with per-element bounds";
-      }
-    } else {
-      d = "unknown";
-    }
-    return d;
-  };
   if (actor_obs.type != learner_obs.type) {
     add(std::string("observation dtype: actor sends ") + to_string(actor_obs.type) +
         ", learner expects " + to_string(learner_obs.type));
@@ -1201,8 +1178,8 @@ inline std::string describe_spec_mismatch(const observation_spec& learner_obs,
         learner_obs.shape.to_string());
   }
   if (actor_act.kind != learner_act.kind) {
-    add("action kind: actor has " + describe_action(actor_act) + ", learner expects " +
-        describe_action(learner_act));
+    add("action kind: actor has " + actor_act.to_string() + ", learner expects " +
+        learner_act.to_string());
   } else if (actor_act.kind == action_kind::discrete) {
     if (actor_act.num_actions != learner_act.num_actions) {
       add("action count: actor has " + std::to_string(actor_act.num_actions) +
