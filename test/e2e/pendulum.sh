@@ -3,7 +3,8 @@
 # tanh-squashed into [-2, 2], a learner and 4 actor processes over TCP) must bring the mean
 # return of the last 100 Pendulum-v1 episodes to -250 (random: about -1200) within 2M frames;
 # eval mode then plays the run's checkpoint through an inference-only learner and its actors,
-# and a checkpoint of another network is refused with exit 2.
+# and a checkpoint of another network, or one restored without its observation normalizer, is
+# refused with exit 2.
 # Usage: pendulum.sh path/to/seedrl_pendulum
 set -euo pipefail
 bin=$1
@@ -33,4 +34,10 @@ rc=0
 "$bin" eval --checkpoint-dir "$ckpt" --episodes 10 --lstm >"$out" 2>&1 || rc=$?
 ((rc == 2)) || fail "eval of another network exited $rc, expected 2"
 grep -q 'was it trained without --lstm' "$out" || fail "no hint naming --lstm"
-echo "pendulum: trained, evaluated, and another network refused"
+# The run normalized observations: restoring its network without the normalizer is refused.
+rc=0
+"$bin" local --init-checkpoint "$ckpt" --normalize-observations=false --total-frames 1000 \
+  >"$out" 2>&1 || rc=$?
+((rc == 2)) || fail "init from a normalized run without --normalize-observations exited $rc"
+grep -q 'pass --normalize-observations' "$out" || fail "no hint naming --normalize-observations"
+echo "pendulum: trained, evaluated, and another network and a missing normalizer refused"

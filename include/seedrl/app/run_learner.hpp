@@ -32,6 +32,7 @@
 #include "seedrl/io/checkpoint.hpp"
 #include "seedrl/metrics/metrics_log.hpp"
 #include "seedrl/optim/adam.hpp"
+#include "seedrl/runtime/input_normalizer.hpp"
 #include "seedrl/runtime/learner.hpp"
 #include "seedrl/runtime/progress.hpp"
 #include "seedrl/transport/tcp.hpp"
@@ -155,6 +156,31 @@ std::optional<int> restore_from_flags(const run_options& o, Learner& l,
   }
   if (!holds_network(*c, description, hint))
     return 2;
+  // A network trained on normalized observations reads raw ones as noise: restoring it
+  // without the normalizer would silently undo its training.
+  using normalizer = input_normalizer<float>;  // the names do not depend on the scalar
+  const bool has_obs_stats = c->tensors.contains(normalizer::obs_mean_name);
+  if (has_obs_stats && !o.normalize_observations) {
+    std::fprintf(stderr,
+                 "%s was trained with --normalize-observations; its network expects "
+                 "normalized observations: pass --normalize-observations (its statistics are "
+                 "restored)\n",
+                 c->source.c_str());
+    return 2;
+  }
+  if (!has_obs_stats && o.normalize_observations) {
+    std::fprintf(stderr,
+                 "warning: %s was trained without --normalize-observations; its network "
+                 "will now see normalized observations, from fresh statistics\n",
+                 c->source.c_str());
+  }
+  if (o.scale_rewards != c->counters.contains(normalizer::return_var_name)) {
+    std::fprintf(stderr,
+                 "warning: %s was trained %s --scale-rewards, this run %s: the value "
+                 "function's scale changes\n",
+                 c->source.c_str(), o.scale_rewards ? "without" : "with",
+                 o.scale_rewards ? "scales them (from fresh statistics)" : "does not");
+  }
   l.restore(*c, !o.resume);
   std::printf("%s %s: training step %lld, %lld frames\n",
               o.resume ? "resumed from" : "initial weights from", c->source.c_str(),
