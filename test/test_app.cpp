@@ -212,7 +212,7 @@ TEST_CASE(
   CHECK(on.scale_rewards.clip == 10.0);
 }
 
-TEST_CASE("eval through seedrl::policy refuses a checkpoint trained with normalization", "[app]") {
+TEST_CASE("eval through seedrl::policy plays a checkpoint trained with normalization", "[app]") {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("seedrl-app-eval-norm-" + std::to_string(::getpid()));
   seedrl::mlp_lstm_agent_config nc;
@@ -220,15 +220,19 @@ TEST_CASE("eval through seedrl::policy refuses a checkpoint trained with normali
   nc.lstm_size = 0;
   const seedrl::mlp_lstm_agent<float> net(nc);
   const std::string description = seedrl::describe(nc);
-  const auto eval = [&](bool normalized) {
+  const auto eval = [&](std::size_t normalized) {
     std::filesystem::remove_all(dir);
     seedrl::mlp_lstm_agent<float> copy(net);
     seedrl::checkpoint c;
     seedrl::store_parameters(c, copy);
     c.meta["network"] = description;
-    if (normalized) {
-      const std::vector<double> zeros(4, 0.0);
+    if (normalized != 0) {
+      // CartPole's 4 observations; statistics of 3 do not fit them.
+      const std::vector<double> zeros(normalized, 0.0), ones(normalized, 1.0);
       seedrl::store_tensor(c, "observation_normalization.mean", std::span<const double>(zeros));
+      seedrl::store_tensor(c, "observation_normalization.var", std::span<const double>(ones));
+      c.counters["observation_normalization.count"] = 100.0;
+      c.counters["reward_scaling.return_var"] = 4.0;
     }
     seedrl::write_checkpoint(dir, c);
     run_options o;
@@ -238,8 +242,9 @@ TEST_CASE("eval through seedrl::policy refuses a checkpoint trained with normali
     return seedrl::app::run_eval<seedrl::cartpole>(
         o, net, description, [](std::size_t i) { return seedrl::cartpole(i); });
   };
-  CHECK(eval(false) == 0);  // the same checkpoint plays without the statistics
-  CHECK(eval(true) == 2);
+  CHECK(eval(0) == 0);
+  CHECK(eval(4) == 0);  // the policy normalizes with them (test_runtime checks how)
+  CHECK(eval(3) == 2);  // statistics of another observation size are refused
   std::filesystem::remove_all(dir);
 }
 

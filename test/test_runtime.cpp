@@ -1,5 +1,6 @@
 // Learner runtime pieces without I/O: the dynamic batcher's flush rules, the per-env state
 // store, the unroll builder's overlap and resets, the training queue and parameter publication.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -417,6 +418,67 @@ TEST_CASE("policy keeps per-env LSTM state and resets it where an episode starts
   }
   CHECK_THROWS_AS(policy.act(obs, std::span<const double>(rewards).first(2), dones),
                   std::invalid_argument);
+}
+
+TEST_CASE("policy normalizes observations and scales rewards with frozen statistics",
+          "[runtime][policy]") {
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 5;
+  nc.seed = 7;
+  using net_t = seedrl::mlp_lstm_agent<double>;
+  const net_t net(nc);
+  constexpr std::size_t B = 2, O = 4, A = 2;
+  const std::vector<double> mean{0.5, -1.0, 2.0, 0.0}, var{4.0, 0.25, 1e-3, 9.0};
+  constexpr double return_var = 2.5, clip = 3.0, epsilon = 1e-8;
+  seedrl::running_mean_std stats(O);
+  stats.assign(50.0, mean, var);
+  seedrl::policy<net_t> policy(net, B);
+  seedrl::observation_normalization_config obs_how;
+  obs_how.clip = clip;
+  policy.normalize_observations(stats, obs_how);
+  seedrl::reward_scaling_config reward_how;
+  reward_how.clip = clip;
+  policy.scale_rewards(return_var, reward_how);
+
+  // Reference: the network fed inputs normalized here, in double, one env at a time.
+  net_t ref(net);
+  std::vector<net_t::state_type> states;
+  for (std::size_t i = 0; i < B; ++i)
+    states.push_back(ref.initial_state(1));
+  std::vector<std::int32_t> prev(B, 0);
+  seedrl::random_generator rng(3);
+  std::vector<double> obs(B * O), rewards(B);
+  std::vector<std::uint8_t> dones(B, 1);
+  for (int t = 0; t < 6; ++t) {
+    for (auto& x : obs)
+      x = 6.0 * (rng.uniform() - 0.5);  // some values normalize beyond the clip
+    for (auto& r : rewards)
+      r = 12.0 * (rng.uniform() - 0.5);
+    const auto actions = policy.act(obs, rewards, dones);
+    for (std::size_t i = 0; i < B; ++i) {
+      std::vector<double> x(O);
+      for (std::size_t k = 0; k < O; ++k)
+        x[k] = std::clamp((obs[i * O + k] - mean[k]) / std::sqrt(var[k] + epsilon), -clip, clip);
+      const double r = std::clamp(rewards[i] / std::sqrt(return_var + epsilon), -clip, clip);
+      std::vector<double> logits(A), value(1);
+      seedrl::agent_step_output<double> out{logits, value};
+      const std::int32_t p = dones[i] != 0 ? 0 : prev[i];
+      const std::uint8_t d = dones[i];
+      ref.infer({x, std::span(&r, 1), std::span(&d, 1), std::span(&p, 1)}, states[i], out);
+      INFO("step " << t << " env " << i);
+      CHECK(actions[i] == (logits[1] > logits[0] ? 1 : 0));
+      CHECK(policy.values()[i] == Approx(value[0]).epsilon(1e-12));
+      prev[i] = actions[i];
+    }
+    std::fill(dones.begin(), dones.end(), 0);
+  }
+  // Observations of another size than the statistics' are refused, as are bad settings.
+  CHECK_THROWS_AS(policy.act(std::span<const double>(obs).first(B * 3), rewards, dones),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(policy.scale_rewards(-1.0), std::invalid_argument);
+  obs_how.clip = 0.0;
+  CHECK_THROWS_AS(policy.normalize_observations(stats, obs_how), std::invalid_argument);
 }
 
 TEST_CASE("thread_time_split counts the stretch in progress into every reading",

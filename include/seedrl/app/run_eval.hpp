@@ -3,7 +3,8 @@
 /// Eval mode: loads the newest good checkpoint of --checkpoint-dir (or --init-checkpoint, a
 /// file or directory), checks that it holds this program's network, and plays --episodes
 /// episodes on `--envs-per-actor` environments with greedy actions (--sample: sampled), through
-/// `seedrl::policy`, which keeps each environment's recurrent state as the learner did. Prints
+/// `seedrl::policy`, which keeps each environment's recurrent state as the learner did and
+/// normalizes inputs with the checkpoint's statistics when it holds them. Prints
 /// "greedy policy: mean return M over N episodes (min A, max B)"; exit 2 without a usable
 /// checkpoint. `play_episodes` and `print_eval_result` are the parts an evaluation program of
 /// its own (examples/cartpole_eval) uses.
@@ -24,6 +25,7 @@
 #include "seedrl/app/run_options.hpp"
 #include "seedrl/env/env_batch.hpp"
 #include "seedrl/io/checkpoint.hpp"
+#include "seedrl/runtime/input_normalizer.hpp"
 #include "seedrl/runtime/policy.hpp"
 
 namespace seedrl::app {
@@ -34,15 +36,47 @@ struct eval_result {
   double mean = 0.0, lowest = 0.0, highest = 0.0;
 };
 
+/// Makes `pol` normalize its inputs as the learner that saved `c` did: with the observation
+/// statistics and return variance `c` holds (input_normalizer's names), frozen. Nothing for a
+/// checkpoint without them. Throws checkpoint_error for statistics that are not of
+/// `observation_size` elements (the environments' observations).
+template <class Net>
+void load_input_normalization(const checkpoint& c, std::size_t observation_size, policy<Net>& pol) {
+  using names = input_normalizer<float>;  // the names do not depend on the scalar
+  if (c.tensors.contains(names::obs_mean_name)) {
+    const std::size_t n = c.tensor(names::obs_mean_name).count;
+    if (n != observation_size) {
+      throw checkpoint_error(c.source, "its observation statistics have " + std::to_string(n) +
+                                           " elements, the environment's observations " +
+                                           std::to_string(observation_size));
+    }
+    std::vector<double> mean(n), var(n);
+    restore_tensor(c, names::obs_mean_name, std::span<double>(mean));
+    restore_tensor(c, names::obs_var_name, std::span<double>(var));
+    running_mean_std stats(n);
+    try {
+      stats.assign(c.double_counter(names::obs_count_name), mean, var);
+    } catch (const std::invalid_argument& e) {
+      throw checkpoint_error(c.source, e.what());
+    }
+    pol.normalize_observations(std::move(stats));
+  }
+  if (c.counters.contains(names::return_var_name))
+    pol.scale_rewards(c.double_counter(names::return_var_name));
+}
+
 /// Plays `episodes` episodes with `net`'s policy on `envs` environments at once (built by
-/// `make_env`, seeded from `seed`), choosing actions `how`.
+/// `make_env`, seeded from `seed`), choosing actions `how`. With `normalization_from`, the
+/// policy normalizes its inputs with that checkpoint's statistics (load_input_normalization).
 template <class Env, class Net>
 eval_result play_episodes(const Net& net, std::function<Env(std::size_t)> make_env,
-                          std::size_t envs, std::uint64_t seed, int episodes,
-                          action_selection how) {
+                          std::size_t envs, std::uint64_t seed, int episodes, action_selection how,
+                          const checkpoint* normalization_from = nullptr) {
   using scalar = typename Net::scalar_type;
   policy<Net> pol(net, envs, seed);
   auto batch = env_batch<Env>::create(envs, make_env, seed);
+  if (normalization_from != nullptr)
+    load_input_normalization(*normalization_from, batch.observations().size() / envs, pol);
   std::vector<std::uint8_t> dones(envs, 1);  // every first observation starts an episode
   std::vector<scalar> converted, rewards(envs);
   eval_result r{0, 0.0, 1e300, -1e300};
@@ -133,24 +167,20 @@ int run_eval(const run_options& o, const Net& architecture, const std::string& d
   const auto c = load_eval_checkpoint(o, description, hint);
   if (!c)
     return 2;
-  // seedrl::policy feeds the network raw observations and rewards: a network trained on the
-  // learner's normalized ones (--normalize-observations, --scale-rewards) would be misjudged.
-  if (c->tensors.contains("observation_normalization.mean") ||
-      c->counters.contains("reward_scaling.return_var")) {
-    std::fprintf(stderr,
-                 "%s was trained with --normalize-observations or --scale-rewards, which this "
-                 "program's eval does not apply yet\n",
-                 c->source.c_str());
-    return 2;
-  }
   Net net(architecture);
   restore_parameters(*c, net);
   std::printf("%s: training step %lld, %s\n", c->source.c_str(), static_cast<long long>(c->step),
               description.c_str());
   const auto how = o.eval_sample ? action_selection::sample : action_selection::greedy;
-  print_eval_result(
-      play_episodes<Env>(net, std::move(make_env), o.envs_per_actor, o.seed, o.eval_episodes, how),
-      how);
+  eval_result r;
+  try {
+    r = play_episodes<Env>(net, std::move(make_env), o.envs_per_actor, o.seed, o.eval_episodes, how,
+                           &*c);
+  } catch (const checkpoint_error& e) {  // statistics that do not fit the network
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  print_eval_result(r, how);
   return 0;
 }
 
