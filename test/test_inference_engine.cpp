@@ -17,6 +17,7 @@
 #include <numeric>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -451,4 +452,86 @@ TEST_CASE("the learner serves and trains with two CPU inference workers", "[infe
   CHECK(s.train_steps >= 5);
   CHECK(s.trainer_error.empty());
   CHECK(s.episodes > 0);
+}
+
+namespace {
+
+/// A test engine whose step fails after `ok_batches` batches, as a CUDA engine reports a kernel
+/// error (an exception naming the kernel).
+template <class Net>
+struct failing_engine : recording_engine<Net> {
+  static constexpr int ok_batches = 5;
+  int batches = 0;
+  failing_engine(const Net& net, const seedrl::inference_engine_config& c)
+      : recording_engine<Net>(net, c) {}
+  void infer(std::span<const std::uint32_t> slots,
+             const seedrl::agent_step_input<typename Net::scalar_type>& in,
+             const seedrl::agent_step_output<typename Net::scalar_type>& out) {
+    if (++batches > ok_batches)
+      throw std::runtime_error("seedrl: lstm_step_fused_kernel failed: cudaErrorLaunchFailure");
+    recording_engine<Net>::infer(slots, in, out);
+  }
+};
+static_assert(seedrl::InferenceEngine<failing_engine<net_t>>);
+
+}  // namespace
+
+TEST_CASE("an engine that throws stops the learner cleanly: the error is kept, actors are told",
+          "[inference_engine][bad-input]") {
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport,
+                                    seedrl::host_trainer, seedrl::impala_loss<float>,
+                                    seedrl::categorical_sampler, failing_engine<net_t>>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 4;
+  seedrl::learner_config lc;
+  lc.max_envs = 8;
+  lc.unroll_length = 4;
+  lc.batch_size = 2;
+  lc.batching.max_batch = 4;
+  lc.batching.deadline = 1ms;
+  lc.batching.max_request_rows = 8;
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"inference-engine-fails"};
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  std::mutex log_mutex;
+  std::vector<std::string> actor_log;
+  std::atomic<bool> stop{false};
+  std::thread actor([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = 2;
+    ac.log = [&](const std::string& line) {
+      std::lock_guard lock(log_mutex);
+      actor_log.push_back(line);
+    };
+    seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
+        ac, [](std::size_t) { return seedrl::cartpole(); },
+        [&] { return transport.connect(endpoint); });
+    a.run(stop);  // must return when told to, not throw
+  });
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (learner.stats().trainer_error.empty() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  const auto s = learner.stats();
+  CHECK_THAT(s.trainer_error, Catch::Contains("the inference engine failed") &&
+                                  Catch::Contains("lstm_step_fused_kernel"));
+  // Only the batches before the failure were answered.
+  CHECK(s.frames <= failing_engine<net_t>::ok_batches * 2);
+  learner.stop();  // must not hang on the unanswered batch
+  const auto until_told = std::chrono::steady_clock::now() + 10s;
+  const auto told = [&] {
+    std::lock_guard lock(log_mutex);
+    return std::any_of(actor_log.begin(), actor_log.end(), [](const std::string& l) {
+      // The close frame learner::stop sends (code shutting_down), not a dropped link.
+      return l.find("learner sent close: the learner is stopping") != std::string::npos;
+    });
+  };
+  while (!told() && std::chrono::steady_clock::now() < until_told)
+    std::this_thread::sleep_for(1ms);
+  CHECK(told());
+  stop = true;
+  actor.join();
 }

@@ -322,48 +322,63 @@ class inference_loop {
         break;
       time_.enter(inferring);
       apply_releases();
-      engine_.update_parameters(params_, &version);
       const std::size_t B = batch->rows;
       payload& p = batch->payload;
       finished.clear();
-      std::unique_lock slots(slots_mutex_);  // slots cannot be released under our feet
-      for (std::size_t r = 0; r < B; ++r) {
-        const std::size_t slot = p.slots[r];
-        const auto seen =
-            store_.observe(slot, p.run_ids[r], static_cast<double>(p.rewards[r]), p.dones[r] != 0);
-        if (seen.run_changed) {
-          dropped_steps_ += static_cast<std::int64_t>(builder_.pending(slot));
-          builder_.reset(slot);
-          engine_.reset_state(slot);  // a new or restarted env starts from zeros
-        }
-        if (seen.finished)
-          finished.push_back(*seen.finished);
-        resets[r] = static_cast<std::uint8_t>(p.dones[r] != 0 || seen.run_changed);
-        run_starts[r] = static_cast<std::uint8_t>(seen.run_changed);
-        prev_actions[r] = store_.prev_action(slot);
-        const auto prev_env = store_.prev_env_action(slot);
-        std::copy(prev_env.begin(), prev_env.end(),
-                  prev_env_actions.begin() + static_cast<std::ptrdiff_t>(r * D));
-      }
-      slots.unlock();
-      // Normalized observations and scaled rewards (when asked for) are what the network sees
-      // and the unrolls keep; the episode returns above were counted from the raw rewards.
-      normalizer_.apply(B, std::span<const std::uint32_t>(p.slots).first(B),
-                        std::span(p.observations).first(B * obs_size_),
-                        std::span(p.rewards).first(B),
-                        std::span<const std::uint8_t>(p.dones).first(B),
-                        std::span<const std::uint8_t>(run_starts).first(B));
-      // Inference on the first B rows of the preallocated buffers; the engine steps each
-      // slot's state and keeps the state each row started from for the unrolls.
       agent_step_output<scalar> out{std::span(outputs).first(B * policy_width_),
                                     std::span(values).first(B)};
-      engine_.infer(std::span<const std::uint32_t>(p.slots).first(B),
-                    {std::span<const scalar>(p.observations).first(B * obs_size_),
-                     std::span<const scalar>(p.rewards).first(B),
-                     std::span<const std::uint8_t>(resets).first(B),
-                     std::span<const std::int32_t>(prev_actions).first(B),
-                     std::span<const scalar>(prev_env_actions).first(B * D)},
-                    out);
+      // The engine's calls (parameter swap, state resets, the step) may fail (a CUDA error, a
+      // lost device): that stops serving as an unsendable action does, so the actors hear
+      // shutting_down from a learner that stops cleanly instead of losing their sockets.
+      std::unique_lock slots(slots_mutex_, std::defer_lock);
+      std::optional<std::string> engine_failure;
+      try {
+        engine_.update_parameters(params_, &version);
+        slots.lock();  // slots cannot be released under our feet
+        for (std::size_t r = 0; r < B; ++r) {
+          const std::size_t slot = p.slots[r];
+          const auto seen = store_.observe(slot, p.run_ids[r], static_cast<double>(p.rewards[r]),
+                                           p.dones[r] != 0);
+          if (seen.run_changed) {
+            dropped_steps_ += static_cast<std::int64_t>(builder_.pending(slot));
+            builder_.reset(slot);
+            engine_.reset_state(slot);  // a new or restarted env starts from zeros
+          }
+          if (seen.finished)
+            finished.push_back(*seen.finished);
+          resets[r] = static_cast<std::uint8_t>(p.dones[r] != 0 || seen.run_changed);
+          run_starts[r] = static_cast<std::uint8_t>(seen.run_changed);
+          prev_actions[r] = store_.prev_action(slot);
+          const auto prev_env = store_.prev_env_action(slot);
+          std::copy(prev_env.begin(), prev_env.end(),
+                    prev_env_actions.begin() + static_cast<std::ptrdiff_t>(r * D));
+        }
+        slots.unlock();
+        // Normalized observations and scaled rewards (when asked for) are what the network sees
+        // and the unrolls keep; the episode returns above were counted from the raw rewards.
+        normalizer_.apply(B, std::span<const std::uint32_t>(p.slots).first(B),
+                          std::span(p.observations).first(B * obs_size_),
+                          std::span(p.rewards).first(B),
+                          std::span<const std::uint8_t>(p.dones).first(B),
+                          std::span<const std::uint8_t>(run_starts).first(B));
+        // Inference on the first B rows of the preallocated buffers; the engine steps each
+        // slot's state and keeps the state each row started from for the unrolls.
+        engine_.infer(std::span<const std::uint32_t>(p.slots).first(B),
+                      {std::span<const scalar>(p.observations).first(B * obs_size_),
+                       std::span<const scalar>(p.rewards).first(B),
+                       std::span<const std::uint8_t>(resets).first(B),
+                       std::span<const std::int32_t>(prev_actions).first(B),
+                       std::span<const scalar>(prev_env_actions).first(B * D)},
+                      out);
+      } catch (const std::exception& e) {
+        engine_failure = e.what();
+        if (slots.owns_lock())
+          slots.unlock();
+      }
+      if (engine_failure) {
+        fail("the inference engine failed: " + *engine_failure, batch);
+        break;
+      }
       const action_buffers<scalar> chosen{
           D == 0 ? std::span(actions).first(B) : std::span<std::int32_t>(),
           std::span(env_actions).first(B * D),
