@@ -46,7 +46,7 @@
 #include <cstdint>
 #include <span>
 
-#include "seedrl/net/agent_io.hpp"
+#include "seedrl/net/agent_step_io.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
 
 namespace seedrl {
