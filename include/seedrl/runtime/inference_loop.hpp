@@ -110,6 +110,7 @@ class inference_loop {
         stats_(stats),
         normalizer_(normalizer),
         time_(waiting_for_batch, created) {
+    sample_seed_ = static_cast<std::uint64_t>(config.seed);
     // The bounds the sampler keeps to, as float32 rounded inwards: actions travel as float32
     // and the actor checks them against the spec's double bounds, which a float rounded to
     // nearest (0.1f > 0.1) could leave.
@@ -332,6 +333,7 @@ class inference_loop {
       // shutting_down from a learner that stops cleanly instead of losing their sockets.
       std::unique_lock slots(slots_mutex_, std::defer_lock);
       std::optional<std::string> engine_failure;
+      bool sampled_by_engine = false;
       try {
         engine_.update_parameters(params_, &version);
         slots.lock();  // slots cannot be released under our feet
@@ -363,13 +365,25 @@ class inference_loop {
                           std::span<const std::uint8_t>(run_starts).first(B));
         // Inference on the first B rows of the preallocated buffers; the engine steps each
         // slot's state and keeps the state each row started from for the unrolls.
-        engine_.infer(std::span<const std::uint32_t>(p.slots).first(B),
-                      {std::span<const scalar>(p.observations).first(B * obs_size_),
-                       std::span<const scalar>(p.rewards).first(B),
-                       std::span<const std::uint8_t>(resets).first(B),
-                       std::span<const std::int32_t>(prev_actions).first(B),
-                       std::span<const scalar>(prev_env_actions).first(B * D)},
-                      out);
+        const agent_step_input<scalar> in{
+            std::span<const scalar>(p.observations).first(B * obs_size_),
+            std::span<const scalar>(p.rewards).first(B),
+            std::span<const std::uint8_t>(resets).first(B),
+            std::span<const std::int32_t>(prev_actions).first(B),
+            std::span<const scalar>(prev_env_actions).first(B * D)};
+        const auto slot_span = std::span<const std::uint32_t>(p.slots).first(B);
+        sampled_by_engine = false;
+        if constexpr (engine_samples) {
+          if (sampler_.selection == action_selection::sample) {
+            // The engine samples where it computes, from the counter generator.
+            engine_.infer_and_sample(slot_span, in, out, sample_seed_, batches_,
+                                     std::span(actions).first(B), std::span(logp).first(B));
+            sampled_by_engine = true;
+          }
+        }
+        if (!sampled_by_engine)
+          engine_.infer(slot_span, in, out);
+        ++batches_;
       } catch (const std::exception& e) {
         engine_failure = e.what();
         if (slots.owns_lock())
@@ -386,8 +400,9 @@ class inference_loop {
           low_,
           high_,
           D};
-      sampler_.sample(std::span<const scalar>(out.logits), B, policy_width_, rng_, chosen,
-                      std::span(logp).first(B));
+      if (!sampled_by_engine)
+        sampler_.sample(std::span<const scalar>(out.logits), B, policy_width_, rng_, chosen,
+                        std::span(logp).first(B));
       if (const auto bad = unsendable_action(B, p.slots, actions, env_actions, version)) {
         fail(*bad, batch);
         break;
@@ -493,6 +508,11 @@ class inference_loop {
   std::int64_t dropped_steps_ = 0;    // inference thread only; copied into the counters
   std::int64_t clipped_actions_ = 0;  // inference thread only; copied into the counters
   std::int64_t frames_ = 0;           // inference thread only: steps answered so far
+  /// Engines that sample on their device get the learner's seed and the batch index.
+  static constexpr bool engine_samples =
+      SamplingInferenceEngine<Engine> && std::same_as<Sampler, categorical_sampler>;
+  std::uint64_t sample_seed_ = 0;
+  std::uint64_t batches_ = 0;  // inference thread only: batches inferred so far
 };
 
 }  // namespace seedrl
