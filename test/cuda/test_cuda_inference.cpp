@@ -2,7 +2,9 @@
 // mlp_lstm_agent (one and two LSTM layers), frame_stacked<nature_cnn_lstm_agent> and
 // frame_stacked<impala_resnet_lstm_agent>, in float: several batches of random slots with
 // episode resets and run restarts (reset_state) in between, then a parameter update through a
-// parameter_store reaching both engines. Logits, values and each row's state before the step.
+// parameter_store reaching both engines. Logits, values and each row's state before the step;
+// on every other batch the actions and log-probs sampled on the device, against the counter
+// generator's CPU reference over the CPU engine's logits.
 // Part of seedrl_cuda_tests (label gpu, skipped with 77 without a device); the engines are
 // instantiated in mlp_lstm_trainer_instance.cu and pixel_lstm_trainer_instance.cu.
 
@@ -16,7 +18,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "seedrl/core/counter_random.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/cuda/device_parameter_channel.cuh"
 #include "seedrl/cuda/inference_engine.hpp"
 #include "seedrl/cuda/mlp_lstm_trainer.hpp"
 #include "seedrl/cuda/pixel_lstm_trainer.hpp"
@@ -85,10 +89,28 @@ void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_
       prev[r] = static_cast<std::int32_t>(rng.below(A));
     }
     const seedrl::agent_step_input<float> in{o, rewards, resets, prev};
-    gpu.infer(slots, in, {std::span(g_logits).first(B * A), std::span(g_values).first(B)});
+    // Every other batch samples on the device: actions as the CPU reference of the counter
+    // generator draws them from the CPU engine's logits.
+    const bool sample = k % 2 == 1;
+    std::vector<std::int32_t> actions(B);
+    std::vector<float> log_probs(B);
+    const seedrl::agent_step_output<float> g_out{std::span(g_logits).first(B * A),
+                                                 std::span(g_values).first(B)};
+    if (sample)
+      gpu.infer_and_sample(slots, in, g_out, 99, static_cast<std::uint64_t>(k), actions, log_probs);
+    else
+      gpu.infer(slots, in, g_out);
     cpu.infer(slots, in, {std::span(c_logits).first(B * A), std::span(c_values).first(B)});
     std::size_t bad = 0;
-    for (std::size_t i = 0; i < B * A; ++i)
+    for (std::size_t r = 0; sample && r < B; ++r) {
+      float want_lp = 0.0f;
+      const int want = seedrl::counter_categorical(
+          c_logits.data() + r * A, static_cast<int>(A),
+          seedrl::counter_uniform(99, static_cast<std::uint64_t>(k), r), &want_lp);
+      bad += actions[r] == want ? 0 : 1;
+      bad += close(log_probs[r], want_lp) ? 0 : 1;
+    }
+    for (std::size_t i = 0; !sample && i < B * A; ++i)
       bad += close(g_logits[i], c_logits[i]) ? 0 : 1;
     for (std::size_t r = 0; r < B; ++r) {
       bad += close(g_values[r], c_values[r]) ? 0 : 1;
@@ -168,4 +190,47 @@ TEST_CASE("cuda inference_engine refuses what it cannot serve", "[cuda][inferenc
                     Catch::Contains("bytes of GPU memory") && Catch::Contains("free"));
   engine ok(net, {4, 4, 2, 1});
   CHECK_THROWS_AS(ok.reset_state(4), std::out_of_range);
+}
+
+TEST_CASE("cuda inference_engine takes the GPU trainer's parameters device to device",
+          "[cuda][inference]") {
+  seedrl::mlp_lstm_agent_config c;
+  c.observation_size = 5;
+  c.num_actions = 3;
+  c.hidden_sizes = {16};
+  c.lstm_size = 8;
+  c.seed = 2;
+  seedrl::mlp_lstm_agent<float> net(c);
+  const seedrl::inference_engine_config config{4, 4, 3, 1};
+  seedrl::cuda::inference_engine<float, seedrl::cuda::mlp_lstm_recipe> gpu(net, config);
+  seedrl::cpu_inference_engine<seedrl::mlp_lstm_agent<float>> cpu(net, config);
+  std::vector<float> p(net.parameters().begin(), net.parameters().end());
+  for (std::size_t i = 0; i < p.size(); ++i)
+    p[i] = p[i] * 1.5f + (i % 3 == 0 ? 0.01f : -0.01f);
+  seedrl::cuda::device_parameter_channel<float> channel(p.size());
+  std::uint64_t version = 0;
+  CHECK_FALSE(gpu.update_parameters(channel, &version));  // nothing published yet
+  // The trainer's side: write on its stream (here the legacy one), then publish.
+  float* w = channel.begin_write(nullptr);
+  REQUIRE(cudaMemcpy(w, p.data(), p.size() * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+  CHECK(channel.publish(nullptr) == 1);
+  CHECK(gpu.update_parameters(channel, &version));
+  CHECK(version == 1);
+  CHECK_FALSE(gpu.update_parameters(channel, &version));
+  seedrl::parameter_store<float> store;
+  store.publish(p);
+  std::uint64_t cpu_version = 0;
+  REQUIRE(cpu.update_parameters(store, &cpu_version));
+  const std::vector<std::uint32_t> slots{2, 0};
+  const std::vector<float> obs{0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 1.0f, 0.0f, -1.0f, 0.5f, 0.25f};
+  const std::vector<float> rewards{0.5f, -1.0f};
+  const std::vector<std::uint8_t> resets{1, 1};
+  const std::vector<std::int32_t> prev{0, 2};
+  std::vector<float> gl(6), gv(2), cl(6), cv(2);
+  gpu.infer(slots, {obs, rewards, resets, prev}, {gl, gv});
+  cpu.infer(slots, {obs, rewards, resets, prev}, {cl, cv});
+  for (std::size_t i = 0; i < 6; ++i)
+    CHECK(close(gl[i], cl[i]));
+  for (std::size_t i = 0; i < 2; ++i)
+    CHECK(close(gv[i], cv[i]));
 }

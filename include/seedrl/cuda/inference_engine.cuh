@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -23,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "seedrl/core/counter_random.hpp"
 #include "seedrl/cuda/cuda_backend.cuh"
 #include "seedrl/cuda/device.cuh"
 #include "seedrl/cuda/error.cuh"
@@ -117,6 +119,41 @@ struct zero_rows_kernel {
   }
 };
 
+/// Row r's action and log-prob by the counter generator (seedrl/core/counter_random.hpp), the
+/// same function the CPU reference runs: i = r.
+template <class S>
+struct counter_sample_kernel {
+  const S* logits;
+  int A;
+  std::uint64_t seed;
+  std::uint64_t counter;
+  std::int32_t* actions;
+  S* log_probs;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t r) const {
+    actions[r] = counter_categorical(logits + r * static_cast<std::size_t>(A), A,
+                                     counter_uniform(seed, counter, r), log_probs + r);
+  }
+};
+
+/// Byte offsets of the per-batch download: logits S[B*A] | values S[B] | log-probs S[B] |
+/// states before S[B*W] | actions int32[B]. infer() brings back logits to states, sampling
+/// values to actions: one contiguous copy either way.
+struct download_layout {
+  std::size_t logits = 0, values = 0, log_probs = 0, before = 0, actions = 0, bytes = 0;
+
+  template <class S>
+  static download_layout of(std::size_t B, std::size_t A, std::size_t W) {
+    download_layout l;
+    l.values = B * A * sizeof(S);
+    l.log_probs = l.values + B * sizeof(S);
+    l.before = l.log_probs + B * sizeof(S);
+    l.actions = l.before + B * W * sizeof(S);  // 4-byte aligned: S is float or double
+    l.bytes = l.actions + B * sizeof(std::int32_t);
+    return l;
+  }
+};
+
 /// Byte offsets of the packed per-batch upload, each aligned to 16 bytes.
 struct upload_layout {
   std::size_t obs = 0, rewards = 0, slots = 0, prev = 0, resets = 0, reset_slots = 0, bytes = 0;
@@ -179,8 +216,9 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     const std::size_t in_bytes = upload_layout::of<S>(max_batch_, obs_, max_envs_).bytes;
     in_dev_ = backend_->template allocate<unsigned char>(in_bytes);
     in_host_ = pinned_buffer<unsigned char>(in_bytes);
-    out_dev_ = backend_->template allocate<S>(max_batch_ * (A_ + 1 + W_));
-    out_host_ = pinned_buffer<S>(max_batch_ * (A_ + 1 + W_));
+    const std::size_t out_bytes = download_layout::of<S>(max_batch_, A_, W_).bytes;
+    out_dev_ = backend_->template allocate<unsigned char>(out_bytes);
+    out_host_ = pinned_buffer<unsigned char>(out_bytes);
     params_host_ = pinned_buffer<S>(P_);
     pending_.reserve(max_envs_);
     queued_.assign(max_envs_, 0);
@@ -211,63 +249,21 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
 
   void infer(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
              const agent_step_output<S>& out) override {
-    const std::size_t B = slots.size();
-    check_batch(slots, in, out);
-    SEEDRL_CUDA_CHECK(cudaSetDevice(device_));  // the loop's thread, not the constructor's
-    const std::size_t n_reset = pending_.size();
-    const auto l = upload_layout::of<S>(B, obs_, n_reset);
-    unsigned char* h = in_host_.data();
-    std::memcpy(h + l.obs, in.observations.data(), B * obs_ * sizeof(S));
-    std::memcpy(h + l.rewards, in.rewards.data(), B * sizeof(S));
-    std::memcpy(h + l.slots, slots.data(), B * sizeof(std::uint32_t));
-    std::memcpy(h + l.prev, in.prev_actions.data(), B * sizeof(std::int32_t));
-    std::memcpy(h + l.resets, in.dones.data(), B);
-    if (n_reset > 0)
-      std::memcpy(h + l.reset_slots, pending_.data(), n_reset * sizeof(std::uint32_t));
-    const cudaStream_t stream = backend_->stream();
-    unsigned char* d = in_dev_.data();
-    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(d, h, l.bytes, cudaMemcpyHostToDevice, stream));
-    const auto* slots_dev = reinterpret_cast<const std::uint32_t*>(d + l.slots);
-    if (n_reset > 0 && W_ > 0) {
-      backend_->for_each(
-          n_reset * W_,
-          zero_rows_kernel<S>{reinterpret_cast<const std::uint32_t*>(d + l.reset_slots), W_,
-                              table_.data()});
-    }
-    for (const auto s : pending_)
-      queued_[s] = 0;
-    pending_.clear();
-    S* o = out_dev_.data();
-    agent_step_operands<S> op;
-    op.B = B;
-    op.slots = slots_dev;
-    op.observations = reinterpret_cast<const S*>(d + l.obs);
-    op.rewards = reinterpret_cast<const S*>(d + l.rewards);
-    op.resets = reinterpret_cast<const std::uint8_t*>(d + l.resets);
-    op.prev_actions = reinterpret_cast<const std::int32_t*>(d + l.prev);
-    op.params = params_[current_].data();
-    op.table = table_.data();
-    op.logits = o;
-    op.values = o + B * A_;
-    op.before = o + B * (A_ + 1);
-    step_->step(op);
-    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(out_host_.data(), o, B * (A_ + 1 + W_) * sizeof(S),
-                                      cudaMemcpyDeviceToHost, stream));
-    const cudaError_t e = cudaStreamSynchronize(stream);
-    if (e != cudaSuccess) {
-      throw cuda_error(std::string("seedrl: ") + who +
-                       ": the inference step failed on the device (one of its kernels: "
-                       "gather_rows, the torso's convolutions or GEMMs, lstm_step_fused_kernel or "
-                       "lstm_pointwise_kernel, the heads' GEMMs, scatter_rows): " +
-                       cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-    }
-    last_batch_ = B;
-    std::memcpy(out.logits.data(), out_host_.data(), B * A_ * sizeof(S));
-    std::memcpy(out.values.data(), out_host_.data() + B * A_, B * sizeof(S));
+    run(slots, in, out, nullptr);
+  }
+
+  void infer_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+                        const agent_step_output<S>& out, std::uint64_t seed, std::uint64_t counter,
+                        std::span<std::int32_t> actions, std::span<S> log_probs) override {
+    if (actions.size() != slots.size() || log_probs.size() != slots.size())
+      throw std::invalid_argument(std::string(who) +
+                                  "::infer_and_sample: actions and log_probs must hold B values");
+    const sample_request r{seed, counter, actions, log_probs};
+    run(slots, in, out, &r);
   }
 
   std::span<const S> state_before(std::size_t row) const override {
-    return {out_host_.data() + last_batch_ * (A_ + 1) + row * W_, W_};
+    return {reinterpret_cast<const S*>(out_host_.data() + last_before_) + row * W_, W_};
   }
 
   std::span<S> parameter_staging() override { return {params_host_.data(), P_}; }
@@ -284,7 +280,99 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     SEEDRL_CUDA_CHECK(cudaStreamSynchronize(backend_->stream()));
   }
 
+  bool update_on_device(const std::function<bool(S*, void*)>& copy) override {
+    SEEDRL_CUDA_CHECK(cudaSetDevice(device_));
+    const std::size_t next = 1 - current_;
+    // The copy is enqueued on the engine's stream: ordered after every step already given and
+    // before the next, which reads the new set.
+    if (!copy(params_[next].data(), static_cast<void*>(backend_->stream())))
+      return false;
+    current_ = next;
+    return true;
+  }
+
  private:
+  struct sample_request {
+    std::uint64_t seed, counter;
+    std::span<std::int32_t> actions;
+    std::span<S> log_probs;
+  };
+
+  /// One batch: upload, queued resets, the step, sampling when asked, one download, wait.
+  void run(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+           const agent_step_output<S>& out, const sample_request* sample) {
+    const std::size_t B = slots.size();
+    check_batch(slots, in, out);
+    SEEDRL_CUDA_CHECK(cudaSetDevice(device_));  // the loop's thread, not the constructor's
+    const std::size_t n_reset = pending_.size();
+    const auto l = upload_layout::of<S>(B, obs_, n_reset);
+    unsigned char* h = in_host_.data();
+    std::memcpy(h + l.obs, in.observations.data(), B * obs_ * sizeof(S));
+    std::memcpy(h + l.rewards, in.rewards.data(), B * sizeof(S));
+    std::memcpy(h + l.slots, slots.data(), B * sizeof(std::uint32_t));
+    std::memcpy(h + l.prev, in.prev_actions.data(), B * sizeof(std::int32_t));
+    std::memcpy(h + l.resets, in.dones.data(), B);
+    if (n_reset > 0)
+      std::memcpy(h + l.reset_slots, pending_.data(), n_reset * sizeof(std::uint32_t));
+    const cudaStream_t stream = backend_->stream();
+    unsigned char* d = in_dev_.data();
+    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(d, h, l.bytes, cudaMemcpyHostToDevice, stream));
+    if (n_reset > 0 && W_ > 0) {
+      backend_->for_each(
+          n_reset * W_,
+          zero_rows_kernel<S>{reinterpret_cast<const std::uint32_t*>(d + l.reset_slots), W_,
+                              table_.data()});
+    }
+    for (const auto s : pending_)
+      queued_[s] = 0;
+    pending_.clear();
+    const auto o = download_layout::of<S>(B, A_, W_);
+    unsigned char* od = out_dev_.data();
+    agent_step_operands<S> op;
+    op.B = B;
+    op.slots = reinterpret_cast<const std::uint32_t*>(d + l.slots);
+    op.observations = reinterpret_cast<const S*>(d + l.obs);
+    op.rewards = reinterpret_cast<const S*>(d + l.rewards);
+    op.resets = reinterpret_cast<const std::uint8_t*>(d + l.resets);
+    op.prev_actions = reinterpret_cast<const std::int32_t*>(d + l.prev);
+    op.params = params_[current_].data();
+    op.table = table_.data();
+    op.logits = reinterpret_cast<S*>(od + o.logits);
+    op.values = reinterpret_cast<S*>(od + o.values);
+    op.before = reinterpret_cast<S*>(od + o.before);
+    step_->step(op);
+    // One copy back: logits to states, or (sampled here) values to actions.
+    std::size_t first = o.logits, last = o.actions;
+    if (sample != nullptr) {
+      backend_->for_each(B, counter_sample_kernel<S>{
+                                op.logits, static_cast<int>(A_), sample->seed, sample->counter,
+                                reinterpret_cast<std::int32_t*>(od + o.actions),
+                                reinterpret_cast<S*>(od + o.log_probs)});
+      first = o.values;
+      last = o.bytes;
+    }
+    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(out_host_.data() + first, od + first, last - first,
+                                      cudaMemcpyDeviceToHost, stream));
+    const cudaError_t e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) {
+      throw cuda_error(std::string("seedrl: ") + who +
+                       ": the inference step failed on the device (one of its kernels: "
+                       "zero_rows, gather_rows, the torso's convolutions or GEMMs, "
+                       "lstm_step_fused_kernel or lstm_pointwise_kernel, the heads' GEMMs, "
+                       "scatter_rows, counter_sample): " +
+                       cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+    }
+    last_before_ = o.before;
+    const unsigned char* oh = out_host_.data();
+    std::memcpy(out.values.data(), oh + o.values, B * sizeof(S));
+    if (sample == nullptr) {
+      std::memcpy(out.logits.data(), oh + o.logits, B * A_ * sizeof(S));
+    } else {
+      std::memcpy(sample->actions.data(), oh + o.actions, B * sizeof(std::int32_t));
+      std::memcpy(sample->log_probs.data(), oh + o.log_probs, B * sizeof(S));
+    }
+  }
+
   void check_batch(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
                    const agent_step_output<S>& out) const {
     const std::size_t B = slots.size();
@@ -336,12 +424,12 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
   cuda_backend::buffer<S> params_[2];
   std::size_t current_ = 0;  ///< the parameter set in use
   cuda_backend::buffer<unsigned char> in_dev_;
-  cuda_backend::buffer<S> out_dev_;  ///< [B*A logits | B values | B*W states before]
-  pinned_buffer<unsigned char> in_host_;
-  pinned_buffer<S> out_host_, params_host_;
+  cuda_backend::buffer<unsigned char> out_dev_;  ///< download_layout
+  pinned_buffer<unsigned char> in_host_, out_host_;
+  pinned_buffer<S> params_host_;
   std::vector<std::uint32_t> pending_;  ///< queued reset_state slots
   std::vector<std::uint8_t> queued_;    ///< [max_envs] 1 while a slot is in pending_
-  std::size_t last_batch_ = 0;
+  std::size_t last_before_ = 0;         ///< where the last batch's states before sit in out_host_
 };
 
 }  // namespace detail

@@ -34,7 +34,12 @@
 /// Not there yet (docs/cuda.md): observations travel as S (agent_step_input carries S, so
 /// uint8 frames are widened on the host: 4x the bytes of the upload); the upload of batch k+1
 /// cannot overlap batch k's compute while infer() is synchronous (one batch in flight); CUDA
-/// graphs; on-device sampling; device-to-device parameter publication from the GPU trainer.
+/// graphs; the learner wiring of device-to-device publication (the engine takes sets from a
+/// `device_parameter_channel`, but the GPU trainer does not write one yet).
+///
+/// Sampling: `infer_and_sample` (seedrl::SamplingInferenceEngine) samples each row's action on
+/// the device with the counter generator, so the inference loop gets actions, log-probs and
+/// values back instead of logits.
 ///
 /// Plain C++ (no CUDA header): the learner's g++ units include it. The GPU side is a
 /// `detail::inference_engine_device` made by `make_device` (defined in
@@ -47,6 +52,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -75,11 +81,19 @@ class inference_engine_device {
   virtual void reset_state(std::size_t slot) = 0;
   virtual void infer(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
                      const agent_step_output<S>& out) = 0;
+  /// infer, then row r's action by counter_categorical (SamplingInferenceEngine).
+  virtual void infer_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+                                const agent_step_output<S>& out, std::uint64_t seed,
+                                std::uint64_t counter, std::span<std::int32_t> actions,
+                                std::span<S> log_probs) = 0;
   virtual std::span<const S> state_before(std::size_t row) const = 0;
   /// Pinned host memory of num_parameters() values that set_parameters uploads.
   virtual std::span<S> parameter_staging() = 0;
   /// Uploads parameter_staging() into the parameter buffer not in use, then swaps.
   virtual void set_parameters_from_staging() = 0;
+  /// Calls copy(spare parameter buffer, the engine's cudaStream_t as void*); swaps to the spare
+  /// when it returns true (it enqueued a copy of a whole set on that stream).
+  virtual bool update_on_device(const std::function<bool(S*, void*)>& copy) = 0;
 };
 
 }  // namespace detail
@@ -138,6 +152,15 @@ class inference_engine {
     device_->infer(slots, in, out);
   }
 
+  /// SamplingInferenceEngine: the step, then each row's action sampled on the device by the
+  /// counter generator (seedrl/core/counter_random.hpp); only values, actions and log-probs
+  /// (and the states before) come back; out.logits is left alone.
+  void infer_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+                        const agent_step_output<S>& out, std::uint64_t seed, std::uint64_t counter,
+                        std::span<std::int32_t> actions, std::span<S> log_probs) {
+    device_->infer_and_sample(slots, in, out, seed, counter, actions, log_probs);
+  }
+
   std::span<const S> state_before(std::size_t row) const { return device_->state_before(row); }
 
   bool update_parameters(const parameter_store<S>& params, std::uint64_t* version) {
@@ -145,6 +168,21 @@ class inference_engine {
       return false;
     device_->set_parameters_from_staging();
     return true;
+  }
+
+  /// Device to device, from the GPU trainer's `cuda::device_parameter_channel<S>`
+  /// (seedrl/cuda/device_parameter_channel.cuh): when it holds a set newer than `*version`, the
+  /// engine's stream waits for that set's writes and copies it into the spare parameter buffer,
+  /// and the next step uses it. True when it took a set.
+  template <class Channel>
+  requires requires(Channel& c, S* dst, typename Channel::stream_type stream, std::uint64_t* v) {
+    { c.copy_if_newer(dst, stream, v) } -> std::convertible_to<bool>;
+  }
+  bool update_parameters(Channel& channel, std::uint64_t* version) {
+    return device_->update_on_device([&](S* dst, void* stream) {
+      return channel.copy_if_newer(dst, static_cast<typename Channel::stream_type>(stream),
+                                   version);
+    });
   }
 
   /// Uploads `params` (the CPU network's layout) as the parameters of the next step.
