@@ -23,6 +23,7 @@
 
 #include "seedrl/core/counter_random.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/cuda/inference_engine.hpp"
 #include "seedrl/env/cartpole.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
@@ -640,5 +641,29 @@ TEST_CASE("the loop lets an engine that samples choose the actions, with its see
   for (std::size_t k = 0; k < log.counters.size(); ++k) {
     CHECK(log.counters[k] == k);  // the batch index: a run draws the same numbers again
     CHECK(log.seeds[k] == 1234);
+  }
+}
+
+TEST_CASE("CUDA graph buckets: powers of two up to the batch cap, none past 256 rows",
+          "[inference_engine]") {
+  using seedrl::cuda::detail::graph_bucket;
+  CHECK(graph_bucket(0, 64) == 0);
+  CHECK(graph_bucket(1, 64) == 1);
+  CHECK(graph_bucket(2, 64) == 2);
+  CHECK(graph_bucket(3, 64) == 4);
+  CHECK(graph_bucket(33, 64) == 64);
+  CHECK(graph_bucket(64, 64) == 64);
+  CHECK(graph_bucket(20, 33) == 32);
+  CHECK(graph_bucket(33, 33) == 33);  // never more rows than the buffers hold
+  CHECK(graph_bucket(34, 33) == 0);
+  CHECK(graph_bucket(256, 1024) == 256);
+  CHECK(graph_bucket(257, 1024) == 0);  // the GEMM path's workspace may move: plain launches
+  for (std::size_t B = 1; B <= 300; ++B) {
+    const std::size_t g = graph_bucket(B, 200);
+    if (g != 0) {
+      CHECK(g >= B);
+      CHECK(g <= 200);
+      CHECK(g < 2 * B);  // at most twice the work
+    }
   }
 }

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -210,12 +211,17 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
                                   std::to_string(step_->max_rows()) + ")");
     }
     check_memory();
-    table_ = backend_->template allocate<S>(max_envs_ * W_);
+    // One row more than the slots: padded rows of a graph bucket use it as scratch.
+    table_ = backend_->template allocate<S>((max_envs_ + 1) * W_);
     params_[0] = backend_->template allocate<S>(P_);
     params_[1] = backend_->template allocate<S>(P_);
     const std::size_t in_bytes = upload_layout::of<S>(max_batch_, obs_, max_envs_).bytes;
     in_dev_ = backend_->template allocate<unsigned char>(in_bytes);
     in_host_ = pinned_buffer<unsigned char>(in_bytes);
+    std::memset(in_host_.data(), 0, in_bytes);  // padded rows read finite zeros
+    const char* env = std::getenv("SEEDRL_CUDA_GRAPHS");
+    graphs_enabled_ = !torso_has_convolutions && !(env != nullptr && std::string(env) == "0");
+    graphs_.resize(graph_max_rows + 1);
     const std::size_t out_bytes = download_layout::of<S>(max_batch_, A_, W_).bytes;
     out_dev_ = backend_->template allocate<unsigned char>(out_bytes);
     out_host_ = pinned_buffer<unsigned char>(out_bytes);
@@ -230,6 +236,12 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
 
   ~inference_engine_device_impl() override {
     (void)cudaSetDevice(device_);  // free on the right device; a destructor cannot report
+    for (auto& g : graphs_) {
+      for (auto& e : g.exec) {
+        if (e != nullptr)
+          (void)cudaGraphExecDestroy(e);
+      }
+    }
     step_.reset();
     backend_.reset();
   }
@@ -292,6 +304,57 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
   }
 
  private:
+  static constexpr bool torso_has_convolutions = requires(const typename step_type::torso_type& t) {
+    t.stack_config();
+  };
+
+  /// A bucket's captured steps, one per parameter buffer.
+  struct graph_entry {
+    cudaGraphExec_t exec[2] = {nullptr, nullptr};
+    bool warmed = false;  ///< ran plain once: its lazily made objects exist
+    bool failed = false;  ///< capture failed: plain launches from now on
+  };
+
+  /// The step as the bucket's graph for the parameter buffer in use: captured at the second use,
+  /// replayed after; plain launches when capture fails.
+  void graph_step(const agent_step_operands<S>& op, graph_entry& g) {
+    cudaGraphExec_t& exec = g.exec[current_];
+    if (exec == nullptr && g.warmed && !g.failed)
+      g.failed = !capture(op, exec);
+    if (exec == nullptr) {
+      step_->step(op);
+      g.warmed = true;
+      return;
+    }
+    SEEDRL_CUDA_CHECK(cudaGraphLaunch(exec, backend_->stream()));
+  }
+
+  /// Captures one step on the engine's stream into `exec`; false (and nothing launched) when
+  /// the step cannot be captured.
+  bool capture(const agent_step_operands<S>& op, cudaGraphExec_t& exec) {
+    const cudaStream_t s = backend_->stream();
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    bool ok = true;
+    try {
+      step_->step(op);
+    } catch (const std::exception&) {
+      ok = false;
+    }
+    cudaGraph_t graph = nullptr;
+    ok = cudaStreamEndCapture(s, &graph) == cudaSuccess && ok && graph != nullptr;
+    if (ok)
+      ok = cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+    if (graph != nullptr)
+      (void)cudaGraphDestroy(graph);
+    if (!ok)
+      exec = nullptr;
+    (void)cudaGetLastError();  // a failed capture's error is not the next launch's
+    return ok;
+  }
+
   struct sample_request {
     std::uint64_t seed, counter;
     std::span<std::int32_t> actions;
@@ -305,13 +368,21 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     check_batch(slots, in, out);
     SEEDRL_CUDA_CHECK(cudaSetDevice(device_));  // the loop's thread, not the constructor's
     const std::size_t n_reset = pending_.size();
-    const auto l = upload_layout::of<S>(B, obs_, n_reset);
+    // As a graph, the step runs on a bucket's rows: every offset below depends on them only.
+    const std::size_t bucket = graphs_enabled_ ? graph_bucket(B, max_batch_) : 0;
+    const std::size_t rows = bucket > 0 ? bucket : B;
+    const auto l = upload_layout::of<S>(rows, obs_, n_reset);
     unsigned char* h = in_host_.data();
     std::memcpy(h + l.obs, in.observations.data(), B * obs_ * sizeof(S));
     std::memcpy(h + l.rewards, in.rewards.data(), B * sizeof(S));
     std::memcpy(h + l.slots, slots.data(), B * sizeof(std::uint32_t));
     std::memcpy(h + l.prev, in.prev_actions.data(), B * sizeof(std::int32_t));
     std::memcpy(h + l.resets, in.dones.data(), B);
+    for (std::size_t r = B; r < rows; ++r) {  // padding: the scratch row, from zeros
+      const auto scratch = static_cast<std::uint32_t>(max_envs_);
+      std::memcpy(h + l.slots + r * sizeof(std::uint32_t), &scratch, sizeof(scratch));
+      h[l.resets + r] = 1;
+    }
     if (n_reset > 0)
       std::memcpy(h + l.reset_slots, pending_.data(), n_reset * sizeof(std::uint32_t));
     const cudaStream_t stream = backend_->stream();
@@ -326,10 +397,10 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     for (const auto s : pending_)
       queued_[s] = 0;
     pending_.clear();
-    const auto o = download_layout::of<S>(B, A_, W_);
+    const auto o = download_layout::of<S>(rows, A_, W_);
     unsigned char* od = out_dev_.data();
     agent_step_operands<S> op;
-    op.B = B;
+    op.B = rows;
     op.slots = reinterpret_cast<const std::uint32_t*>(d + l.slots);
     op.observations = reinterpret_cast<const S*>(d + l.obs);
     op.rewards = reinterpret_cast<const S*>(d + l.rewards);
@@ -340,7 +411,10 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     op.logits = reinterpret_cast<S*>(od + o.logits);
     op.values = reinterpret_cast<S*>(od + o.values);
     op.before = reinterpret_cast<S*>(od + o.before);
-    step_->step(op);
+    if (bucket > 0)
+      graph_step(op, graphs_[bucket]);
+    else
+      step_->step(op);
     // One copy back: logits to states, or (sampled here) values to actions.
     std::size_t first = o.logits, last = o.actions;
     if (sample != nullptr) {
@@ -399,10 +473,9 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     std::size_t free_bytes = 0, total = 0;
     SEEDRL_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
     const std::size_t in_bytes = upload_layout::of<S>(max_batch_, obs_, max_envs_).bytes;
-    const std::size_t need = (max_envs_ * W_ + 2 * P_ + max_batch_ * (A_ + 1 + W_) +
-                              max_batch_ * step_->work_elements_per_row()) *
-                                 sizeof(S) +
-                             in_bytes;
+    const std::size_t need =
+        ((max_envs_ + 1) * W_ + 2 * P_ + max_batch_ * step_->work_elements_per_row()) * sizeof(S) +
+        download_layout::of<S>(max_batch_, A_, W_).bytes + in_bytes;
     if (need > free_bytes) {
       throw std::runtime_error(std::string("seedrl: ") + who + ": the state table of " +
                                std::to_string(max_envs_) + " env slots (" + std::to_string(W_) +
@@ -429,7 +502,10 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
   pinned_buffer<S> params_host_;
   std::vector<std::uint32_t> pending_;  ///< queued reset_state slots
   std::vector<std::uint8_t> queued_;    ///< [max_envs] 1 while a slot is in pending_
-  std::size_t last_before_ = 0;         ///< where the last batch's states before sit in out_host_
+  std::size_t last_before_ = 0;
+  bool graphs_enabled_ = false;
+  std::vector<graph_entry> graphs_;  ///< indexed by bucket rows         ///< where the last batch's
+                                     ///< states before sit in out_host_
 };
 
 }  // namespace detail

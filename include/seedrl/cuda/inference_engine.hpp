@@ -31,11 +31,20 @@
 /// refuses, with std::runtime_error naming the bytes needed and free, a configuration whose
 /// state table and buffers do not fit in the device's free memory.
 ///
+/// CUDA graphs: for torsos without convolutions (the MLP recipe), a batch of B <= 256 rows runs
+/// padded to a bucket (detail::graph_bucket) as a captured graph of the step, one per bucket
+/// and parameter buffer, captured at the bucket's second use (the first, plain, makes every
+/// lazily created object); padded rows read and write a scratch table row with the reset flag
+/// set, and their outputs are dropped. A failed capture falls back to plain launches for that
+/// bucket. SEEDRL_CUDA_GRAPHS=0 in the environment turns graphs off. Convolutional torsos run
+/// plain: cuda_backend's cuDNN objects (and their workspaces, which a graph would bake in) are a
+/// cache of 32 shapes that may evict.
+///
 /// Not there yet (docs/cuda.md): observations travel as S (agent_step_input carries S, so
 /// uint8 frames are widened on the host: 4x the bytes of the upload); the upload of batch k+1
-/// cannot overlap batch k's compute while infer() is synchronous (one batch in flight); CUDA
-/// graphs; the learner wiring of device-to-device publication (the engine takes sets from a
-/// `device_parameter_channel`, but the GPU trainer does not write one yet).
+/// cannot overlap batch k's compute while infer() is synchronous (one batch in flight); graphs
+/// for the convolutional torsos; the learner wiring of device-to-device publication (the engine
+/// takes sets from a `device_parameter_channel`, but the GPU trainer does not write one yet).
 ///
 /// Sampling: `infer_and_sample` (seedrl::SamplingInferenceEngine) samples each row's action on
 /// the device with the counter generator, so the inference loop gets actions, log-probs and
@@ -68,6 +77,22 @@
 namespace seedrl::cuda {
 
 namespace detail {
+
+/// Batches up to this many rows run as a captured CUDA graph (the fused LSTM kernel's range,
+/// which needs no workspace that could move between captures).
+inline constexpr std::size_t graph_max_rows = 256;
+
+/// The rows a batch of B runs as when steps are captured as CUDA graphs: B padded up to the
+/// next power of two, at most max_batch (the buffers' size); 0 when B is above graph_max_rows
+/// or B is 0 (plain launches). A few buckets, so a few captures serve every batch size.
+constexpr std::size_t graph_bucket(std::size_t B, std::size_t max_batch) {
+  if (B == 0 || B > graph_max_rows || B > max_batch)
+    return 0;
+  std::size_t rows = 1;
+  while (rows < B)
+    rows *= 2;
+  return rows < max_batch ? rows : max_batch;
+}
 
 /// The GPU side of an inference_engine; see the file comment. Defined in
 /// seedrl/cuda/inference_engine.cuh.
