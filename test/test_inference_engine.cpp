@@ -17,10 +17,13 @@
 #include <numeric>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "seedrl/core/counter_random.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/cuda/inference_engine.hpp"
 #include "seedrl/env/cartpole.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
@@ -451,4 +454,216 @@ TEST_CASE("the learner serves and trains with two CPU inference workers", "[infe
   CHECK(s.train_steps >= 5);
   CHECK(s.trainer_error.empty());
   CHECK(s.episodes > 0);
+}
+
+namespace {
+
+/// A test engine whose step fails after `ok_batches` batches, as a CUDA engine reports a kernel
+/// error (an exception naming the kernel).
+template <class Net>
+struct failing_engine : recording_engine<Net> {
+  static constexpr int ok_batches = 5;
+  int batches = 0;
+  failing_engine(const Net& net, const seedrl::inference_engine_config& c)
+      : recording_engine<Net>(net, c) {}
+  void infer(std::span<const std::uint32_t> slots,
+             const seedrl::agent_step_input<typename Net::scalar_type>& in,
+             const seedrl::agent_step_output<typename Net::scalar_type>& out) {
+    if (++batches > ok_batches)
+      throw std::runtime_error("seedrl: lstm_step_fused_kernel failed: cudaErrorLaunchFailure");
+    recording_engine<Net>::infer(slots, in, out);
+  }
+};
+static_assert(seedrl::InferenceEngine<failing_engine<net_t>>);
+
+}  // namespace
+
+TEST_CASE("an engine that throws stops the learner cleanly: the error is kept, actors are told",
+          "[inference_engine][bad-input]") {
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport,
+                                    seedrl::host_trainer, seedrl::impala_loss<float>,
+                                    seedrl::categorical_sampler, failing_engine<net_t>>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 4;
+  seedrl::learner_config lc;
+  lc.max_envs = 8;
+  lc.unroll_length = 4;
+  lc.batch_size = 2;
+  lc.batching.max_batch = 4;
+  lc.batching.deadline = 1ms;
+  lc.batching.max_request_rows = 8;
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"inference-engine-fails"};
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  std::mutex log_mutex;
+  std::vector<std::string> actor_log;
+  std::atomic<bool> stop{false};
+  std::thread actor([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = 2;
+    ac.log = [&](const std::string& line) {
+      std::lock_guard lock(log_mutex);
+      actor_log.push_back(line);
+    };
+    seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
+        ac, [](std::size_t) { return seedrl::cartpole(); },
+        [&] { return transport.connect(endpoint); });
+    a.run(stop);  // must return when told to, not throw
+  });
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (learner.stats().trainer_error.empty() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  const auto s = learner.stats();
+  CHECK_THAT(s.trainer_error, Catch::Contains("the inference engine failed") &&
+                                  Catch::Contains("lstm_step_fused_kernel"));
+  // Only the batches before the failure were answered.
+  CHECK(s.frames <= failing_engine<net_t>::ok_batches * 2);
+  learner.stop();  // must not hang on the unanswered batch
+  const auto until_told = std::chrono::steady_clock::now() + 10s;
+  const auto told = [&] {
+    std::lock_guard lock(log_mutex);
+    return std::any_of(actor_log.begin(), actor_log.end(), [](const std::string& l) {
+      // The close frame learner::stop sends (code shutting_down), not a dropped link.
+      return l.find("learner sent close: the learner is stopping") != std::string::npos;
+    });
+  };
+  while (!told() && std::chrono::steady_clock::now() < until_told)
+    std::this_thread::sleep_for(1ms);
+  CHECK(told());
+  stop = true;
+  actor.join();
+}
+
+namespace {
+
+struct sampling_log {
+  std::mutex mutex;
+  std::vector<std::uint64_t> counters, seeds;
+  int plain_infers = 0;
+};
+sampling_log& log_of_sampling_engine() {
+  static sampling_log log;
+  return log;
+}
+
+/// A test engine that samples "on its device": infer_and_sample chooses action 1 for every row
+/// by the counter generator over logits that favour it overwhelmingly, while its plain infer's
+/// logits (recording_engine's) would make the host sampler choose slot % 2.
+template <class Net>
+struct sampling_engine : recording_engine<Net> {
+  using S = typename Net::scalar_type;
+  sampling_engine(const Net& net, const seedrl::inference_engine_config& c)
+      : recording_engine<Net>(net, c) {}
+  void infer(std::span<const std::uint32_t> slots, const seedrl::agent_step_input<S>& in,
+             const seedrl::agent_step_output<S>& out) {
+    {
+      auto& log = log_of_sampling_engine();
+      std::lock_guard lock(log.mutex);
+      ++log.plain_infers;
+    }
+    recording_engine<Net>::infer(slots, in, out);
+  }
+  void infer_and_sample(std::span<const std::uint32_t> slots, const seedrl::agent_step_input<S>& in,
+                        const seedrl::agent_step_output<S>& out, std::uint64_t seed,
+                        std::uint64_t counter, std::span<std::int32_t> actions,
+                        std::span<S> log_probs) {
+    recording_engine<Net>::infer(slots, in, out);
+    const S logits[] = {S(-100), S(100)};
+    for (std::size_t r = 0; r < slots.size(); ++r)
+      actions[r] = seedrl::counter_categorical(logits, 2, seedrl::counter_uniform(seed, counter, r),
+                                               &log_probs[r]);
+    auto& log = log_of_sampling_engine();
+    std::lock_guard lock(log.mutex);
+    log.counters.push_back(counter);
+    log.seeds.push_back(seed);
+  }
+};
+static_assert(seedrl::SamplingInferenceEngine<sampling_engine<net_t>>);
+static_assert(!seedrl::SamplingInferenceEngine<recording_engine<net_t>>);
+
+}  // namespace
+
+TEST_CASE("the loop lets an engine that samples choose the actions, with its seed and counter",
+          "[inference_engine]") {
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport,
+                                    seedrl::host_trainer, seedrl::impala_loss<float>,
+                                    seedrl::categorical_sampler, sampling_engine<net_t>>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 4;
+  seedrl::learner_config lc;
+  lc.max_envs = 8;
+  lc.unroll_length = 4;
+  lc.batch_size = 2;
+  lc.batching.max_batch = 4;
+  lc.batching.deadline = 1ms;
+  lc.batching.max_request_rows = 8;
+  lc.seed = 1234;
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{"inference-engine-samples"};
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  constexpr std::size_t num_envs = 2;
+  std::shared_ptr<std::atomic<int>[]> counts(new std::atomic<int>[num_envs * 2] {});
+  std::atomic<bool> stop{false};
+  std::thread actor([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = num_envs;
+    seedrl::actor<counting_cartpole, std::function<seedrl::in_process_connection()>> a(
+        ac, [&](std::size_t i) { return counting_cartpole(counts, i); },
+        [&] { return transport.connect(endpoint); });
+    a.run(stop);
+  });
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (learner.stats().frames < 100 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  stop = true;
+  actor.join();
+  learner.stop();
+  const auto s = learner.stats();
+  CHECK(s.trainer_error.empty());
+  // Every env got the engine's action 1, never the host sampler's slot % 2 choice of 0.
+  for (std::size_t i = 0; i < num_envs; ++i) {
+    CHECK(counts[i * 2 + 1] > 0);
+    CHECK(counts[i * 2] == 0);
+  }
+  auto& log = log_of_sampling_engine();
+  std::lock_guard lock(log.mutex);
+  CHECK(log.plain_infers == 0);
+  REQUIRE(!log.counters.empty());
+  CHECK(log.counters.size() == static_cast<std::size_t>(s.batches));
+  for (std::size_t k = 0; k < log.counters.size(); ++k) {
+    CHECK(log.counters[k] == k);  // the batch index: a run draws the same numbers again
+    CHECK(log.seeds[k] == 1234);
+  }
+}
+
+TEST_CASE("CUDA graph buckets: powers of two up to the batch cap, none past 256 rows",
+          "[inference_engine]") {
+  using seedrl::cuda::detail::graph_bucket;
+  CHECK(graph_bucket(0, 64) == 0);
+  CHECK(graph_bucket(1, 64) == 1);
+  CHECK(graph_bucket(2, 64) == 2);
+  CHECK(graph_bucket(3, 64) == 4);
+  CHECK(graph_bucket(33, 64) == 64);
+  CHECK(graph_bucket(64, 64) == 64);
+  CHECK(graph_bucket(20, 33) == 32);
+  CHECK(graph_bucket(33, 33) == 33);  // never more rows than the buffers hold
+  CHECK(graph_bucket(34, 33) == 0);
+  CHECK(graph_bucket(256, 1024) == 256);
+  CHECK(graph_bucket(257, 1024) == 0);  // the GEMM path's workspace may move: plain launches
+  for (std::size_t B = 1; B <= 300; ++B) {
+    const std::size_t g = graph_bucket(B, 200);
+    if (g != 0) {
+      CHECK(g >= B);
+      CHECK(g <= 200);
+      CHECK(g < 2 * B);  // at most twice the work
+    }
+  }
 }

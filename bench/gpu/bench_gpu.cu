@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_inference.hpp"
 #include "bench_train_step.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/cuda/device.cuh"
@@ -333,6 +334,7 @@ int main(int argc, char** argv) {
     bench_lstm(c, dev);
     bench_vtrace(c);
     seedrl::bench_gpu::bench_train_step(quick);
+    seedrl::bench_gpu::bench_inference(quick);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "seedrl_bench_gpu: %s\n", e.what());
     return 1;

@@ -79,5 +79,8 @@ cat "$logs/bench.txt"
 echo
 echo "Training step, GPU (cuda::mlp_lstm_trainer, cuda::pixel_lstm_trainer) vs CPU (one thread), samples/s = T*B per step:"
 grep -E '^\| train ' "$logs/bench.txt" || echo "(no training-step rows)"
+echo
+echo "Inference, GPU (cuda::inference_engine) vs CPU (cpu_inference_engine, one worker per core), per batch size:"
+grep -E '^\| infer ' "$logs/bench.txt" || echo "(no inference rows)"
 echo "elapsed: $((SECONDS - start)) s"
 [[ $test_rc -eq 0 && $bench_rc -eq 0 ]]

@@ -8,3 +8,10 @@
 template class seedrl::cuda::mlp_lstm_trainer<float>;
 template class seedrl::cuda::pixel_lstm_trainer<float>;
 template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::impala_resnet_config>;
+
+// The inference engines bench_inference.cpp times, in the same unit.
+#include "seedrl/cuda/inference_engine.cuh"
+
+template class seedrl::cuda::inference_engine<float, seedrl::cuda::mlp_lstm_recipe>;
+template class seedrl::cuda::inference_engine<
+    float, seedrl::cuda::pixel_lstm_recipe<seedrl::nature_cnn_config>>;

@@ -4,3 +4,9 @@
 #include "seedrl/cuda/mlp_lstm_trainer.cuh"
 
 template class seedrl::cuda::mlp_lstm_trainer<float>;
+
+// The CUDA inference engine for the same network, in the same unit (each nvcc unit costs CI
+// minutes).
+#include "seedrl/cuda/inference_engine.cuh"
+
+template class seedrl::cuda::inference_engine<float, seedrl::cuda::mlp_lstm_recipe>;

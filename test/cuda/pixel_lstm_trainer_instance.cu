@@ -7,3 +7,11 @@
 template class seedrl::cuda::pixel_lstm_trainer<float>;
 template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::impala_resnet_config>;
 template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::small_conv_torso_config>;
+
+// The CUDA inference engine for the same networks, in the same unit.
+#include "seedrl/cuda/inference_engine.cuh"
+
+template class seedrl::cuda::inference_engine<
+    float, seedrl::cuda::pixel_lstm_recipe<seedrl::nature_cnn_config>>;
+template class seedrl::cuda::inference_engine<
+    float, seedrl::cuda::pixel_lstm_recipe<seedrl::impala_resnet_config>>;

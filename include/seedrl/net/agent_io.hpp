@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "seedrl/net/agent_step_io.hpp"
 #include "seedrl/net/tensor.hpp"
 
 namespace seedrl {
@@ -36,25 +37,6 @@ struct recurrent_state {
   std::span<S> row(std::ptrdiff_t b) {
     return {data.data() + b * width, static_cast<std::size_t>(width)};
   }
-};
-
-/// One inference step for B environments.
-template <std::floating_point S>
-struct agent_step_input {
-  std::span<const S> observations;             ///< [B, observation_size]
-  std::span<const S> rewards;                  ///< [B] reward that came with the observation
-  std::span<const std::uint8_t> dones;         ///< [B] 1 where this observation starts an episode
-  std::span<const std::int32_t> prev_actions;  ///< [B] action taken before this observation
-  /// [B, D] continuous action spaces: the action the env got before this observation (for
-  /// networks built for them; empty otherwise).
-  std::span<const S> prev_continuous_actions = {};
-};
-
-/// Where one inference step writes.
-template <std::floating_point S>
-struct agent_step_output {
-  std::span<S> logits;  ///< [B, num_actions]
-  std::span<S> values;  ///< [B]
 };
 
 /// A training unroll of `steps` = T + 1 steps for `batch` environments.

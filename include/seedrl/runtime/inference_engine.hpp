@@ -40,13 +40,24 @@
 ///     immutable snapshots; the engine copies one before its next step).
 /// Threads: one thread (the loop's inference thread) calls everything after construction; the
 /// engine may use threads of its own inside infer().
+///
+/// Optional capability, `seedrl::SamplingInferenceEngine`: an engine that also samples the
+/// categorical policy where it computes (an accelerator: then only actions, log-probs and values
+/// come back) provides
+///   - `void infer_and_sample(slots, in, out, std::uint64_t seed, std::uint64_t counter,
+///     std::span<std::int32_t> actions, std::span<S> log_probs);` infer()'s step (out.values
+///     written; out.logits may be left alone), then row r's action is
+///     `counter_categorical(logits of row r, A, counter_uniform(seed, counter, r), &log_prob)`
+///     (seedrl/core/counter_random.hpp), so a CPU reference reproduces it.
+/// The inference loop uses it when the sampler is categorical_sampler sampling (not greedy),
+/// with the learner's seed and the batch's index as the counter: a run is reproducible.
 
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
-#include "seedrl/net/agent_io.hpp"
+#include "seedrl/net/agent_step_io.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
 
 namespace seedrl {
@@ -79,6 +90,17 @@ concept InferenceEngine = requires {
   e.infer(slots, in, out);
   { ce.state_before(i) } -> std::convertible_to<std::span<const typename E::scalar_type>>;
   { e.update_parameters(params, version) } -> std::convertible_to<bool>;
+};
+
+/// See "Optional capability" in the file comment.
+template <class E>
+concept SamplingInferenceEngine = InferenceEngine<E> &&
+    requires(E& e, std::span<const std::uint32_t> slots,
+             const agent_step_input<typename E::scalar_type>& in,
+             const agent_step_output<typename E::scalar_type>& out, std::uint64_t seed,
+             std::uint64_t counter, std::span<std::int32_t> actions,
+             std::span<typename E::scalar_type> log_probs) {
+  e.infer_and_sample(slots, in, out, seed, counter, actions, log_probs);
 };
 
 }  // namespace seedrl

@@ -110,6 +110,7 @@ class inference_loop {
         stats_(stats),
         normalizer_(normalizer),
         time_(waiting_for_batch, created) {
+    sample_seed_ = static_cast<std::uint64_t>(config.seed);
     // The bounds the sampler keeps to, as float32 rounded inwards: actions travel as float32
     // and the actor checks them against the spec's double bounds, which a float rounded to
     // nearest (0.1f > 0.1) could leave.
@@ -322,48 +323,76 @@ class inference_loop {
         break;
       time_.enter(inferring);
       apply_releases();
-      engine_.update_parameters(params_, &version);
       const std::size_t B = batch->rows;
       payload& p = batch->payload;
       finished.clear();
-      std::unique_lock slots(slots_mutex_);  // slots cannot be released under our feet
-      for (std::size_t r = 0; r < B; ++r) {
-        const std::size_t slot = p.slots[r];
-        const auto seen =
-            store_.observe(slot, p.run_ids[r], static_cast<double>(p.rewards[r]), p.dones[r] != 0);
-        if (seen.run_changed) {
-          dropped_steps_ += static_cast<std::int64_t>(builder_.pending(slot));
-          builder_.reset(slot);
-          engine_.reset_state(slot);  // a new or restarted env starts from zeros
-        }
-        if (seen.finished)
-          finished.push_back(*seen.finished);
-        resets[r] = static_cast<std::uint8_t>(p.dones[r] != 0 || seen.run_changed);
-        run_starts[r] = static_cast<std::uint8_t>(seen.run_changed);
-        prev_actions[r] = store_.prev_action(slot);
-        const auto prev_env = store_.prev_env_action(slot);
-        std::copy(prev_env.begin(), prev_env.end(),
-                  prev_env_actions.begin() + static_cast<std::ptrdiff_t>(r * D));
-      }
-      slots.unlock();
-      // Normalized observations and scaled rewards (when asked for) are what the network sees
-      // and the unrolls keep; the episode returns above were counted from the raw rewards.
-      normalizer_.apply(B, std::span<const std::uint32_t>(p.slots).first(B),
-                        std::span(p.observations).first(B * obs_size_),
-                        std::span(p.rewards).first(B),
-                        std::span<const std::uint8_t>(p.dones).first(B),
-                        std::span<const std::uint8_t>(run_starts).first(B));
-      // Inference on the first B rows of the preallocated buffers; the engine steps each
-      // slot's state and keeps the state each row started from for the unrolls.
       agent_step_output<scalar> out{std::span(outputs).first(B * policy_width_),
                                     std::span(values).first(B)};
-      engine_.infer(std::span<const std::uint32_t>(p.slots).first(B),
-                    {std::span<const scalar>(p.observations).first(B * obs_size_),
-                     std::span<const scalar>(p.rewards).first(B),
-                     std::span<const std::uint8_t>(resets).first(B),
-                     std::span<const std::int32_t>(prev_actions).first(B),
-                     std::span<const scalar>(prev_env_actions).first(B * D)},
-                    out);
+      // The engine's calls (parameter swap, state resets, the step) may fail (a CUDA error, a
+      // lost device): that stops serving as an unsendable action does, so the actors hear
+      // shutting_down from a learner that stops cleanly instead of losing their sockets.
+      std::unique_lock slots(slots_mutex_, std::defer_lock);
+      std::optional<std::string> engine_failure;
+      bool sampled_by_engine = false;
+      try {
+        engine_.update_parameters(params_, &version);
+        slots.lock();  // slots cannot be released under our feet
+        for (std::size_t r = 0; r < B; ++r) {
+          const std::size_t slot = p.slots[r];
+          const auto seen = store_.observe(slot, p.run_ids[r], static_cast<double>(p.rewards[r]),
+                                           p.dones[r] != 0);
+          if (seen.run_changed) {
+            dropped_steps_ += static_cast<std::int64_t>(builder_.pending(slot));
+            builder_.reset(slot);
+            engine_.reset_state(slot);  // a new or restarted env starts from zeros
+          }
+          if (seen.finished)
+            finished.push_back(*seen.finished);
+          resets[r] = static_cast<std::uint8_t>(p.dones[r] != 0 || seen.run_changed);
+          run_starts[r] = static_cast<std::uint8_t>(seen.run_changed);
+          prev_actions[r] = store_.prev_action(slot);
+          const auto prev_env = store_.prev_env_action(slot);
+          std::copy(prev_env.begin(), prev_env.end(),
+                    prev_env_actions.begin() + static_cast<std::ptrdiff_t>(r * D));
+        }
+        slots.unlock();
+        // Normalized observations and scaled rewards (when asked for) are what the network sees
+        // and the unrolls keep; the episode returns above were counted from the raw rewards.
+        normalizer_.apply(B, std::span<const std::uint32_t>(p.slots).first(B),
+                          std::span(p.observations).first(B * obs_size_),
+                          std::span(p.rewards).first(B),
+                          std::span<const std::uint8_t>(p.dones).first(B),
+                          std::span<const std::uint8_t>(run_starts).first(B));
+        // Inference on the first B rows of the preallocated buffers; the engine steps each
+        // slot's state and keeps the state each row started from for the unrolls.
+        const agent_step_input<scalar> in{
+            std::span<const scalar>(p.observations).first(B * obs_size_),
+            std::span<const scalar>(p.rewards).first(B),
+            std::span<const std::uint8_t>(resets).first(B),
+            std::span<const std::int32_t>(prev_actions).first(B),
+            std::span<const scalar>(prev_env_actions).first(B * D)};
+        const auto slot_span = std::span<const std::uint32_t>(p.slots).first(B);
+        sampled_by_engine = false;
+        if constexpr (engine_samples) {
+          if (sampler_.selection == action_selection::sample) {
+            // The engine samples where it computes, from the counter generator.
+            engine_.infer_and_sample(slot_span, in, out, sample_seed_, batches_,
+                                     std::span(actions).first(B), std::span(logp).first(B));
+            sampled_by_engine = true;
+          }
+        }
+        if (!sampled_by_engine)
+          engine_.infer(slot_span, in, out);
+        ++batches_;
+      } catch (const std::exception& e) {
+        engine_failure = e.what();
+        if (slots.owns_lock())
+          slots.unlock();
+      }
+      if (engine_failure) {
+        fail("the inference engine failed: " + *engine_failure, batch);
+        break;
+      }
       const action_buffers<scalar> chosen{
           D == 0 ? std::span(actions).first(B) : std::span<std::int32_t>(),
           std::span(env_actions).first(B * D),
@@ -371,8 +400,9 @@ class inference_loop {
           low_,
           high_,
           D};
-      sampler_.sample(std::span<const scalar>(out.logits), B, policy_width_, rng_, chosen,
-                      std::span(logp).first(B));
+      if (!sampled_by_engine)
+        sampler_.sample(std::span<const scalar>(out.logits), B, policy_width_, rng_, chosen,
+                        std::span(logp).first(B));
       if (const auto bad = unsendable_action(B, p.slots, actions, env_actions, version)) {
         fail(*bad, batch);
         break;
@@ -478,6 +508,11 @@ class inference_loop {
   std::int64_t dropped_steps_ = 0;    // inference thread only; copied into the counters
   std::int64_t clipped_actions_ = 0;  // inference thread only; copied into the counters
   std::int64_t frames_ = 0;           // inference thread only: steps answered so far
+  /// Engines that sample on their device get the learner's seed and the batch index.
+  static constexpr bool engine_samples =
+      SamplingInferenceEngine<Engine> && std::same_as<Sampler, categorical_sampler>;
+  std::uint64_t sample_seed_ = 0;
+  std::uint64_t batches_ = 0;  // inference thread only: batches inferred so far
 };
 
 }  // namespace seedrl

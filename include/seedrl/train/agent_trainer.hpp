@@ -55,6 +55,7 @@
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_optimizer.hpp"
 #include "seedrl/train/backend_torso.hpp"
+#include "seedrl/train/detail/agent_layout.hpp"
 #include "seedrl/train/detail/backend_ops.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
 
@@ -92,30 +93,20 @@ class backend_agent_trainer {
     }
     if (torso_.output_size() == 0)
       throw std::invalid_argument(std::string(who_) + ": the torso has no output");
-    A_ = static_cast<std::size_t>(core_.num_actions);
-    H_ = static_cast<std::size_t>(core_.lstm_size);
-    L_ = H_ > 0 ? static_cast<std::size_t>(core_.lstm_layers) : 0;
-    features_ = torso_.output_size();
-    core_in_width_ = features_ + (core_.reward_and_action_inputs ? 1 + A_ : 0);
-    // The CPU agents' layout: torso, LSTM layers (W [4H, I + H], b [4H]), policy (W [A, C],
-    // b [A]), value (W [1, C], b [1]).
-    std::size_t at = torso_.num_parameters();
-    for (std::size_t l = 0; l < L_; ++l) {
-      lstm_w_.push_back(at);
-      at += 4 * H_ * (layer_input(l) + H_);
-      lstm_b_.push_back(at);
-      at += 4 * H_;
-    }
-    core_out_width_ = L_ > 0 ? H_ : core_in_width_;
-    policy_w_ = at;
-    at += A_ * core_out_width_;
-    policy_b_ = at;
-    at += A_;
-    value_w_ = at;
-    at += core_out_width_;
-    value_b_ = at;
-    at += 1;
-    num_parameters_ = at;
+    const detail::agent_layout layout(torso_.num_parameters(), torso_.output_size(), core_);
+    A_ = layout.A;
+    H_ = layout.H;
+    L_ = layout.L;
+    features_ = layout.features;
+    core_in_width_ = layout.core_in_width;
+    core_out_width_ = layout.core_out_width;
+    lstm_w_ = layout.lstm_w;
+    lstm_b_ = layout.lstm_b;
+    policy_w_ = layout.policy_w;
+    policy_b_ = layout.policy_b;
+    value_w_ = layout.value_w;
+    value_b_ = layout.value_b;
+    num_parameters_ = layout.num_parameters;
     check_fits_int("a layer width", core_in_width_ + H_ + 4 * H_ + A_);
     opt_ = backend_optimizer<Backend, S>(backend, who_, num_parameters_);
     params_ = backend_->template allocate<S>(num_parameters_);

@@ -33,6 +33,7 @@
 #include "seedrl/net/small_conv_lstm_agent_config.hpp"
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_torso.hpp"
+#include "seedrl/train/detail/agent_step_kernels.hpp"
 #include "seedrl/train/detail/backend_ops.hpp"
 #include "seedrl/train/detail/impala_resnet_torso.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
@@ -122,6 +123,17 @@ class backend_pixel_torso {
     backend_.gemm(false, true, N, dense_, features_, S(1), features_data_, features_,
                   params + dense_w_, features_, S(0), out, ld);
     be.for_each(N * dense_, detail::bias_relu_kernel<S>{out, params + dense_b_, dense_, ld});
+  }
+
+  /// For one-step inference (batch.steps == 1): each row's frame history after the step, as
+  /// frame_stacked keeps it (the old history shifted by one frame, zero after a reset, the
+  /// step's frame last), into next [B, ld]'s first state_size() columns.
+  void next_state(const backend_torso_batch<S>& batch, S* next, std::size_t ld) {
+    if (history_ == 0)
+      return;
+    (*backend_).for_each(batch.B * history_, detail::frame_history_step_kernel<S>{
+                                                 batch.start_state, batch.state_width, batch.dones,
+                                                 batch.observations, frame_, D_ - 1, next, ld});
   }
 
   void backward(const backend_torso_batch<S>& batch, const S* params, S* grads, const S* out,

@@ -1,0 +1,522 @@
+#pragma once
+/// \file
+/// The GPU side of `cuda::inference_engine` (seedrl/cuda/inference_engine.hpp): the device
+/// engine (`backend_agent_step` on a `cuda_backend`, the LSTM step by `lstm_step_runner`, the
+/// state table, pinned staging) and `inference_engine::make_device`. Include it from exactly one
+/// .cu file of a program, compiled by nvcc, next to one explicit instantiation per scalar type
+/// and recipe:
+///
+///   #include "seedrl/cuda/inference_engine.cuh"
+///   template class seedrl::cuda::inference_engine<float, seedrl::cuda::mlp_lstm_recipe>;
+///
+/// Includes no Eigen.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "seedrl/core/counter_random.hpp"
+#include "seedrl/cuda/cuda_backend.cuh"
+#include "seedrl/cuda/device.cuh"
+#include "seedrl/cuda/error.cuh"
+#include "seedrl/cuda/inference_engine.hpp"
+#include "seedrl/cuda/lstm_step.cuh"
+#include "seedrl/train/agent_step.hpp"
+
+namespace seedrl::cuda {
+
+namespace detail {
+
+/// Page-locked host memory (cudaMallocHost), so that copies to and from the device run
+/// asynchronously at full bandwidth.
+template <class T>
+class pinned_buffer {
+ public:
+  pinned_buffer() = default;
+  explicit pinned_buffer(std::size_t n) : size_(n) {
+    if (n != 0) {
+      void* p = nullptr;
+      SEEDRL_CUDA_CHECK(cudaMallocHost(&p, n * sizeof(T)));
+      data_ = static_cast<T*>(p);
+    }
+  }
+  pinned_buffer(pinned_buffer&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  pinned_buffer& operator=(pinned_buffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+    }
+    return *this;
+  }
+  pinned_buffer(const pinned_buffer&) = delete;
+  pinned_buffer& operator=(const pinned_buffer&) = delete;
+  ~pinned_buffer() { release(); }
+
+  T* data() noexcept { return data_; }
+  const T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  void release() noexcept {
+    if (data_ != nullptr)
+      (void)cudaFreeHost(data_);  // a destructor cannot report
+    data_ = nullptr;
+  }
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// `backend_agent_step`'s LSTM step on the GPU: the hand-written kernels through
+/// lstm_step_runner (fused up to B = 256, cuBLAS + pointwise above), on the backend's stream.
+/// The rows' states arrive with resets applied, so the kernels get no dones.
+template <class S>
+struct cuda_lstm_step {
+  std::unique_ptr<lstm_step_runner<S>> runner;
+
+  void operator()(cuda_backend& backend, const seedrl::detail::lstm_step_args<S>& a) {
+    if (!runner)
+      runner = std::make_unique<lstm_step_runner<S>>(backend.stream());
+    lstm_layer_device<S> layer;
+    layer.weight = a.weight;
+    layer.bias = a.bias;
+    layer.input_size = static_cast<int>(a.I);
+    layer.hidden_size = static_cast<int>(a.H);
+    lstm_step_operands<S> op;
+    op.batch = static_cast<int>(a.B);
+    op.x = a.x;
+    op.x_stride = static_cast<int>(a.ldx);
+    op.dones = nullptr;
+    op.h_prev = a.h_prev;
+    op.c_prev = a.c_prev;
+    op.prev_stride = static_cast<int>(a.ld_prev);
+    op.h = a.h;
+    op.c = a.c;
+    op.out_stride = static_cast<int>(a.ld_out);
+    runner->step(layer, op);
+  }
+};
+
+/// table[slots[r], k] = 0 over n rows of `width`: the queued reset_state calls.
+template <class S>
+struct zero_rows_kernel {
+  const std::uint32_t* slots;
+  std::size_t width;
+  S* table;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    table[static_cast<std::size_t>(slots[i / width]) * width + i % width] = S(0);
+  }
+};
+
+/// Row r's action and log-prob by the counter generator (seedrl/core/counter_random.hpp), the
+/// same function the CPU reference runs: i = r.
+template <class S>
+struct counter_sample_kernel {
+  const S* logits;
+  int A;
+  std::uint64_t seed;
+  std::uint64_t counter;
+  std::int32_t* actions;
+  S* log_probs;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t r) const {
+    actions[r] = counter_categorical(logits + r * static_cast<std::size_t>(A), A,
+                                     counter_uniform(seed, counter, r), log_probs + r);
+  }
+};
+
+/// Byte offsets of the per-batch download: logits S[B*A] | values S[B] | log-probs S[B] |
+/// states before S[B*W] | actions int32[B]. infer() brings back logits to states, sampling
+/// values to actions: one contiguous copy either way.
+struct download_layout {
+  std::size_t logits = 0, values = 0, log_probs = 0, before = 0, actions = 0, bytes = 0;
+
+  template <class S>
+  static download_layout of(std::size_t B, std::size_t A, std::size_t W) {
+    download_layout l;
+    l.values = B * A * sizeof(S);
+    l.log_probs = l.values + B * sizeof(S);
+    l.before = l.log_probs + B * sizeof(S);
+    l.actions = l.before + B * W * sizeof(S);  // 4-byte aligned: S is float or double
+    l.bytes = l.actions + B * sizeof(std::int32_t);
+    return l;
+  }
+};
+
+/// Byte offsets of the packed per-batch upload, each aligned to 16 bytes.
+struct upload_layout {
+  std::size_t obs = 0, rewards = 0, slots = 0, prev = 0, resets = 0, reset_slots = 0, bytes = 0;
+
+  template <class S>
+  static upload_layout of(std::size_t B, std::size_t obs_size, std::size_t n_reset) {
+    const auto up = [](std::size_t n) { return (n + 15) / 16 * 16; };
+    upload_layout l;
+    l.obs = 0;
+    l.rewards = up(l.obs + B * obs_size * sizeof(S));
+    l.slots = up(l.rewards + B * sizeof(S));
+    l.prev = up(l.slots + B * sizeof(std::uint32_t));
+    l.resets = up(l.prev + B * sizeof(std::int32_t));
+    l.reset_slots = up(l.resets + B);
+    l.bytes = l.reset_slots + n_reset * sizeof(std::uint32_t);
+    return l;
+  }
+};
+
+/// The device engine of inference_engine<S, Recipe>; see the .hpp's file comment.
+template <class S, class Recipe>
+class inference_engine_device_impl final : public inference_engine_device<S> {
+  using shape_type = typename Recipe::shape_type;
+  using step_type =
+      backend_agent_step<cuda_backend, S, typename Recipe::template torso<cuda_backend, S>,
+                         cuda_lstm_step<S>>;
+  static constexpr const char* who = "seedrl::cuda::inference_engine";
+
+ public:
+  inference_engine_device_impl(int device, const shape_type& shape, std::span<const S> params,
+                               const inference_engine_config& c)
+      : device_(device), max_envs_(c.max_envs), max_batch_(c.max_batch) {
+    require_device(std::string(who) + " (device " + std::to_string(device) + ")");
+    SEEDRL_CUDA_CHECK(cudaSetDevice(device));
+    backend_ = std::make_unique<cuda_backend>();
+    step_ = Recipe::template make_trainer<step_type>(*backend_, shape);
+    A_ = step_->num_actions();
+    W_ = step_->state_size();
+    obs_ = step_->observation_size();
+    P_ = step_->num_parameters();
+    if (c.policy_width != A_) {
+      throw std::invalid_argument(std::string(who) + ": the network writes " + std::to_string(A_) +
+                                  " policy outputs per row (a categorical policy), the engine was "
+                                  "asked for " +
+                                  std::to_string(c.policy_width));
+    }
+    if (params.size() != P_) {
+      throw std::invalid_argument(std::string(who) + ": " + std::to_string(params.size()) +
+                                  " parameters, the network has " + std::to_string(P_));
+    }
+    if (max_batch_ > step_->max_rows()) {
+      throw std::invalid_argument(std::string(who) + ": a batch of " + std::to_string(max_batch_) +
+                                  " rows is more than the torso's tensors hold (" +
+                                  std::to_string(step_->max_rows()) + ")");
+    }
+    check_memory();
+    // One row more than the slots: padded rows of a graph bucket use it as scratch.
+    table_ = backend_->template allocate<S>((max_envs_ + 1) * W_);
+    params_[0] = backend_->template allocate<S>(P_);
+    params_[1] = backend_->template allocate<S>(P_);
+    const std::size_t in_bytes = upload_layout::of<S>(max_batch_, obs_, max_envs_).bytes;
+    in_dev_ = backend_->template allocate<unsigned char>(in_bytes);
+    in_host_ = pinned_buffer<unsigned char>(in_bytes);
+    std::memset(in_host_.data(), 0, in_bytes);  // padded rows read finite zeros
+    const char* env = std::getenv("SEEDRL_CUDA_GRAPHS");
+    graphs_enabled_ = !torso_has_convolutions && !(env != nullptr && std::string(env) == "0");
+    graphs_.resize(graph_max_rows + 1);
+    const std::size_t out_bytes = download_layout::of<S>(max_batch_, A_, W_).bytes;
+    out_dev_ = backend_->template allocate<unsigned char>(out_bytes);
+    out_host_ = pinned_buffer<unsigned char>(out_bytes);
+    params_host_ = pinned_buffer<S>(P_);
+    pending_.reserve(max_envs_);
+    queued_.assign(max_envs_, 0);
+    step_->reserve(max_batch_);
+    std::copy(params.begin(), params.end(), params_host_.data());
+    set_parameters_from_staging();
+    backend_->synchronize();
+  }
+
+  ~inference_engine_device_impl() override {
+    (void)cudaSetDevice(device_);  // free on the right device; a destructor cannot report
+    for (auto& g : graphs_) {
+      for (auto& e : g.exec) {
+        if (e != nullptr)
+          (void)cudaGraphExecDestroy(e);
+      }
+    }
+    step_.reset();
+    backend_.reset();
+  }
+
+  inference_engine_device_impl(const inference_engine_device_impl&) = delete;
+  inference_engine_device_impl& operator=(const inference_engine_device_impl&) = delete;
+
+  std::size_t state_width() const override { return W_; }
+  std::size_t num_parameters() const override { return P_; }
+
+  void reset_state(std::size_t slot) override {
+    if (queued_[slot] == 0) {
+      queued_[slot] = 1;
+      pending_.push_back(static_cast<std::uint32_t>(slot));
+    }
+  }
+
+  void infer(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+             const agent_step_output<S>& out) override {
+    run(slots, in, out, nullptr);
+  }
+
+  void infer_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+                        const agent_step_output<S>& out, std::uint64_t seed, std::uint64_t counter,
+                        std::span<std::int32_t> actions, std::span<S> log_probs) override {
+    if (actions.size() != slots.size() || log_probs.size() != slots.size())
+      throw std::invalid_argument(std::string(who) +
+                                  "::infer_and_sample: actions and log_probs must hold B values");
+    const sample_request r{seed, counter, actions, log_probs};
+    run(slots, in, out, &r);
+  }
+
+  std::span<const S> state_before(std::size_t row) const override {
+    return {reinterpret_cast<const S*>(out_host_.data() + last_before_) + row * W_, W_};
+  }
+
+  std::span<S> parameter_staging() override { return {params_host_.data(), P_}; }
+
+  void set_parameters_from_staging() override {
+    SEEDRL_CUDA_CHECK(cudaSetDevice(device_));
+    const std::size_t next = 1 - current_;
+    // Ordered on the stream after every step already given and before the next: no step
+    // reads a half-written set. The pinned source is free again once infer() waited (each
+    // infer() waits for its stream), so the next update can overwrite it.
+    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(params_[next].data(), params_host_.data(), P_ * sizeof(S),
+                                      cudaMemcpyHostToDevice, backend_->stream()));
+    current_ = next;
+    SEEDRL_CUDA_CHECK(cudaStreamSynchronize(backend_->stream()));
+  }
+
+  bool update_on_device(const std::function<bool(S*, void*)>& copy) override {
+    SEEDRL_CUDA_CHECK(cudaSetDevice(device_));
+    const std::size_t next = 1 - current_;
+    // The copy is enqueued on the engine's stream: ordered after every step already given and
+    // before the next, which reads the new set.
+    if (!copy(params_[next].data(), static_cast<void*>(backend_->stream())))
+      return false;
+    current_ = next;
+    return true;
+  }
+
+ private:
+  static constexpr bool torso_has_convolutions = requires(const typename step_type::torso_type& t) {
+    t.stack_config();
+  };
+
+  /// A bucket's captured steps, one per parameter buffer.
+  struct graph_entry {
+    cudaGraphExec_t exec[2] = {nullptr, nullptr};
+    bool warmed = false;  ///< ran plain once: its lazily made objects exist
+    bool failed = false;  ///< capture failed: plain launches from now on
+  };
+
+  /// The step as the bucket's graph for the parameter buffer in use: captured at the second use,
+  /// replayed after; plain launches when capture fails.
+  void graph_step(const agent_step_operands<S>& op, graph_entry& g) {
+    cudaGraphExec_t& exec = g.exec[current_];
+    if (exec == nullptr && g.warmed && !g.failed)
+      g.failed = !capture(op, exec);
+    if (exec == nullptr) {
+      step_->step(op);
+      g.warmed = true;
+      return;
+    }
+    SEEDRL_CUDA_CHECK(cudaGraphLaunch(exec, backend_->stream()));
+  }
+
+  /// Captures one step on the engine's stream into `exec`; false (and nothing launched) when
+  /// the step cannot be captured.
+  bool capture(const agent_step_operands<S>& op, cudaGraphExec_t& exec) {
+    const cudaStream_t s = backend_->stream();
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    bool ok = true;
+    try {
+      step_->step(op);
+    } catch (const std::exception&) {
+      ok = false;
+    }
+    cudaGraph_t graph = nullptr;
+    ok = cudaStreamEndCapture(s, &graph) == cudaSuccess && ok && graph != nullptr;
+    if (ok)
+      ok = cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+    if (graph != nullptr)
+      (void)cudaGraphDestroy(graph);
+    if (!ok)
+      exec = nullptr;
+    (void)cudaGetLastError();  // a failed capture's error is not the next launch's
+    return ok;
+  }
+
+  struct sample_request {
+    std::uint64_t seed, counter;
+    std::span<std::int32_t> actions;
+    std::span<S> log_probs;
+  };
+
+  /// One batch: upload, queued resets, the step, sampling when asked, one download, wait.
+  void run(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+           const agent_step_output<S>& out, const sample_request* sample) {
+    const std::size_t B = slots.size();
+    check_batch(slots, in, out);
+    SEEDRL_CUDA_CHECK(cudaSetDevice(device_));  // the loop's thread, not the constructor's
+    const std::size_t n_reset = pending_.size();
+    // As a graph, the step runs on a bucket's rows: every offset below depends on them only.
+    const std::size_t bucket = graphs_enabled_ ? graph_bucket(B, max_batch_) : 0;
+    const std::size_t rows = bucket > 0 ? bucket : B;
+    const auto l = upload_layout::of<S>(rows, obs_, n_reset);
+    unsigned char* h = in_host_.data();
+    std::memcpy(h + l.obs, in.observations.data(), B * obs_ * sizeof(S));
+    std::memcpy(h + l.rewards, in.rewards.data(), B * sizeof(S));
+    std::memcpy(h + l.slots, slots.data(), B * sizeof(std::uint32_t));
+    std::memcpy(h + l.prev, in.prev_actions.data(), B * sizeof(std::int32_t));
+    std::memcpy(h + l.resets, in.dones.data(), B);
+    for (std::size_t r = B; r < rows; ++r) {  // padding: the scratch row, from zeros
+      const auto scratch = static_cast<std::uint32_t>(max_envs_);
+      std::memcpy(h + l.slots + r * sizeof(std::uint32_t), &scratch, sizeof(scratch));
+      h[l.resets + r] = 1;
+    }
+    if (n_reset > 0)
+      std::memcpy(h + l.reset_slots, pending_.data(), n_reset * sizeof(std::uint32_t));
+    const cudaStream_t stream = backend_->stream();
+    unsigned char* d = in_dev_.data();
+    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(d, h, l.bytes, cudaMemcpyHostToDevice, stream));
+    if (n_reset > 0 && W_ > 0) {
+      backend_->for_each(
+          n_reset * W_,
+          zero_rows_kernel<S>{reinterpret_cast<const std::uint32_t*>(d + l.reset_slots), W_,
+                              table_.data()});
+    }
+    for (const auto s : pending_)
+      queued_[s] = 0;
+    pending_.clear();
+    const auto o = download_layout::of<S>(rows, A_, W_);
+    unsigned char* od = out_dev_.data();
+    agent_step_operands<S> op;
+    op.B = rows;
+    op.slots = reinterpret_cast<const std::uint32_t*>(d + l.slots);
+    op.observations = reinterpret_cast<const S*>(d + l.obs);
+    op.rewards = reinterpret_cast<const S*>(d + l.rewards);
+    op.resets = reinterpret_cast<const std::uint8_t*>(d + l.resets);
+    op.prev_actions = reinterpret_cast<const std::int32_t*>(d + l.prev);
+    op.params = params_[current_].data();
+    op.table = table_.data();
+    op.logits = reinterpret_cast<S*>(od + o.logits);
+    op.values = reinterpret_cast<S*>(od + o.values);
+    op.before = reinterpret_cast<S*>(od + o.before);
+    if (bucket > 0)
+      graph_step(op, graphs_[bucket]);
+    else
+      step_->step(op);
+    // One copy back: logits to states, or (sampled here) values to actions.
+    std::size_t first = o.logits, last = o.actions;
+    if (sample != nullptr) {
+      backend_->for_each(B, counter_sample_kernel<S>{
+                                op.logits, static_cast<int>(A_), sample->seed, sample->counter,
+                                reinterpret_cast<std::int32_t*>(od + o.actions),
+                                reinterpret_cast<S*>(od + o.log_probs)});
+      first = o.values;
+      last = o.bytes;
+    }
+    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(out_host_.data() + first, od + first, last - first,
+                                      cudaMemcpyDeviceToHost, stream));
+    const cudaError_t e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) {
+      throw cuda_error(std::string("seedrl: ") + who +
+                       ": the inference step failed on the device (one of its kernels: "
+                       "zero_rows, gather_rows, the torso's convolutions or GEMMs, "
+                       "lstm_step_fused_kernel or lstm_pointwise_kernel, the heads' GEMMs, "
+                       "scatter_rows, counter_sample): " +
+                       cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+    }
+    last_before_ = o.before;
+    const unsigned char* oh = out_host_.data();
+    std::memcpy(out.values.data(), oh + o.values, B * sizeof(S));
+    if (sample == nullptr) {
+      std::memcpy(out.logits.data(), oh + o.logits, B * A_ * sizeof(S));
+    } else {
+      std::memcpy(sample->actions.data(), oh + o.actions, B * sizeof(std::int32_t));
+      std::memcpy(sample->log_probs.data(), oh + o.log_probs, B * sizeof(S));
+    }
+  }
+
+  void check_batch(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+                   const agent_step_output<S>& out) const {
+    const std::size_t B = slots.size();
+    const auto fail = [&](const std::string& what) {
+      throw std::invalid_argument(std::string(who) + "::infer: " + what);
+    };
+    if (B > max_batch_)
+      fail("a batch of " + std::to_string(B) + " rows, built for at most " +
+           std::to_string(max_batch_));
+    for (const auto s : slots) {
+      if (s >= max_envs_)
+        fail("slot " + std::to_string(s) + " is outside [0, " + std::to_string(max_envs_) + ")");
+    }
+    if (in.observations.size() != B * obs_ || in.rewards.size() != B || in.dones.size() != B ||
+        in.prev_actions.size() != B || out.logits.size() != B * A_ || out.values.size() != B)
+      fail("the inputs or outputs do not hold B = " + std::to_string(B) + " rows");
+    if (!in.prev_continuous_actions.empty())
+      fail("continuous actions are not supported on the GPU yet");
+  }
+
+  /// Refuses a configuration whose buffers do not fit in the device's free memory, naming the
+  /// figures (the torso's own work buffers come on top; they are a few activations per row).
+  void check_memory() const {
+    std::size_t free_bytes = 0, total = 0;
+    SEEDRL_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    const std::size_t in_bytes = upload_layout::of<S>(max_batch_, obs_, max_envs_).bytes;
+    const std::size_t need =
+        ((max_envs_ + 1) * W_ + 2 * P_ + max_batch_ * step_->work_elements_per_row()) * sizeof(S) +
+        download_layout::of<S>(max_batch_, A_, W_).bytes + in_bytes;
+    if (need > free_bytes) {
+      throw std::runtime_error(std::string("seedrl: ") + who + ": the state table of " +
+                               std::to_string(max_envs_) + " env slots (" + std::to_string(W_) +
+                               " values each), 2 parameter sets and the buffers "
+                               "of a batch of " +
+                               std::to_string(max_batch_) + " need " + std::to_string(need) +
+                               " bytes of GPU memory, and device " + std::to_string(device_) +
+                               " has " + std::to_string(free_bytes) + " free (of " +
+                               std::to_string(total) +
+                               "); use fewer env slots (--max-envs) or a smaller batch");
+    }
+  }
+
+  int device_ = 0;
+  std::size_t max_envs_ = 0, max_batch_ = 0, A_ = 0, W_ = 0, obs_ = 0, P_ = 0;
+  std::unique_ptr<cuda_backend> backend_;  ///< behind a pointer: the step keeps its address
+  std::unique_ptr<step_type> step_;
+  cuda_backend::buffer<S> table_;
+  cuda_backend::buffer<S> params_[2];
+  std::size_t current_ = 0;  ///< the parameter set in use
+  cuda_backend::buffer<unsigned char> in_dev_;
+  cuda_backend::buffer<unsigned char> out_dev_;  ///< download_layout
+  pinned_buffer<unsigned char> in_host_, out_host_;
+  pinned_buffer<S> params_host_;
+  std::vector<std::uint32_t> pending_;  ///< queued reset_state slots
+  std::vector<std::uint8_t> queued_;    ///< [max_envs] 1 while a slot is in pending_
+  std::size_t last_before_ = 0;
+  bool graphs_enabled_ = false;
+  std::vector<graph_entry> graphs_;  ///< indexed by bucket rows         ///< where the last batch's
+                                     ///< states before sit in out_host_
+};
+
+}  // namespace detail
+
+template <std::floating_point S, class Recipe>
+std::unique_ptr<typename inference_engine<S, Recipe>::device_type>
+inference_engine<S, Recipe>::make_device(int device, const shape_type& shape,
+                                         std::span<const S> params,
+                                         const inference_engine_config& config) {
+  return std::make_unique<detail::inference_engine_device_impl<S, Recipe>>(device, shape, params,
+                                                                           config);
+}
+
+}  // namespace seedrl::cuda

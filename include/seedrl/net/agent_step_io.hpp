@@ -1,0 +1,32 @@
+#pragma once
+/// \file
+/// What one inference step of a SEED-style agent reads and writes (`agent_step_input`,
+/// `agent_step_output`), apart from seedrl/net/agent_io.hpp so that code compiled without Eigen
+/// (the CUDA inference engine's nvcc units) can name them. agent_io.hpp includes it.
+
+#include <concepts>
+#include <cstdint>
+#include <span>
+
+namespace seedrl {
+
+/// One inference step for B environments.
+template <std::floating_point S>
+struct agent_step_input {
+  std::span<const S> observations;             ///< [B, observation_size]
+  std::span<const S> rewards;                  ///< [B] reward that came with the observation
+  std::span<const std::uint8_t> dones;         ///< [B] 1 where this observation starts an episode
+  std::span<const std::int32_t> prev_actions;  ///< [B] action taken before this observation
+  /// [B, D] continuous action spaces: the action the env got before this observation (for
+  /// networks built for them; empty otherwise).
+  std::span<const S> prev_continuous_actions = {};
+};
+
+/// Where one inference step writes.
+template <std::floating_point S>
+struct agent_step_output {
+  std::span<S> logits;  ///< [B, num_actions]
+  std::span<S> values;  ///< [B]
+};
+
+}  // namespace seedrl

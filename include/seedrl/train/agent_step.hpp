@@ -1,0 +1,279 @@
+#pragma once
+/// \file
+/// `backend_agent_step<Backend, S, Torso, LstmStep>`: one inference step of a backend agent
+/// (the torso part, an LSTM core or none, policy and value heads: the network
+/// backend_agent_trainer trains, with the same parameter layout, detail::agent_layout) for B
+/// environments over a per-slot recurrent state table in the backend's memory. It is the
+/// network step of the accelerator inference engine (seedrl/cuda/inference_engine.hpp); on
+/// host_backend it runs on the CPU, which is how the tests check its data flow against
+/// cpu_inference_engine and the CPU networks.
+///
+/// Data flow of one step, all on the backend:
+///   gather:  before [B, W] = table[slots] (the state each row starts from, before resets; the
+///            unroll builder's state_before);
+///   torso:   one step (steps = 1) with `before` as the start state and the resets as dones,
+///            into the core input, then the reward and one-hot previous-action columns (zero
+///            at a reset row);
+///   LSTM l:  (h, c) of `before` (zero at a reset row), one step by `LstmStep` into [B, 2H];
+///   heads:   logits [B, A] and values [B];
+///   state:   the torso's next state (frame history, Torso::next_state) and each layer's (h, c)
+///            into next [B, W], scattered back to table[slots].
+/// `LstmStep` runs one LSTM layer's step (`void operator()(Backend&, const
+/// detail::lstm_step_args<S>&)`): `backend_lstm_step` (two GEMMs and a pointwise pass) by
+/// default; the CUDA engine passes one that calls the hand-written kernels (lstm_step_runner).
+/// Includes no Eigen, so nvcc compiles it with a CUDA backend.
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/train/backend_core_config.hpp"
+#include "seedrl/train/backend_torso.hpp"
+#include "seedrl/train/detail/agent_layout.hpp"
+#include "seedrl/train/detail/agent_step_kernels.hpp"
+#include "seedrl/train/detail/backend_ops.hpp"
+#include "seedrl/train/detail/mlp_lstm_kernels.hpp"
+
+namespace seedrl {
+
+namespace detail {
+
+/// One LSTM layer's step for B rows, in the backend's memory: the products of x [B, I] (row
+/// stride ldx) and h_prev [B, H] with W = [W_ih | W_hh] [4H, I + H], the bias, the cell update
+/// from c_prev, the new h and c into rows of stride ld_out. h_prev and c_prev (row stride
+/// ld_prev) already hold zeros where a row resets. `workspace` holds B * 4H elements.
+template <class S>
+struct lstm_step_args {
+  std::size_t B = 0, I = 0, H = 0;
+  const S* weight = nullptr;
+  const S* bias = nullptr;
+  const S* x = nullptr;
+  std::size_t ldx = 0;
+  const S* h_prev = nullptr;
+  const S* c_prev = nullptr;
+  std::size_t ld_prev = 0;
+  S* h = nullptr;
+  S* c = nullptr;
+  std::size_t ld_out = 0;
+  S* workspace = nullptr;
+};
+
+}  // namespace detail
+
+/// The default LSTM step on any backend: gates = x W_ih^T + h_prev W_hh^T, then the cell
+/// update (detail::lstm_unit) in a for_each.
+struct backend_lstm_step {
+  template <ComputeBackend Backend, class S>
+  void operator()(Backend& backend, const detail::lstm_step_args<S>& a) const {
+    const detail::backend_ref<Backend> be(backend);
+    const std::size_t K = a.I + a.H;
+    be.gemm(false, true, a.B, 4 * a.H, a.I, S(1), a.x, a.ldx, a.weight, K, S(0), a.workspace,
+            4 * a.H);
+    be.gemm(false, true, a.B, 4 * a.H, a.H, S(1), a.h_prev, a.ld_prev, a.weight + a.I, K, S(1),
+            a.workspace, 4 * a.H);
+    backend.for_each(a.B * a.H,
+                     detail::lstm_step_pointwise_kernel<S>{a.workspace, a.bias, a.c_prev, a.ld_prev,
+                                                           a.h, a.c, a.ld_out, a.H});
+  }
+};
+
+/// What one step reads and writes, all in the backend's memory.
+template <class S>
+struct agent_step_operands {
+  std::size_t B = 0;                           ///< rows (environments) of this step
+  const std::uint32_t* slots = nullptr;        ///< [B] distinct rows of the table
+  const S* observations = nullptr;             ///< [B, observation_size()]
+  const S* rewards = nullptr;                  ///< [B]
+  const std::uint8_t* resets = nullptr;        ///< [B] nonzero: the row starts from zeros
+  const std::int32_t* prev_actions = nullptr;  ///< [B] (read when the core takes them)
+  const S* params = nullptr;                   ///< [num_parameters()]
+  S* table = nullptr;                          ///< [slots, state_size()], updated in place
+  S* before = nullptr;                         ///< [B, state_size()] out: gathered rows
+  S* logits = nullptr;                         ///< [B, A] out
+  S* values = nullptr;                         ///< [B] out
+};
+
+/// One inference step of the agent `Torso` + core + heads over a state table; see the file
+/// comment. Keeps a reference to the backend, which must outlive it.
+template <ComputeBackend Backend, std::floating_point S, class Torso,
+          class LstmStep = backend_lstm_step>
+class backend_agent_step {
+  static_assert(check_backend_torso<Torso, Backend, S>());
+
+  template <class T>
+  using buffer = typename Backend::template buffer<T>;
+
+  static constexpr bool has_next_state =
+      requires(Torso & t, const backend_torso_batch<S>& b, S* p, std::size_t n) {
+    t.next_state(b, p, n);
+  };
+
+ public:
+  using scalar_type = S;
+  using torso_type = Torso;
+
+  /// Throws std::invalid_argument as backend_agent_trainer does, and for a torso with state but
+  /// no next_state.
+  backend_agent_step(Backend& backend, Torso torso, const backend_core_config& core,
+                     LstmStep lstm = {})
+      : backend_(backend), torso_(std::move(torso)), core_(core), lstm_(std::move(lstm)) {
+    if (core_.num_actions <= 0 || core_.lstm_size < 0 || core_.lstm_layers < 0)
+      throw std::invalid_argument(std::string(who_) +
+                                  ": num_actions must be positive, lstm_size and lstm_layers "
+                                  "non-negative");
+    if (torso_.output_size() == 0)
+      throw std::invalid_argument(std::string(who_) + ": the torso has no output");
+    if (!has_next_state && torso_.state_size() > 0)
+      throw std::invalid_argument(std::string(who_) +
+                                  ": the torso keeps a state but has no next_state");
+    layout_ = detail::agent_layout(torso_.num_parameters(), torso_.output_size(), core_);
+    state_size_ = torso_.state_size() + 2 * layout_.L * layout_.H;
+  }
+
+  /// The agent a recipe (its config types) describes, as backend_agent_trainer's constructor.
+  template <class... Recipe>
+  requires(sizeof...(Recipe) > 0 && std::constructible_from<Torso, Backend&, const Recipe&...> &&
+           requires(const Recipe&... r) {
+             { Torso::core_config(r...) } -> std::convertible_to<backend_core_config>;
+           }) backend_agent_step(Backend& backend, const Recipe&... recipe)
+      : backend_agent_step(backend, Torso(backend, recipe...), Torso::core_config(recipe...)) {}
+
+  backend_agent_step(const backend_agent_step&) = delete;
+  backend_agent_step& operator=(const backend_agent_step&) = delete;
+  backend_agent_step(backend_agent_step&&) = default;
+  backend_agent_step& operator=(backend_agent_step&&) = default;
+  ~backend_agent_step() = default;
+
+  std::size_t num_parameters() const noexcept { return layout_.num_parameters; }
+  std::size_t num_actions() const noexcept { return layout_.A; }
+  /// Elements of one row's observation (one frame where the torso stacks frames).
+  std::size_t observation_size() const noexcept { return torso_.observation_size(); }
+  /// A state table row: the torso's state, then (h, c) per LSTM layer (the CPU network's).
+  std::size_t state_size() const noexcept { return state_size_; }
+  /// The most rows one step takes (the torso's int-indexed tensors).
+  std::size_t max_rows() const noexcept { return torso_.max_rows(); }
+
+  /// The LSTM step (e.g. to reach its stream or statistics).
+  LstmStep& lstm_step() noexcept { return lstm_; }
+
+  /// Work buffers for steps of up to `B` rows; reallocates only to grow. Elements it holds per
+  /// row (for a memory estimate): see work_elements_per_row.
+  void reserve(std::size_t B) {
+    const std::size_t H = layout_.H;
+    torso_.reserve(B);
+    backend_.grow(core_in_, B * layout_.core_in_width);
+    layers_.resize(layout_.L);
+    for (auto& l : layers_) {
+      backend_.grow(l.h_prev, B * H);
+      backend_.grow(l.c_prev, B * H);
+      backend_.grow(l.hc, B * 2 * H);
+    }
+    if (layout_.L > 0)
+      backend_.grow(gates_, B * 4 * H);
+    backend_.grow(next_, B * state_size_);
+    reserved_ = B > reserved_ ? B : reserved_;
+  }
+
+  /// Elements of the step's own buffers per row, besides the torso's.
+  std::size_t work_elements_per_row() const noexcept {
+    return layout_.core_in_width + layout_.L * 4 * layout_.H + (layout_.L > 0 ? 4 * layout_.H : 0) +
+           state_size_;
+  }
+
+  /// One step; see the file comment. Asynchronous where the backend is. Throws
+  /// std::invalid_argument when B exceeds what reserve() sized.
+  void step(const agent_step_operands<S>& op) {
+    const std::size_t B = op.B, W = state_size_, H = layout_.H;
+    if (B == 0)
+      return;
+    if (B > reserved_)
+      throw std::invalid_argument(std::string(who_) + "::step: " + std::to_string(B) +
+                                  " rows, reserved for " + std::to_string(reserved_));
+    Backend& be = *backend_;
+    const S* p = op.params;
+    if (W > 0)
+      be.for_each(B * W, detail::gather_rows_kernel<S>{op.table, op.slots, W, op.before});
+    backend_torso_batch<S> tb;
+    tb.observations = op.observations;
+    tb.start_state = op.before;
+    tb.state_width = W;
+    tb.dones = op.resets;
+    tb.steps = 1;
+    tb.B = B;
+    const std::size_t ci = layout_.core_in_width;
+    torso_.forward(tb, p, core_in_.data(), ci);
+    if (core_.reward_and_action_inputs) {
+      const bool clip = core_.max_abs_input_reward.has_value();
+      be.for_each(B * (1 + layout_.A),
+                  detail::reward_action_inputs_kernel<S>{
+                      core_in_.data(), ci, layout_.features, layout_.A, op.rewards, op.resets,
+                      op.prev_actions, clip, clip ? *core_.max_abs_input_reward : 0.0});
+    }
+    const S* x = core_in_.data();
+    std::size_t ldx = ci;
+    const std::size_t torso_state = torso_.state_size();
+    for (std::size_t l = 0; l < layout_.L; ++l) {
+      auto& c = layers_[l];
+      be.for_each(B * H, detail::lstm_start_state_kernel<S>{op.before, W, torso_state + 2 * H * l,
+                                                            op.resets, c.h_prev.data(),
+                                                            c.c_prev.data(), H});
+      detail::lstm_step_args<S> a;
+      a.B = B;
+      a.I = layout_.layer_input(l);
+      a.H = H;
+      a.weight = p + layout_.lstm_w[l];
+      a.bias = p + layout_.lstm_b[l];
+      a.x = x;
+      a.ldx = ldx;
+      a.h_prev = c.h_prev.data();
+      a.c_prev = c.c_prev.data();
+      a.ld_prev = H;
+      a.h = c.hc.data();
+      a.c = c.hc.data() + H;
+      a.ld_out = 2 * H;
+      a.workspace = gates_.data();
+      lstm_(be, a);
+      // This layer's (h, c) is its part of the next state row.
+      be.for_each(B * 2 * H,
+                  detail::copy_block_kernel<S>{c.hc.data(), 2 * H,
+                                               next_.data() + torso_state + 2 * H * l, W, 2 * H});
+      x = c.hc.data();
+      ldx = 2 * H;
+    }
+    // Heads, from the last layer's h (or the core input without an LSTM).
+    const std::size_t C = layout_.core_out_width, A = layout_.A;
+    backend_.gemm(false, true, B, A, C, S(1), x, ldx, p + layout_.policy_w, C, S(0), op.logits, A);
+    be.for_each(B * A, detail::add_bias_kernel<S>{op.logits, p + layout_.policy_b, A, A});
+    backend_.gemm(false, true, B, 1, C, S(1), x, ldx, p + layout_.value_w, C, S(0), op.values, 1);
+    be.for_each(B, detail::add_bias_kernel<S>{op.values, p + layout_.value_b, 1, 1});
+    if (W == 0)
+      return;
+    if constexpr (has_next_state)
+      torso_.next_state(tb, next_.data(), W);
+    be.for_each(B * W, detail::scatter_rows_kernel<S>{next_.data(), op.slots, W, op.table});
+  }
+
+ private:
+  static constexpr const char* who_ = "seedrl::backend_agent_step";
+
+  struct layer_buffers {
+    buffer<S> h_prev, c_prev;  ///< [B, H] incoming state, after resets
+    buffer<S> hc;              ///< [B, 2H] outgoing h then c
+  };
+
+  detail::backend_ref<Backend> backend_;
+  Torso torso_;
+  backend_core_config core_;
+  LstmStep lstm_;
+  detail::agent_layout layout_;
+  std::size_t state_size_ = 0, reserved_ = 0;
+  buffer<S> core_in_, gates_, next_;
+  std::vector<layer_buffers> layers_;
+};
+
+}  // namespace seedrl

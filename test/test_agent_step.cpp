@@ -1,0 +1,181 @@
+// backend_agent_step (the accelerator inference engine's network step) on host_backend against
+// cpu_inference_engine over the CPU networks: mlp_lstm_agent (one and two LSTM layers, and no
+// LSTM), frame_stacked<nature_cnn_lstm_agent> and frame_stacked<impala_resnet_lstm_agent>, in
+// double, over several batches of random slots with episode resets and run restarts (a table
+// row zeroed) in between: logits, values, each row's state before the step and the state table.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <span>
+#include <vector>
+
+#include "seedrl/backend/host_backend.hpp"
+#include "seedrl/core/random.hpp"
+#include "seedrl/net/frame_stack.hpp"
+#include "seedrl/net/impala_resnet_lstm_agent.hpp"
+#include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/net/nature_cnn_lstm_agent.hpp"
+#include "seedrl/runtime/cpu_inference_engine.hpp"
+#include "seedrl/train/agent_step.hpp"
+#include "seedrl/train/mlp_torso.hpp"
+#include "seedrl/train/pixel_torso.hpp"
+
+namespace {
+
+constexpr std::size_t max_envs = 11, max_batch = 6;
+
+/// Runs `batches` random batches through `step` (its table, its buffers) and through
+/// cpu_inference_engine<Net> on the same parameters, comparing everything a step writes.
+template <class Net, class Step>
+void compare(Net& net, Step& step, double obs_lo, double obs_hi, std::uint64_t seed, int batches) {
+  using S = double;
+  const std::size_t A = step.num_actions();
+  const std::size_t W = step.state_size(), obs = step.observation_size();
+  REQUIRE(W == static_cast<std::size_t>(net.state_size()));
+  REQUIRE(obs == static_cast<std::size_t>(net.observation_size()));
+  REQUIRE(step.num_parameters() == net.parameters().size());
+  seedrl::cpu_inference_engine<Net> engine(net, {max_envs, max_batch, A, 1});
+  std::vector<S> params(net.parameters().begin(), net.parameters().end());
+  std::vector<S> table(max_envs * W, S(0)), before(max_batch * W);
+  std::vector<S> logits(max_batch * A), values(max_batch);
+  std::vector<S> want_logits(max_batch * A), want_values(max_batch);
+  step.reserve(max_batch);
+  seedrl::random_generator rng(seed);
+  for (int k = 0; k < batches; ++k) {
+    for (std::size_t s = 0; s < max_envs; ++s) {
+      if (rng.uniform() < 0.1) {  // a run restart: the engine's reset_state
+        engine.reset_state(s);
+        std::fill_n(table.begin() + static_cast<std::ptrdiff_t>(s * W), W, S(0));
+      }
+    }
+    const std::size_t B = 1 + rng.below(max_batch);
+    std::vector<std::uint32_t> all(max_envs);
+    std::iota(all.begin(), all.end(), 0u);
+    for (std::size_t i = max_envs - 1; i > 0; --i)
+      std::swap(all[i], all[rng.below(i + 1)]);
+    const std::vector<std::uint32_t> slots(all.begin(),
+                                           all.begin() + static_cast<std::ptrdiff_t>(B));
+    std::vector<S> o(B * obs), rewards(B);
+    std::vector<std::uint8_t> resets(B);
+    std::vector<std::int32_t> prev(B);
+    for (auto& x : o)
+      x = rng.uniform(obs_lo, obs_hi);
+    for (std::size_t r = 0; r < B; ++r) {
+      rewards[r] = rng.uniform(-2.0, 2.0);
+      resets[r] = k == 0 || rng.uniform() < 0.2 ? 1 : 0;
+      prev[r] = static_cast<std::int32_t>(rng.below(A));
+    }
+    seedrl::agent_step_operands<S> op;
+    op.B = B;
+    op.slots = slots.data();
+    op.observations = o.data();
+    op.rewards = rewards.data();
+    op.resets = resets.data();
+    op.prev_actions = prev.data();
+    op.params = params.data();
+    op.table = table.data();
+    op.before = before.data();
+    op.logits = logits.data();
+    op.values = values.data();
+    step.step(op);
+    engine.infer(slots, {o, rewards, resets, prev},
+                 {std::span(want_logits).first(B * A), std::span(want_values).first(B)});
+    for (std::size_t i = 0; i < B * A; ++i)
+      CHECK(logits[i] == Approx(want_logits[i]).margin(1e-9));
+    for (std::size_t r = 0; r < B; ++r) {
+      CHECK(values[r] == Approx(want_values[r]).margin(1e-9));
+      const auto want_before = engine.state_before(r);
+      for (std::size_t i = 0; i < W; ++i)
+        CHECK(before[r * W + i] == Approx(want_before[i]).margin(1e-9));
+    }
+  }
+  // The whole table after the last batch: each slot's next step starts from the same state.
+  std::vector<S> zeros_out(max_envs * A), zero_values(max_envs);
+  std::vector<std::uint32_t> every(max_envs);
+  std::iota(every.begin(), every.end(), 0u);
+  for (std::size_t s = 0; s < max_envs; s += max_batch) {
+    const std::size_t n = std::min(max_batch, max_envs - s);
+    std::vector<S> o(n * obs, S(1)), rw(n, S(0));
+    std::vector<std::uint8_t> no_reset(n, 0);
+    std::vector<std::int32_t> pv(n, 0);
+    engine.infer(std::span(every).subspan(s, n), {o, rw, no_reset, pv},
+                 {std::span(zeros_out).first(n * A), std::span(zero_values).first(n)});
+    for (std::size_t r = 0; r < n; ++r) {
+      const auto want = engine.state_before(r);
+      for (std::size_t i = 0; i < W; ++i)
+        CHECK(table[(s + r) * W + i] == Approx(want[i]).margin(1e-9));
+    }
+  }
+}
+
+seedrl::mlp_lstm_agent_config mlp_config(std::ptrdiff_t lstm, std::ptrdiff_t layers) {
+  seedrl::mlp_lstm_agent_config c;
+  c.observation_size = 5;
+  c.num_actions = 3;
+  c.hidden_sizes = {8, 7};
+  c.lstm_size = lstm;
+  c.lstm_layers = layers;
+  c.seed = 11;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("backend_agent_step matches the CPU engine: MLP with 0, 1 and 2 LSTM layers",
+          "[agent_step]") {
+  using torso = seedrl::backend_mlp_torso<seedrl::host_backend, double>;
+  for (const auto& [lstm, layers] : {std::pair{6, 1}, std::pair{5, 2}, std::pair{0, 1}}) {
+    const auto c = mlp_config(lstm, layers);
+    seedrl::mlp_lstm_agent<double> net(c);
+    seedrl::host_backend backend;
+    seedrl::backend_agent_step<seedrl::host_backend, double, torso> step(backend, c);
+    compare(net, step, -1.0, 1.0, 3 + static_cast<std::uint64_t>(lstm), 8);
+  }
+}
+
+TEST_CASE("backend_agent_step matches the CPU engine: frame-stacked Nature CNN + LSTM",
+          "[agent_step]") {
+  using torso = seedrl::backend_pixel_torso<seedrl::host_backend, double>;
+  seedrl::frame_stack_config stack{.height = 44, .width = 52, .channels = 1, .depth = 3};
+  seedrl::pixel_lstm_agent_config<seedrl::nature_cnn_config> agent;
+  agent.height = 44;
+  agent.width = 52;
+  agent.channels = 3;
+  agent.num_actions = 4;
+  agent.torso.channels = {4, 5, 3};
+  agent.dense_size = 7;
+  agent.lstm_size = 6;
+  agent.max_abs_input_reward = 1.0;
+  agent.seed = 3;
+  seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<double>> net(stack, agent);
+  seedrl::host_backend backend;
+  seedrl::backend_agent_step<seedrl::host_backend, double, torso> step(backend, stack, agent);
+  compare(net, step, 0.0, 255.0, 5, 6);
+}
+
+TEST_CASE(
+    "backend_agent_step matches the CPU engine: frame-stacked IMPALA ResNet + LSTM, "
+    "two-channel frames stacked 4 deep",
+    "[agent_step]") {
+  using cfg = seedrl::impala_resnet_config;
+  using torso = seedrl::backend_pixel_torso<seedrl::host_backend, double, cfg>;
+  seedrl::frame_stack_config stack{.height = 12, .width = 10, .channels = 2, .depth = 4};
+  seedrl::pixel_lstm_agent_config<cfg> agent;
+  agent.height = 12;
+  agent.width = 10;
+  agent.channels = 8;
+  agent.num_actions = 4;
+  agent.torso.channels = {4, 6};
+  agent.torso.blocks_per_stack = 1;
+  agent.dense_size = 7;
+  agent.lstm_size = 6;
+  agent.seed = 4;
+  seedrl::frame_stacked<seedrl::impala_resnet_lstm_agent<double>> net(stack, agent);
+  seedrl::host_backend backend;
+  seedrl::backend_agent_step<seedrl::host_backend, double, torso> step(backend, stack, agent);
+  compare(net, step, 0.0, 255.0, 6, 6);
+}
