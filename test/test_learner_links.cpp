@@ -242,6 +242,116 @@ TEST_CASE("a thousand idle actor connections are held while one actor is served 
   CHECK(learner.stats().connected_actors == 0);
 }
 
+/// Threads of this process now (/proc/self/task).
+std::size_t thread_count() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+    ++n;
+  return n;
+}
+
+TEST_CASE(
+    "a thousand silent connections, before and after their handshake, hold no thread each "
+    "while one actor trains",
+    "[learner][links][many][threads]") {
+  constexpr std::size_t silent = 1000;  // half say nothing at all, half stop after hello
+  constexpr std::size_t io_threads = 2;
+  // Both ends of every link live in this process: 2 descriptors each, and some to spare.
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (limit.rlim_cur < 2 * silent + 256) {
+    SEEDRL_SKIP_TEST("this process may open only " << limit.rlim_cur << " files, the test needs "
+                                                   << 2 * silent + 256);
+  }
+  const std::size_t threads_before = thread_count();
+  using net_t = seedrl::mlp_lstm_agent<float>;
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::tcp_transport>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {16};
+  nc.lstm_size = 0;
+  seedrl::learner_config lc;
+  lc.max_envs = silent + 8;
+  lc.max_connections = silent + 8;
+  lc.io_threads = io_threads;
+  lc.handshake_timeout = 60s;  // the silent peers stay for the whole test
+  lc.unroll_length = 5;
+  lc.batch_size = 4;
+  lc.batching.max_batch = 64;
+  lc.batching.deadline = 1ms;
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  seedrl::tcp_transport transport;
+  auto listener = transport.listen({"127.0.0.1", 0});
+  const auto endpoint = listener.local_endpoint();
+  learner.start();
+  learner.serve(std::move(listener));
+
+  std::vector<seedrl::tcp_connection> held;
+  held.reserve(silent);
+  std::vector<std::byte> hello;
+  seedrl::protocol::encode_hello(
+      {1, 1, seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec(), "silent"},
+      hello);
+  for (std::size_t i = 0; i < silent; ++i) {
+    held.push_back(transport.connect(endpoint));
+    if (i % 2 == 1) {
+      REQUIRE(handshake(held.back(), 1, "silent"));
+    }
+  }
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until && learner.held_connections() < silent)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(learner.held_connections() == silent);
+  CHECK(learner.stats().connected_actors == silent / 2);
+
+  std::atomic<bool> stop{false};
+  std::thread actor_thread([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = 1;
+    seedrl::actor<seedrl::cartpole, std::function<seedrl::tcp_connection()>> a(
+        ac, [](std::size_t) { return seedrl::cartpole{}; },
+        [&] { return transport.connect(endpoint); });
+    a.run(stop);
+  });
+  // CartPole's random-ish episodes last tens of steps: 10 of them need a few hundred answers.
+  until = std::chrono::steady_clock::now() + 8s;
+  std::size_t threads_during = 0;
+  while (std::chrono::steady_clock::now() < until && learner.stats().episodes < 10) {
+    threads_during = std::max(threads_during, thread_count());
+    std::this_thread::sleep_for(5ms);
+  }
+  const auto s = learner.stats();
+  CHECK(s.episodes >= 10);
+  CHECK(s.frames >= 100);
+  CHECK(s.connected_actors == silent / 2 + 1);
+  CHECK(learner.held_connections() == silent + 1);
+  // The learner's own threads: inference, trainer, watchdog, one accept thread per listener
+  // and the I/O pool; plus this test's actor thread. One thread per connection would be 1,000.
+  INFO("threads before the learner: " << threads_before << ", while serving: " << threads_during);
+  CHECK(threads_during >= threads_before + io_threads);
+  CHECK(threads_during <= threads_before + io_threads + 8);
+  // Every silent connection still holds: the learner neither wrote to nor closed any of them.
+  std::size_t quiet = 0;
+  for (auto& c : held) {
+    pollfd p{c.native_handle(), POLLIN, 0};
+    quiet += ::poll(&p, 1, 0) == 0 ? 1 : 0;
+  }
+  CHECK(quiet == silent);
+  stop = true;
+  actor_thread.join();
+  learner.stop();
+  CHECK(learner.stats().connected_actors == 0);
+  // Every silent peer was told the learner stops, or at least sees the link end.
+  seedrl::protocol::frame_header h{};
+  std::vector<std::byte> payload;
+  CHECK(read_frame_within(held.front(), 2s, h, payload) != read_outcome::timeout);
+}
+
 TEST_CASE("a second step sent before the first one's actions closes only that actor",
           "[learner][links][in_flight]") {
   // docs/protocol.md: one step in flight per actor; a second one before its actions is

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <mutex>
 #include <span>
+#include <utility>
 
 #include "seedrl/protocol/frame.hpp"
 
@@ -64,6 +65,18 @@ class requester {
     idle_.wait(lock, [&] { return in_flight_ == 0; });
   }
 
+  /// The non-blocking wait_idle, for a server whose I/O thread must not wait on inference:
+  /// call after mark_closed(). True when no request is in flight (the caller cleans up now);
+  /// otherwise false, and became_idle() runs once, on the inference thread, when the last
+  /// one is done.
+  bool idle_or_notify() {
+    std::lock_guard lock(mutex_);
+    if (in_flight_ == 0)
+      return true;
+    notify_idle_ = true;
+    return false;
+  }
+
   /// Whether actions should still be written (false once the link is closing).
   bool is_open() const noexcept { return open_.load(); }
   void mark_closed() noexcept { open_ = false; }
@@ -91,9 +104,17 @@ class requester {
 
   /// The request is fully handled (actions written, unrolls appended).
   void request_done() {
-    std::lock_guard lock(mutex_);
-    if (--in_flight_ == 0 && !open_)
-      idle_.notify_all();
+    bool call = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (--in_flight_ == 0) {
+        if (!open_)
+          idle_.notify_all();
+        call = std::exchange(notify_idle_, false);
+      }
+    }
+    if (call)
+      became_idle();
   }
 
  protected:
@@ -105,6 +126,8 @@ class requester {
   /// Writes a continuous actions frame (`num_envs` rows of D floats); as send_actions.
   virtual void send_continuous_actions(std::size_t num_envs,
                                        std::span<const float> actions) noexcept = 0;
+  /// See idle_or_notify(); runs on the inference thread, so it must only hand over, not wait.
+  virtual void became_idle() noexcept {}
 
  private:
   std::atomic<bool> awaiting_actions_{false};
@@ -113,6 +136,7 @@ class requester {
   std::mutex mutex_;  // in_flight_ and the closing handshake
   std::condition_variable idle_;
   int in_flight_ = 0;
+  bool notify_idle_ = false;  // idle_or_notify() asked for became_idle()
 };
 
 /// A validated step of one actor: rows [first_slot, first_slot + step.size()) of the env
