@@ -36,6 +36,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -129,19 +130,126 @@ class io_pool {
   std::vector<std::thread> threads_;
 };
 
+/// Memory for the handlers posted to one connection's strand, so that handing a reply from the
+/// inference thread to the I/O side allocates nothing in steady state (DESIGN.md section 4):
+/// Asio allocates each posted handler, and a thread outside the pool has no cache of its own. A
+/// few fixed slots, taken and given back with atomics from any thread; a larger handler, or
+/// one more while all are taken, falls back to the heap.
+class handler_slots {
+ public:
+  /// The largest handler a slot holds, and how many slots there are.
+  static constexpr std::size_t slot_size = 512;
+  static constexpr std::size_t slot_count = 8;
+
+  /// A free slot for `n` bytes, or the heap's.
+  void* allocate(std::size_t n) {
+    if (n <= slot_size) {
+      for (std::size_t i = 0; i < slot_count; ++i) {
+        bool expected = false;
+        if (used_[i].compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+          return slots_[i].bytes;
+        }
+      }
+    }
+    return ::operator new(n);
+  }
+
+  /// Gives a slot back, or the memory to the heap.
+  void deallocate(void* p) noexcept {
+    for (std::size_t i = 0; i < slot_count; ++i) {
+      if (p == slots_[i].bytes) {
+        used_[i].store(false, std::memory_order_release);
+        return;
+      }
+    }
+    ::operator delete(p);
+  }
+
+ private:
+  struct alignas(std::max_align_t) slot {
+    std::byte bytes[slot_size];
+  };
+  std::array<slot, slot_count> slots_{};
+  std::array<std::atomic<bool>, slot_count> used_{};
+};
+
+/// The allocator Asio sees for a handler posted with `async_socket::post`: the connection's
+/// handler_slots, shared so that they outlive whatever Asio still holds.
+template <class T>
+class slot_allocator {
+ public:
+  using value_type = T;
+
+  explicit slot_allocator(std::shared_ptr<handler_slots> slots) noexcept
+      : slots_(std::move(slots)) {}
+  template <class U>
+  slot_allocator(const slot_allocator<U>& other) noexcept : slots_(other.slots_) {}
+
+  T* allocate(std::size_t n) {
+    static_assert(alignof(T) <= alignof(std::max_align_t));
+    return static_cast<T*>(slots_->allocate(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t) noexcept { slots_->deallocate(p); }
+
+  template <class U>
+  bool operator==(const slot_allocator<U>& other) const noexcept {
+    return slots_ == other.slots_;
+  }
+  template <class U>
+  bool operator!=(const slot_allocator<U>& other) const noexcept {
+    return slots_ != other.slots_;
+  }
+
+ private:
+  template <class U>
+  friend class slot_allocator;
+  std::shared_ptr<handler_slots> slots_;
+};
+
+/// A handler with its connection's handler memory (Asio finds `get_allocator`): a posted
+/// function, or a read or write completion (called with an error code and a byte count).
+template <class F>
+struct slotted_handler {
+  using allocator_type = slot_allocator<void>;
+  allocator_type get_allocator() const noexcept { return allocator; }
+  template <class... Args>
+  void operator()(Args&&... args) {
+    f(std::forward<Args>(args)...);
+  }
+
+  F f;
+  allocator_type allocator;
+};
+
+/// Wraps `f` so that Asio allocates what it needs for it from `slots`.
+template <class F>
+slotted_handler<std::decay_t<F>> with_slots(F&& f, const std::shared_ptr<handler_slots>& slots) {
+  return {std::forward<F>(f), slot_allocator<void>(slots)};
+}
+
 /// A stream socket of `Protocol` on a strand of an io_pool, for the learner's asynchronous
 /// I/O: every handler runs on that strand. Call its members from the strand only, except
 /// `post`, which any thread may call.
 template <class Protocol>
 class async_socket {
  public:
-  /// Takes a socket whose executor is a strand.
-  explicit async_socket(typename Protocol::socket socket) : socket_(std::move(socket)) {}
+  /// The strand every handler of the socket runs on.
+  using strand_type = boost::asio::strand<boost::asio::io_context::executor_type>;
 
-  /// Runs `f` on the strand.
+  /// The socket, typed on its strand: behind Asio's type-erased executor every operation
+  /// would allocate a copy of it.
+  using socket_type = typename Protocol::socket::template rebind_executor<strand_type>::other;
+
+  /// Takes a socket whose executor is `strand`.
+  async_socket(socket_type socket, strand_type strand)
+      : socket_(std::move(socket)),
+        strand_(std::move(strand)),
+        slots_(std::make_shared<handler_slots>()) {}
+
+  /// Runs `f` on the strand; from any thread, without allocating in steady state.
   template <class F>
   void post(F&& f) {
-    boost::asio::post(socket_.get_executor(), std::forward<F>(f));
+    boost::asio::post(strand_, with_slots(std::forward<F>(f), slots_));
   }
 
   /// Reads what has arrived (at least one byte) into `into`, then calls `done(io_result)`.
@@ -149,9 +257,9 @@ class async_socket {
   void read_some(std::span<std::byte> into, F&& done) {
     socket_.async_read_some(
         boost::asio::buffer(into.data(), into.size()),
-        [f = std::forward<F>(done)](const boost::system::error_code& ec, std::size_t n) mutable {
-          f(result(ec, n));
-        });
+        with_slots([f = std::forward<F>(done)](const boost::system::error_code& ec,
+                                               std::size_t n) mutable { f(result(ec, n)); },
+                   slots_));
   }
 
   /// Writes all of `bytes` (which must stay valid until then), then calls `done(io_result)`.
@@ -159,16 +267,16 @@ class async_socket {
   void write(std::span<const std::byte> bytes, F&& done) {
     boost::asio::async_write(
         socket_, boost::asio::buffer(bytes.data(), bytes.size()),
-        [f = std::forward<F>(done)](const boost::system::error_code& ec, std::size_t n) mutable {
-          f(result(ec, n));
-        });
+        with_slots([f = std::forward<F>(done)](const boost::system::error_code& ec,
+                                               std::size_t n) mutable { f(result(ec, n)); },
+                   slots_));
   }
 
   /// Shuts the link down (the peer sees end of stream) and closes it; pending operations
   /// complete with !ok.
   void close() noexcept {
     boost::system::error_code ec;
-    socket_.shutdown(Protocol::socket::shutdown_both, ec);
+    socket_.shutdown(socket_type::shutdown_both, ec);
     socket_.close(ec);
   }
 
@@ -180,7 +288,9 @@ class async_socket {
     return {n, false, is_peer_gone(ec), ec.message()};
   }
 
-  typename Protocol::socket socket_;
+  socket_type socket_;
+  strand_type strand_;
+  std::shared_ptr<handler_slots> slots_;
 };
 
 /// A connected blocking stream socket of `Protocol` (TCP or a Unix stream socket) that models
@@ -296,10 +406,11 @@ class socket_connection {
       if (!ec) {
         open_.store(false, std::memory_order_release);
         fd_ = -1;
-        socket_type moved(boost::asio::make_strand(pool.context()));
+        auto strand = boost::asio::make_strand(pool.context());
+        typename async_socket<Protocol>::socket_type moved(strand);
         moved.assign(local.protocol(), fd, ec);
         if (!ec) {
-          return async_socket<Protocol>(std::move(moved));
+          return async_socket<Protocol>(std::move(moved), std::move(strand));
         }
         ::close(fd);
       }
