@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "learner_bad_input.hpp"
 #include "seedrl/env/cartpole.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
@@ -427,4 +428,26 @@ TEST_CASE("a second step sent before the first one's actions closes only that ac
     REQUIRE(step_and_read_actions(good, good_step));
   learner.stop();
   CHECK(learner.stats().connected_actors == 0);
+}
+
+// The bad-input checks of test_learner.cpp (learner_bad_input.hpp) on the socket transports,
+// whose connections the I/O pool serves: whole frames, then every frame a few bytes at a time
+// (the parser waits for the rest of a header or payload across reads).
+TEMPLATE_TEST_CASE("the I/O pool refuses malformed frames and keeps serving other actors",
+                   "[learner][links][bad_input]", tcp_link, unix_link) {
+  seedrl_test::served_learner<typename TestType::transport_type> s(TestType::listen_at());
+  SECTION("whole frames") {
+    seedrl_test::check_malformed_frames_are_refused(s);
+  }
+  SECTION("three bytes at a time") {
+    seedrl_test::check_malformed_frames_are_refused(s, 3);
+  }
+}
+
+TEMPLATE_TEST_CASE(
+    "the I/O pool refuses a silent peer after the handshake timeout and holds "
+    "the connection limit",
+    "[learner][links][bad_input]", tcp_link, unix_link) {
+  seedrl_test::check_handshake_timeout_and_connection_limit<typename TestType::transport_type>(
+      TestType::listen_at());
 }
