@@ -61,7 +61,7 @@ struct learner_config {
   /// When set, every actor must pass the challenge-response of docs/security.md before hello.
   std::shared_ptr<const security::shared_secret> auth_secret;
   /// Longest time from accepting a connection to its welcome; a silent or slow peer is refused
-  /// with idle_timeout so it cannot hold a connection thread.
+  /// with idle_timeout so it cannot hold a connection slot (or, in-process, a thread).
   std::chrono::milliseconds handshake_timeout{10000};
   /// Most connections held at once (open or in handshake); more are refused at accept.
   std::size_t max_connections = 4096;

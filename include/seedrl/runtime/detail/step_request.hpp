@@ -5,7 +5,7 @@
 /// its connections from requester; the inference loop answers through it without knowing the
 /// transport.
 ///
-/// One request in flight per actor (docs/protocol.md): the connection thread marks a step as
+/// One request in flight per actor (docs/protocol.md): the connection's reader marks a step as
 /// awaiting its actions before it submits it, and the inference thread clears the mark (with
 /// release order, after reading `received`) before it writes the actions, so the actor's next
 /// step, legal as soon as it has read them, never races with this one.
@@ -32,7 +32,7 @@ class requester {
   requester(const requester&) = delete;
   requester& operator=(const requester&) = delete;
 
-  // --- the connection thread
+  // --- the connection's reader (its thread, or its strand on the I/O pool)
 
   /// Marks a step as submitted; call just before handing it to the inference loop, which
   /// publishes both writes (the batcher's lock).
@@ -89,7 +89,7 @@ class requester {
 
   /// Clears the mark, then writes `actions` (one per env of this actor) if the link is open.
   void answer(std::span<const std::int32_t> actions) {
-    // Release: our read of received_ comes before the connection thread's next write of it.
+    // Release: our read of received_ comes before the reader's next write of it.
     awaiting_actions_.store(false, std::memory_order_release);
     if (open_)
       send_actions(actions);
