@@ -2,7 +2,8 @@
 // runs these checks on the in-process transport (a thread per connection), test_learner_links.cpp
 // on TCP and Unix sockets (the asynchronous I/O pool). Each malformed frame gets a clear error
 // frame and closes only its connection while a well-behaved actor keeps being served; a silent
-// peer is refused after the handshake timeout; the connection limit refuses at accept.
+// peer is refused after the handshake timeout; the connection limit refuses at accept; the
+// challenge-response lets only the right secret through.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <thread>
@@ -25,6 +27,7 @@
 #include "seedrl/protocol/frame.hpp"
 #include "seedrl/runtime/actor.hpp"
 #include "seedrl/runtime/learner.hpp"
+#include "seedrl/security/shared_secret.hpp"
 #include "seedrl/transport/transport_error.hpp"
 
 namespace seedrl_test {
@@ -276,6 +279,90 @@ void check_handshake_timeout_and_connection_limit(const typename Tr::endpoint_ty
   const auto [type_c, m_c] = read_status(c);
   CHECK(type_c == proto::message_type::reject);
   CHECK(m_c.message.find("maximum of 2 connections") != std::string::npos);
+  learner.stop();
+}
+
+inline std::shared_ptr<const seedrl::security::shared_secret> secret_of(const std::string& text) {
+  return std::make_shared<const seedrl::security::shared_secret>(
+      seedrl::security::shared_secret::from_bytes(std::as_bytes(std::span(text)), "test"));
+}
+
+/// Runs one actor with `secret` for up to `steps` round trips against the learner at
+/// `endpoint`.
+template <class Tr>
+std::int64_t run_actor(Tr& transport, const typename Tr::endpoint_type& endpoint,
+                       std::shared_ptr<const seedrl::security::shared_secret> secret,
+                       std::int64_t steps = 20) {
+  seedrl::actor_config ac;
+  ac.num_envs = 2;
+  ac.max_steps = steps;
+  ac.auth_secret = std::move(secret);
+  seedrl::actor<seedrl::cartpole, std::function<typename Tr::connection_type()>> a(
+      ac, [](std::size_t) { return seedrl::cartpole{}; },
+      [&] { return transport.connect(endpoint); });
+  const std::atomic<bool> stop{false};
+  return a.run(stop);
+}
+
+/// docs/security.md's challenge-response: the right secret is served; a wrong one, or none, is
+/// refused with one log line and never reaches the batcher.
+template <class Tr>
+void check_authentication(const typename Tr::endpoint_type& listen_at) {
+  using net_t = seedrl::mlp_lstm_agent<float>;
+  Tr transport;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 0;
+  seedrl::learner_config lc = small_learner_config();
+  lc.auth_secret = secret_of("correct horse battery staple");
+  std::mutex log_mutex;
+  std::vector<std::string> log;
+  lc.log = [&](const std::string& line) {
+    std::lock_guard lock(log_mutex);
+    log.push_back(line);
+  };
+  seedrl::learner<net_t, seedrl::adam<float>, Tr> learner(
+      lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+      seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  auto listener = transport.listen(listen_at);
+  const auto endpoint = listener.local_endpoint();
+  learner.start();
+  learner.serve(std::move(listener));
+
+  SECTION("wrong secret") {
+    try {
+      run_actor(transport, endpoint, secret_of("correct horse battery stable"));
+      FAIL("an actor with the wrong secret was not refused");
+    } catch (const seedrl::actor_rejected& e) {
+      CHECK(std::string(e.what()).find("auth_failed") != std::string::npos);
+      CHECK(std::string(e.what()).find("authentication failed") != std::string::npos);
+    }
+    const auto s = learner.stats();
+    CHECK(s.frames == 0);
+    CHECK(s.requests == 0);
+    CHECK(s.rejected_connections == 1);
+    std::lock_guard lock(log_mutex);
+    REQUIRE(log.size() == 1);
+    CHECK(log[0].find("auth_failed") != std::string::npos);
+  }
+  SECTION("no secret") {
+    try {
+      run_actor(transport, endpoint, nullptr);
+      FAIL("an actor without a secret was not refused");
+    } catch (const seedrl::actor_rejected& e) {
+      CHECK(std::string(e.what()).find("auth_required") != std::string::npos);
+      CHECK(std::string(e.what()).find("shared secret") != std::string::npos);
+    }
+    CHECK(learner.stats().frames == 0);
+  }
+  SECTION("right secret") {
+    CHECK(run_actor(transport, endpoint, secret_of("correct horse battery staple"), 30) == 30);
+    // Stats are counted just after the replies are written: allow the last batch to land.
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    while (learner.stats().frames < 60 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(1ms);
+    CHECK(learner.stats().frames >= 60);
+  }
   learner.stop();
 }
 

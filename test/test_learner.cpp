@@ -302,82 +302,16 @@ TEST_CASE("progress reports rates between two snapshots and logs every figure", 
 
 namespace {
 
-std::shared_ptr<const seedrl::security::shared_secret> secret_of(const std::string& text) {
-  return std::make_shared<const seedrl::security::shared_secret>(
-      seedrl::security::shared_secret::from_bytes(std::as_bytes(std::span(text)), "test"));
-}
-
-/// Runs one actor with `secret` for up to `steps` round trips against `learner`.
-std::int64_t run_actor(seedrl::in_process_transport& transport,
-                       const seedrl::in_process_endpoint& endpoint,
-                       std::shared_ptr<const seedrl::security::shared_secret> secret,
-                       std::int64_t steps = 20) {
-  seedrl::actor_config ac;
-  ac.num_envs = 2;
-  ac.max_steps = steps;
-  ac.auth_secret = std::move(secret);
-  seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
-      ac, [](std::size_t) { return seedrl::cartpole{}; },
-      [&] { return transport.connect(endpoint); });
-  const std::atomic<bool> stop{false};
-  return a.run(stop);
-}
+using seedrl_test::run_actor;
+using seedrl_test::secret_of;
 
 }  // namespace
 
 TEST_CASE(
     "authenticated link: the right secret is served and a wrong one never reaches the batcher",
     "[learner][auth]") {
-  seedrl::in_process_transport transport;
-  const seedrl::in_process_endpoint endpoint{"learner-auth"};
-  seedrl::mlp_lstm_agent_config nc;
-  nc.hidden_sizes = {8};
-  nc.lstm_size = 0;
-  seedrl::learner_config lc = small_learner_config();
-  lc.auth_secret = secret_of("correct horse battery staple");
-  std::mutex log_mutex;
-  std::vector<std::string> log;
-  lc.log = [&](const std::string& line) {
-    std::lock_guard lock(log_mutex);
-    log.push_back(line);
-  };
-  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
-                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
-  learner.start();
-  learner.serve(transport.listen(endpoint));
-
-  SECTION("wrong secret") {
-    try {
-      run_actor(transport, endpoint, secret_of("correct horse battery stable"));
-      FAIL("an actor with the wrong secret was not refused");
-    } catch (const seedrl::actor_rejected& e) {
-      CHECK(std::string(e.what()).find("auth_failed") != std::string::npos);
-      CHECK(std::string(e.what()).find("authentication failed") != std::string::npos);
-    }
-    const auto s = learner.stats();
-    CHECK(s.frames == 0);
-    CHECK(s.requests == 0);
-    CHECK(s.rejected_connections == 1);
-    std::lock_guard lock(log_mutex);
-    REQUIRE(log.size() == 1);
-    CHECK(log[0].find("auth_failed") != std::string::npos);
-  }
-  SECTION("no secret") {
-    try {
-      run_actor(transport, endpoint, nullptr);
-      FAIL("an actor without a secret was not refused");
-    } catch (const seedrl::actor_rejected& e) {
-      CHECK(std::string(e.what()).find("auth_required") != std::string::npos);
-      CHECK(std::string(e.what()).find("shared secret") != std::string::npos);
-    }
-    CHECK(learner.stats().frames == 0);
-  }
-  SECTION("right secret") {
-    CHECK(run_actor(transport, endpoint, secret_of("correct horse battery staple"), 30) == 30);
-    // Stats are counted just after the replies are written: allow the last batch to land.
-    CHECK(wait_for([&] { return learner.stats().frames >= 60; }));
-  }
-  learner.stop();
+  seedrl_test::check_authentication<seedrl::in_process_transport>(
+      seedrl::in_process_endpoint{"learner-auth"});
 }
 
 TEST_CASE("an actor with a secret refuses a learner without one", "[learner][auth]") {

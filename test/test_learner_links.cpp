@@ -451,3 +451,8 @@ TEMPLATE_TEST_CASE(
   seedrl_test::check_handshake_timeout_and_connection_limit<typename TestType::transport_type>(
       TestType::listen_at());
 }
+
+TEMPLATE_TEST_CASE("the I/O pool runs the challenge-response: only the right secret is served",
+                   "[learner][links][auth]", tcp_link, unix_link) {
+  seedrl_test::check_authentication<typename TestType::transport_type>(TestType::listen_at());
+}

@@ -365,6 +365,9 @@ class actor_server {
 
   using conn_t = std::conditional_t<asynchronous, async_connection, threaded_connection>;
 
+  /// Replies queued behind a write that does not finish, beyond which the actor is cut off.
+  static constexpr std::size_t max_unsent_bytes = std::size_t{1} << 22;
+
   void log(const std::string& line) const { config_.log(line); }
 
   phase first_phase() const noexcept {
@@ -862,6 +865,16 @@ class actor_server {
         s->out_pending.insert(s->out_pending.end(), s->replies.begin(), s->replies.end());
       s->replies.clear();
       s->replies_posted = false;
+    }
+    if (s->out_pending.size() > max_unsent_bytes && s->reading) {
+      // An actor may step again before reading its actions, so one that never reads would
+      // make the queue grow without bound: it is cut off instead (nothing more can reach it).
+      log("seedrl learner: closing " + s->peer + (s->name.empty() ? "" : " (" + s->name + ")") +
+          ": it leaves " + std::to_string(s->out_pending.size()) + " bytes of replies unread");
+      s->out_pending.clear();
+      end(s);
+      close_socket(*s);
+      return;
     }
     flush(*s);
   }
