@@ -347,10 +347,16 @@ TEST_CASE(
   actor_thread.join();
   learner.stop();
   CHECK(learner.stats().connected_actors == 0);
-  // Every silent peer was told the learner stops, or at least sees the link end.
-  seedrl::protocol::frame_header h{};
-  std::vector<std::byte> payload;
-  CHECK(read_frame_within(held.front(), 2s, h, payload) != read_outcome::timeout);
+  // Silent peers, before and after their handshake, are told that the learner stops.
+  for (std::size_t i : {std::size_t{0}, std::size_t{1}}) {
+    seedrl::protocol::frame_header h{};
+    std::vector<std::byte> payload;
+    REQUIRE(read_frame_within(held[i], 2s, h, payload) == read_outcome::frame);
+    CHECK(h.type == seedrl::protocol::message_type::close);
+    seedrl::protocol::status_message m;
+    REQUIRE(seedrl::protocol::decode_status(payload, m) == seedrl::protocol::error_code::none);
+    CHECK(m.code == seedrl::protocol::error_code::shutting_down);
+  }
 }
 
 TEST_CASE("a second step sent before the first one's actions closes only that actor",
