@@ -1,14 +1,15 @@
 // Many actor connections against one real seedrl::learner on loopback TCP (issue target (e)).
 //
 // One client thread simulates N actors of one CartPole env each with Boost.Asio asynchronous
-// sockets, so the client needs no thread per actor while the learner still serves each
-// connection from a thread of its own. Every simulated actor does the real handshake (hello,
-// welcome), then steps its own seedrl::env_batch<cartpole> in lock-step with the learner: send a
-// step frame, wait for the actions, step the env. The round trip of each step is timed from
-// just before the write to the end of the reply. After a warm-up the window measures round
-// trips (p50 / p99 / max), frames/s and the learner's inference batch fill; then every actor
-// says goodbye with a close frame and the learner stops. Runs for --connections 1,64,512 by
-// default, --repeats times each; the table shows medians over the repeats.
+// sockets, so the client needs no thread per actor; the learner serves them all from its I/O
+// pool (--io-threads, 1 by default), so the process's thread count does not grow with N. Every
+// simulated actor does the real handshake (hello, welcome), then steps its own
+// seedrl::env_batch<cartpole> in lock-step with the learner: send a step frame, wait for the
+// actions, step the env. The round trip of each step is timed from just before the write to the end
+// of the reply. After a warm-up the window measures round trips (p50 / p99 / max), frames/s and the
+// learner's inference batch fill; then every actor says goodbye with a close frame and the learner
+// stops. Runs for --connections 1,64,512 by default, --repeats times each; the table shows medians
+// over the repeats.
 #include <pthread.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -58,6 +59,7 @@ struct options {
   std::size_t batch_size = 16;
   std::size_t unroll_length = 20;
   std::uint64_t seed = 1;
+  std::size_t io_threads = 1;
 };
 
 [[noreturn]] void usage(int code) {
@@ -71,7 +73,8 @@ struct options {
       "  --deadline-us U      learner's batching deadline (default 2000)\n"
       "  --batch-size B       unrolls per training step (default 16)\n"
       "  --unroll-length T    steps per unroll (default 20)\n"
-      "  --seed S             seed (default 1)\n");
+      "  --seed S             seed (default 1)\n"
+      "  --io-threads N       learner's I/O threads (default 1)\n");
   std::exit(code);
 }
 
@@ -110,6 +113,8 @@ options parse(int argc, char** argv) {
       o.unroll_length = std::stoul(next());
     } else if (a == "--seed") {
       o.seed = std::stoull(next());
+    } else if (a == "--io-threads") {
+      o.io_threads = std::stoul(next());
     } else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       usage(2);
@@ -434,6 +439,8 @@ run_result run_once(const options& o, std::size_t n) {
   lc.batching.max_batch = o.max_batch;
   lc.batching.deadline = o.deadline;
   lc.seed = o.seed;
+  lc.io_threads = o.io_threads;
+  lc.max_connections = std::max<std::size_t>(lc.max_connections, n);
   // Connect and goodbye lines come once per actor; show only the unexpected ones.
   lc.log = [](const std::string& s) {
     if (s.find(" connected with ") == std::string::npos &&

@@ -87,9 +87,9 @@ TEST_CASE("flags set the run options, and unset ones keep the program's defaults
   CHECK(*o.target_return == 475.0);
 
   run_options l;
-  REQUIRE_FALSE(
-      parse(l, {"--learning-rate", "3e-4", "learner", "--target-return", "-100", "--checkpoint-dir",
-                "ckpt", "--resume", "--checkpoint-every-steps", "0", "--inference-workers", "2"}));
+  REQUIRE_FALSE(parse(l, {"--learning-rate", "3e-4", "learner", "--target-return", "-100",
+                          "--checkpoint-dir", "ckpt", "--resume", "--checkpoint-every-steps", "0",
+                          "--inference-workers", "2", "--io-threads", "3"}));
   CHECK(l.mode == run_mode::learner);
   REQUIRE(l.learning_rate);
   CHECK(*l.learning_rate == 3e-4);
@@ -101,8 +101,12 @@ TEST_CASE("flags set the run options, and unset ones keep the program's defaults
   CHECK(l.inference_workers == 2);
   CHECK(seedrl::app::make_learner_config(l).inference_workers == 2);
   CHECK(seedrl::app::make_learner_config(o).inference_workers == 1);  // unset: one thread
+  CHECK(seedrl::app::make_learner_config(l).io_threads == 3);
+  CHECK(seedrl::app::make_learner_config(o).io_threads == 1);  // unset: one I/O thread
   run_options zero;
   CHECK(parse(zero, {"local", "--inference-workers", "0"}) == 2);
+  run_options no_io;
+  CHECK(parse(no_io, {"local", "--io-threads", "0"}) == 2);
 }
 
 TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[app][ppo]") {

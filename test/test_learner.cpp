@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "learner_bad_input.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/env/cartpole.hpp"
 #include "seedrl/env/environment.hpp"
@@ -45,180 +46,18 @@ namespace proto = seedrl::protocol;
 using net_t = seedrl::mlp_lstm_agent<float>;
 using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport>;
 
-/// Short unrolls, small batches and a 1 ms deadline: tests see training steps quickly.
-seedrl::learner_config small_learner_config() {
-  seedrl::learner_config lc;
-  lc.unroll_length = 4;
-  lc.batch_size = 2;
-  lc.batching.max_batch = 4;
-  lc.batching.deadline = 1ms;
-  lc.batching.max_request_rows = 8;
-  return lc;
-}
-
-/// A learner with one good actor (2 CartPoles) running against it.
-struct served_learner {
-  seedrl::in_process_transport transport;
-  seedrl::in_process_endpoint endpoint;
-  std::unique_ptr<learner_t> learner;
-  std::atomic<bool> stop{false};
-  std::thread good_actor;
-
-  explicit served_learner(const std::string& name) : endpoint{name} {
-    seedrl::mlp_lstm_agent_config nc;
-    nc.hidden_sizes = {8};
-    nc.lstm_size = 0;
-    seedrl::learner_config lc = small_learner_config();
-    lc.max_payload = 1 << 16;
-    learner = std::make_unique<learner_t>(
-        lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
-        seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
-    learner->start();
-    learner->serve(transport.listen(endpoint));
-    good_actor = std::thread([this] {
-      seedrl::actor_config ac;
-      ac.num_envs = 2;
-      ac.name = "good";
-      seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
-          ac, [](std::size_t) { return seedrl::cartpole{}; },
-          [this] { return transport.connect(endpoint); });
-      a.run(stop);
-    });
-  }
-
-  ~served_learner() {
-    stop = true;
-    good_actor.join();
-    learner->stop();
-  }
-
-  /// True when the good actor gets at least `n` more steps answered within two seconds.
-  bool still_served(std::int64_t n = 20) {
-    const auto start = learner->stats().frames;
-    const auto until = std::chrono::steady_clock::now() + 2s;
-    while (std::chrono::steady_clock::now() < until) {
-      if (learner->stats().frames >= start + n)
-        return true;
-      std::this_thread::sleep_for(1ms);
-    }
-    return false;
-  }
-};
-
-std::vector<std::byte> header(std::uint32_t magic, std::uint16_t version, std::uint16_t type,
-                              std::uint32_t length) {
-  std::vector<std::byte> h(proto::header_size);
-  auto put = [&](std::size_t at, std::uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i)
-      h[at + i] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
-  };
-  put(0, magic, 4);
-  put(4, version, 2);
-  put(6, type, 2);
-  put(8, length, 4);
-  return h;
-}
-
-std::vector<std::byte> cartpole_hello() {
-  std::vector<std::byte> frame;
-  proto::encode_hello(
-      {7, 1, seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec(), "bad"}, frame);
-  return frame;
-}
-
-/// Sends `bytes` on a fresh connection and returns the learner's answer (type and code); the
-/// learner must then close the connection.
-std::pair<proto::message_type, proto::error_code> send_and_expect_refusal(
-    served_learner& s, const std::vector<std::vector<std::byte>>& frames) {
-  auto c = s.transport.connect(s.endpoint);
-  for (const auto& f : frames) {
-    const std::span<const std::byte> bufs[] = {f};
-    c.write(bufs);
-  }
-  proto::frame_header h{};
-  std::vector<std::byte> payload;
-  for (;;) {  // skip the welcome when the violation comes after the handshake
-    std::array<std::byte, proto::header_size> raw{};
-    c.read(raw);
-    REQUIRE(proto::decode_header(raw, proto::default_max_payload, h) == proto::error_code::none);
-    payload.resize(h.payload_length);
-    if (!payload.empty())
-      c.read(payload);
-    if (h.type != proto::message_type::welcome)
-      break;
-  }
-  proto::status_message m;
-  REQUIRE(proto::decode_status(payload, m) == proto::error_code::none);
-  INFO("learner said: " << m.message);
-  CHECK_FALSE(m.message.empty());
-  std::array<std::byte, 1> more{};
-  CHECK_THROWS_AS(c.read(more), seedrl::transport_error);  // and closed the connection
-  return {h.type, m.code};
-}
+/// The bad-input checks every transport runs (learner_bad_input.hpp), on the in-process one.
+using served_learner = seedrl_test::served_learner<seedrl::in_process_transport>;
+using seedrl_test::cartpole_hello;
+using seedrl_test::header;
+using seedrl_test::small_learner_config;
 
 }  // namespace
 
 TEST_CASE("learner refuses malformed frames and keeps serving other actors",
           "[learner][bad_input]") {
-  served_learner s("learner-bad-input");
-  REQUIRE(s.still_served());
-  const auto hello = cartpole_hello();
-  const auto step_header = header(proto::magic, proto::version,
-                                  static_cast<std::uint16_t>(proto::message_type::step), 8);
-
-  SECTION("bad magic") {
-    const auto r = send_and_expect_refusal(s, {header(0xDEADBEEF, proto::version, 1, 0)});
-    CHECK(r.first == proto::message_type::reject);
-    CHECK(r.second == proto::error_code::bad_magic);
-  }
-  SECTION("wrong version") {
-    const auto r = send_and_expect_refusal(s, {header(proto::magic, 99, 1, 0)});
-    CHECK(r.second == proto::error_code::unsupported_version);
-  }
-  SECTION("oversized frame") {
-    const auto r = send_and_expect_refusal(
-        s, {hello, header(proto::magic, proto::version,
-                          static_cast<std::uint16_t>(proto::message_type::step), 1u << 30)});
-    CHECK(r.first == proto::message_type::error);
-    CHECK(r.second == proto::error_code::frame_too_large);
-  }
-  SECTION("truncated hello") {
-    auto cut = hello;
-    cut.resize(cut.size() - 3);  // the header still claims the full payload
-    auto h = header(proto::magic, proto::version, 1,
-                    static_cast<std::uint32_t>(cut.size() - proto::header_size));
-    std::copy(h.begin(), h.end(), cut.begin());
-    const auto r = send_and_expect_refusal(s, {cut});
-    CHECK(r.first == proto::message_type::reject);
-    CHECK(r.second == proto::error_code::truncated_frame);
-  }
-  SECTION("wrong observation size") {
-    std::vector<std::byte> step = step_header;
-    step.resize(step.size() + 8);
-    const auto r = send_and_expect_refusal(s, {hello, step});
-    CHECK(r.first == proto::message_type::error);
-    CHECK(r.second == proto::error_code::wrong_observation_size);
-  }
-  SECTION("unknown message type") {
-    const auto r = send_and_expect_refusal(s, {header(proto::magic, proto::version, 99, 0)});
-    CHECK(r.second == proto::error_code::unknown_message_type);
-  }
-  SECTION("step before the handshake") {
-    std::vector<std::byte> step = step_header;
-    step.resize(step.size() + 8);
-    const auto r = send_and_expect_refusal(s, {step});
-    CHECK(r.first == proto::message_type::reject);
-    CHECK(r.second == proto::error_code::unexpected_message);
-  }
-  SECTION("observation spec mismatch is named") {
-    std::vector<std::byte> frame;
-    proto::encode_hello(
-        {7, 1, {seedrl::dtype::uint8, {84, 84, 1}}, seedrl::cartpole::action_spec(), "atari"},
-        frame);
-    const auto r = send_and_expect_refusal(s, {frame});
-    CHECK(r.second == proto::error_code::spec_mismatch);
-  }
-  CHECK(s.still_served());
+  served_learner s(seedrl::in_process_endpoint{"learner-bad-input"});
+  seedrl_test::check_malformed_frames_are_refused(s);
 }
 
 namespace {
@@ -383,7 +222,7 @@ TEST_CASE("learner stop sends every actor a shutting_down close frame", "[learne
 }
 
 TEST_CASE("actor time reports reach the learner stats and name the binding stage", "[learner]") {
-  served_learner s("learner-actor-stats");
+  served_learner s(seedrl::in_process_endpoint{"learner-actor-stats"});
   // The good actor reports every second; wait for its first report.
   REQUIRE(wait_for([&] { return s.learner->stats().actor_steps > 0; }, 5s));
   const auto st = s.learner->stats();
@@ -463,82 +302,16 @@ TEST_CASE("progress reports rates between two snapshots and logs every figure", 
 
 namespace {
 
-std::shared_ptr<const seedrl::security::shared_secret> secret_of(const std::string& text) {
-  return std::make_shared<const seedrl::security::shared_secret>(
-      seedrl::security::shared_secret::from_bytes(std::as_bytes(std::span(text)), "test"));
-}
-
-/// Runs one actor with `secret` for up to `steps` round trips against `learner`.
-std::int64_t run_actor(seedrl::in_process_transport& transport,
-                       const seedrl::in_process_endpoint& endpoint,
-                       std::shared_ptr<const seedrl::security::shared_secret> secret,
-                       std::int64_t steps = 20) {
-  seedrl::actor_config ac;
-  ac.num_envs = 2;
-  ac.max_steps = steps;
-  ac.auth_secret = std::move(secret);
-  seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
-      ac, [](std::size_t) { return seedrl::cartpole{}; },
-      [&] { return transport.connect(endpoint); });
-  const std::atomic<bool> stop{false};
-  return a.run(stop);
-}
+using seedrl_test::run_actor;
+using seedrl_test::secret_of;
 
 }  // namespace
 
 TEST_CASE(
     "authenticated link: the right secret is served and a wrong one never reaches the batcher",
     "[learner][auth]") {
-  seedrl::in_process_transport transport;
-  const seedrl::in_process_endpoint endpoint{"learner-auth"};
-  seedrl::mlp_lstm_agent_config nc;
-  nc.hidden_sizes = {8};
-  nc.lstm_size = 0;
-  seedrl::learner_config lc = small_learner_config();
-  lc.auth_secret = secret_of("correct horse battery staple");
-  std::mutex log_mutex;
-  std::vector<std::string> log;
-  lc.log = [&](const std::string& line) {
-    std::lock_guard lock(log_mutex);
-    log.push_back(line);
-  };
-  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
-                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
-  learner.start();
-  learner.serve(transport.listen(endpoint));
-
-  SECTION("wrong secret") {
-    try {
-      run_actor(transport, endpoint, secret_of("correct horse battery stable"));
-      FAIL("an actor with the wrong secret was not refused");
-    } catch (const seedrl::actor_rejected& e) {
-      CHECK(std::string(e.what()).find("auth_failed") != std::string::npos);
-      CHECK(std::string(e.what()).find("authentication failed") != std::string::npos);
-    }
-    const auto s = learner.stats();
-    CHECK(s.frames == 0);
-    CHECK(s.requests == 0);
-    CHECK(s.rejected_connections == 1);
-    std::lock_guard lock(log_mutex);
-    REQUIRE(log.size() == 1);
-    CHECK(log[0].find("auth_failed") != std::string::npos);
-  }
-  SECTION("no secret") {
-    try {
-      run_actor(transport, endpoint, nullptr);
-      FAIL("an actor without a secret was not refused");
-    } catch (const seedrl::actor_rejected& e) {
-      CHECK(std::string(e.what()).find("auth_required") != std::string::npos);
-      CHECK(std::string(e.what()).find("shared secret") != std::string::npos);
-    }
-    CHECK(learner.stats().frames == 0);
-  }
-  SECTION("right secret") {
-    CHECK(run_actor(transport, endpoint, secret_of("correct horse battery staple"), 30) == 30);
-    // Stats are counted just after the replies are written: allow the last batch to land.
-    CHECK(wait_for([&] { return learner.stats().frames >= 60; }));
-  }
-  learner.stop();
+  seedrl_test::check_authentication<seedrl::in_process_transport>(
+      seedrl::in_process_endpoint{"learner-auth"});
 }
 
 TEST_CASE("an actor with a secret refuses a learner without one", "[learner][auth]") {
@@ -558,42 +331,8 @@ TEST_CASE("an actor with a secret refuses a learner without one", "[learner][aut
 }
 
 TEST_CASE("a silent peer is refused after the handshake timeout", "[learner]") {
-  seedrl::in_process_transport transport;
-  const seedrl::in_process_endpoint endpoint{"learner-silent"};
-  seedrl::mlp_lstm_agent_config nc;
-  nc.hidden_sizes = {8};
-  seedrl::learner_config lc;
-  lc.handshake_timeout = 50ms;
-  lc.max_connections = 2;
-  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
-                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
-  learner.start();
-  learner.serve(transport.listen(endpoint));
-  auto read_status = [](seedrl::in_process_connection& c) {
-    std::array<std::byte, proto::header_size> raw{};
-    c.read(raw);
-    proto::frame_header h{};
-    REQUIRE(proto::decode_header(raw, proto::default_max_payload, h) == proto::error_code::none);
-    std::vector<std::byte> payload(h.payload_length);
-    c.read(payload);
-    proto::status_message m;
-    REQUIRE(proto::decode_status(payload, m) == proto::error_code::none);
-    return std::pair{h.type, m};
-  };
-  auto silent = transport.connect(endpoint);
-  const auto [type, m] = read_status(silent);  // blocks until the watchdog refuses it
-  CHECK(type == proto::message_type::reject);
-  CHECK(m.code == proto::error_code::idle_timeout);
-  CHECK(m.message.find("50 ms") != std::string::npos);
-
-  // Two held connections is the limit: a third is refused at once.
-  auto a = transport.connect(endpoint);
-  auto b = transport.connect(endpoint);
-  auto c = transport.connect(endpoint);
-  const auto [type_c, m_c] = read_status(c);
-  CHECK(type_c == proto::message_type::reject);
-  CHECK(m_c.message.find("maximum of 2 connections") != std::string::npos);
-  learner.stop();
+  seedrl_test::check_handshake_timeout_and_connection_limit<seedrl::in_process_transport>(
+      seedrl::in_process_endpoint{"learner-silent"});
 }
 
 TEST_CASE("learner checkpoints while training and a new learner resumes from them",

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "learner_bad_input.hpp"
 #include "seedrl/env/cartpole.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
@@ -242,6 +243,122 @@ TEST_CASE("a thousand idle actor connections are held while one actor is served 
   CHECK(learner.stats().connected_actors == 0);
 }
 
+/// Threads of this process now (/proc/self/task).
+std::size_t thread_count() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+    ++n;
+  return n;
+}
+
+TEST_CASE(
+    "a thousand silent connections, before and after their handshake, hold no thread each "
+    "while one actor trains",
+    "[learner][links][many][threads]") {
+  constexpr std::size_t silent = 1000;  // half say nothing at all, half stop after hello
+  constexpr std::size_t io_threads = 2;
+  // Both ends of every link live in this process: 2 descriptors each, and some to spare.
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (limit.rlim_cur < 2 * silent + 256) {
+    SEEDRL_SKIP_TEST("this process may open only " << limit.rlim_cur << " files, the test needs "
+                                                   << 2 * silent + 256);
+  }
+  const std::size_t threads_before = thread_count();
+  using net_t = seedrl::mlp_lstm_agent<float>;
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::tcp_transport>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {16};
+  nc.lstm_size = 0;
+  seedrl::learner_config lc;
+  lc.max_envs = silent + 8;
+  lc.max_connections = silent + 8;
+  lc.io_threads = io_threads;
+  lc.handshake_timeout = 60s;  // the silent peers stay for the whole test
+  lc.unroll_length = 5;
+  lc.batch_size = 4;
+  lc.batching.max_batch = 64;
+  lc.batching.deadline = 1ms;
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  seedrl::tcp_transport transport;
+  auto listener = transport.listen({"127.0.0.1", 0});
+  const auto endpoint = listener.local_endpoint();
+  learner.start();
+  learner.serve(std::move(listener));
+
+  std::vector<seedrl::tcp_connection> held;
+  held.reserve(silent);
+  std::vector<std::byte> hello;
+  seedrl::protocol::encode_hello(
+      {1, 1, seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec(), "silent"},
+      hello);
+  for (std::size_t i = 0; i < silent; ++i) {
+    held.push_back(transport.connect(endpoint));
+    if (i % 2 == 1) {
+      REQUIRE(handshake(held.back(), 1, "silent"));
+    }
+  }
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until && learner.held_connections() < silent)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(learner.held_connections() == silent);
+  CHECK(learner.stats().connected_actors == silent / 2);
+
+  std::atomic<bool> stop{false};
+  std::thread actor_thread([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = 1;
+    seedrl::actor<seedrl::cartpole, std::function<seedrl::tcp_connection()>> a(
+        ac, [](std::size_t) { return seedrl::cartpole{}; },
+        [&] { return transport.connect(endpoint); });
+    a.run(stop);
+  });
+  // CartPole's random-ish episodes last tens of steps: 10 of them need a few hundred answers.
+  until = std::chrono::steady_clock::now() + 8s;
+  std::size_t threads_during = 0;
+  while (std::chrono::steady_clock::now() < until && learner.stats().episodes < 10) {
+    threads_during = std::max(threads_during, thread_count());
+    std::this_thread::sleep_for(5ms);
+  }
+  const auto s = learner.stats();
+  CHECK(s.episodes >= 10);
+  CHECK(s.frames >= 100);
+  CHECK(s.connected_actors == silent / 2 + 1);
+  CHECK(learner.held_connections() == silent + 1);
+  // The learner's own threads: inference, trainer, watchdog, one accept thread per listener
+  // and the I/O pool; plus this test's actor thread. One thread per connection would be 1,000.
+  INFO("threads before the learner: " << threads_before << ", while serving: " << threads_during);
+  CHECK(threads_during >= threads_before + io_threads);
+  CHECK(threads_during <= threads_before + io_threads + 8);
+  // Every silent connection still holds: the learner neither wrote to nor closed any of them.
+  std::size_t quiet = 0;
+  for (auto& c : held) {
+    pollfd p{c.native_handle(), POLLIN, 0};
+    quiet += ::poll(&p, 1, 0) == 0 ? 1 : 0;
+  }
+  CHECK(quiet == silent);
+  stop = true;
+  actor_thread.join();
+  learner.stop();
+  CHECK(learner.stats().connected_actors == 0);
+  // Silent peers, before and after their handshake, are told that the learner stops.
+  for (std::size_t i : {std::size_t{0}, std::size_t{1}}) {
+    seedrl::protocol::frame_header h{};
+    std::vector<std::byte> payload;
+    REQUIRE(read_frame_within(held[i], 2s, h, payload) == read_outcome::frame);
+    CHECK(h.type == seedrl::protocol::message_type::close);
+    seedrl::protocol::status_message m;
+    REQUIRE(seedrl::protocol::decode_status(payload, m) == seedrl::protocol::error_code::none);
+    CHECK(m.code == seedrl::protocol::error_code::shutting_down);
+  }
+}
+
 TEST_CASE("a second step sent before the first one's actions closes only that actor",
           "[learner][links][in_flight]") {
   // docs/protocol.md: one step in flight per actor; a second one before its actions is
@@ -317,4 +434,31 @@ TEST_CASE("a second step sent before the first one's actions closes only that ac
     REQUIRE(step_and_read_actions(good, good_step));
   learner.stop();
   CHECK(learner.stats().connected_actors == 0);
+}
+
+// The bad-input checks of test_learner.cpp (learner_bad_input.hpp) on the socket transports,
+// whose connections the I/O pool serves: whole frames, then every frame a few bytes at a time
+// (the parser waits for the rest of a header or payload across reads).
+TEMPLATE_TEST_CASE("the I/O pool refuses malformed frames and keeps serving other actors",
+                   "[learner][links][bad_input]", tcp_link, unix_link) {
+  seedrl_test::served_learner<typename TestType::transport_type> s(TestType::listen_at());
+  SECTION("whole frames") {
+    seedrl_test::check_malformed_frames_are_refused(s);
+  }
+  SECTION("three bytes at a time") {
+    seedrl_test::check_malformed_frames_are_refused(s, 3);
+  }
+}
+
+TEMPLATE_TEST_CASE(
+    "the I/O pool refuses a silent peer after the handshake timeout and holds "
+    "the connection limit",
+    "[learner][links][bad_input]", tcp_link, unix_link) {
+  seedrl_test::check_handshake_timeout_and_connection_limit<typename TestType::transport_type>(
+      TestType::listen_at());
+}
+
+TEMPLATE_TEST_CASE("the I/O pool runs the challenge-response: only the right secret is served",
+                   "[learner][links][auth]", tcp_link, unix_link) {
+  seedrl_test::check_authentication<typename TestType::transport_type>(TestType::listen_at());
 }

@@ -17,7 +17,7 @@ rc=0
 "$bin" --help >"$out" 2>&1 || rc=$?
 ((rc == 0)) || fail "--help exited $rc"
 for flag in --learner --host --port --actors --envs-per-actor --max-envs --unroll-length \
-  --batch-size --inference-batch --inference-workers --queue-batches --learning-rate --entropy-cost --total-frames \
+  --batch-size --inference-batch --inference-workers --io-threads --queue-batches --learning-rate --entropy-cost --total-frames \
   --target-return --logdir --seed --device --checkpoint-dir --checkpoint-every-steps \
   --checkpoint-every-seconds --resume --init-checkpoint --auth-secret-file --no-auth \
   --episodes --sample --lstm --algo --ppo-epochs --ppo-minibatches --ppo-clip --ppo-value-clip \

@@ -114,6 +114,7 @@ inline learner_config make_learner_config(const run_options& o) {
   lc.queue_batches = o.queue_batches;
   lc.batching.max_batch = o.inference_batch;
   lc.inference_workers = o.inference_workers;
+  lc.io_threads = o.io_threads;
   lc.batching.max_request_rows = std::max<std::size_t>(o.envs_per_actor, 256);
   lc.seed = o.seed;
   lc.normalize_observations.enabled = o.normalize_observations;

@@ -41,6 +41,7 @@ struct run_options {
   std::size_t queue_batches = 2;
   std::size_t inference_batch = 16;
   std::size_t inference_workers = 1;    ///< learner_config::inference_workers
+  std::size_t io_threads = 1;           ///< learner_config::io_threads
   std::optional<double> learning_rate;  ///< unset: the agent recipe's default
   bool lr_decay = false;                ///< decay the learning rate linearly to 0 by --total-frames
   /// Learner-side input normalization (learner_config::normalize_observations, ::scale_rewards;
@@ -138,6 +139,10 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
   cli.add_option("--inference-workers", o.inference_workers,
                  "threads the learner's CPU inference splits each batch over (1: the inference "
                  "thread alone; more only pays with free cores, docs/performance.md)")
+      ->check(positive_number);
+  cli.add_option("--io-threads", o.io_threads,
+                 "threads that serve the actors' sockets (asynchronous I/O; 1 holds thousands of "
+                 "connections)")
       ->check(positive_number);
   cli.add_option("--queue-batches", o.queue_batches,
                  "training queue, in training batches (hold an unroll burst: actors x envs per "

@@ -7,9 +7,10 @@
 /// training queue. It also keeps the policy-lag bookkeeping: every step records the parameter
 /// version that chose its action.
 ///
-/// Threads: connection threads call `submit` (their observations are copied straight into the
-/// filling batch, outside the batcher's lock); one inference thread runs batches and is the
-/// only one that writes actions. Environment slots are handed out under a lock and given back
+/// Threads: the actor server's readers call `submit` (their observations are copied straight into
+/// the filling batch, outside the batcher's lock); one inference thread runs batches and is the
+/// only one that answers with actions (requester::answer hands them to the connection's writer).
+/// Environment slots are handed out under a lock and given back
 /// through the inference thread, so that no batch ever refers to a freed slot.
 /// The engine may infer on threads of its own (cpu_inference_engine's workers); it returns
 /// before the inference thread goes on, so nothing else sees them.

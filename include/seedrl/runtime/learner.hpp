@@ -14,12 +14,13 @@
 /// or reward scaling, the inference loop applies it (input_normalizer) and the training loop
 /// saves its statistics in checkpoints.
 ///
-/// Threads: one per connection (reads and validates frames, copies observations into the
-/// filling batch), one inference thread (runs batches, writes every reply, builds unrolls;
-/// the CPU engine adds learner_config::inference_workers - 1 threads that only infer),
-/// one trainer thread (assembles batches of unrolls, trains, publishes). A connection thread
-/// is the only one that reads its socket; the inference thread is the only one that writes
-/// actions to it, so no lock is taken per request beyond the batcher's row reservation.
+/// Threads: the actor server's readers (for TCP and Unix sockets learner_config::io_threads
+/// I/O threads, 1 by default, however many actors connect; for the in-process transport one
+/// per connection) read and validate frames and copy observations into the filling batch; one
+/// inference thread (runs batches, encodes every reply and hands it to the connection, builds
+/// unrolls; the CPU engine adds learner_config::inference_workers - 1 threads that only
+/// infer); one trainer thread (assembles batches of unrolls, trains, publishes). The I/O side
+/// writes the replies (actor_server.hpp): the inference thread never waits on a socket.
 ///
 /// `Net` models LearnerNetwork (seedrl/runtime/learner_network.hpp), e.g. mlp_lstm_agent;
 /// `Opt` models Optimizer; `Tr` models Transport; `Trn` models Trainer
@@ -156,7 +157,8 @@ class learner {
   /// Accepts actors on `listener` in a thread of its own until `stop()`.
   void serve(listener_type listener) { server_.serve(std::move(listener)); }
 
-  /// Serves one already-connected actor (e.g. from a test) in a thread of its own.
+  /// Serves one already-connected actor (e.g. from a test): on the I/O pool for sockets, in a
+  /// thread of its own for the in-process transport.
   void serve_connection(connection_type c) { server_.serve_connection(std::move(c)); }
 
   /// Graceful shutdown: stop accepting, answer what is already batched, tell every actor with

@@ -54,10 +54,14 @@ struct learner_config {
   /// Threads the CPU inference engine splits each batch over (cpu_inference_engine): 1 infers
   /// on the inference thread alone; W > 1 adds W - 1 threads, each with a network copy.
   std::size_t inference_workers = 1;
+  /// Threads that run the actor server's socket I/O (TCP and Unix sockets: every connection's
+  /// reads, frame parsing and replies, asynchronously on one io_context). 1 serves thousands of
+  /// connections; more only pays when parsing many large observations binds a core.
+  std::size_t io_threads = 1;
   /// When set, every actor must pass the challenge-response of docs/security.md before hello.
   std::shared_ptr<const security::shared_secret> auth_secret;
   /// Longest time from accepting a connection to its welcome; a silent or slow peer is refused
-  /// with idle_timeout so it cannot hold a connection thread.
+  /// with idle_timeout so it cannot hold a connection slot (or, in-process, a thread).
   std::chrono::milliseconds handshake_timeout{10000};
   /// Most connections held at once (open or in handshake); more are refused at accept.
   std::size_t max_connections = 4096;

@@ -1,9 +1,10 @@
 #pragma once
 /// \file
-/// TCP over Boost.Asio: the actor link between machines. Sockets stay blocking because the
-/// learner serves each actor from its own thread; an io_context is there only because Asio's
-/// sockets need one. TCP_NODELAY is set on both ends: a request is one small frame and waiting
-/// for Nagle's timer would add tens of milliseconds to every inference round trip.
+/// TCP over Boost.Asio: the actor link between machines. The connection's own calls block (the
+/// actor side runs one link per thread); the learner's actor server moves each accepted socket
+/// onto its own io_context with `release_to` and serves it asynchronously from there. TCP_NODELAY
+/// is set on both ends: a request is one small frame and waiting for Nagle's timer would add tens
+/// of milliseconds to every inference round trip.
 ///
 /// Threading: one thread at a time reads or writes a connection (or accepts on a listener);
 /// `close()` may be called from any other thread and makes a blocked call throw
@@ -13,21 +14,29 @@
 /// The socket code shared with `unix_socket.hpp` lives in `seedrl::detail` below.
 
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -73,6 +82,217 @@ inline bool is_peer_gone(const boost::system::error_code& ec) noexcept {
          ec == boost::asio::error::not_connected;
 }
 
+/// The learner's I/O threads: one io_context run by `start(n)` threads. Sockets moved onto it
+/// (socket_connection::release_to) each live on a strand of it, so one connection's handlers
+/// never run at once, whatever the thread count.
+class io_pool {
+ public:
+  io_pool() : work_(io_.get_executor()) {}
+  io_pool(const io_pool&) = delete;
+  io_pool& operator=(const io_pool&) = delete;
+  /// Joins the threads (after drain_until, or they would wait for work forever).
+  ~io_pool() { join(); }
+
+  /// Starts `threads` (at least one) threads that run the handlers.
+  void start(std::size_t threads) {
+    for (std::size_t i = 0; i < std::max<std::size_t>(threads, 1); ++i) {
+      threads_.emplace_back([this] { io_.run(); });
+    }
+  }
+
+  /// Whether start() ran.
+  bool started() const noexcept { return !threads_.empty(); }
+
+  /// Lets the threads return once no operation is pending and waits for that until `deadline`;
+  /// false when operations are still pending then.
+  bool drain_until(std::chrono::steady_clock::time_point deadline) {
+    work_.reset();
+    while (!io_.stopped() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return io_.stopped();
+  }
+
+  /// Waits for the threads to return.
+  void join() {
+    for (auto& t : threads_) {
+      t.join();
+    }
+    threads_.clear();
+  }
+
+  /// The io_context the threads run.
+  boost::asio::io_context& context() noexcept { return io_; }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::vector<std::thread> threads_;
+};
+
+/// Memory for the handlers posted to one connection's strand, so that handing a reply from the
+/// inference thread to the I/O side allocates nothing in steady state (DESIGN.md section 4):
+/// Asio allocates each posted handler, and a thread outside the pool has no cache of its own. A
+/// few fixed slots, taken and given back with atomics from any thread; a larger handler, or
+/// one more while all are taken, falls back to the heap.
+class handler_slots {
+ public:
+  /// The largest handler a slot holds, and how many slots there are.
+  static constexpr std::size_t slot_size = 512;
+  static constexpr std::size_t slot_count = 8;
+
+  /// A free slot for `n` bytes, or the heap's.
+  void* allocate(std::size_t n) {
+    if (n <= slot_size) {
+      for (std::size_t i = 0; i < slot_count; ++i) {
+        bool expected = false;
+        if (used_[i].compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+          return slots_[i].bytes;
+        }
+      }
+    }
+    return ::operator new(n);
+  }
+
+  /// Gives a slot back, or the memory to the heap.
+  void deallocate(void* p) noexcept {
+    for (std::size_t i = 0; i < slot_count; ++i) {
+      if (p == slots_[i].bytes) {
+        used_[i].store(false, std::memory_order_release);
+        return;
+      }
+    }
+    ::operator delete(p);
+  }
+
+ private:
+  struct alignas(std::max_align_t) slot {
+    std::byte bytes[slot_size];
+  };
+  std::array<slot, slot_count> slots_{};
+  std::array<std::atomic<bool>, slot_count> used_{};
+};
+
+/// The allocator Asio sees for a handler posted with `async_socket::post`: the connection's
+/// handler_slots, shared so that they outlive whatever Asio still holds.
+template <class T>
+class slot_allocator {
+ public:
+  using value_type = T;
+
+  explicit slot_allocator(std::shared_ptr<handler_slots> slots) noexcept
+      : slots_(std::move(slots)) {}
+  template <class U>
+  slot_allocator(const slot_allocator<U>& other) noexcept : slots_(other.slots_) {}
+
+  T* allocate(std::size_t n) {
+    static_assert(alignof(T) <= alignof(std::max_align_t));
+    return static_cast<T*>(slots_->allocate(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t) noexcept { slots_->deallocate(p); }
+
+  template <class U>
+  bool operator==(const slot_allocator<U>& other) const noexcept {
+    return slots_ == other.slots_;
+  }
+  template <class U>
+  bool operator!=(const slot_allocator<U>& other) const noexcept {
+    return slots_ != other.slots_;
+  }
+
+ private:
+  template <class U>
+  friend class slot_allocator;
+  std::shared_ptr<handler_slots> slots_;
+};
+
+/// A handler with its connection's handler memory (Asio finds `get_allocator`): a posted
+/// function, or a read or write completion (called with an error code and a byte count).
+template <class F>
+struct slotted_handler {
+  using allocator_type = slot_allocator<void>;
+  allocator_type get_allocator() const noexcept { return allocator; }
+  template <class... Args>
+  void operator()(Args&&... args) {
+    f(std::forward<Args>(args)...);
+  }
+
+  F f;
+  allocator_type allocator;
+};
+
+/// Wraps `f` so that Asio allocates what it needs for it from `slots`.
+template <class F>
+slotted_handler<std::decay_t<F>> with_slots(F&& f, const std::shared_ptr<handler_slots>& slots) {
+  return {std::forward<F>(f), slot_allocator<void>(slots)};
+}
+
+/// A stream socket of `Protocol` on a strand of an io_pool, for the learner's asynchronous
+/// I/O: every handler runs on that strand. Call its members from the strand only, except
+/// `post`, which any thread may call.
+template <class Protocol>
+class async_socket {
+ public:
+  /// The strand every handler of the socket runs on.
+  using strand_type = boost::asio::strand<boost::asio::io_context::executor_type>;
+
+  /// The socket, typed on its strand: behind Asio's type-erased executor every operation
+  /// would allocate a copy of it.
+  using socket_type = typename Protocol::socket::template rebind_executor<strand_type>::other;
+
+  /// Takes a socket whose executor is `strand`.
+  async_socket(socket_type socket, strand_type strand)
+      : socket_(std::move(socket)),
+        strand_(std::move(strand)),
+        slots_(std::make_shared<handler_slots>()) {}
+
+  /// Runs `f` on the strand; from any thread, without allocating in steady state.
+  template <class F>
+  void post(F&& f) {
+    boost::asio::post(strand_, with_slots(std::forward<F>(f), slots_));
+  }
+
+  /// Reads what has arrived (at least one byte) into `into`, then calls `done(io_result)`.
+  template <class F>
+  void read_some(std::span<std::byte> into, F&& done) {
+    socket_.async_read_some(
+        boost::asio::buffer(into.data(), into.size()),
+        with_slots([f = std::forward<F>(done)](const boost::system::error_code& ec,
+                                               std::size_t n) mutable { f(result(ec, n)); },
+                   slots_));
+  }
+
+  /// Writes all of `bytes` (which must stay valid until then), then calls `done(io_result)`.
+  template <class F>
+  void write(std::span<const std::byte> bytes, F&& done) {
+    boost::asio::async_write(
+        socket_, boost::asio::buffer(bytes.data(), bytes.size()),
+        with_slots([f = std::forward<F>(done)](const boost::system::error_code& ec,
+                                               std::size_t n) mutable { f(result(ec, n)); },
+                   slots_));
+  }
+
+  /// Shuts the link down (the peer sees end of stream) and closes it; pending operations
+  /// complete with !ok.
+  void close() noexcept {
+    boost::system::error_code ec;
+    socket_.shutdown(socket_type::shutdown_both, ec);
+    socket_.close(ec);
+  }
+
+ private:
+  static io_result result(const boost::system::error_code& ec, std::size_t n) {
+    if (!ec) {
+      return {n, true, false, {}};
+    }
+    return {n, false, is_peer_gone(ec), ec.message()};
+  }
+
+  socket_type socket_;
+  strand_type strand_;
+  std::shared_ptr<handler_slots> slots_;
+};
+
 /// A connected blocking stream socket of `Protocol` (TCP or a Unix stream socket) that models
 /// `seedrl::Connection`. It shares ownership of its io_context so that it may outlive the
 /// transport that made it (a socket must be destroyed before its io_context).
@@ -81,6 +301,8 @@ class socket_connection {
  public:
   /// The Asio socket this connection owns.
   using socket_type = typename Protocol::socket;
+  /// TCP or a Unix stream socket.
+  using protocol_type = Protocol;
 
   /// The most buffers one `write` takes; the gather list is kept on the stack.
   static constexpr std::size_t max_write_buffers = 8;
@@ -167,6 +389,37 @@ class socket_connection {
 
   /// False after `close()` or after a read or write failed (a failed link is shut down).
   bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
+
+  /// Hands the open socket over to `pool` (the learner's I/O threads), on a strand of its own,
+  /// for asynchronous I/O there; this connection is left closed
+  /// and keeps only its peer(). The descriptor moves as it is, so nothing the peer sent is lost.
+  /// Throws `transport_error` when the link is closed or the socket cannot be moved. Call it
+  /// while no other thread uses the connection.
+  async_socket<Protocol> release_to(io_pool& pool) {
+    if (!is_open()) {
+      throw_closed("hand over");
+    }
+    boost::system::error_code ec;
+    const auto local = socket_.local_endpoint(ec);
+    if (!ec) {
+      const int fd = socket_.release(ec);
+      if (!ec) {
+        open_.store(false, std::memory_order_release);
+        fd_ = -1;
+        auto strand = boost::asio::make_strand(pool.context());
+        typename async_socket<Protocol>::socket_type moved(strand);
+        moved.assign(local.protocol(), fd, ec);
+        if (!ec) {
+          return async_socket<Protocol>(std::move(moved), std::move(strand));
+        }
+        ::close(fd);
+      }
+    }
+    close();
+    throw transport_error(std::string(who_) + ": cannot hand the link to " + peer_ +
+                              " over to another io_context: " + ec.message(),
+                          transport_failure::other);
+  }
 
   /// The other end, for logs: "127.0.0.1:51234", "unix:/run/learner.sock#3".
   const std::string& peer() const noexcept { return peer_; }
@@ -385,6 +638,8 @@ class tcp_transport {
   using connection_type = tcp_connection;
   /// The learner's listening socket.
   using listener_type = tcp_listener;
+  /// The learner's I/O threads, which accepted connections move to (release_to).
+  using io_pool_type = detail::io_pool;
 
   /// Owns an io_context; the connections and listeners it makes keep it alive.
   tcp_transport() : io_(std::make_shared<boost::asio::io_context>()) {}

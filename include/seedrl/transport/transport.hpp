@@ -22,8 +22,22 @@
 #include <concepts>
 #include <cstddef>
 #include <span>
+#include <string>
 
 namespace seedrl {
+
+namespace detail {
+
+/// How an asynchronous read or write of a transport that serves the learner's connections on
+/// an I/O pool ended (see actor_server's async_transport; TCP and Unix sockets provide one).
+struct io_result {
+  std::size_t bytes = 0;   ///< bytes moved
+  bool ok = true;          ///< false: the link failed, was closed, or the operation was cancelled
+  bool peer_gone = false;  ///< the other end closed or reset the link
+  std::string error;       ///< what failed, when !ok
+};
+
+}  // namespace detail
 
 /// One bidirectional, ordered, reliable byte stream between an actor and the learner.
 template <class C>

@@ -1,9 +1,10 @@
 #pragma once
 /// \file
 /// Unix domain stream sockets over Boost.Asio: the actor link when actors run on the learner's
-/// host, without TCP's checksums, acknowledgements and loopback routing. Blocking sockets, one
-/// thread per connection, `close()` from any thread: the same contract as `tcp.hpp`, whose
-/// socket code (`detail::socket_connection`, `detail::socket_listener`) this header reuses.
+/// host, without TCP's checksums, acknowledgements and loopback routing. Blocking calls,
+/// `close()` from any thread, `release_to` for the learner's asynchronous I/O: the same contract
+/// as `tcp.hpp`, whose socket code (`detail::socket_connection`, `detail::socket_listener`) this
+/// header reuses.
 ///
 /// The listener owns its socket file: `listen` replaces a stale one (left by a learner that
 /// crashed) but refuses to take over a path where a live listener still accepts, and the
@@ -149,6 +150,8 @@ class unix_transport {
   using connection_type = unix_connection;
   /// The learner's listening socket.
   using listener_type = unix_listener;
+  /// The learner's I/O threads, which accepted connections move to (release_to).
+  using io_pool_type = detail::io_pool;
 
   /// Owns an io_context; the connections and listeners it makes keep it alive.
   unix_transport() : io_(std::make_shared<boost::asio::io_context>()) {}

@@ -5,7 +5,7 @@
 /// its connections from requester; the inference loop answers through it without knowing the
 /// transport.
 ///
-/// One request in flight per actor (docs/protocol.md): the connection thread marks a step as
+/// One request in flight per actor (docs/protocol.md): the connection's reader marks a step as
 /// awaiting its actions before it submits it, and the inference thread clears the mark (with
 /// release order, after reading `received`) before it writes the actions, so the actor's next
 /// step, legal as soon as it has read them, never races with this one.
@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <mutex>
 #include <span>
+#include <utility>
 
 #include "seedrl/protocol/frame.hpp"
 
@@ -31,7 +32,7 @@ class requester {
   requester(const requester&) = delete;
   requester& operator=(const requester&) = delete;
 
-  // --- the connection thread
+  // --- the connection's reader (its thread, or its strand on the I/O pool)
 
   /// Marks a step as submitted; call just before handing it to the inference loop, which
   /// publishes both writes (the batcher's lock).
@@ -64,6 +65,18 @@ class requester {
     idle_.wait(lock, [&] { return in_flight_ == 0; });
   }
 
+  /// The non-blocking wait_idle, for a server whose I/O thread must not wait on inference:
+  /// call after mark_closed(). True when no request is in flight (the caller cleans up now);
+  /// otherwise false, and became_idle() runs once, on the inference thread, when the last
+  /// one is done.
+  bool idle_or_notify() {
+    std::lock_guard lock(mutex_);
+    if (in_flight_ == 0)
+      return true;
+    notify_idle_ = true;
+    return false;
+  }
+
   /// Whether actions should still be written (false once the link is closing).
   bool is_open() const noexcept { return open_.load(); }
   void mark_closed() noexcept { open_ = false; }
@@ -76,7 +89,7 @@ class requester {
 
   /// Clears the mark, then writes `actions` (one per env of this actor) if the link is open.
   void answer(std::span<const std::int32_t> actions) {
-    // Release: our read of received_ comes before the connection thread's next write of it.
+    // Release: our read of received_ comes before the reader's next write of it.
     awaiting_actions_.store(false, std::memory_order_release);
     if (open_)
       send_actions(actions);
@@ -91,9 +104,17 @@ class requester {
 
   /// The request is fully handled (actions written, unrolls appended).
   void request_done() {
-    std::lock_guard lock(mutex_);
-    if (--in_flight_ == 0 && !open_)
-      idle_.notify_all();
+    bool call = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (--in_flight_ == 0) {
+        if (!open_)
+          idle_.notify_all();
+        call = std::exchange(notify_idle_, false);
+      }
+    }
+    if (call)
+      became_idle();
   }
 
  protected:
@@ -105,6 +126,8 @@ class requester {
   /// Writes a continuous actions frame (`num_envs` rows of D floats); as send_actions.
   virtual void send_continuous_actions(std::size_t num_envs,
                                        std::span<const float> actions) noexcept = 0;
+  /// See idle_or_notify(); runs on the inference thread, so it must only hand over, not wait.
+  virtual void became_idle() noexcept {}
 
  private:
   std::atomic<bool> awaiting_actions_{false};
@@ -113,6 +136,7 @@ class requester {
   std::mutex mutex_;  // in_flight_ and the closing handshake
   std::condition_variable idle_;
   int in_flight_ = 0;
+  bool notify_idle_ = false;  // idle_or_notify() asked for became_idle()
 };
 
 /// A validated step of one actor: rows [first_slot, first_slot + step.size()) of the env
