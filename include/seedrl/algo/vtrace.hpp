@@ -20,7 +20,7 @@
 #include <string>
 #include <type_traits>
 
-#include "seedrl/detail/eigen_core.hpp"
+#include "seedrl/detail/fast_exp.hpp"
 #include "seedrl/detail/vtrace_step.hpp"
 
 namespace seedrl {
@@ -78,11 +78,14 @@ vtrace_coefficients<S> make_vtrace_coefficients(const vtrace_params<S>& params, 
 /// that GCC and Clang vectorise; whether acc_{t+1} exists (`Carried`, false at t = T-1 where it
 /// is 0) and whether flags exist (`Cut`) are template parameters.
 ///
-/// `rho_pg` holds rho_t on entry and pg_t on return; `acc` receives acc_t; with `Carried`,
-/// `next_acc` holds acc_{t+1} on entry and vs_{t+1} on return (row t was its last reader).
-/// Every pointer is `__restrict`: `vtrace_scan` has checked that no output overlaps an input or
-/// the other output, and rows t and t+1 of `vs` are disjoint. Without that promise GCC guards
-/// the vector loop with run-time alias checks over eight arrays and runs it scalar.
+/// rho_t = exp(log_rho_t) is formed here, with `fast_exp` (seedrl/detail/fast_exp.hpp: its
+/// clamp in a loop of its own, then its arithmetic in the loop that clips rho): a separate exp pass
+/// over the batch (Eigen's) cost as much as the rest of the scan at small B, and std::exp would
+/// keep the loop scalar. `rho_pg` receives rho_t and holds pg_t on return; `acc` receives acc_t;
+/// with `Carried`, `next_acc` holds acc_{t+1} on entry and vs_{t+1} on return (row t was its last
+/// reader). Every pointer is `__restrict`: `vtrace_scan` has checked that no output overlaps an
+/// input or the other output, and rows t and t+1 of `vs` are disjoint. Without that promise GCC
+/// guards the vector loop with run-time alias checks over eight arrays and runs it scalar.
 ///
 /// Two selects sit in their own loops, because in the step's loop GCC turns them into branches
 /// it cannot vectorise without AVX-512's masked arithmetic (FP operations may trap, so it will
@@ -94,12 +97,17 @@ vtrace_coefficients<S> make_vtrace_coefficients(const vtrace_params<S>& params, 
 ///   that arm. The step is stored, then the cut zeroes the flagged elements.
 /// The results are those of `vtrace_step_from_rho` and `vtrace_cut`, bit for bit.
 template <std::floating_point S, bool Carried, bool Cut>
-void vtrace_row(const vtrace_coefficients<S> k, std::size_t B, const S* __restrict discount,
-                const S* __restrict reward, const S* __restrict value,
+void vtrace_row(const vtrace_coefficients<S> k, std::size_t B, const S* __restrict log_rho,
+                const S* __restrict discount, const S* __restrict reward, const S* __restrict value,
                 const S* __restrict next_value, const std::uint8_t* __restrict truncated,
                 S* __restrict rho_pg, S* __restrict acc, S* __restrict next_acc) {
   for (std::size_t b = 0; b < B; ++b) {
-    acc[b] = vtrace_clip(S(1), rho_pg[b]);
+    rho_pg[b] = fast_exp_clamp(log_rho[b]);
+  }
+  for (std::size_t b = 0; b < B; ++b) {
+    const S rho = fast_exp_clamped(rho_pg[b]);
+    rho_pg[b] = rho;
+    acc[b] = vtrace_clip(S(1), rho);
   }
   for (std::size_t b = 0; b < B; ++b) {
     const S carried = Carried ? next_acc[b] : S(0);
@@ -120,20 +128,20 @@ void vtrace_row(const vtrace_coefficients<S> k, std::size_t B, const S* __restri
   }
 }
 
-/// Every row of the scan, t = T-1 down to 0, after rho is in `pg`.
+/// Every row of the scan, t = T-1 down to 0.
 template <std::floating_point S, bool Cut>
-void vtrace_rows(const vtrace_coefficients<S>& k, std::size_t T, std::size_t B, const S* discounts,
-                 const S* rewards, const S* values, const S* bootstrap,
+void vtrace_rows(const vtrace_coefficients<S>& k, std::size_t T, std::size_t B, const S* log_rhos,
+                 const S* discounts, const S* rewards, const S* values, const S* bootstrap,
                  const std::uint8_t* truncated, S* vs, S* pg) {
   const auto flags = [truncated](std::size_t row) { return Cut ? truncated + row : nullptr; };
   std::size_t row = (T - 1) * B;
-  vtrace_row<S, false, Cut>(k, B, discounts + row, rewards + row, values + row, bootstrap,
-                            flags(row), pg + row, vs + row, nullptr);
+  vtrace_row<S, false, Cut>(k, B, log_rhos + row, discounts + row, rewards + row, values + row,
+                            bootstrap, flags(row), pg + row, vs + row, nullptr);
   while (row != 0) {
     const std::size_t next = row;
     row -= B;
-    vtrace_row<S, true, Cut>(k, B, discounts + row, rewards + row, values + row, values + next,
-                             flags(row), pg + row, vs + row, vs + next);
+    vtrace_row<S, true, Cut>(k, B, log_rhos + row, discounts + row, rewards + row, values + row,
+                             values + next, flags(row), pg + row, vs + row, vs + next);
   }
   for (std::size_t b = 0; b < B; ++b) {
     vs[b] = vtrace_target(values[b], vs[b]);
@@ -194,17 +202,11 @@ void vtrace_scan(const char* who, std::size_t T, std::size_t B, std::span<const 
     return;
   }
 
-  // rho for the whole batch in one pass with Eigen's vectorised exp (a scalar exp per element
-  // would cost more than the rest of the scan); pg_advantages holds it until the scan overwrites
-  // each element with its advantage.
-  const auto size = static_cast<Eigen::Index>(n);
-  Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>>(pg_advantages.data(), size) =
-      Eigen::Map<const Eigen::Array<S, Eigen::Dynamic, 1>>(log_rhos.data(), size).exp();
   if (cut == nullptr) {
-    vtrace_rows<S, false>(k, T, B, discounts.data(), rewards.data(), values.data(),
+    vtrace_rows<S, false>(k, T, B, log_rhos.data(), discounts.data(), rewards.data(), values.data(),
                           bootstrap_value.data(), nullptr, vs.data(), pg_advantages.data());
   } else {
-    vtrace_rows<S, true>(k, T, B, discounts.data(), rewards.data(), values.data(),
+    vtrace_rows<S, true>(k, T, B, log_rhos.data(), discounts.data(), rewards.data(), values.data(),
                          bootstrap_value.data(), cut, vs.data(), pg_advantages.data());
   }
 }
