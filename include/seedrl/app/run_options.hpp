@@ -138,7 +138,7 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
   cli.add_option("--batch-size", o.batch_size, "unrolls per training step")->check(positive_number);
   cli.add_option("--inference-batch", o.inference_batch, "largest inference batch, in envs")
       ->check(positive_number);
-  // A positive count, or "auto" (stored as 0).
+  // A positive count, or "auto" (stored as 0); a transform, since a check sees a copy.
   const CLI::Validator count_or_auto(
       [](std::string& s) -> std::string {
         if (s == "auto") {
@@ -155,12 +155,12 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
   cli.add_option("--inference-workers", o.inference_workers,
                  "threads the learner's CPU inference splits each batch over (1: the inference "
                  "thread alone; auto, the default: from the core count, docs/performance.md)")
-      ->check(count_or_auto)
+      ->transform(count_or_auto)
       ->option_text("N|auto");
   cli.add_option("--train-threads", o.trainer_threads,
                  "threads the learner's CPU trainer splits each gradient step's unrolls over "
                  "(auto, the default: from the core count and --device, docs/performance.md)")
-      ->check(count_or_auto)
+      ->transform(count_or_auto)
       ->option_text("N|auto");
   cli.add_option("--queue-batches", o.queue_batches,
                  "training queue, in training batches (hold an unroll burst: actors x envs per "
