@@ -104,7 +104,7 @@ inline S fast_exp_clamp(S x) {
 ///
 /// The clamp is a function of its own because a loop that vectorises must run it in a loop of
 /// its own: in one loop with the arithmetic, GCC folds the arithmetic for the constant arms and
-/// sinks the rest into the third, and that branch keeps the loop scalar (as vtrace_row's
+/// sinks the rest into the third, and that branch keeps the loop scalar (as vtrace_columns's
 /// selects, seedrl/algo/vtrace.hpp).
 template <std::floating_point S>
 inline S fast_exp_clamped(S c) {
