@@ -76,6 +76,7 @@ class training_loop {
         stats_(stats),
         normalizer_(normalizer),
         time_(waiting_for_data, created) {
+    // learner_config::trainer_threads decides, over a count the trainer was built with.
     if constexpr (requires { trainer_.set_threads(config.trainer_threads); })
       trainer_.set_threads(config.trainer_threads);
     const update_schedule plan = schedule_of(loss_);
