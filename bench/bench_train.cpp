@@ -4,16 +4,30 @@
 // BM_train_step: forward over a [T+1 = 21, B = 32] unroll of the MLP 64-64 + LSTM 64 network,
 // the IMPALA loss, backward through time, global-norm clipping and an Adam step; reported as
 // samples (T * B) per second. Its baseline is BM_sgemm_1024 in seedrl_bench_lstm.
+//
+// BM_trainer_threads/<net>: host_trainer::train_step (IMPALA loss, Adam) with 1 thread and with
+// 2 (learner_config::trainer_threads) on copies of the same network and the same batch,
+// alternated in every iteration so that both see the same machine load; wall time, since the
+// second thread's work is the point. Counters: w1_ms and w2_ms per step, speedup = w1 / w2,
+// load = the 1-minute load average when the benchmark started. Networks: the CartPole MLP 64-64
+// + LSTM 64 at T = 20, B = 32, and the Atari example's frame-stacked Nature CNN + LSTM 512 at
+// 84x84, 4-frame stacks, 6 actions, T = 20, B = 32.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
+#include "random_training_batch.hpp"
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/net/frame_stack.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/net/nature_cnn_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/clip.hpp"
+#include "seedrl/runtime/trainer.hpp"
 
 namespace {
 
@@ -59,6 +73,73 @@ void BM_train_step(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * T * B));
 }
 BENCHMARK(BM_train_step)->Unit(benchmark::kMicrosecond);
+
+double load_average() {
+  double load = -1.0;
+  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1)
+      load = -1.0;
+    std::fclose(f);
+  }
+  return load;
+}
+
+/// One train_step of `trainer` in wall-clock seconds.
+template <class Net>
+double timed_step(seedrl::host_trainer& trainer, Net& net, seedrl::adam<float>& opt,
+                  const seedrl::training_batch<float>& batch, benchmark::State& state) {
+  const seedrl::impala_loss<float> loss;
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = trainer.train_step(batch, net, opt, loss, 40.0);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  if (!r.applied)
+    state.SkipWithError(("update skipped: " + r.skipped).c_str());
+  benchmark::DoNotOptimize(r.grad_norm);
+  return took.count();
+}
+
+template <class Net>
+void trainer_threads(benchmark::State& state, const Net& net0,
+                     const seedrl_bench::batch_shape& shape) {
+  const double load = load_average();
+  const seedrl_bench::random_training_batch data(shape, 1);
+  Net one = net0, two = net0;
+  seedrl::adam<float> opt_one, opt_two;
+  seedrl::host_trainer t1(1, 1), t2(1, 2);
+  (void)timed_step(t2, two, opt_two, data.view(), state);  // the copies are made at the first
+  double s1 = 0.0, s2 = 0.0;
+  for (auto _ : state) {
+    s1 += timed_step(t1, one, opt_one, data.view(), state);
+    s2 += timed_step(t2, two, opt_two, data.view(), state);
+    state.SetIterationTime(0.0);  // the counters carry the times
+  }
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["w1_ms"] = s1 / n * 1e3;
+  state.counters["w2_ms"] = s2 / n * 1e3;
+  state.counters["speedup"] = s1 / s2;
+  state.counters["load"] = load;
+}
+
+void BM_trainer_threads_cartpole(benchmark::State& state) {
+  const seedrl::mlp_lstm_agent<float> net;
+  seedrl_bench::batch_shape s;
+  s.state_width = static_cast<std::size_t>(net.state_size());
+  trainer_threads(state, net, s);
+}
+
+void BM_trainer_threads_atari(benchmark::State& state) {
+  const seedrl::frame_stack_config stack;  // 84x84 grayscale, 4-frame stacks
+  seedrl::nature_cnn_lstm_agent_config agent;
+  agent.num_actions = 6;
+  const seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>> net(stack, agent);
+  seedrl_bench::batch_shape s;
+  s.observation_size = 84 * 84;  // single frames; the stacks are built from them
+  s.num_actions = 6;
+  s.state_width = static_cast<std::size_t>(net.state_size());
+  trainer_threads(state, net, s);
+}
+BENCHMARK(BM_trainer_threads_cartpole)->UseManualTime()->Iterations(40);
+BENCHMARK(BM_trainer_threads_atari)->UseManualTime()->Iterations(3);
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -100,13 +101,40 @@ TEST_CASE("flags set the run options, and unset ones keep the program's defaults
   CHECK(l.max_envs == 4096);
   CHECK(l.inference_workers == 2);
   CHECK(seedrl::app::make_learner_config(l).inference_workers == 2);
-  CHECK(seedrl::app::make_learner_config(o).inference_workers == 1);  // unset: one thread
-  CHECK(seedrl::app::make_learner_config(l).io_threads == 3);
-  CHECK(seedrl::app::make_learner_config(o).io_threads == 1);  // unset: one I/O thread
+  // Unset: default_stage_threads for this machine, both stages on the CPU.
+  const auto automatic =
+      seedrl::default_stage_threads(std::thread::hardware_concurrency(), true, true);
+  CHECK(o.inference_workers == 0);
+  CHECK(seedrl::app::make_learner_config(o).inference_workers == automatic.inference);
+  CHECK(seedrl::app::make_learner_config(o).trainer_threads == automatic.trainer);
   run_options zero;
   CHECK(parse(zero, {"local", "--inference-workers", "0"}) == 2);
+  run_options bad;
+  CHECK(parse(bad, {"local", "--train-threads", "two"}) == 2);
+  run_options threads;
+  REQUIRE_FALSE(parse(threads, {"local", "--train-threads", "3", "--inference-workers", "auto"}));
+  CHECK(seedrl::app::make_learner_config(threads).trainer_threads == 3);
+  CHECK(seedrl::app::make_learner_config(threads).inference_workers == automatic.inference);
+  CHECK(seedrl::app::make_learner_config(l).io_threads == 3);
+  CHECK(seedrl::app::make_learner_config(o).io_threads == 1);  // unset: one I/O thread
   run_options no_io;
   CHECK(parse(no_io, {"local", "--io-threads", "0"}) == 2);
+}
+
+TEST_CASE("default_stage_threads: the trainer gets the cores a GPU stage leaves", "[app]") {
+  using seedrl::default_stage_threads;
+  const auto both = [](unsigned cores, bool inference_cpu, bool trainer_cpu) {
+    const auto t = default_stage_threads(cores, inference_cpu, trainer_cpu);
+    return std::pair{t.inference, t.trainer};
+  };
+  CHECK(both(0, true, true) == std::pair<std::size_t, std::size_t>{1, 1});
+  CHECK(both(2, true, true) == std::pair<std::size_t, std::size_t>{1, 1});
+  CHECK(both(4, true, true) == std::pair<std::size_t, std::size_t>{1, 2});
+  CHECK(both(16, true, true) == std::pair<std::size_t, std::size_t>{7, 8});
+  CHECK(both(2, false, true) == std::pair<std::size_t, std::size_t>{1, 1});
+  CHECK(both(8, false, true) == std::pair<std::size_t, std::size_t>{1, 7});
+  CHECK(both(8, true, false) == std::pair<std::size_t, std::size_t>{7, 1});
+  CHECK(both(8, false, false) == std::pair<std::size_t, std::size_t>{1, 1});
 }
 
 TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[app][ppo]") {

@@ -314,7 +314,10 @@ TEMPLATE_TEST_CASE("vtrace matches the oracle on random inputs with episode ends
                    float, double) {
   using S = TestType;
   seedrl::random_generator rng(7);
-  const std::pair<std::size_t, std::size_t> shapes[] = {{1, 1}, {3, 7}, {17, 4}, {40, 2}};
+  // The wide B run the scan's column blocks (256 and 128 bytes of S) and the single columns after
+  // them: 97 floats are 64 + 32 + 1, 97 doubles 3 x 32 + 1, 200 end in 8 single columns.
+  const std::pair<std::size_t, std::size_t> shapes[] = {{1, 1},  {3, 7},  {17, 4},
+                                                        {40, 2}, {5, 97}, {3, 200}};
   for (const auto& [T, B] : shapes) {
     const std::size_t n = T * B;
     std::vector<double> log_rhos(n), discounts(n), rewards(n), values(n), bootstrap(B);

@@ -20,7 +20,7 @@
 #include <string>
 #include <type_traits>
 
-#include "seedrl/detail/eigen_core.hpp"
+#include "seedrl/detail/fast_exp.hpp"
 #include "seedrl/detail/vtrace_step.hpp"
 
 namespace seedrl {
@@ -74,70 +74,88 @@ vtrace_coefficients<S> make_vtrace_coefficients(const vtrace_params<S>& params, 
           threshold(params.clip_pg_rho_threshold, "clip_pg_rho_threshold"), params.lambda};
 }
 
-/// One row (fixed t, every b) of the backward scan, as loops over b with no branches inside
-/// that GCC and Clang vectorise; whether acc_{t+1} exists (`Carried`, false at t = T-1 where it
-/// is 0) and whether flags exist (`Cut`) are template parameters.
+/// The backward scan over columns [b0, b0 + K) of the batch, every t from T-1 down to 0, with
+/// acc_{t+1} and V_{t+1} carried in K-element arrays. K is a compile-time constant, so each loop
+/// over the K columns becomes a fixed run of vector instructions with no loop control: at small
+/// B, the per-row loops of a row-at-a-time scan (setup, remainder, alias and trip-count checks
+/// for every one of T rows) cost more than the arithmetic. K = 1 runs the columns left over.
 ///
-/// `rho_pg` holds rho_t on entry and pg_t on return; `acc` receives acc_t; with `Carried`,
-/// `next_acc` holds acc_{t+1} on entry and vs_{t+1} on return (row t was its last reader).
-/// Every pointer is `__restrict`: `vtrace_scan` has checked that no output overlaps an input or
-/// the other output, and rows t and t+1 of `vs` are disjoint. Without that promise GCC guards
-/// the vector loop with run-time alias checks over eight arrays and runs it scalar.
+/// rho_t = exp(log_rho_t) is formed here with `fast_exp` (seedrl/detail/fast_exp.hpp), since
+/// std::exp is a call per element and a separate exp pass over the batch costs a second trip
+/// through memory.
 ///
-/// Two selects sit in their own loops, because in the step's loop GCC turns them into branches
-/// it cannot vectorise without AVX-512's masked arithmetic (FP operations may trap, so it will
-/// not compute both arms unconditionally):
+/// Three selects sit in loops of their own, because in a loop with arithmetic GCC turns them into
+/// branches it cannot vectorise without AVX-512's masked arithmetic (FP operations may trap, so it
+/// will not compute both arms unconditionally):
+/// - the clamp of log rho that fast_exp starts with (see fast_exp_clamped);
 /// - min(1, rho_t), the trace clip: multiplied by lambda, its constant arm folds (1 * lambda),
-///   which moves the multiplication by rho into the other arm. It is formed first, into `acc`
-///   (free until the step writes acc_t), and the step takes it from there.
+///   which moves the multiplication by rho into the other arm. It is formed in the exp's loop,
+///   and the step takes it from there.
 /// - the truncation cut: the step's arithmetic, used only where the flag is 0, would sink into
 ///   that arm. The step is stored, then the cut zeroes the flagged elements.
-/// The results are those of `vtrace_step_from_rho` and `vtrace_cut`, bit for bit.
-template <std::floating_point S, bool Carried, bool Cut>
-void vtrace_row(const vtrace_coefficients<S> k, std::size_t B, const S* __restrict discount,
-                const S* __restrict reward, const S* __restrict value,
-                const S* __restrict next_value, const std::uint8_t* __restrict truncated,
-                S* __restrict rho_pg, S* __restrict acc, S* __restrict next_acc) {
-  for (std::size_t b = 0; b < B; ++b) {
-    acc[b] = vtrace_clip(S(1), rho_pg[b]);
+/// The results are those of `vtrace_step_from_rho` (with fast_exp's rho) and `vtrace_cut`, bit
+/// for bit. Every pointer is `__restrict`: `vtrace_scan` has checked that no output overlaps an
+/// input or the other output.
+template <std::floating_point S, bool Cut, std::size_t K>
+void vtrace_columns(const vtrace_coefficients<S> k, std::size_t T, std::size_t B, std::size_t b0,
+                    const S* __restrict log_rhos, const S* __restrict discounts,
+                    const S* __restrict rewards, const S* __restrict values,
+                    const S* __restrict bootstrap, const std::uint8_t* __restrict truncated,
+                    S* __restrict vs, S* __restrict pg) {
+  S next_value[K], carried[K], rho[K], trace[K], acc[K], adv[K];
+  for (std::size_t j = 0; j < K; ++j) {
+    next_value[j] = bootstrap[b0 + j];
+    carried[j] = S(0);
   }
-  for (std::size_t b = 0; b < B; ++b) {
-    const S carried = Carried ? next_acc[b] : S(0);
-    const auto step = vtrace_step_from_clips(k, rho_pg[b], acc[b], discount[b], reward[b], value[b],
-                                             next_value[b], carried);
-    acc[b] = step.acc;
-    rho_pg[b] = step.pg_advantage;
-    if constexpr (Carried) {
-      next_acc[b] = vtrace_target(next_value[b], carried);
+  for (std::size_t t = T; t-- > 0;) {
+    const std::size_t row = t * B + b0;
+    for (std::size_t j = 0; j < K; ++j)
+      rho[j] = fast_exp_clamp(log_rhos[row + j]);
+    for (std::size_t j = 0; j < K; ++j) {
+      rho[j] = fast_exp_clamped(rho[j]);
+      trace[j] = vtrace_clip(S(1), rho[j]);
     }
-  }
-  if constexpr (Cut) {
-    for (std::size_t b = 0; b < B; ++b) {
-      const auto step = vtrace_cut(vtrace_step_result<S>{acc[b], rho_pg[b]}, truncated[b]);
-      acc[b] = step.acc;
-      rho_pg[b] = step.pg_advantage;
+    for (std::size_t j = 0; j < K; ++j) {
+      const auto step =
+          vtrace_step_from_clips(k, rho[j], trace[j], discounts[row + j], rewards[row + j],
+                                 values[row + j], next_value[j], carried[j]);
+      acc[j] = step.acc;
+      adv[j] = step.pg_advantage;
+    }
+    if constexpr (Cut) {
+      for (std::size_t j = 0; j < K; ++j) {
+        const auto step = vtrace_cut(vtrace_step_result<S>{acc[j], adv[j]}, truncated[row + j]);
+        acc[j] = step.acc;
+        adv[j] = step.pg_advantage;
+      }
+    }
+    for (std::size_t j = 0; j < K; ++j) {
+      next_value[j] = values[row + j];
+      vs[row + j] = vtrace_target(next_value[j], acc[j]);
+      pg[row + j] = adv[j];
+      carried[j] = acc[j];
     }
   }
 }
 
-/// Every row of the scan, t = T-1 down to 0, after rho is in `pg`.
+/// Every column of the scan: blocks of 256 bytes of S while they fit, then one block of 128,
+/// then one column at a time for the rest. Both block widths were measured best on AVX-512 and
+/// AVX2 builds (docs/performance.md); narrower blocks ran several times slower under GCC 12.
 template <std::floating_point S, bool Cut>
-void vtrace_rows(const vtrace_coefficients<S>& k, std::size_t T, std::size_t B, const S* discounts,
-                 const S* rewards, const S* values, const S* bootstrap,
-                 const std::uint8_t* truncated, S* vs, S* pg) {
-  const auto flags = [truncated](std::size_t row) { return Cut ? truncated + row : nullptr; };
-  std::size_t row = (T - 1) * B;
-  vtrace_row<S, false, Cut>(k, B, discounts + row, rewards + row, values + row, bootstrap,
-                            flags(row), pg + row, vs + row, nullptr);
-  while (row != 0) {
-    const std::size_t next = row;
-    row -= B;
-    vtrace_row<S, true, Cut>(k, B, discounts + row, rewards + row, values + row, values + next,
-                             flags(row), pg + row, vs + row, vs + next);
-  }
-  for (std::size_t b = 0; b < B; ++b) {
-    vs[b] = vtrace_target(values[b], vs[b]);
-  }
+void vtrace_blocks(const vtrace_coefficients<S>& k, std::size_t T, std::size_t B, const S* log_rhos,
+                   const S* discounts, const S* rewards, const S* values, const S* bootstrap,
+                   const std::uint8_t* truncated, S* vs, S* pg) {
+  constexpr std::size_t wide = 256 / sizeof(S), narrow = 128 / sizeof(S);
+  std::size_t b0 = 0;
+  for (; b0 + wide <= B; b0 += wide)
+    vtrace_columns<S, Cut, wide>(k, T, B, b0, log_rhos, discounts, rewards, values, bootstrap,
+                                 truncated, vs, pg);
+  for (; b0 + narrow <= B; b0 += narrow)
+    vtrace_columns<S, Cut, narrow>(k, T, B, b0, log_rhos, discounts, rewards, values, bootstrap,
+                                   truncated, vs, pg);
+  for (; b0 < B; ++b0)
+    vtrace_columns<S, Cut, 1>(k, T, B, b0, log_rhos, discounts, rewards, values, bootstrap,
+                              truncated, vs, pg);
 }
 
 /// The scan behind both `seedrl::vtrace` overloads; `truncated` null means no truncation.
@@ -194,18 +212,14 @@ void vtrace_scan(const char* who, std::size_t T, std::size_t B, std::span<const 
     return;
   }
 
-  // rho for the whole batch in one pass with Eigen's vectorised exp (a scalar exp per element
-  // would cost more than the rest of the scan); pg_advantages holds it until the scan overwrites
-  // each element with its advantage.
-  const auto size = static_cast<Eigen::Index>(n);
-  Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>>(pg_advantages.data(), size) =
-      Eigen::Map<const Eigen::Array<S, Eigen::Dynamic, 1>>(log_rhos.data(), size).exp();
   if (cut == nullptr) {
-    vtrace_rows<S, false>(k, T, B, discounts.data(), rewards.data(), values.data(),
-                          bootstrap_value.data(), nullptr, vs.data(), pg_advantages.data());
+    vtrace_blocks<S, false>(k, T, B, log_rhos.data(), discounts.data(), rewards.data(),
+                            values.data(), bootstrap_value.data(), nullptr, vs.data(),
+                            pg_advantages.data());
   } else {
-    vtrace_rows<S, true>(k, T, B, discounts.data(), rewards.data(), values.data(),
-                         bootstrap_value.data(), cut, vs.data(), pg_advantages.data());
+    vtrace_blocks<S, true>(k, T, B, log_rhos.data(), discounts.data(), rewards.data(),
+                           values.data(), bootstrap_value.data(), cut, vs.data(),
+                           pg_advantages.data());
   }
 }
 

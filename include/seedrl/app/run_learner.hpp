@@ -113,7 +113,10 @@ inline learner_config make_learner_config(const run_options& o) {
   lc.batch_size = o.batch_size;
   lc.queue_batches = o.queue_batches;
   lc.batching.max_batch = o.inference_batch;
-  lc.inference_workers = o.inference_workers;
+  const stage_threads automatic =
+      default_stage_threads(std::thread::hardware_concurrency(), true, o.device == "cpu");
+  lc.inference_workers = o.inference_workers != 0 ? o.inference_workers : automatic.inference;
+  lc.trainer_threads = o.trainer_threads != 0 ? o.trainer_threads : automatic.trainer;
   lc.io_threads = o.io_threads;
   lc.batching.max_request_rows = std::max<std::size_t>(o.envs_per_actor, 256);
   lc.seed = o.seed;

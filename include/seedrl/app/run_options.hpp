@@ -40,7 +40,10 @@ struct run_options {
   std::size_t batch_size = 16;
   std::size_t queue_batches = 2;
   std::size_t inference_batch = 16;
-  std::size_t inference_workers = 1;    ///< learner_config::inference_workers
+  /// learner_config::inference_workers and ::trainer_threads; 0 ("auto" on the command line):
+  /// default_stage_threads for this machine's cores and --device.
+  std::size_t inference_workers = 0;
+  std::size_t trainer_threads = 0;
   std::size_t io_threads = 1;           ///< learner_config::io_threads
   std::optional<double> learning_rate;  ///< unset: the agent recipe's default
   bool lr_decay = false;                ///< decay the learning rate linearly to 0 by --total-frames
@@ -136,10 +139,30 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
   cli.add_option("--batch-size", o.batch_size, "unrolls per training step")->check(positive_number);
   cli.add_option("--inference-batch", o.inference_batch, "largest inference batch, in envs")
       ->check(positive_number);
+  // A positive count, or "auto" (stored as 0); a transform, since a check sees a copy.
+  const CLI::Validator count_or_auto(
+      [](std::string& s) -> std::string {
+        if (s == "auto") {
+          s = "0";
+          return {};
+        }
+        const bool digits = !s.empty() && std::all_of(s.begin(), s.end(),
+                                                      [](char c) { return c >= '0' && c <= '9'; });
+        if (!digits || s.find_first_not_of('0') == std::string::npos)
+          return "a positive count or auto, got " + s;
+        return {};
+      },
+      "N|auto");
   cli.add_option("--inference-workers", o.inference_workers,
                  "threads the learner's CPU inference splits each batch over (1: the inference "
-                 "thread alone; more only pays with free cores, docs/performance.md)")
-      ->check(positive_number);
+                 "thread alone; auto, the default: from the core count, docs/performance.md)")
+      ->transform(count_or_auto)
+      ->option_text("N|auto");
+  cli.add_option("--train-threads", o.trainer_threads,
+                 "threads the learner's CPU trainer splits each gradient step's unrolls over "
+                 "(auto, the default: from the core count and --device, docs/performance.md)")
+      ->transform(count_or_auto)
+      ->option_text("N|auto");
   cli.add_option("--io-threads", o.io_threads,
                  "threads that serve the actors' sockets (asynchronous I/O; 1 holds thousands of "
                  "connections)")

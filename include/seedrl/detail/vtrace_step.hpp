@@ -53,7 +53,7 @@ struct vtrace_step_result {
 };
 
 /// One step at (t, b) from rho_t and its trace clip `trace_rho` = vtrace_clip(1, rho_t), which
-/// the CPU scan forms in a loop of its own (see `detail::vtrace_row`); `next_value` and
+/// the CPU scan forms in a loop of its own (see `detail::vtrace_columns`); `next_value` and
 /// `next_acc` are V_{t+1} and acc_{t+1} (bootstrap and 0 at t = T-1).
 template <std::floating_point S>
 SEEDRL_HOST_DEVICE vtrace_step_result<S> vtrace_step_from_clips(const vtrace_coefficients<S>& k,

@@ -38,6 +38,37 @@ struct reward_scaling_config {
   double epsilon = 1e-8;
 };
 
+/// Thread counts for the learner's two compute stages.
+struct stage_threads {
+  std::size_t inference = 1;  ///< learner_config::inference_workers
+  std::size_t trainer = 1;    ///< learner_config::trainer_threads
+};
+
+/// The default thread counts on `cores` cores (std::thread::hardware_concurrency; 0, unknown,
+/// counts as 1) for the stages that run on the CPU. A stage on a GPU gets 1 (its thread only
+/// drives the device) and leaves the cores to the other, less one for the thread that drives
+/// the GPU, the connections and the batching. With both on the CPU, the trainer, the stage
+/// that binds in every example measured (docs/performance.md), gets half the cores and
+/// inference the rest less one. On 2 cores that is 1 and 1: the two stages already run on
+/// their own threads, and splitting either would take the other's core.
+inline stage_threads default_stage_threads(unsigned cores, bool inference_on_cpu,
+                                           bool trainer_on_cpu) {
+  const std::size_t n = cores == 0 ? 1 : cores;
+  const auto at_least_1 = [](std::size_t x) { return x == 0 ? std::size_t{1} : x; };
+  stage_threads t;
+  if (!trainer_on_cpu && !inference_on_cpu)
+    return t;
+  if (!trainer_on_cpu) {
+    t.inference = at_least_1(n - 1);
+  } else if (!inference_on_cpu) {
+    t.trainer = at_least_1(n - 1);
+  } else if (n > 2) {
+    t.trainer = n / 2;
+    t.inference = at_least_1(n - t.trainer - 1);
+  }
+  return t;
+}
+
 /// Learner settings.
 struct learner_config {
   std::size_t max_envs = 4096;     ///< environment slots across all actors
@@ -58,6 +89,11 @@ struct learner_config {
   /// reads, frame parsing and replies, asynchronously on one io_context). 1 serves thousands of
   /// connections; more only pays when parsing many large observations binds a core.
   std::size_t io_threads = 1;
+  /// Threads the CPU trainer (host_trainer) splits each gradient step's unrolls over: 1 trains
+  /// on the trainer thread alone; W > 1 adds W - 1 threads, each with a network copy. A trainer
+  /// without threads of its own (a GPU trainer) ignores it. `default_stage_threads` picks both
+  /// counts from the core count.
+  std::size_t trainer_threads = 1;
   /// When set, every actor must pass the challenge-response of docs/security.md before hello.
   std::shared_ptr<const security::shared_secret> auth_secret;
   /// Longest time from accepting a connection to its welcome; a silent or slow peer is refused

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -39,6 +40,7 @@
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/agent_io.hpp"
 #include "seedrl/optim/clip.hpp"
+#include "seedrl/runtime/detail/worker_pool.hpp"
 #include "seedrl/runtime/training_batch.hpp"
 
 namespace seedrl {
@@ -65,9 +67,44 @@ concept Trainer = requires(T& t, Net& net, Opt& opt,
 /// per batch, over whole unrolls in an order drawn from the trainer's own generator (seeded
 /// by `seed`). The result reports the mean of the steps' loss terms and gradient norms; it
 /// counts as applied only if every step was, and `skipped` then says how many were not and why.
+///
+/// With `threads` W > 1, each gradient step splits its unrolls into W contiguous chunks (the
+/// first B mod W one unroll longer): chunk 0 runs on the network itself on the calling thread,
+/// the others on W - 1 persistent threads, each with a network copy of its own (made at the
+/// first step, its parameters refreshed from the network before every step). The forward
+/// passes fill the whole batch's outputs, the loss runs once on them on the calling thread (so
+/// its means and any batch statistics are exactly those of W = 1), the backward passes run
+/// chunk by chunk, and the chunks' gradients are summed in chunk order, which makes the result
+/// deterministic for a given W; then one clip and one optimizer step. Unrolls are independent,
+/// so W only changes the order in which a gradient's terms are added.
 class host_trainer {
  public:
-  explicit host_trainer(std::uint64_t seed = 0) : rng_(seed) {}
+  explicit host_trainer(std::uint64_t seed = 0, std::size_t threads = 1) : rng_(seed) {
+    set_threads(threads);
+  }
+
+  /// A new trainer with `other`'s seed state and thread count (its own threads and copies).
+  host_trainer(const host_trainer& other) : rng_(other.rng_) { set_threads(other.threads()); }
+  host_trainer(host_trainer&&) noexcept = default;
+  host_trainer& operator=(host_trainer&&) noexcept = default;
+  host_trainer& operator=(const host_trainer& other) {
+    if (this != &other) {
+      rng_ = other.rng_;
+      set_threads(other.threads());
+    }
+    return *this;
+  }
+  ~host_trainer() = default;
+
+  /// Threads each gradient step runs on (learner_config::trainer_threads); at least 1. Call
+  /// between steps: the threads and network copies are replaced.
+  void set_threads(std::size_t threads) {
+    if (threads == 0)
+      throw std::invalid_argument("seedrl::host_trainer: 0 threads; at least 1");
+    replicas_.reset();
+    pool_ = threads > 1 ? std::make_unique<detail::worker_pool>(threads) : nullptr;
+  }
+  std::size_t threads() const noexcept { return pool_ ? pool_->lanes() : 1; }
 
   template <class Net, class Opt, class L, class S = typename Net::scalar_type>
   requires Loss<L> && std::same_as<typename L::scalar_type, S> train_step_result train_step(
@@ -153,16 +190,132 @@ class host_trainer {
       return double_;
   }
 
-  /// The network's outputs on the whole batch, into s.logits and s.values.
+  /// The network's outputs on the whole batch, into s.logits and s.values; with threads,
+  /// chunk by chunk (see the class comment).
   template <class Net, class S>
-  static void forward(const training_batch<S>& batch, Net& net, buffers<S>& s) {
+  void forward(const training_batch<S>& batch, Net& net, buffers<S>& s) {
     const std::size_t rows = (batch.T + 1) * batch.B;
     s.logits.resize(rows * batch.num_actions);
     s.values.resize(rows);
+    if (pool_ && batch.B > 1) {
+      forward_chunks(batch, net, s);
+      return;
+    }
     agent_unroll_output<S> out{s.logits, s.values};
     net.forward_unroll({batch.T + 1, batch.B, batch.observations, batch.rewards, batch.dones,
                         batch.prev_actions, batch.start_state, batch.prev_env_actions},
                        out);
+  }
+
+  /// Lanes' network copies and buffers for one network type: lane w > 0 trains `nets[w - 1]`,
+  /// lane 0 the trainer's argument.
+  struct replica_base {
+    virtual ~replica_base() = default;
+  };
+  template <class Net, class S>
+  struct replica_set final : replica_base {
+    std::vector<Net> nets;
+    std::size_t parameters = 0;  // the size they were copied at
+    std::vector<buffers<S>> bufs;
+    std::vector<std::size_t> columns;  // 0, 1, ..., B-1: chunks are slices of it
+  };
+
+  template <class Net, class S>
+  replica_set<Net, S>& replicas(Net& net) {
+    auto* r = dynamic_cast<replica_set<Net, S>*>(replicas_.get());
+    if (r == nullptr || r->parameters != net.parameters().size()) {
+      replicas_.reset();
+      auto fresh = std::make_unique<replica_set<Net, S>>();
+      fresh->nets.reserve(pool_->lanes() - 1);
+      for (std::size_t w = 1; w < pool_->lanes(); ++w)
+        fresh->nets.emplace_back(net);
+      fresh->parameters = net.parameters().size();
+      fresh->bufs.resize(pool_->lanes());
+      r = fresh.get();
+      replicas_ = std::move(fresh);
+    }
+    return *r;
+  }
+
+  /// Chunk w's first column and column count among B (the first B mod W chunks one longer).
+  std::pair<std::size_t, std::size_t> chunk(std::size_t B, std::size_t w) const {
+    const std::size_t W = pool_->lanes(), base = B / W, extra = B % W;
+    return {w * base + std::min(w, extra), base + (w < extra ? 1 : 0)};
+  }
+
+  template <class Net, class S>
+  Net& lane_net(Net& net, replica_set<Net, S>& r, std::size_t w) {
+    return w == 0 ? net : r.nets[w - 1];
+  }
+
+  /// Forward on W chunks: the copies take the network's parameters, each lane gathers its
+  /// columns, runs its unroll and writes its outputs into the batch's rows.
+  template <class Net, class S>
+  void forward_chunks(const training_batch<S>& batch, Net& net, buffers<S>& s) {
+    auto& r = replicas<Net, S>(net);
+    r.columns.resize(batch.B);
+    for (std::size_t b = 0; b < batch.B; ++b)
+      r.columns[b] = b;
+    const auto params = net.parameters();
+    const std::size_t A = batch.num_actions, T1 = batch.T + 1, B = batch.B;
+    pool_->run([&](std::size_t w) {
+      const auto [c0, n] = chunk(B, w);
+      if (n == 0)
+        return;
+      Net& lane = lane_net(net, r, w);
+      if (w != 0)
+        std::copy(params.begin(), params.end(), lane.parameters().begin());
+      auto& ws = r.bufs[w];
+      const training_batch<S> part =
+          gather(batch, std::span<const std::size_t>(r.columns.data() + c0, n), ws);
+      ws.logits.resize(T1 * n * A);
+      ws.values.resize(T1 * n);
+      agent_unroll_output<S> out{ws.logits, ws.values};
+      lane.forward_unroll({part.T + 1, part.B, part.observations, part.rewards, part.dones,
+                           part.prev_actions, part.start_state, part.prev_env_actions},
+                          out);
+      for (std::size_t t = 0; t < T1; ++t) {
+        std::copy_n(ws.logits.begin() + static_cast<std::ptrdiff_t>(t * n * A), n * A,
+                    s.logits.begin() + static_cast<std::ptrdiff_t>((t * B + c0) * A));
+        std::copy_n(ws.values.begin() + static_cast<std::ptrdiff_t>(t * n), n,
+                    s.values.begin() + static_cast<std::ptrdiff_t>(t * B + c0));
+      }
+    });
+  }
+
+  /// Backward on the chunks of the last forward_chunks, then the network's gradient as the
+  /// lanes' sum in lane order (each lane sums one slice of the parameters).
+  template <class Net, class S>
+  void backward_chunks(std::size_t T, std::size_t B, std::size_t A, Net& net, buffers<S>& s) {
+    auto& r = replicas<Net, S>(net);
+    const std::size_t T1 = T + 1, W = pool_->lanes();
+    pool_->run([&](std::size_t w) {
+      const auto [c0, n] = chunk(B, w);
+      Net& lane = lane_net(net, r, w);
+      lane.zero_gradients();
+      if (n == 0)
+        return;
+      auto& ws = r.bufs[w];
+      ws.d_logits.resize(T1 * n * A);
+      ws.d_values.resize(T1 * n);
+      for (std::size_t t = 0; t < T1; ++t) {
+        std::copy_n(s.d_logits.begin() + static_cast<std::ptrdiff_t>((t * B + c0) * A), n * A,
+                    ws.d_logits.begin() + static_cast<std::ptrdiff_t>(t * n * A));
+        std::copy_n(s.d_values.begin() + static_cast<std::ptrdiff_t>(t * B + c0), n,
+                    ws.d_values.begin() + static_cast<std::ptrdiff_t>(t * n));
+      }
+      lane.backward_unroll({ws.d_logits, ws.d_values});
+    });
+    const auto total = net.gradients();
+    const std::size_t P = total.size();
+    pool_->run([&](std::size_t w) {
+      const std::size_t begin = P * w / W, end = P * (w + 1) / W;
+      for (std::size_t v = 1; v < W; ++v) {
+        const auto g = r.nets[v - 1].gradients();
+        for (std::size_t i = begin; i < end; ++i)
+          total[i] += g[i];
+      }
+    });
   }
 
   /// Forward, loss, backward, clipping and one optimizer step on `batch`.
@@ -199,8 +352,12 @@ class host_trainer {
     }();
     train_step_result r;
     r.terms = loss(lb, grads);
-    net.zero_gradients();
-    net.backward_unroll({s.d_logits, s.d_values});
+    if (pool_ && batch.B > 1) {
+      backward_chunks(batch.T, batch.B, A, net, s);
+    } else {
+      net.zero_gradients();
+      net.backward_unroll({s.d_logits, s.d_values});
+    }
     if constexpr (requires { opt.learning_rate(); })
       r.learning_rate = static_cast<double>(opt.learning_rate());
     try {
@@ -274,6 +431,8 @@ class host_trainer {
   random_generator rng_;
   buffers<float> float_;
   buffers<double> double_;
+  std::unique_ptr<detail::worker_pool> pool_;  // null with one thread
+  std::unique_ptr<replica_base> replicas_;     // the copies for the network type last trained
 };
 
 }  // namespace seedrl

@@ -76,6 +76,9 @@ class training_loop {
         stats_(stats),
         normalizer_(normalizer),
         time_(waiting_for_data, created) {
+    // learner_config::trainer_threads decides, over a count the trainer was built with.
+    if constexpr (requires { trainer_.set_threads(config.trainer_threads); })
+      trainer_.set_threads(config.trainer_threads);
     const update_schedule plan = schedule_of(loss_);
     if (plan.epochs == 0 || plan.minibatches == 0 || config.batch_size % plan.minibatches != 0) {
       throw std::invalid_argument(
