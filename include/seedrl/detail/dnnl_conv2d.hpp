@@ -12,10 +12,7 @@
 /// (batch and row strides included) and kept, so a steady state builds nothing; oneDNN itself
 /// still allocates a few small blocks per call (its argument map).
 ///
-/// Threads: oneDNN here runs on OpenMP. Each call sets the calling thread's OpenMP thread count
-/// to `dnnl_threads()` (default 1) for its duration and restores it after, so a learner that
-/// runs inference and training on two threads gets one core each, not two OpenMP teams
-/// fighting over both.
+/// Threads: `dnnl_threads()` per call (seedrl/detail/dnnl_runtime.hpp), default 1.
 
 #ifdef SEEDRL_HAS_DNNL
 
@@ -30,37 +27,9 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#if __has_include(<omp.h>)
-#include <omp.h>
-#else
-extern "C" {
-int omp_get_max_threads(void);
-void omp_set_num_threads(int);
-}
-#endif
+#include "seedrl/detail/dnnl_runtime.hpp"
 
-namespace seedrl {
-
-namespace detail {
-inline std::atomic<int>& dnnl_thread_count() {
-  static std::atomic<int> n{1};
-  return n;
-}
-}  // namespace detail
-
-/// Threads each oneDNN convolution call uses (default 1).
-inline int dnnl_threads() noexcept {
-  return detail::dnnl_thread_count().load();
-}
-/// Sets the threads per oneDNN convolution call; takes effect for shapes first seen after it
-/// (a primitive's threading is fixed when it is built).
-inline void set_dnnl_threads(int n) {
-  if (n < 1)
-    throw std::invalid_argument("seedrl::set_dnnl_threads: needs at least 1 thread");
-  detail::dnnl_thread_count().store(n);
-}
-
-namespace detail {
+namespace seedrl::detail {
 
 /// Sizes of one convolution as oneDNN takes them, row strides included.
 struct dnnl_conv2d_shape {
@@ -69,26 +38,6 @@ struct dnnl_conv2d_shape {
   bool operator==(const dnnl_conv2d_shape&) const = default;
   long OH() const noexcept { return (H + 2 * PH - KH) / SH + 1; }
   long OW() const noexcept { return (W + 2 * PW - KW) / SW + 1; }
-};
-
-/// Sets the calling thread's OpenMP thread count for a scope.
-class omp_threads_scope {
- public:
-  explicit omp_threads_scope(int n) : saved_(omp_get_max_threads()) {
-    if (n != saved_)
-      omp_set_num_threads(n);
-    set_ = n;
-  }
-  ~omp_threads_scope() {
-    if (set_ != saved_)
-      omp_set_num_threads(saved_);
-  }
-  omp_threads_scope(const omp_threads_scope&) = delete;
-  omp_threads_scope& operator=(const omp_threads_scope&) = delete;
-
- private:
-  int saved_;
-  int set_;
 };
 
 /// The oneDNN engine and stream (CPU, in-order), one per process.
@@ -343,8 +292,6 @@ inline bool dnnl_conv2d_backward(dnnl_conv2d_cache& cache, const dnnl_conv2d_sha
   return true;
 }
 
-}  // namespace detail
-
-}  // namespace seedrl
+}  // namespace seedrl::detail
 
 #endif  // SEEDRL_HAS_DNNL
