@@ -201,7 +201,7 @@ TEST_CASE("host_backend float conv2d matches a float64 direct loop on odd shapes
   }
 }
 
-#ifdef SEEDRL_HAS_DNNL
+#ifdef SEEDRL_DNNL_CONV
 TEST_CASE("the oneDNN convolution itself matches a float64 direct loop, and is cached per shape",
           "[conv][dnnl]") {
   seedrl::detail::dnnl_conv2d_cache cache;

@@ -157,7 +157,7 @@ class host_backend {
   void conv2d_forward(const conv2d_shape& shape, const S* x, const S* w, const S* bias,
                       S* y) const {
     detail::check_conv2d_shape(shape, "seedrl::host_backend::conv2d_forward");
-#ifdef SEEDRL_HAS_DNNL
+#ifdef SEEDRL_DNNL_CONV
     if constexpr (std::is_same_v<S, float>) {
       if (shape.batch > 0 &&
           detail::dnnl_conv2d_forward(dnnl_conv_, dnnl_shape(shape), x, w, bias, y))
@@ -172,7 +172,7 @@ class host_backend {
   void conv2d_backward(const conv2d_shape& shape, const S* x, const S* w, const S* dy, S* dx, S* dw,
                        S* dbias) const {
     detail::check_conv2d_shape(shape, "seedrl::host_backend::conv2d_backward");
-#ifdef SEEDRL_HAS_DNNL
+#ifdef SEEDRL_DNNL_CONV
     if constexpr (std::is_same_v<S, float>) {
       if (shape.batch > 0 &&
           detail::dnnl_conv2d_backward(dnnl_conv_, dnnl_shape(shape), x, w, dy, dx, dw, dbias))
@@ -185,7 +185,7 @@ class host_backend {
   void synchronize() const noexcept {}
 
  private:
-#ifdef SEEDRL_HAS_DNNL
+#ifdef SEEDRL_DNNL_CONV
   static detail::dnnl_conv2d_shape dnnl_shape(const conv2d_shape& s) noexcept {
     const long in = static_cast<long>(s.in_channels) * s.input_height * s.input_width;
     const long out = static_cast<long>(s.out_channels) * s.output_height() * s.output_width();

@@ -10,11 +10,17 @@
 /// own (blocked) layouts; every operand whose layout differs is reordered into a buffer kept
 /// with the primitives. Primitives and buffers are built on the first call for a shape
 /// (batch and row strides included) and kept, so a steady state builds nothing; oneDNN itself
-/// still allocates a few small blocks per call (its argument map).
+/// still allocates a few small blocks per call (its argument map; `set_dnnl_convolutions`
+/// turns the path off where that matters).
 ///
 /// Threads: `dnnl_threads()` per call (seedrl/detail/dnnl_runtime.hpp), default 1.
+///
+/// nvcc (12.x and 13.x) crashes on oneDNN's C++ header, so CUDA translation units do not get
+/// this path (SEEDRL_DNNL_CONV stays undefined there). None includes the CPU layers today; one
+/// that did would see a `conv2d<float>` of another layout than the C++ units' (an ODR breach).
 
-#ifdef SEEDRL_HAS_DNNL
+#if defined(SEEDRL_HAS_DNNL) && !defined(__CUDACC__)
+#define SEEDRL_DNNL_CONV 1
 
 #include <algorithm>
 #include <atomic>
@@ -268,10 +274,11 @@ class dnnl_conv2d_cache {
   std::vector<std::unique_ptr<dnnl_conv2d_entry>> entries_;
 };
 
-/// y = conv(x, w) + bias through the cache; false (nothing done) when the cache is busy.
+/// y = conv(x, w) + bias through the cache; false (nothing done) when the cache is busy or
+/// oneDNN convolutions are off (`set_dnnl_convolutions`).
 inline bool dnnl_conv2d_forward(dnnl_conv2d_cache& cache, const dnnl_conv2d_shape& s,
                                 const float* x, const float* w, const float* bias, float* y) {
-  if (!cache.try_lock())
+  if (!dnnl_convolutions() || !cache.try_lock())
     return false;
   const dnnl_conv2d_cache::held hold(cache);
   const omp_threads_scope threads(dnnl_threads());
@@ -280,11 +287,11 @@ inline bool dnnl_conv2d_forward(dnnl_conv2d_cache& cache, const dnnl_conv2d_shap
 }
 
 /// dw += d/dw, dbias += d/dbias, dx = d/dx (unless null) through the cache; false (nothing
-/// done) when the cache is busy.
+/// done) when the cache is busy or oneDNN convolutions are off.
 inline bool dnnl_conv2d_backward(dnnl_conv2d_cache& cache, const dnnl_conv2d_shape& s,
                                  const float* x, const float* w, const float* dy, float* dx,
                                  float* dw, float* dbias) {
-  if (!cache.try_lock())
+  if (!dnnl_convolutions() || !cache.try_lock())
     return false;
   const dnnl_conv2d_cache::held hold(cache);
   const omp_threads_scope threads(dnnl_threads());
@@ -294,4 +301,4 @@ inline bool dnnl_conv2d_backward(dnnl_conv2d_cache& cache, const dnnl_conv2d_sha
 
 }  // namespace seedrl::detail
 
-#endif  // SEEDRL_HAS_DNNL
+#endif  // SEEDRL_HAS_DNNL && !__CUDACC__

@@ -8,29 +8,21 @@
 /// per calling thread in libgomp), so a learner that runs inference and training on two threads
 /// gets one core each, not two OpenMP teams fighting over both.
 
-#ifdef SEEDRL_HAS_DNNL
-
 #include <atomic>
 #include <stdexcept>
 #include <string>
 
-#include <oneapi/dnnl/dnnl.h>
-
-#if __has_include(<omp.h>)
-#include <omp.h>
-#else
-extern "C" {
-int omp_get_max_threads(void);
-void omp_set_num_threads(int);
-}
-#endif
-
+// The knobs exist in every build (they do nothing without oneDNN), so callers need no #ifdef.
 namespace seedrl {
 
 namespace detail {
 inline std::atomic<int>& dnnl_thread_count() {
   static std::atomic<int> n{1};
   return n;
+}
+inline std::atomic<bool>& dnnl_convolutions_flag() {
+  static std::atomic<bool> on{true};
+  return on;
 }
 }  // namespace detail
 
@@ -45,6 +37,33 @@ inline void set_dnnl_threads(int n) {
     throw std::invalid_argument("seedrl::set_dnnl_threads: needs at least 1 thread");
   detail::dnnl_thread_count().store(n);
 }
+
+/// Whether float convolutions run on oneDNN (default: yes, when built with it). oneDNN
+/// allocates a few small blocks inside each primitive call (its argument map), so a program
+/// that must not touch the heap per inference step turns this off and gets im2col + GEMM.
+inline bool dnnl_convolutions() noexcept {
+  return detail::dnnl_convolutions_flag().load();
+}
+inline void set_dnnl_convolutions(bool on) noexcept {
+  detail::dnnl_convolutions_flag().store(on);
+}
+
+}  // namespace seedrl
+
+#ifdef SEEDRL_HAS_DNNL
+
+#include <oneapi/dnnl/dnnl.h>
+
+#if __has_include(<omp.h>)
+#include <omp.h>
+#else
+extern "C" {
+int omp_get_max_threads(void);
+void omp_set_num_threads(int);
+}
+#endif
+
+namespace seedrl {
 
 namespace detail {
 

@@ -159,7 +159,7 @@ class conv2d {
     check_cols("forward", "y", y.cols(), output_size());
     check_rows("forward", "y", y.rows(), n);
     check_workspace("forward", workspace.size(), n);
-#ifdef SEEDRL_HAS_DNNL
+#ifdef SEEDRL_DNNL_CONV
     if constexpr (std::is_same_v<S, float>) {
       if (n > 0 &&
           detail::dnnl_conv2d_forward(dnnl_, dnnl_shape(n, x.outerStride(), y.outerStride()),
@@ -208,7 +208,7 @@ class conv2d {
     check_cols("backward", "dy", dy.cols(), output_size());
     check_rows("backward", "dy", dy.rows(), n);
     check_workspace("backward", workspace.size(), n);
-#ifdef SEEDRL_HAS_DNNL
+#ifdef SEEDRL_DNNL_CONV
     // oneDNN's key has one row stride for x and dx; a dx laid out otherwise takes im2col.
     if constexpr (std::is_same_v<S, float>) {
       if (n > 0 && (dx == nullptr || dx->outerStride() == x.outerStride()) &&
@@ -334,7 +334,7 @@ class conv2d {
     }
   }
 
-#ifdef SEEDRL_HAS_DNNL
+#ifdef SEEDRL_DNNL_CONV
   detail::dnnl_conv2d_shape dnnl_shape(std::ptrdiff_t n, std::ptrdiff_t ld_x,
                                        std::ptrdiff_t ld_y) const noexcept {
     const auto& c = config_;
