@@ -1,18 +1,20 @@
 // seedrl against libtorch (PyPI torch's CPU kernels: oneDNN/MKL) in one process, one thread
 // each, the two alternating sample by sample so that the machine's load hits both alike.
-// Prints, per case, the median time of each and the ratio libtorch / seedrl (above 1: seedrl
-// is faster). Cases:
+// Times are the calling thread's CPU time (both sides run on it), so a loaded machine's
+// preemptions count for neither. Prints, per case, the median time of each and the median of
+// the paired samples' ratios libtorch / seedrl (above 1: seedrl is faster). Cases:
 //   - the Nature CNN's three convolutions (32x8x8/4, 64x4x4/2, 64x3x3/1 on 84x84x4) and the
 //     IMPALA ResNet's fifteen (16, 32, 32 channels, 3x3 padding 1 at 84, 42 and 21 pixels), each
 //     on an input of its own, forward and forward + backward (weights, bias and, except for the
 //     first layer, whose input is pixels, the input);
 //   - one LSTM step (input = hidden = H, batch B; libtorch's lstm_cell, seedrl's lstm::step).
 // libtorch runs in a module of its own (torch_side.cpp, loaded deep-bound; see there why).
-// Usage: seedrl_vs_libtorch [--quick] [--samples N] [--module PATH]
+// Usage: seedrl_vs_libtorch [--quick] [--samples N] [--im2col] [--module PATH]
+//   --quick: batches 1 and 32 only; --im2col: seedrl's convolutions without oneDNN (no LSTM cases).
 #include <dlfcn.h>
+#include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,13 +27,12 @@
 
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/dnnl_conv2d.hpp"
+#include "seedrl/detail/dnnl_runtime.hpp"
 #include "seedrl/net/conv2d.hpp"
 #include "seedrl/net/lstm.hpp"
 #include "seedrl/net/tensor.hpp"
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
 
 /// torch_side.cpp's functions, looked up in the module.
 struct torch_api {
@@ -66,11 +67,19 @@ struct torch_api {
   }
 };
 
+/// This thread's CPU time in seconds: both sides run on the calling thread (one thread each),
+/// so time spent descheduled on a loaded machine counts for neither.
+double thread_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 double seconds_of(const std::function<void()>& f, int iterations) {
-  const auto t0 = clock_type::now();
+  const double t0 = thread_seconds();
   for (int i = 0; i < iterations; ++i)
     f();
-  return std::chrono::duration<double>(clock_type::now() - t0).count() / iterations;
+  return (thread_seconds() - t0) / iterations;
 }
 
 double median(std::vector<double> v) {
@@ -79,8 +88,8 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// Times `ours` and `theirs` alternately: `samples` samples each, every sample long enough
-/// (about 20 ms) to average out the clock; prints the medians and the ratio.
+/// Times `ours` and `theirs` alternately, `samples` pairs of samples of about 10 ms each;
+/// prints the median times and the median of the pairs' ratios (libtorch / seedrl).
 void compare(const std::string& name, const std::function<void()>& ours,
              const std::function<void()>& theirs, int samples) {
   ours();  // warm-up: primitives built, buffers grown, caches filled
@@ -88,15 +97,16 @@ void compare(const std::string& name, const std::function<void()>& ours,
   ours();
   theirs();
   const double one = std::max(seconds_of(ours, 1), seconds_of(theirs, 1));
-  const int iterations = std::max(1, static_cast<int>(0.02 / std::max(one, 1e-9)));
-  std::vector<double> a, b;
+  const int iterations = std::max(1, static_cast<int>(0.01 / std::max(one, 1e-9)));
+  std::vector<double> a, b, r;
   for (int s = 0; s < samples; ++s) {
     b.push_back(seconds_of(theirs, iterations));
     a.push_back(seconds_of(ours, iterations));
+    r.push_back(b.back() / a.back());
   }
-  const double ta = median(a), tb = median(b);
-  std::printf("| %s | %.4g | %.4g | %s%.2f%s |\n", name.c_str(), tb * 1e3, ta * 1e3,
-              tb / ta < 1.0 ? "**" : "", tb / ta, tb / ta < 1.0 ? "**" : "");
+  const double ratio = median(r);
+  std::printf("| %s | %.4g | %.4g | %s%.2f%s |\n", name.c_str(), median(b) * 1e3, median(a) * 1e3,
+              ratio < 1.0 ? "**" : "", ratio, ratio < 1.0 ? "**" : "");
   std::fflush(stdout);
 }
 
@@ -232,34 +242,40 @@ void lstm_case(const torch_api& api, std::ptrdiff_t B, std::ptrdiff_t H, int sam
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  int samples = 15;
+  bool quick = false, im2col = false;
+  int samples = 21;
   const char* module = SEEDRL_TORCH_MODULE;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0)
       quick = true;
     else if (std::strcmp(argv[i], "--samples") == 0 && i + 1 < argc)
       samples = std::max(1, std::atoi(argv[++i]));
+    else if (std::strcmp(argv[i], "--im2col") == 0)
+      im2col = true;
     else if (std::strcmp(argv[i], "--module") == 0 && i + 1 < argc)
       module = argv[++i];
   }
   const torch_api api(module);
   const char* version = api.init();
-#ifdef SEEDRL_HAS_DNNL
   seedrl::set_dnnl_threads(1);
-  const char* convs = "oneDNN";
+  seedrl::set_dnnl_convolutions(!im2col);
+#ifdef SEEDRL_DNNL_CONV
+  const char* convs = seedrl::dnnl_convolutions() ? "oneDNN" : "im2col + Eigen GEMM";
 #else
   const char* convs = "im2col + Eigen GEMM";
 #endif
-  std::printf("libtorch %s (1 thread), seedrl convolutions: %s; medians of %d samples\n\n", version,
-              convs, samples);
+  std::printf(
+      "libtorch %s (1 thread), seedrl convolutions: %s; thread CPU time, medians of %d sample "
+      "pairs\n\n",
+      version, convs, samples);
   std::printf(
       "| case | libtorch ms | seedrl ms | libtorch / seedrl |\n| --- | ---: | ---: | ---: |\n");
   const std::vector<std::ptrdiff_t> batches =
       quick ? std::vector<std::ptrdiff_t>{1, 32} : std::vector<std::ptrdiff_t>{1, 32, 256};
   for (const auto B : {1, 32, 256})
     for (const auto H : {64, 256, 512})
-      lstm_case(api, B, H, samples);
+      if (!im2col)
+        lstm_case(api, B, H, samples);
   for (const auto B : batches)
     conv_cases(api, "Nature CNN", nature_layers(), B, samples);
   for (const auto B : batches)
