@@ -240,4 +240,50 @@ TEST_CASE("the oneDNN convolution itself matches a float64 direct loop, and is c
     { const seedrl::detail::dnnl_conv2d_cache::held release(cache); }
   }
 }
+
+TEST_CASE("the oneDNN cache takes many batch sizes: shared arena, oldest shapes dropped",
+          "[conv][dnnl]") {
+  seedrl::detail::dnnl_conv2d_cache cache;
+  const int sizes = static_cast<int>(seedrl::detail::dnnl_conv2d_cache::max_entries) + 6;
+  const geometry base{1, 3, 6, 5, 4, 3, 3, 2, 1, 1, 0};
+  // Batch sizes up and down again: the first ones are rebuilt after being dropped, and each
+  // call binds the arena that larger shapes grew.
+  std::vector<int> order;
+  for (int n = 1; n <= sizes; ++n)
+    order.push_back(n);
+  for (int n = 1; n <= 5; ++n)
+    order.push_back(n);
+  for (const int n : order) {
+    geometry g = base;
+    g.N = n;
+    INFO(g.name());
+    const operands op(g, static_cast<std::uint64_t>(n));
+    const seedrl::detail::dnnl_conv2d_shape s{g.N,
+                                              g.C,
+                                              g.H,
+                                              g.W,
+                                              g.O,
+                                              g.KH,
+                                              g.KW,
+                                              g.SH,
+                                              g.SW,
+                                              g.PH,
+                                              g.PW,
+                                              static_cast<long>(g.in()),
+                                              static_cast<long>(g.out())};
+    std::vector<float> y(g.N * g.out(), std::numeric_limits<float>::quiet_NaN());
+    REQUIRE(seedrl::detail::dnnl_conv2d_forward(cache, s, op.x.data(), op.w.data(), op.b.data(),
+                                                y.data()));
+    if (n % 17 == 1 || n == sizes) {
+      const reference ref(g, op.x, op.w, op.b, op.dy);
+      check_close("y", y.data(), g.N, g.out(), g.out(), ref.y);
+      std::vector<float> dx(g.N * g.in()), dw(op.w.size(), 0.0f), db(op.b.size(), 0.0f);
+      REQUIRE(seedrl::detail::dnnl_conv2d_backward(cache, s, op.x.data(), op.w.data(), op.dy.data(),
+                                                   dx.data(), dw.data(), db.data()));
+      check_close("dx", dx.data(), g.N, g.in(), g.in(), ref.dx);
+      check_close("dw", dw.data(), 1, dw.size(), dw.size(), ref.dw);
+      check_close("db", db.data(), 1, db.size(), db.size(), ref.db);
+    }
+  }
+}
 #endif

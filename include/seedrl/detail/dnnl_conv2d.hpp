@@ -7,9 +7,10 @@
 ///
 /// Tensors are the callers' own: NCHW rows (an image per row, rows `ld` elements apart),
 /// weights OIHW, cross-correlation with zero padding, as PyTorch's Conv2d. oneDNN picks its
-/// own (blocked) layouts; every operand whose layout differs is reordered into a buffer kept
-/// with the primitives. Primitives and buffers are built on the first call for a shape
-/// (batch and row strides included) and kept, so a steady state builds nothing; oneDNN itself
+/// own (blocked) layouts; every operand whose layout differs is reordered into a buffer (a
+/// piece of one arena per cache, grown to the largest shape's needs). Primitives are built on
+/// the first call for a shape (batch and row strides included) and kept (up to 64 shapes), so
+/// a steady state builds nothing; oneDNN itself
 /// still allocates a few small blocks per call (its argument map; `set_dnnl_convolutions`
 /// turns the path off where that matters).
 ///
@@ -23,8 +24,10 @@
 #define SEEDRL_DNNL_CONV 1
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -59,9 +62,10 @@ struct dnnl_context {
 /// One operand of a primitive: the caller's memory (its pointer set per call) and, when the
 /// primitive wants another layout, a buffer in that layout and the reorder between the two.
 struct dnnl_port {
-  dnnl::memory user;     // the caller's tensor, no buffer of its own
-  dnnl::memory inside;   // what the primitive reads or writes: `user` or a buffer
-  dnnl::primitive move;  // user -> inside (an input) or inside -> user (an output); may be empty
+  dnnl::memory user;      // the caller's tensor, no buffer of its own
+  dnnl::memory inside;    // what the primitive reads or writes: `user` or a piece of the arena
+  dnnl::primitive move;   // user -> inside (an input) or inside -> user (an output); may be empty
+  std::size_t bytes = 0;  // the arena piece `inside` needs (0 when it is `user`)
 
   /// `sum`: the output reorder adds to what the caller holds (gradient accumulation).
   void init(const dnnl::memory::desc& user_md, const dnnl::memory::desc& want, bool input,
@@ -72,7 +76,8 @@ struct dnnl_port {
       inside = user;
       return;
     }
-    inside = dnnl::memory(want, ctx.engine);
+    inside = dnnl::memory(want, ctx.engine, DNNL_MEMORY_NONE);
+    bytes = want.get_size();
     dnnl::primitive_attr attr;
     if (sum) {
       dnnl::post_ops ops;
@@ -86,6 +91,11 @@ struct dnnl_port {
   }
   bool reorders() const noexcept { return static_cast<bool>(move); }
 };
+
+/// Arena pieces start on 64-byte boundaries (oneDNN's preferred alignment).
+inline std::size_t dnnl_round_up(std::size_t bytes) noexcept {
+  return (bytes + 63) / 64 * 64;
+}
 
 /// Runs `p` with `n` (argument, memory) pairs through the C API: no map built per call.
 inline void dnnl_run(const dnnl::primitive& p, const dnnl_exec_arg_t* args, int n) {
@@ -127,6 +137,27 @@ class dnnl_conv2d_entry {
 
   const dnnl_conv2d_shape& shape() const noexcept { return shape_; }
 
+  /// Bytes of arena this shape's primitives built so far need (`bind`'s `base` onwards).
+  std::size_t arena_bytes() const noexcept {
+    std::size_t n = dnnl_round_up(scratchpad_bytes_);
+    for (const dnnl_port* p : ports())
+      n += dnnl_round_up(p->bytes);
+    return n;
+  }
+
+  /// Points the reorder buffers and the scratchpad at their pieces of the arena at `base`
+  /// (64-byte aligned, at least `arena_bytes()`): the cache's arena is shared by every shape.
+  void bind(std::byte* base) {
+    scratchpad_.set_data_handle(base);
+    base += dnnl_round_up(scratchpad_bytes_);
+    for (const dnnl_port* p : ports()) {
+      if (p->bytes == 0)
+        continue;
+      p->inside.set_data_handle(base);
+      base += dnnl_round_up(p->bytes);
+    }
+  }
+
   void forward(const float* x, const float* w, const float* bias, float* y) {
     fx_.user.set_data_handle(const_cast<float*>(x));
     fw_.user.set_data_handle(const_cast<float*>(w));
@@ -145,10 +176,17 @@ class dnnl_conv2d_entry {
   }
 
   /// dw += d/dw, dbias += d/dbias; dx = d/dx unless null.
-  void backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
-                float* dbias) {
+  /// Builds the backward primitives (weights; data too when `data`) unless built: the arena
+  /// may need to grow before `bind`.
+  void prepare_backward(bool data) {
     if (!bwd_w_)
       build_backward_weights();
+    if (data && !bwd_d_)
+      build_backward_data();
+  }
+
+  void backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
+                float* dbias) {
     wx_.user.set_data_handle(const_cast<float*>(x));
     wdy_.user.set_data_handle(const_cast<float*>(dy));
     wdw_.user.set_data_handle(dw);
@@ -166,8 +204,6 @@ class dnnl_conv2d_entry {
       dbias[o] += db[o];
     if (dx == nullptr)
       return;
-    if (!bwd_d_)
-      build_backward_data();
     dw_.user.set_data_handle(const_cast<float*>(w));
     ddy_.user.set_data_handle(const_cast<float*>(dy));
     ddx_.user.set_data_handle(dx);
@@ -207,12 +243,16 @@ class dnnl_conv2d_entry {
     bwd_d_ = dnnl::convolution_backward_data(pd);
   }
   void grow_scratchpad(const dnnl::memory::desc& md) {
-    if (!scratchpad_ || scratchpad_.get_desc().get_size() < md.get_size()) {
-      const auto bytes = static_cast<long>(std::max<std::size_t>(md.get_size(), 1));
+    if (!scratchpad_ || scratchpad_bytes_ < md.get_size()) {
+      scratchpad_bytes_ = std::max<std::size_t>(md.get_size(), 1);
+      const auto bytes = static_cast<long>(scratchpad_bytes_);
       scratchpad_ =
           dnnl::memory({{bytes}, dnnl::memory::data_type::u8, dnnl::memory::format_tag::x},
-                       dnnl_context::get().engine);
+                       dnnl_context::get().engine, DNNL_MEMORY_NONE);
     }
+  }
+  std::array<const dnnl_port*, 10> ports() const noexcept {
+    return {&fx_, &fw_, &fb_, &fy_, &wx_, &wdy_, &wdw_, &dw_, &ddy_, &ddx_};
   }
   static void move_in(const dnnl_port& p) {
     if (!p.reorders())
@@ -237,6 +277,7 @@ class dnnl_conv2d_entry {
   dnnl_port wx_, wdy_, wdw_;     // backward weights
   dnnl_port dw_, ddy_, ddx_;     // backward data
   dnnl::memory diff_bias_, scratchpad_;
+  std::size_t scratchpad_bytes_ = 0;
 };
 
 /// Primitives per shape, built on first use. Copies start empty (a copied layer or backend
@@ -260,18 +301,34 @@ class dnnl_conv2d_cache {
   };
 
   /// The primitives for `s` (the caller holds the lock), under `dnnl_threads()` threads.
+  /// A learner's batches vary in size, so the shapes seen are many: past `max_entries` the
+  /// oldest is dropped, and the reorder buffers live in one arena for all (`bind`).
   dnnl_conv2d_entry& at(const dnnl_conv2d_shape& s) {
     for (auto& e : entries_) {
       if (e->shape() == s)
         return *e;
     }
+    if (entries_.size() >= max_entries)
+      entries_.erase(entries_.begin());
     entries_.push_back(std::make_unique<dnnl_conv2d_entry>(s));
     return *entries_.back();
   }
 
+  /// Grows the arena to `e`'s needs and binds `e` to it.
+  void bind(dnnl_conv2d_entry& e) {
+    const std::size_t need = e.arena_bytes() + 64;
+    if (arena_.size() < need)
+      arena_.resize(need);
+    const auto address = reinterpret_cast<std::uintptr_t>(arena_.data());
+    e.bind(arena_.data() + (dnnl_round_up(address) - address));
+  }
+
+  static constexpr std::size_t max_entries = 64;
+
  private:
   std::mutex mutex_;
   std::vector<std::unique_ptr<dnnl_conv2d_entry>> entries_;
+  std::vector<std::byte> arena_;  // reorder buffers and scratchpad, shared by the entries
 };
 
 /// y = conv(x, w) + bias through the cache; false (nothing done) when the cache is busy or
@@ -282,7 +339,9 @@ inline bool dnnl_conv2d_forward(dnnl_conv2d_cache& cache, const dnnl_conv2d_shap
     return false;
   const dnnl_conv2d_cache::held hold(cache);
   const omp_threads_scope threads(dnnl_threads());
-  cache.at(s).forward(x, w, bias, y);
+  auto& e = cache.at(s);
+  cache.bind(e);
+  e.forward(x, w, bias, y);
   return true;
 }
 
@@ -295,7 +354,10 @@ inline bool dnnl_conv2d_backward(dnnl_conv2d_cache& cache, const dnnl_conv2d_sha
     return false;
   const dnnl_conv2d_cache::held hold(cache);
   const omp_threads_scope threads(dnnl_threads());
-  cache.at(s).backward(x, w, dy, dx, dw, dbias);
+  auto& e = cache.at(s);
+  e.prepare_backward(dx != nullptr);
+  cache.bind(e);
+  e.backward(x, w, dy, dx, dw, dbias);
   return true;
 }
 
