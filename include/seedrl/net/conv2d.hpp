@@ -29,9 +29,11 @@
 /// tiles whose packed blocks fit under that limit (see `detail::gemm_stack_tiled`).
 ///
 /// With oneDNN (SEEDRL_HAS_DNNL), float layers run forward and backward on oneDNN's
-/// convolutions instead (seedrl/detail/dnnl_conv2d.hpp), with primitives and buffers of their
-/// own kept per batch size; the workspace is then unused. A layer is not for two threads at
-/// once with oneDNN either: a call that finds another in flight takes the im2col path.
+/// convolutions instead (seedrl/detail/dnnl_conv2d.hpp), primitives kept per batch size and
+/// their buffers in one arena per layer; the workspace is then unused, and oneDNN allocates a
+/// few small blocks inside each call (`set_dnnl_convolutions(false)` restores the path above).
+/// A layer is not for two threads at once with oneDNN either: a call that finds another in
+/// flight takes the im2col path.
 
 #include <algorithm>
 #include <cmath>
