@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what seedrl's build needs on Debian 12, skipping what is already there.
-#   scripts/install-deps.sh              compiler, CMake, Eigen, Boost, Catch2, Google Benchmark
+#   scripts/install-deps.sh              compiler, CMake, Eigen, Boost, Catch2, Google Benchmark,
+#                                        oneDNN (the CPU convolutions)
 #   scripts/install-deps.sh --test-tools also clang-format, Conan, TensorBoard, matplotlib,
 #                                        numpy, gymnasium, ale-py and MuJoCo (all but the
 #                                        first from PyPI, into .venv)
@@ -12,7 +13,7 @@ test_tools=0
 [ "${1:-}" = "--test-tools" ] && test_tools=1
 
 packages=(build-essential cmake git pkg-config libeigen3-dev libboost-dev libcli11-dev catch2 nlohmann-json3-dev
-          libbenchmark-dev python3)
+          libbenchmark-dev libdnnl-dev python3)
 if [ "$test_tools" = 1 ]; then
   # clang, libFuzzer's runtime (libclang_rt.fuzzer) and llvm-symbolizer: scripts/fuzz.sh.
   packages+=(clang-format python3-venv python3-pip clang libclang-rt-dev llvm)

@@ -6,7 +6,8 @@
 /// conv2d_gemm.hpp, an implementation apart from the CPU layer in net/conv2d.hpp). It is what
 /// the CPU tests run a backend-generic trainer on, and a reference for the GPU backend's
 /// primitives. The convolutions' scratch is kept between calls, so one object must not be used
-/// by two threads at once.
+/// by two threads at once. With oneDNN (SEEDRL_HAS_DNNL) the float convolutions run on oneDNN
+/// (seedrl/detail/dnnl_conv2d.hpp), primitives kept per shape; double keeps im2col + GEMM.
 
 #include <algorithm>
 #include <cstddef>
@@ -20,6 +21,7 @@
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/backend/detail/conv2d_gemm.hpp"
+#include "seedrl/detail/dnnl_conv2d.hpp"
 #include "seedrl/detail/eigen_core.hpp"
 
 namespace seedrl {
@@ -155,6 +157,13 @@ class host_backend {
   void conv2d_forward(const conv2d_shape& shape, const S* x, const S* w, const S* bias,
                       S* y) const {
     detail::check_conv2d_shape(shape, "seedrl::host_backend::conv2d_forward");
+#ifdef SEEDRL_DNNL_CONV
+    if constexpr (std::is_same_v<S, float>) {
+      if (shape.batch > 0 &&
+          detail::dnnl_conv2d_forward(dnnl_conv_, dnnl_shape(shape), x, w, bias, y))
+        return;
+    }
+#endif
     detail::conv2d_gemm_forward(*this, conv_scratch<S>(), shape, x, w, bias, y);
   }
 
@@ -163,12 +172,30 @@ class host_backend {
   void conv2d_backward(const conv2d_shape& shape, const S* x, const S* w, const S* dy, S* dx, S* dw,
                        S* dbias) const {
     detail::check_conv2d_shape(shape, "seedrl::host_backend::conv2d_backward");
+#ifdef SEEDRL_DNNL_CONV
+    if constexpr (std::is_same_v<S, float>) {
+      if (shape.batch > 0 &&
+          detail::dnnl_conv2d_backward(dnnl_conv_, dnnl_shape(shape), x, w, dy, dx, dw, dbias))
+        return;
+    }
+#endif
     detail::conv2d_gemm_backward(*this, conv_scratch<S>(), shape, x, w, dy, dx, dw, dbias);
   }
 
   void synchronize() const noexcept {}
 
  private:
+#ifdef SEEDRL_DNNL_CONV
+  static detail::dnnl_conv2d_shape dnnl_shape(const conv2d_shape& s) noexcept {
+    const long in = static_cast<long>(s.in_channels) * s.input_height * s.input_width;
+    const long out = static_cast<long>(s.out_channels) * s.output_height() * s.output_width();
+    return {s.batch,    s.in_channels, s.input_height, s.input_width, s.out_channels, s.kernel_h,
+            s.kernel_w, s.stride_h,    s.stride_w,     s.padding_h,   s.padding_w,    in,
+            out};
+  }
+  mutable detail::dnnl_conv2d_cache dnnl_conv_;
+#endif
+
   template <class S>
   detail::conv2d_gemm_scratch<std::vector<S>>& conv_scratch() const {
     if constexpr (std::is_same_v<S, float>) {

@@ -27,6 +27,13 @@
 /// do not matter and on return are unspecified. Eigen's GEMM allocates its packing buffers on
 /// the heap once they exceed EIGEN_STACK_ALLOCATION_LIMIT, so every product here is cut into
 /// tiles whose packed blocks fit under that limit (see `detail::gemm_stack_tiled`).
+///
+/// With oneDNN (SEEDRL_HAS_DNNL), float layers run forward and backward on oneDNN's
+/// convolutions instead (seedrl/detail/dnnl_conv2d.hpp), primitives kept per batch size and
+/// their buffers in one arena per layer; the workspace is then unused, and oneDNN allocates a
+/// few small blocks inside each call (`set_dnnl_convolutions(false)` restores the path above).
+/// A layer is not for two threads at once with oneDNN either: a call that finds another in
+/// flight takes the im2col path.
 
 #include <algorithm>
 #include <cmath>
@@ -35,8 +42,10 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "seedrl/core/random.hpp"
+#include "seedrl/detail/dnnl_conv2d.hpp"
 #include "seedrl/detail/eigen_core.hpp"
 #include "seedrl/detail/gemm_tiled.hpp"
 #include "seedrl/net/tensor.hpp"
@@ -152,6 +161,14 @@ class conv2d {
     check_cols("forward", "y", y.cols(), output_size());
     check_rows("forward", "y", y.rows(), n);
     check_workspace("forward", workspace.size(), n);
+#ifdef SEEDRL_DNNL_CONV
+    if constexpr (std::is_same_v<S, float>) {
+      if (n > 0 &&
+          detail::dnnl_conv2d_forward(dnnl_, dnnl_shape(n, x.outerStride(), y.outerStride()),
+                                      x.data(), params_, bias().data(), y.data()))
+        return;
+    }
+#endif
     const std::ptrdiff_t p = oh_ * ow_, o = config_.out_channels, k = patch_size();
     const auto w = weight();
     const auto b = bias();
@@ -193,6 +210,16 @@ class conv2d {
     check_cols("backward", "dy", dy.cols(), output_size());
     check_rows("backward", "dy", dy.rows(), n);
     check_workspace("backward", workspace.size(), n);
+#ifdef SEEDRL_DNNL_CONV
+    // oneDNN's key has one row stride for x and dx; a dx laid out otherwise takes im2col.
+    if constexpr (std::is_same_v<S, float>) {
+      if (n > 0 && (dx == nullptr || dx->outerStride() == x.outerStride()) &&
+          detail::dnnl_conv2d_backward(
+              dnnl_, dnnl_shape(n, x.outerStride(), dy.outerStride()), x.data(), params_, dy.data(),
+              dx == nullptr ? nullptr : dx->data(), grads_, bias_grad().data()))
+        return;
+    }
+#endif
     const std::ptrdiff_t p = oh_ * ow_, o = config_.out_channels, k = patch_size();
     auto wg = weight_grad();
     auto bg = bias_grad();
@@ -308,6 +335,17 @@ class conv2d {
           " needs workspace_size() = " + std::to_string(workspace_size(batch)));
     }
   }
+
+#ifdef SEEDRL_DNNL_CONV
+  detail::dnnl_conv2d_shape dnnl_shape(std::ptrdiff_t n, std::ptrdiff_t ld_x,
+                                       std::ptrdiff_t ld_y) const noexcept {
+    const auto& c = config_;
+    return {n,          c.in_channels, c.input_height, c.input_width, c.out_channels, c.kernel_h,
+            c.kernel_w, c.stride_h,    c.stride_w,     c.padding_h,   c.padding_w,    ld_x,
+            ld_y};
+  }
+  mutable detail::dnnl_conv2d_cache dnnl_;  // primitives per batch size; copies start empty
+#endif
 
   conv2d_config config_{};
   std::ptrdiff_t oh_ = 0;
