@@ -6,9 +6,13 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -22,6 +26,7 @@
 #include "seedrl/app/run_eval.hpp"
 #include "seedrl/app/run_learner.hpp"
 #include "seedrl/app/run_loss.hpp"
+#include "seedrl/app/trainer_choice.hpp"
 #include "seedrl/env/cartpole.hpp"
 #include "seedrl/io/checkpoint.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
@@ -310,6 +315,9 @@ TEST_CASE("the flags: --help exits 0, and every kind of bad input exits 2", "[ap
   CHECK(rc({"local", "--learning-rate", "-1"}) == 2);
   CHECK(rc({"local", "--entropy-cost", "x"}) == 2);
   CHECK(rc({"local", "--device", "tpu"}) == 2);
+  CHECK(rc({"local", "--inference-device", "tpu"}) == 2);
+  CHECK(rc({"local", "--train-device", "gpu"}) == 2);
+  CHECK(rc({"local", "--inference-device"}) == 2);
   CHECK(rc({"actor", "--learner", "nohost"}) == 2);
   CHECK(rc({"local", "--resume"}) == 2);  // needs --checkpoint-dir
   CHECK(rc({"local", "--checkpoint-dir", "d", "--resume", "--init-checkpoint", "c"}) == 2);
@@ -499,4 +507,150 @@ TEST_CASE("pixel_recipe takes a checkpoint's network unless network flags are gi
   other.use_checkpoint_network("mlp_lstm_agent observation_size=4 actions=2");
   CHECK(other.network == "nature");  // not a pixel agent: left for eval to refuse
   CHECK(other.conv_channels.empty());
+}
+
+TEST_CASE("--device sets where the learner trains and infers; the split flags override it",
+          "[app]") {
+  using seedrl::compute_device;
+  using seedrl::app::device_flag;
+  using seedrl::app::inference_device;
+  using seedrl::app::train_device;
+  run_options plain;
+  REQUIRE_FALSE(parse(plain, {"local"}));
+  CHECK(train_device(plain) == "cpu");
+  CHECK(inference_device(plain) == "cpu");
+  CHECK(seedrl::app::make_learner_config(plain).inference_device == compute_device::cpu);
+  run_options both;
+  REQUIRE_FALSE(parse(both, {"local", "--device", "cuda"}));
+  CHECK(train_device(both) == "cuda");
+  CHECK(inference_device(both) == "cuda");
+  CHECK(device_flag(both, false) == "--device cuda");
+  CHECK(device_flag(both, true) == "--device cuda");
+  CHECK(seedrl::app::make_learner_config(both).inference_device == compute_device::cuda);
+  run_options split;
+  REQUIRE_FALSE(parse(split, {"local", "--device", "cuda", "--inference-device", "cpu"}));
+  CHECK(train_device(split) == "cuda");
+  CHECK(inference_device(split) == "cpu");
+  CHECK(device_flag(split, true) == "--inference-device cpu");
+  CHECK(seedrl::app::make_learner_config(split).inference_device == compute_device::cpu);
+  run_options infer_only;
+  REQUIRE_FALSE(parse(infer_only, {"learner", "--inference-device", "cuda"}));
+  CHECK(train_device(infer_only) == "cpu");
+  CHECK(inference_device(infer_only) == "cuda");
+  CHECK(device_flag(infer_only, true) == "--inference-device cuda");
+  CHECK(device_flag(infer_only, false) == "--device cpu");
+  CHECK(seedrl::app::make_learner_config(infer_only).inference_device == compute_device::cuda);
+  run_options train_only;
+  REQUIRE_FALSE(parse(train_only, {"learner", "--train-device", "cuda"}));
+  CHECK(train_device(train_only) == "cuda");
+  CHECK(inference_device(train_only) == "cpu");
+  CHECK(device_flag(train_only, false) == "--train-device cuda");
+}
+
+namespace {
+
+/// Reads what `f` writes to stderr.
+template <class F>
+std::string stderr_of(F&& f) {
+  std::fflush(stderr);
+  char name[] = "/tmp/seedrl_test_stderr_XXXXXX";
+  const int fd = mkstemp(name);
+  REQUIRE(fd >= 0);
+  const int saved = dup(2);
+  dup2(fd, 2);
+  std::forward<F>(f)();
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(fd);
+  std::ifstream in(name);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(name);
+  return text;
+}
+
+/// A GPU trainer that finds no device, as a cuda:: trainer does without one.
+struct fake_recipe {};
+struct fake_gpu_trainer {
+  using scalar_type = float;
+  using recipe_type = fake_recipe;
+  explicit fake_gpu_trainer(int) { throw std::runtime_error("no CUDA device is visible"); }
+};
+
+/// A GPU inference engine that finds no device, as cuda::inference_engine does without one.
+struct absent_gpu_engine : seedrl::cpu_inference_engine<seedrl::mlp_lstm_agent<float>> {
+  absent_gpu_engine(const seedrl::mlp_lstm_agent<float>& net,
+                    const seedrl::inference_engine_config& c)
+      : seedrl::cpu_inference_engine<seedrl::mlp_lstm_agent<float>>(net, c) {
+    throw std::runtime_error("no CUDA device is visible (cudaGetDeviceCount: no device)");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("asking for cuda without CUDA or without a device exits 2 with a message", "[app]") {
+  using seedrl::app::gpu_engine_for_t;
+  static_assert(std::is_void_v<gpu_engine_for_t<void>>);
+  static_assert(std::is_same_v<gpu_engine_for_t<fake_gpu_trainer>,
+                               seedrl::cuda::inference_engine<float, fake_recipe>>);
+  const auto choose = [](std::vector<std::string> args, bool* ran) {
+    run_options o;
+    REQUIRE_FALSE(parse(o, std::move(args)));
+    return seedrl::app::with_trainer<void>(o, "seedrl_test", [&](auto) {
+      *ran = true;
+      return 0;
+    });
+  };
+  for (const auto& [args, flag] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"local", "--device", "cuda"}, "--device cuda"},
+           {{"local", "--inference-device", "cuda"}, "--inference-device cuda"},
+           {{"local", "--train-device", "cuda"}, "--train-device cuda"},
+           {{"local", "--device", "cuda", "--train-device", "cpu"}, "--device cuda"}}) {
+    bool ran = false;
+    int rc = 0;
+    const auto err = stderr_of([&, &a = args] { rc = choose(a, &ran); });
+    CHECK(rc == 2);
+    CHECK_FALSE(ran);
+    CHECK(err.rfind(flag + ": this seedrl_test was built without CUDA", 0) == 0);
+  }
+  bool ran = false;
+  CHECK(choose({"local", "--device", "cpu"}, &ran) == 0);
+  CHECK(ran);
+
+  // Built with CUDA but no device: the GPU trainer refuses, with its message.
+  run_options o;
+  REQUIRE_FALSE(parse(o, {"local", "--train-device", "cuda", "--inference-device", "cpu"}));
+  ran = false;
+  int rc = 0;
+  const auto err = stderr_of([&] {
+    rc = seedrl::app::with_trainer<fake_gpu_trainer>(o, "seedrl_test", [&](auto) {
+      ran = true;
+      return 0;
+    });
+  });
+  CHECK(rc == 2);
+  CHECK_FALSE(ran);
+  CHECK(err == "--train-device cuda: no CUDA device is visible\n");
+}
+
+TEST_CASE("run_learner exits 2 naming the flag when the GPU inference engine cannot start",
+          "[app]") {
+  using net_t = seedrl::mlp_lstm_agent<float>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 4;
+  const seedrl::app::agent_parts<net_t> parts{net_t(nc), "mlp test", seedrl::adam<float>()};
+  seedrl::app::environment_info env;
+  env.name = "cartpole";
+  env.observations = seedrl::cartpole::observation_spec();
+  env.actions = seedrl::cartpole::action_spec();
+  run_options o;
+  REQUIRE_FALSE(parse(o, {"learner", "--inference-device", "cuda", "--no-auth", "--max-envs", "8",
+                          "--inference-batch", "4"}));
+  int rc = 0;
+  const auto err =
+      stderr_of([&] { rc = seedrl::app::run_learner<absent_gpu_engine>(o, nullptr, parts, env); });
+  CHECK(rc == 2);
+  CHECK(err.find("--inference-device cuda: no CUDA device is visible") != std::string::npos);
+  CHECK(err.find("listening") == std::string::npos);
 }

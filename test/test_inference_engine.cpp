@@ -28,6 +28,7 @@
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/actor.hpp"
+#include "seedrl/runtime/any_inference_engine.hpp"
 #include "seedrl/runtime/cpu_inference_engine.hpp"
 #include "seedrl/runtime/inference_engine.hpp"
 #include "seedrl/runtime/learner.hpp"
@@ -666,4 +667,186 @@ TEST_CASE("CUDA graph buckets: powers of two up to the batch cap, none past 256 
       CHECK(g < 2 * B);  // at most twice the work
     }
   }
+}
+
+namespace {
+
+using any_cpu_t = seedrl::any_inference_engine<net_t>;
+using any_fake_gpu_t = seedrl::any_inference_engine<net_t, sampling_engine<net_t>>;
+static_assert(seedrl::InferenceEngine<any_cpu_t>);
+static_assert(seedrl::SamplingInferenceEngine<any_fake_gpu_t>);
+
+}  // namespace
+
+TEST_CASE("any_inference_engine on the CPU gives the plain CPU engine's outputs, bit for bit",
+          "[inference_engine]") {
+  const net_t first = make_net(7), second = make_net(8);
+  for (const std::size_t workers : {std::size_t{1}, std::size_t{2}}) {
+    const seedrl::inference_engine_config config{max_envs, max_batch, num_actions, workers,
+                                                 seedrl::compute_device::cpu};
+    engine_t plain(first, config);
+    any_cpu_t any(first, config);
+    CHECK(any.device() == seedrl::compute_device::cpu);
+    CHECK_FALSE(any.samples());  // the loop samples on the host, as with the plain engine
+    CHECK(any.max_envs() == max_envs);
+    CHECK(any.max_batch() == max_batch);
+    CHECK(any.policy_width() == num_actions);
+    REQUIRE(any.state_width() == plain.state_width());
+    const std::size_t W = plain.state_width();
+    seedrl::parameter_store<float> store;
+    std::uint64_t plain_version = 0, any_version = 0;
+    seedrl::random_generator rng(21);
+    std::vector<float> logits(max_batch * num_actions), values(max_batch);
+    std::vector<float> want_logits(max_batch * num_actions), want_values(max_batch);
+    for (int k = 0; k < 12; ++k) {
+      if (k == 6) {  // new parameters between batches reach both engines
+        net_t src = second;
+        store.publish(src.parameters());
+        CHECK(plain.update_parameters(store, &plain_version));
+        CHECK(any.update_parameters(store, &any_version));
+        CHECK(any_version == plain_version);
+        CHECK_FALSE(any.update_parameters(store, &any_version));  // nothing newer
+      }
+      const auto restarted = static_cast<std::uint32_t>(rng.below(max_envs));
+      plain.reset_state(restarted);
+      any.reset_state(restarted);
+      const std::size_t B = 1 + rng.below(max_batch);
+      const batch b = random_batch(rng, B);
+      plain.infer(b.slots, {b.obs, b.rewards, b.resets, b.prev},
+                  {std::span(want_logits).first(B * num_actions), std::span(want_values).first(B)});
+      any.infer(b.slots, {b.obs, b.rewards, b.resets, b.prev},
+                {std::span(logits).first(B * num_actions), std::span(values).first(B)});
+      CHECK(std::equal(want_logits.begin(), want_logits.begin() + B * num_actions, logits.begin()));
+      CHECK(std::equal(want_values.begin(), want_values.begin() + B, values.begin()));
+      for (std::size_t r = 0; r < B; ++r) {
+        const auto want = plain.state_before(r), got = any.state_before(r);
+        REQUIRE(got.size() == W);
+        CHECK(std::equal(want.begin(), want.end(), got.begin()));
+      }
+    }
+    // The parameters changed the outputs (so the update above was not a no-op).
+    engine_t untouched(first, config);
+    const batch b = random_batch(rng, 3);
+    std::vector<float> old_logits(3 * num_actions), old_values(3);
+    untouched.infer(b.slots, {b.obs, b.rewards, b.resets, b.prev}, {old_logits, old_values});
+    any.infer(b.slots, {b.obs, b.rewards, b.resets, b.prev},
+              {std::span(logits).first(3 * num_actions), std::span(values).first(3)});
+    CHECK_FALSE(std::equal(old_values.begin(), old_values.end(), values.begin()));
+  }
+}
+
+TEST_CASE("any_inference_engine builds the GPU model the config names, or refuses without one",
+          "[inference_engine]") {
+  const net_t net = make_net(7);
+  const seedrl::inference_engine_config cuda{max_envs, max_batch, num_actions, 1,
+                                             seedrl::compute_device::cuda};
+  // No GPU engine in the program: asking for cuda is refused with a message.
+  CHECK_THROWS_WITH(any_cpu_t(net, cuda), Catch::Contains("no GPU inference engine"));
+  // The fake GPU engine samples where it computes; the CPU model does not.
+  any_fake_gpu_t gpu(net, cuda);
+  CHECK(gpu.device() == seedrl::compute_device::cuda);
+  CHECK(gpu.samples());
+  auto cpu_config = cuda;
+  cpu_config.device = seedrl::compute_device::cpu;
+  any_fake_gpu_t cpu(net, cpu_config);
+  CHECK_FALSE(cpu.samples());
+  const std::uint32_t slots[] = {0, 1};
+  const float obs[2 * obs_size] = {}, rewards[2] = {};
+  const std::uint8_t resets[2] = {};
+  const std::int32_t prev[2] = {};
+  std::vector<float> logits(2 * num_actions), values(2), log_probs(2);
+  std::vector<std::int32_t> actions(2, -1);
+  CHECK_THROWS_AS(cpu.infer_and_sample(slots, {obs, rewards, resets, prev}, {logits, values}, 1, 0,
+                                       actions, log_probs),
+                  std::logic_error);
+}
+
+namespace {
+
+/// Actions each env took (env * 2 + action) in a short run of a learner with engine
+/// any_fake_gpu_t on `device`, and the run's error, if any.
+std::pair<std::vector<int>, std::string> run_fake_gpu_learner(seedrl::compute_device device,
+                                                              const std::string& name) {
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport,
+                                    seedrl::host_trainer, seedrl::impala_loss<float>,
+                                    seedrl::categorical_sampler, any_fake_gpu_t>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.num_actions = 2;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 4;
+  seedrl::learner_config lc;
+  lc.max_envs = 8;
+  lc.unroll_length = 4;
+  lc.batch_size = 2;
+  lc.batching.max_batch = 4;
+  lc.batching.deadline = 1ms;
+  lc.batching.max_request_rows = 8;
+  lc.seed = 99;
+  lc.inference_device = device;
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{name};
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  constexpr std::size_t num_envs = 2;
+  std::shared_ptr<std::atomic<int>[]> counts(new std::atomic<int>[num_envs * 2] {});
+  std::atomic<bool> stop{false};
+  std::thread actor([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = num_envs;
+    seedrl::actor<counting_cartpole, std::function<seedrl::in_process_connection()>> a(
+        ac, [&](std::size_t i) { return counting_cartpole(counts, i); },
+        [&] { return transport.connect(endpoint); });
+    a.run(stop);
+  });
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (learner.stats().frames < 200 && learner.stats().trainer_error.empty() &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  stop = true;
+  actor.join();
+  learner.stop();
+  std::vector<int> out;
+  for (std::size_t i = 0; i < num_envs * 2; ++i)
+    out.push_back(counts[i]);
+  return {out, learner.stats().trainer_error};
+}
+
+}  // namespace
+
+TEST_CASE("learner_config::inference_device picks the engine a learner infers with",
+          "[inference_engine]") {
+  auto& log = log_of_sampling_engine();
+  const auto clear_log = [&] {
+    std::lock_guard lock(log.mutex);
+    log.counters.clear();
+    log.seeds.clear();
+    log.plain_infers = 0;
+  };
+  clear_log();
+  // cuda: the (fake) GPU engine samples, and it always picks action 1.
+  const auto [gpu_counts, gpu_error] =
+      run_fake_gpu_learner(seedrl::compute_device::cuda, "any-engine-cuda");
+  CHECK(gpu_error.empty());
+  CHECK(gpu_counts[1] + gpu_counts[3] >= 200);
+  CHECK(gpu_counts[0] + gpu_counts[2] == 0);
+  {
+    std::lock_guard lock(log.mutex);
+    CHECK_FALSE(log.counters.empty());
+    CHECK(log.seeds.front() == 99);
+  }
+  clear_log();
+  // cpu: the CPU engine's network and the host sampler: both actions show up, and the
+  // loop never asks the CPU model to sample (that would throw, and stop the learner).
+  const auto [cpu_counts, cpu_error] =
+      run_fake_gpu_learner(seedrl::compute_device::cpu, "any-engine-cpu");
+  CHECK(cpu_error.empty());
+  CHECK(cpu_counts[0] + cpu_counts[2] > 0);
+  CHECK(cpu_counts[1] + cpu_counts[3] > 0);
+  {
+    std::lock_guard lock(log.mutex);
+    CHECK(log.counters.empty());
+  }
+  clear_log();  // the loop's sampling test counts from an empty log
 }

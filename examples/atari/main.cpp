@@ -133,8 +133,10 @@ int main(int argc, char** argv) {
     return recipe.with_agent(o, env.observations, env.actions, [&](auto& parts, auto gpu) {
       if (o.mode == app::run_mode::eval)
         return app::run_actor_eval(o, std::move(secret), parts, env);
-      return app::with_trainer<typename decltype(gpu)::type>(o, "seedrl_atari", [&](auto t) {
-        return app::run_learner(o, std::move(secret), parts, env, std::move(t));
+      using gpu_trainer = typename decltype(gpu)::type;
+      return app::with_trainer<gpu_trainer>(o, "seedrl_atari", [&](auto t) {
+        return app::run_learner<app::gpu_engine_for_t<gpu_trainer>>(o, std::move(secret), parts,
+                                                                    env, std::move(t));
       });
     });
   } catch (const std::exception& e) {

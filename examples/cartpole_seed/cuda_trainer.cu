@@ -1,5 +1,8 @@
 // The GPU side of `--device cuda`: the one nvcc translation unit of seedrl_cartpole_seed, where
-// the CUDA trainer's kernels are instantiated (seedrl/cuda/mlp_lstm_trainer.hpp says why).
+// the CUDA trainer's kernels (seedrl/cuda/mlp_lstm_trainer.hpp says why) and the CUDA inference
+// engine's (--inference-device cuda; seedrl/cuda/inference_engine.hpp) are instantiated.
+#include "seedrl/cuda/inference_engine.cuh"
 #include "seedrl/cuda/mlp_lstm_trainer.cuh"
 
 template class seedrl::cuda::mlp_lstm_trainer<float>;
+template class seedrl::cuda::inference_engine<float, seedrl::cuda::mlp_lstm_recipe>;

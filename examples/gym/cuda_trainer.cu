@@ -1,6 +1,8 @@
 // The GPU side of `--device cuda`: the one nvcc translation unit of seedrl_gym, where the CUDA
 // trainers' kernels are instantiated (seedrl/cuda/pixel_lstm_trainer.hpp says why): the MLP
-// trainer for vector observations, the pixel trainer over each --torso for images.
+// trainer for vector observations, the pixel trainer over each --torso for images; and the CUDA
+// inference engine of each (--inference-device cuda; seedrl/cuda/inference_engine.hpp).
+#include "seedrl/cuda/inference_engine.cuh"
 #include "seedrl/cuda/mlp_lstm_trainer.cuh"
 #include "seedrl/cuda/pixel_lstm_trainer.cuh"
 
@@ -8,3 +10,10 @@ template class seedrl::cuda::mlp_lstm_trainer<float>;
 template class seedrl::cuda::pixel_lstm_trainer<float>;
 template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::impala_resnet_config>;
 template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::small_conv_torso_config>;
+template class seedrl::cuda::inference_engine<float, seedrl::cuda::mlp_lstm_recipe>;
+template class seedrl::cuda::inference_engine<
+    float, seedrl::cuda::pixel_lstm_recipe<seedrl::nature_cnn_config>>;
+template class seedrl::cuda::inference_engine<
+    float, seedrl::cuda::pixel_lstm_recipe<seedrl::impala_resnet_config>>;
+template class seedrl::cuda::inference_engine<
+    float, seedrl::cuda::pixel_lstm_recipe<seedrl::small_conv_torso_config>>;

@@ -73,8 +73,10 @@ int main(int argc, char** argv) {
     return recipe.visit(o, env, python, [&](auto parts, auto gpu) {
       if (o.mode == app::run_mode::eval)
         return app::run_actor_eval(o, std::move(secret), parts, env);
-      return app::with_trainer<typename decltype(gpu)::type>(o, "seedrl_gym", [&](auto trainer) {
-        return app::run_learner(o, std::move(secret), parts, env, std::move(trainer));
+      using gpu_trainer = typename decltype(gpu)::type;
+      return app::with_trainer<gpu_trainer>(o, "seedrl_gym", [&](auto trainer) {
+        return app::run_learner<app::gpu_engine_for_t<gpu_trainer>>(o, std::move(secret), parts,
+                                                                    env, std::move(trainer));
       });
     });
   } catch (const std::exception& e) {

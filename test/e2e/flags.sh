@@ -18,7 +18,7 @@ rc=0
 ((rc == 0)) || fail "--help exited $rc"
 for flag in --learner --host --port --actors --envs-per-actor --max-envs --unroll-length \
   --batch-size --inference-batch --inference-workers --io-threads --queue-batches --learning-rate --entropy-cost --total-frames \
-  --target-return --logdir --seed --device --checkpoint-dir --checkpoint-every-steps \
+  --target-return --logdir --seed --device --train-device --inference-device --checkpoint-dir --checkpoint-every-steps \
   --checkpoint-every-seconds --resume --init-checkpoint --auth-secret-file --no-auth \
   --episodes --sample --lstm --algo --ppo-epochs --ppo-minibatches --ppo-clip --ppo-value-clip \
   --ppo-advantage --ppo-lambda --lr-decay; do
@@ -48,8 +48,25 @@ usage_error "--learning-rate" local --learning-rate 1e-3x
 usage_error "--port" local --port 70000
 usage_error "--learner: needs HOST:PORT" actor --learner localhost
 usage_error "--device" local --device tpu
+usage_error "--inference-device" local --inference-device tpu
+usage_error "--train-device" local --train-device gpu
 usage_error "--resume requires --checkpoint-dir" local --resume
 usage_error "--seed" local --seed
 usage_error "--algo" local --algo dqn
 usage_error "--ppo-minibatches" local --algo ppo --ppo-minibatches 0
+# no_cuda ARGS...: this program has no GPU trainer or engine (no .cu of its own): asking for
+# cuda, to train or to infer, exits 2 with one line that starts with the flag that asked and
+# says how to build with CUDA, and starts nothing.
+no_cuda() {
+  local flag=$1 rc=0
+  shift
+  "$bin" "$@" >"$out" 2>&1 || rc=$?
+  ((rc == 2)) || fail "'$*' exited $rc, not 2"
+  grep -q -e "^$flag: .*built without CUDA" "$out" || fail "'$*': no '$flag: ...' message"
+  ! grep -q "listening" "$out" || fail "'$*' started a learner"
+}
+no_cuda "--device cuda" local --device cuda
+no_cuda "--inference-device cuda" local --inference-device cuda
+no_cuda "--inference-device cuda" local --device cuda --train-device cpu --inference-device cuda
+no_cuda "--train-device cuda" local --train-device cuda --inference-device cpu
 echo "flags: --help lists every flag; bad flags and values exit 2 with a message"

@@ -9,9 +9,10 @@
 ///
 ///   gym_recipe r;  r.add_flags(cli);  ...parse...
 ///   r.visit(options, env, actor, [&](auto parts, auto gpu) { ... with_trainer<typename
-///       decltype(gpu)::type>(...) ... run_learner(..., parts, ...); });
+///       decltype(gpu)::type>(...) ... run_learner<gpu_engine_for_t<...>>(..., parts, ...); });
 ///
-/// `gpu` names the GPU trainer for --device cuda: `VectorGpu` for vectors, `PixelGpu<torso
+/// `gpu` names the GPU trainer for --device cuda (and, through gpu_engine_for_t, the GPU
+/// inference engine of the same network): `VectorGpu` for vectors, `PixelGpu<torso
 /// config>` for images (`basic_gym_recipe<pixel_gpu_trainer, cuda::mlp_lstm_trainer<float>>` in
 /// a program built with CUDA); `gym_recipe`'s are void, and --device cuda then says how to
 /// build with CUDA. Images train as `frame_stacked` agents of depth 1 (stacking nothing), the

@@ -108,8 +108,10 @@ class program {
       const environment_info env = learner_side_info(env_name, probe, recipe);
       return with_recipe_agent<GpuTrainer>(
           recipe, options, env.observations, env.actions, [&](const auto& parts, auto gpu) {
-            return with_trainer<typename decltype(gpu)::type>(options, name_, [&](auto trainer) {
-              return run_learner(options, std::move(secret), parts, env, std::move(trainer));
+            using gpu_trainer = typename decltype(gpu)::type;
+            return with_trainer<gpu_trainer>(options, name_, [&](auto trainer) {
+              return run_learner<gpu_engine_for_t<gpu_trainer>>(options, std::move(secret), parts,
+                                                                env, std::move(trainer));
             });
           });
     } catch (const std::exception& e) {

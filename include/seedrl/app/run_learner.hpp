@@ -32,6 +32,7 @@
 #include "seedrl/io/checkpoint.hpp"
 #include "seedrl/metrics/metrics_log.hpp"
 #include "seedrl/optim/adam.hpp"
+#include "seedrl/runtime/any_inference_engine.hpp"
 #include "seedrl/runtime/input_normalizer.hpp"
 #include "seedrl/runtime/learner.hpp"
 #include "seedrl/runtime/progress.hpp"
@@ -113,11 +114,12 @@ inline learner_config make_learner_config(const run_options& o) {
   lc.batch_size = o.batch_size;
   lc.queue_batches = o.queue_batches;
   lc.batching.max_batch = o.inference_batch;
-  const stage_threads automatic =
-      default_stage_threads(std::thread::hardware_concurrency(), true, o.device == "cpu");
+  const stage_threads automatic = default_stage_threads(
+      std::thread::hardware_concurrency(), inference_device(o) == "cpu", train_device(o) == "cpu");
   lc.inference_workers = o.inference_workers != 0 ? o.inference_workers : automatic.inference;
   lc.trainer_threads = o.trainer_threads != 0 ? o.trainer_threads : automatic.trainer;
   lc.io_threads = o.io_threads;
+  lc.inference_device = inference_device(o) == "cuda" ? compute_device::cuda : compute_device::cpu;
   lc.batching.max_request_rows = std::max<std::size_t>(o.envs_per_actor, 256);
   lc.seed = o.seed;
   lc.normalize_observations.enabled = o.normalize_observations;
@@ -196,7 +198,12 @@ std::optional<int> restore_from_flags(const run_options& o, Learner& l,
 }  // namespace detail
 
 /// Runs learner or local mode (see the file comment) with `trainer` doing the training steps.
-template <class Net, class Opt, class Trainer = host_trainer>
+/// Inference runs where --inference-device (else --device) says: on the CPU, or with `GpuEngine`
+/// (app::gpu_engine_for_t of the program's GPU trainer; void: none), both behind one
+/// any_inference_engine so that the learner type does not depend on the choice. A GPU engine
+/// that cannot start (no usable device, too little memory) exits 2 with its message on a line
+/// starting with the flag that asked for it ("--device cuda: ...").
+template <class GpuEngine = void, class Net, class Opt, class Trainer = host_trainer>
 int run_learner(const run_options& o, secret_ptr secret, const agent_parts<Net, Opt>& agent,
                 const environment_info& env, Trainer trainer = Trainer()) {
   learner_config lc = make_learner_config(o);
@@ -215,9 +222,21 @@ int run_learner(const run_options& o, secret_ptr secret, const agent_parts<Net, 
   using S = typename Net::scalar_type;
   using loss_type = run_loss_t<Trainer, S>;
   using sampler_type = run_sampler_t<Trainer>;
-  learner<Net, Opt, tcp_transport, Trainer, loss_type, sampler_type> l(
-      lc, agent.network, agent.optimizer, make_run_loss<loss_type>(o, agent.loss, env.actions),
-      env.observations, env.actions, std::move(trainer), make_run_sampler<sampler_type>(o));
+  using engine_type = any_inference_engine<Net, GpuEngine>;
+  using learner_type =
+      learner<Net, Opt, tcp_transport, Trainer, loss_type, sampler_type, engine_type>;
+  std::optional<learner_type> built;
+  try {
+    built.emplace(lc, agent.network, agent.optimizer,
+                  make_run_loss<loss_type>(o, agent.loss, env.actions), env.observations,
+                  env.actions, std::move(trainer), make_run_sampler<sampler_type>(o));
+  } catch (const std::exception& e) {
+    if (lc.inference_device != compute_device::cuda)
+      throw;
+    std::fprintf(stderr, "%s: %s\n", device_flag(o, true).c_str(), e.what());
+    return 2;
+  }
+  learner_type& l = *built;
   if (const auto rc = detail::restore_from_flags(o, l, agent.description, env.checkpoint_hint))
     return *rc;
   // Before listening: start() refuses a checkpoint directory that holds another run's.

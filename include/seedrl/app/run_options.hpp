@@ -59,7 +59,11 @@ struct run_options {
   std::optional<double> target_return = 475.0;  ///< unset: train for --total-frames
   std::string logdir;
   std::uint64_t seed = 1;
+  /// Where the learner trains and infers (--device); --train-device and --inference-device
+  /// split it (empty: as --device). Read them through train_device() / inference_device().
   std::string device = "cpu";
+  std::string train_device;
+  std::string inference_device;
   std::string checkpoint_dir;
   std::int64_t checkpoint_every_steps = 500;  ///< 0: off
   double checkpoint_every_seconds = 60.0;     ///< 0: off
@@ -237,8 +241,17 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
   cli.add_option("--logdir", o.logdir,
                  "write metrics there: metrics.jsonl and TensorBoard event files");
   cli.add_option("--seed", o.seed, "random seed");
-  cli.add_option("--device", o.device, "where the learner trains (cuda: the first GPU)")
+  cli.add_option("--device", o.device,
+                 "where the learner trains and runs its actors' inference (cuda: the first GPU); "
+                 "--train-device and --inference-device split them")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  cli.add_option("--train-device", o.train_device, "where the learner trains (default: --device)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->option_text("cpu|cuda");
+  cli.add_option("--inference-device", o.inference_device,
+                 "where the learner runs its actors' inference (default: --device)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->option_text("cpu|cuda");
 
   auto* dir = cli.add_option("--checkpoint-dir", o.checkpoint_dir,
                              "save checkpoints there (one directory per run: a new run refuses "
@@ -266,6 +279,25 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
     cli.add_flag("--sample", o.eval_sample,
                  "eval mode: sample actions from the policy instead of taking the argmax");
   }
+}
+
+/// Where the learner trains: --train-device, else --device.
+inline const std::string& train_device(const run_options& o) {
+  return o.train_device.empty() ? o.device : o.train_device;
+}
+
+/// Where the learner infers: --inference-device, else --device.
+inline const std::string& inference_device(const run_options& o) {
+  return o.inference_device.empty() ? o.device : o.inference_device;
+}
+
+/// The flag and value that chose the training (or, with `inference`, the inference) device,
+/// e.g. "--device cuda" or "--inference-device cuda": messages about a device start with it.
+inline std::string device_flag(const run_options& o, bool inference) {
+  const std::string& own = inference ? o.inference_device : o.train_device;
+  if (own.empty())
+    return "--device " + o.device;
+  return (inference ? "--inference-device " : "--train-device ") + own;
 }
 
 /// The optimizer steps --lr-decay spreads its decay over: one per training batch (unroll

@@ -51,6 +51,8 @@
 ///     (seedrl/core/counter_random.hpp), so a CPU reference reproduces it.
 /// The inference loop uses it when the sampler is categorical_sampler sampling (not greedy),
 /// with the learner's seed and the batch's index as the counter: a run is reproducible.
+/// An engine whose model is chosen at run time (any_inference_engine) also provides
+/// `bool samples() const;`: when false, the loop calls infer() and samples on the host.
 
 #include <concepts>
 #include <cstddef>
@@ -62,7 +64,11 @@
 
 namespace seedrl {
 
-/// The sizes an inference engine is built for.
+/// Where an engine computes: the host's cores, or the first CUDA device. Engines of one kind
+/// ignore it; any_inference_engine builds the model it names.
+enum class compute_device { cpu, cuda };
+
+/// The sizes an inference engine is built for, and where it runs.
 struct inference_engine_config {
   std::size_t max_envs = 0;      ///< rows in the recurrent state table (env slots)
   std::size_t max_batch = 0;     ///< most rows one infer() gets
@@ -70,6 +76,7 @@ struct inference_engine_config {
   /// Threads the CPU engine infers on (learner_config::inference_workers); an engine that does
   /// not run on host threads ignores it.
   std::size_t workers = 1;
+  compute_device device = compute_device::cpu;  ///< any_inference_engine's choice
 };
 
 /// See the file comment.

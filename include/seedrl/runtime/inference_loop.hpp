@@ -95,10 +95,11 @@ class inference_loop {
         num_actions_(act_spec.is_discrete() ? act_spec.num_actions : 0),
         low_(action_dim_),
         high_(action_dim_),
-        engine_(net, inference_engine_config{config.max_envs,
-                                             std::max(config.batching.max_batch,
-                                                      config.batching.max_request_rows),
-                                             policy_width_, config.inference_workers}),
+        engine_(net,
+                inference_engine_config{
+                    config.max_envs,
+                    std::max(config.batching.max_batch, config.batching.max_request_rows),
+                    policy_width_, config.inference_workers, config.inference_device}),
         // The recurrent states live in the engine; the store keeps the rest of each slot.
         store_(config.max_envs, 0, action_dim_),
         builder_(config.max_envs, config.unroll_length, obs_size_,
@@ -375,7 +376,7 @@ class inference_loop {
         const auto slot_span = std::span<const std::uint32_t>(p.slots).first(B);
         sampled_by_engine = false;
         if constexpr (engine_samples) {
-          if (sampler_.selection == action_selection::sample) {
+          if (sampler_.selection == action_selection::sample && engine_samples_now()) {
             // The engine samples where it computes, from the counter generator.
             engine_.infer_and_sample(slot_span, in, out, sample_seed_, batches_,
                                      std::span(actions).first(B), std::span(logp).first(B));
@@ -514,6 +515,16 @@ class inference_loop {
       SamplingInferenceEngine<Engine> && std::same_as<Sampler, categorical_sampler>;
   std::uint64_t sample_seed_ = 0;
   std::uint64_t batches_ = 0;  // inference thread only: batches inferred so far
+
+  /// Whether a sampling engine samples in this run (any_inference_engine decides at run time).
+  bool engine_samples_now() const {
+    if constexpr (requires(const Engine& e) {
+                    { e.samples() } -> std::convertible_to<bool>;
+                  })
+      return engine_.samples();
+    else
+      return true;
+  }
 };
 
 }  // namespace seedrl

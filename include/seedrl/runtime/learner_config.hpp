@@ -15,6 +15,7 @@
 #include "seedrl/io/checkpoint_schedule.hpp"
 #include "seedrl/protocol/frame.hpp"
 #include "seedrl/runtime/batcher.hpp"
+#include "seedrl/runtime/inference_engine.hpp"
 #include "seedrl/security/shared_secret.hpp"
 
 namespace seedrl {
@@ -94,6 +95,9 @@ struct learner_config {
   /// without threads of its own (a GPU trainer) ignores it. `default_stage_threads` picks both
   /// counts from the core count.
   std::size_t trainer_threads = 1;
+  /// Where inference runs, for an engine that chooses at run time (any_inference_engine:
+  /// cuda is its GPU model); engines of one kind ignore it.
+  compute_device inference_device = compute_device::cpu;
   /// When set, every actor must pass the challenge-response of docs/security.md before hello.
   std::shared_ptr<const security::shared_secret> auth_secret;
   /// Longest time from accepting a connection to its welcome; a silent or slow peer is refused
