@@ -509,8 +509,10 @@ TEST_CASE("pixel_recipe takes a checkpoint's network unless network flags are gi
   CHECK(other.conv_channels.empty());
 }
 
-TEST_CASE("--device sets where the learner trains and infers; the split flags override it",
-          "[app]") {
+TEST_CASE(
+    "the device flags: --device sets where the learner trains and infers, the split flags override "
+    "it",
+    "[app]") {
   using seedrl::compute_device;
   using seedrl::app::device_flag;
   using seedrl::app::inference_device;

@@ -26,10 +26,24 @@ struct geometry {
   std::size_t out() const { return static_cast<std::size_t>(O * OH() * OW()); }
   std::size_t taps() const { return static_cast<std::size_t>(C * KH * KW); }
   std::string name() const {
-    return "N" + std::to_string(N) + " C" + std::to_string(C) + " " + std::to_string(H) + "x" +
-           std::to_string(W) + " O" + std::to_string(O) + " k" + std::to_string(KH) + "x" +
-           std::to_string(KW) + " s" + std::to_string(SH) + "x" + std::to_string(SW) + " p" +
-           std::to_string(PH) + "x" + std::to_string(PW);
+    // Appended piece by piece: GCC 12's -Wrestrict misfires on "literal" + std::string at -O3.
+    std::string s;
+    const auto add = [&s](const char* label, int a, int b) {
+      s += label;
+      s += std::to_string(a);
+      if (b >= 0) {
+        s += 'x';
+        s += std::to_string(b);
+      }
+    };
+    add("N", N, -1);
+    add(" C", C, -1);
+    add(" ", H, W);
+    add(" O", O, -1);
+    add(" k", KH, KW);
+    add(" s", SH, SW);
+    add(" p", PH, PW);
+    return s;
   }
 };
 
