@@ -21,7 +21,7 @@ TEST_CASE("splitmix64_mix is SplitMix64: the reference outputs for seed 0", "[co
   CHECK(seedrl::splitmix64_mix(2 * gamma) == 0x06C45D188009454Full);
 }
 
-TEST_CASE("counter_uniform is a function of (seed, counter, row), uniform on [0, 1)",
+TEST_CASE("counter_uniform is a function of (seed, counter, row), uniform with 0 <= u < 1",
           "[counter_random]") {
   CHECK(seedrl::counter_uniform(1, 2, 3) == seedrl::counter_uniform(1, 2, 3));
   std::set<double> seen;
