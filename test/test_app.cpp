@@ -133,7 +133,8 @@ TEST_CASE("default_stage_threads: the trainer gets the cores a GPU stage leaves"
     return std::pair{t.inference, t.trainer};
   };
   CHECK(both(0, true, true) == std::pair<std::size_t, std::size_t>{1, 1});
-  CHECK(both(2, true, true) == std::pair<std::size_t, std::size_t>{1, 1});
+  CHECK(both(2, true, true) == std::pair<std::size_t, std::size_t>{1, 2});
+  CHECK(both(3, true, true) == std::pair<std::size_t, std::size_t>{1, 2});
   CHECK(both(4, true, true) == std::pair<std::size_t, std::size_t>{1, 2});
   CHECK(both(16, true, true) == std::pair<std::size_t, std::size_t>{7, 8});
   CHECK(both(2, false, true) == std::pair<std::size_t, std::size_t>{1, 1});
