@@ -8,25 +8,22 @@
 /// calling thread, the others on W - 1 persistent threads started at construction. Rows are
 /// independent, so a row's outputs do not depend on W, up to the network's own batch-size
 /// dependence (Eigen may sum a product in a different order for a different row count).
-/// A batch hands work to the threads and waits for them under one mutex and two condition
-/// variables: no thread is created and nothing is allocated per batch.
+/// The threads are a detail::worker_pool: no thread is created and nothing is allocated per
+/// batch.
 ///
 /// `Net` models LearnerNetwork (seedrl/runtime/learner_network.hpp).
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
-#include <mutex>
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "seedrl/net/agent_io.hpp"
+#include "seedrl/runtime/detail/worker_pool.hpp"
 #include "seedrl/runtime/inference_engine.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
 
@@ -45,29 +42,17 @@ class cpu_inference_engine {
         policy_width_(config.policy_width),
         width_(checked_width(net, config)),
         table_(max_envs_ * width_, S(0)),
-        before_(max_batch_ * width_, S(0)) {
+        before_(max_batch_ * width_, S(0)),
+        pool_(config.workers) {
     const std::size_t W = config.workers;
     const std::size_t chunk = (max_batch_ + W - 1) / W;  // the longest chunk
     lanes_.reserve(W);
     for (std::size_t w = 0; w < W; ++w)
       lanes_.push_back(lane{net, net.initial_state(chunk)});
-    threads_.reserve(W - 1);
-    for (std::size_t w = 1; w < W; ++w)
-      threads_.emplace_back([this, w] { work(w); });
   }
 
   cpu_inference_engine(const cpu_inference_engine&) = delete;
   cpu_inference_engine& operator=(const cpu_inference_engine&) = delete;
-
-  ~cpu_inference_engine() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    start_.notify_all();
-    for (auto& t : threads_)
-      t.join();
-  }
 
   std::size_t max_envs() const noexcept { return max_envs_; }
   std::size_t max_batch() const noexcept { return max_batch_; }
@@ -90,29 +75,7 @@ class cpu_inference_engine {
     for (const auto slot : slots)
       check_slot(slot);
     job_ = {slots, in, out};
-    if (lanes_.size() == 1) {
-      run_lane(0);
-      return;
-    }
-    {
-      std::lock_guard lock(mutex_);
-      ++generation_;
-      pending_ = lanes_.size() - 1;
-      error_ = nullptr;
-    }
-    start_.notify_all();
-    std::exception_ptr mine;
-    try {
-      run_lane(0);
-    } catch (...) {
-      mine = std::current_exception();
-    }
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return pending_ == 0; });
-    if (mine)
-      std::rethrow_exception(mine);
-    if (error_)
-      std::rethrow_exception(std::exchange(error_, nullptr));
+    pool_.run([this](std::size_t w) { run_lane(w); });
   }
 
   std::span<const S> state_before(std::size_t row) const {
@@ -201,44 +164,14 @@ class cpu_inference_engine {
     }
   }
 
-  /// A worker thread: waits for each new batch, runs its lane, reports back.
-  void work(std::size_t w) {
-    std::uint64_t seen = 0;
-    for (;;) {
-      {
-        std::unique_lock lock(mutex_);
-        start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-        if (stopping_)
-          return;
-        seen = generation_;
-      }
-      std::exception_ptr e;
-      try {
-        run_lane(w);
-      } catch (...) {
-        e = std::current_exception();
-      }
-      std::lock_guard lock(mutex_);
-      if (e && !error_)
-        error_ = e;
-      if (--pending_ == 0)
-        done_.notify_one();
-    }
-  }
-
   std::size_t max_envs_, max_batch_, policy_width_, width_;
   std::vector<S> table_;   // [max_envs, width]: each slot's state after its last step
   std::vector<S> before_;  // [max_batch, width]: each row's state before the last step
   std::vector<lane> lanes_;
   job job_;
 
-  std::mutex mutex_;  // guards the hand-off below; the job is published through it
-  std::condition_variable start_, done_;
-  std::uint64_t generation_ = 0;  // batches handed to the workers
-  std::size_t pending_ = 0;       // workers still on the current batch
-  bool stopping_ = false;
-  std::exception_ptr error_;  // the first worker exception of the current batch
-  std::vector<std::thread> threads_;
+  // Lanes 1..W-1 run on its threads; last, so they stop before what they use is destroyed.
+  detail::worker_pool pool_;
 };
 
 }  // namespace seedrl
