@@ -216,15 +216,24 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     params_[0] = backend_->template allocate<S>(P_);
     params_[1] = backend_->template allocate<S>(P_);
     const std::size_t in_bytes = upload_layout::of<S>(max_batch_, obs_, max_envs_).bytes;
-    in_dev_ = backend_->template allocate<unsigned char>(in_bytes);
-    in_host_ = pinned_buffer<unsigned char>(in_bytes);
-    std::memset(in_host_.data(), 0, in_bytes);  // padded rows read finite zeros
+    const std::size_t out_bytes = download_layout::of<S>(max_batch_, A_, W_).bytes;
+    // Two of each host-side buffer and of the device input: batch k+1 uploads while batch k
+    // computes. One device output suffices: steps and downloads are ordered on one stream.
+    for (std::size_t io = 0; io < 2; ++io) {
+      in_dev_[io] = backend_->template allocate<unsigned char>(in_bytes);
+      in_host_[io] = pinned_buffer<unsigned char>(in_bytes);
+      std::memset(in_host_[io].data(), 0, in_bytes);  // padded rows read finite zeros
+      out_host_[io] = pinned_buffer<unsigned char>(out_bytes);
+      SEEDRL_CUDA_CHECK(cudaEventCreateWithFlags(&uploaded_[io], cudaEventDisableTiming));
+      SEEDRL_CUDA_CHECK(cudaEventCreateWithFlags(&done_[io], cudaEventDisableTiming));
+    }
+    SEEDRL_CUDA_CHECK(cudaEventCreateWithFlags(&params_copied_, cudaEventDisableTiming));
+    // Non-blocking: the uploads wait for nothing on the legacy default stream.
+    SEEDRL_CUDA_CHECK(cudaStreamCreateWithFlags(&upload_, cudaStreamNonBlocking));
     const char* env = std::getenv("SEEDRL_CUDA_GRAPHS");
     graphs_enabled_ = !torso_has_convolutions && !(env != nullptr && std::string(env) == "0");
     graphs_.resize(graph_max_rows + 1);
-    const std::size_t out_bytes = download_layout::of<S>(max_batch_, A_, W_).bytes;
     out_dev_ = backend_->template allocate<unsigned char>(out_bytes);
-    out_host_ = pinned_buffer<unsigned char>(out_bytes);
     params_host_ = pinned_buffer<S>(P_);
     pending_.reserve(max_envs_);
     queued_.assign(max_envs_, 0);
@@ -236,12 +245,30 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
 
   ~inference_engine_device_impl() override {
     (void)cudaSetDevice(device_);  // free on the right device; a destructor cannot report
+    // A batch may still be in flight (the loop stopped after a failure): nothing may still
+    // read or write the buffers freed below.
+    if (upload_ != nullptr)
+      (void)cudaStreamSynchronize(upload_);
+    if (backend_)
+      (void)cudaStreamSynchronize(backend_->stream());
     for (auto& g : graphs_) {
-      for (auto& e : g.exec) {
-        if (e != nullptr)
-          (void)cudaGraphExecDestroy(e);
+      for (auto& per_params : g.exec) {
+        for (auto& e : per_params) {
+          if (e != nullptr)
+            (void)cudaGraphExecDestroy(e);
+        }
       }
     }
+    for (std::size_t io = 0; io < 2; ++io) {
+      if (uploaded_[io] != nullptr)
+        (void)cudaEventDestroy(uploaded_[io]);
+      if (done_[io] != nullptr)
+        (void)cudaEventDestroy(done_[io]);
+    }
+    if (params_copied_ != nullptr)
+      (void)cudaEventDestroy(params_copied_);
+    if (upload_ != nullptr)
+      (void)cudaStreamDestroy(upload_);
     step_.reset();
     backend_.reset();
   }
@@ -261,35 +288,88 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
 
   void infer(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
              const agent_step_output<S>& out) override {
-    run(slots, in, out, nullptr);
+    require_idle("infer");
+    begin(slots, in, out);
+    finish();
   }
 
   void infer_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+                        const agent_step_output<S>& out, std::uint64_t seed, std::uint64_t counter,
+                        std::span<std::int32_t> actions, std::span<S> log_probs) override {
+    require_idle("infer_and_sample");
+    begin_and_sample(slots, in, out, seed, counter, actions, log_probs);
+    finish();
+  }
+
+  void begin(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+             const agent_step_output<S>& out) override {
+    submit(slots, in, out, nullptr);
+  }
+
+  void begin_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
                         const agent_step_output<S>& out, std::uint64_t seed, std::uint64_t counter,
                         std::span<std::int32_t> actions, std::span<S> log_probs) override {
     if (actions.size() != slots.size() || log_probs.size() != slots.size())
       throw std::invalid_argument(std::string(who) +
                                   "::infer_and_sample: actions and log_probs must hold B values");
     const sample_request r{seed, counter, actions, log_probs};
-    run(slots, in, out, &r);
+    submit(slots, in, out, &r);
+  }
+
+  /// Waits for the oldest batch in flight and hands over its outputs.
+  void finish() override {
+    if (in_flight_ == 0)
+      throw std::logic_error(std::string(who) + "::finish: no batch in flight");
+    SEEDRL_CUDA_CHECK(cudaSetDevice(device_));
+    const flight& f = flights_[oldest_];
+    const cudaError_t e = cudaEventSynchronize(done_[f.io]);
+    if (e != cudaSuccess) {
+      throw cuda_error(std::string("seedrl: ") + who +
+                       ": the inference step failed on the device (one of its kernels: "
+                       "zero_rows, gather_rows, the torso's convolutions or GEMMs, "
+                       "lstm_step_fused_kernel or lstm_pointwise_kernel, the heads' GEMMs, "
+                       "scatter_rows, counter_sample): " +
+                       cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+    }
+    oldest_ = 1 - oldest_;
+    --in_flight_;
+    last_io_ = f.io;
+    last_before_ = f.o.before;
+    const std::size_t B = f.B;
+    const unsigned char* oh = out_host_[f.io].data();
+    std::memcpy(f.out.values.data(), oh + f.o.values, B * sizeof(S));
+    if (!f.sampled) {
+      std::memcpy(f.out.logits.data(), oh + f.o.logits, B * A_ * sizeof(S));
+    } else {
+      std::memcpy(f.actions.data(), oh + f.o.actions, B * sizeof(std::int32_t));
+      std::memcpy(f.log_probs.data(), oh + f.o.log_probs, B * sizeof(S));
+    }
   }
 
   std::span<const S> state_before(std::size_t row) const override {
-    return {reinterpret_cast<const S*>(out_host_.data() + last_before_) + row * W_, W_};
+    return {reinterpret_cast<const S*>(out_host_[last_io_].data() + last_before_) + row * W_, W_};
   }
 
-  std::span<S> parameter_staging() override { return {params_host_.data(), P_}; }
+  std::span<S> parameter_staging() override {
+    // The previous set's upload may still read the pinned source (it is queued behind the
+    // steps in flight); the caller is about to overwrite it.
+    SEEDRL_CUDA_CHECK(cudaSetDevice(device_));
+    SEEDRL_CUDA_CHECK(cudaEventSynchronize(params_copied_));
+    return {params_host_.data(), P_};
+  }
 
   void set_parameters_from_staging() override {
     SEEDRL_CUDA_CHECK(cudaSetDevice(device_));
     const std::size_t next = 1 - current_;
-    // Ordered on the stream after every step already given and before the next: no step
-    // reads a half-written set. The pinned source is free again once infer() waited (each
-    // infer() waits for its stream), so the next update can overwrite it.
+    // Ordered on the compute stream after every step already begun and before the next: no
+    // step reads a half-written set, and a batch in flight keeps the set it began with (it
+    // uses the other buffer, or ran before the copy in stream order). The event tells
+    // parameter_staging() when the pinned source is free again; the host does not wait here,
+    // so a batch in flight keeps computing.
     SEEDRL_CUDA_CHECK(cudaMemcpyAsync(params_[next].data(), params_host_.data(), P_ * sizeof(S),
                                       cudaMemcpyHostToDevice, backend_->stream()));
+    SEEDRL_CUDA_CHECK(cudaEventRecord(params_copied_, backend_->stream()));
     current_ = next;
-    SEEDRL_CUDA_CHECK(cudaStreamSynchronize(backend_->stream()));
   }
 
   bool update_on_device(const std::function<bool(S*, void*)>& copy) override {
@@ -308,17 +388,18 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     t.stack_config();
   };
 
-  /// A bucket's captured steps, one per parameter buffer.
+  /// A bucket's captured steps, one per parameter buffer and device input buffer (a graph
+  /// bakes in the addresses it reads).
   struct graph_entry {
-    cudaGraphExec_t exec[2] = {nullptr, nullptr};
+    cudaGraphExec_t exec[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};
     bool warmed = false;  ///< ran plain once: its lazily made objects exist
     bool failed = false;  ///< capture failed: plain launches from now on
   };
 
   /// The step as the bucket's graph for the parameter buffer in use: captured at the second use,
   /// replayed after; plain launches when capture fails.
-  void graph_step(const agent_step_operands<S>& op, graph_entry& g) {
-    cudaGraphExec_t& exec = g.exec[current_];
+  void graph_step(const agent_step_operands<S>& op, graph_entry& g, std::size_t io) {
+    cudaGraphExec_t& exec = g.exec[current_][io];
     if (exec == nullptr && g.warmed && !g.failed)
       g.failed = !capture(op, exec);
     if (exec == nullptr) {
@@ -361,18 +442,42 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     std::span<S> log_probs;
   };
 
-  /// One batch: upload, queued resets, the step, sampling when asked, one download, wait.
-  void run(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
-           const agent_step_output<S>& out, const sample_request* sample) {
+  /// A batch begun and not finished: where its outputs sit and where they go.
+  struct flight {
+    std::size_t io = 0;  ///< its host buffers and device input
+    std::size_t B = 0;
+    download_layout o;
+    agent_step_output<S> out;
+    bool sampled = false;
+    std::span<std::int32_t> actions;
+    std::span<S> log_probs;
+  };
+
+  void require_idle(const char* call) const {
+    if (in_flight_ != 0)
+      throw std::logic_error(std::string(who) + "::" + call + " with a batch in flight");
+  }
+
+  /// Begins one batch: the inputs packed into this batch's pinned buffer go up in one copy on
+  /// the upload stream (overlapping the batch in flight), then on the compute stream, once that
+  /// copy is done: the queued resets, the step, sampling when asked, and one download into this
+  /// batch's pinned output. Returns without waiting; finish() waits.
+  void submit(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+              const agent_step_output<S>& out, const sample_request* sample) {
     const std::size_t B = slots.size();
     check_batch(slots, in, out);
+    if (in_flight_ == 2)
+      throw std::logic_error(std::string(who) + "::begin: two batches in flight already");
     SEEDRL_CUDA_CHECK(cudaSetDevice(device_));  // the loop's thread, not the constructor's
+    // This batch's buffers were last used by the batch two before it, finished by now (at
+    // most two in flight, finished in order): the host may overwrite them.
+    const std::size_t io = next_io_;
     const std::size_t n_reset = pending_.size();
     // As a graph, the step runs on a bucket's rows: every offset below depends on them only.
     const std::size_t bucket = graphs_enabled_ ? graph_bucket(B, max_batch_) : 0;
     const std::size_t rows = bucket > 0 ? bucket : B;
     const auto l = upload_layout::of<S>(rows, obs_, n_reset);
-    unsigned char* h = in_host_.data();
+    unsigned char* h = in_host_[io].data();
     std::memcpy(h + l.obs, in.observations.data(), B * obs_ * sizeof(S));
     std::memcpy(h + l.rewards, in.rewards.data(), B * sizeof(S));
     std::memcpy(h + l.slots, slots.data(), B * sizeof(std::uint32_t));
@@ -386,8 +491,11 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     if (n_reset > 0)
       std::memcpy(h + l.reset_slots, pending_.data(), n_reset * sizeof(std::uint32_t));
     const cudaStream_t stream = backend_->stream();
-    unsigned char* d = in_dev_.data();
-    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(d, h, l.bytes, cudaMemcpyHostToDevice, stream));
+    unsigned char* d = in_dev_[io].data();
+    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(d, h, l.bytes, cudaMemcpyHostToDevice, upload_));
+    SEEDRL_CUDA_CHECK(cudaEventRecord(uploaded_[io], upload_));
+    // Outside any graph: the captured part is the step alone, which reads d.
+    SEEDRL_CUDA_CHECK(cudaStreamWaitEvent(stream, uploaded_[io], 0));
     if (n_reset > 0 && W_ > 0) {
       backend_->for_each(
           n_reset * W_,
@@ -412,10 +520,11 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     op.values = reinterpret_cast<S*>(od + o.values);
     op.before = reinterpret_cast<S*>(od + o.before);
     if (bucket > 0)
-      graph_step(op, graphs_[bucket]);
+      graph_step(op, graphs_[bucket], io);
     else
       step_->step(op);
-    // One copy back: logits to states, or (sampled here) values to actions.
+    // One copy back: logits to states, or (sampled here) values to actions. On the compute
+    // stream: the next batch's step, which overwrites out_dev_, comes after it.
     std::size_t first = o.logits, last = o.actions;
     if (sample != nullptr) {
       backend_->for_each(B, counter_sample_kernel<S>{
@@ -425,26 +534,19 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
       first = o.values;
       last = o.bytes;
     }
-    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(out_host_.data() + first, od + first, last - first,
+    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(out_host_[io].data() + first, od + first, last - first,
                                       cudaMemcpyDeviceToHost, stream));
-    const cudaError_t e = cudaStreamSynchronize(stream);
-    if (e != cudaSuccess) {
-      throw cuda_error(std::string("seedrl: ") + who +
-                       ": the inference step failed on the device (one of its kernels: "
-                       "zero_rows, gather_rows, the torso's convolutions or GEMMs, "
-                       "lstm_step_fused_kernel or lstm_pointwise_kernel, the heads' GEMMs, "
-                       "scatter_rows, counter_sample): " +
-                       cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-    }
-    last_before_ = o.before;
-    const unsigned char* oh = out_host_.data();
-    std::memcpy(out.values.data(), oh + o.values, B * sizeof(S));
-    if (sample == nullptr) {
-      std::memcpy(out.logits.data(), oh + o.logits, B * A_ * sizeof(S));
-    } else {
-      std::memcpy(sample->actions.data(), oh + o.actions, B * sizeof(std::int32_t));
-      std::memcpy(sample->log_probs.data(), oh + o.log_probs, B * sizeof(S));
-    }
+    SEEDRL_CUDA_CHECK(cudaEventRecord(done_[io], stream));
+    flight& f = flights_[(oldest_ + in_flight_) % 2];
+    f.io = io;
+    f.B = B;
+    f.o = o;
+    f.out = out;
+    f.sampled = sample != nullptr;
+    f.actions = sample != nullptr ? sample->actions : std::span<std::int32_t>();
+    f.log_probs = sample != nullptr ? sample->log_probs : std::span<S>();
+    ++in_flight_;
+    next_io_ = 1 - io;
   }
 
   void check_batch(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
@@ -475,7 +577,7 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     const std::size_t in_bytes = upload_layout::of<S>(max_batch_, obs_, max_envs_).bytes;
     const std::size_t need =
         ((max_envs_ + 1) * W_ + 2 * P_ + max_batch_ * step_->work_elements_per_row()) * sizeof(S) +
-        download_layout::of<S>(max_batch_, A_, W_).bytes + in_bytes;
+        download_layout::of<S>(max_batch_, A_, W_).bytes + 2 * in_bytes;
     if (need > free_bytes) {
       throw std::runtime_error(std::string("seedrl: ") + who + ": the state table of " +
                                std::to_string(max_envs_) + " env slots (" + std::to_string(W_) +
@@ -495,17 +597,23 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
   std::unique_ptr<step_type> step_;
   cuda_backend::buffer<S> table_;
   cuda_backend::buffer<S> params_[2];
-  std::size_t current_ = 0;  ///< the parameter set in use
-  cuda_backend::buffer<unsigned char> in_dev_;
-  cuda_backend::buffer<unsigned char> out_dev_;  ///< download_layout
-  pinned_buffer<unsigned char> in_host_, out_host_;
+  std::size_t current_ = 0;                        ///< the parameter set in use
+  cuda_backend::buffer<unsigned char> in_dev_[2];  ///< upload_layout, one per batch in flight
+  cuda_backend::buffer<unsigned char> out_dev_;    ///< download_layout
+  pinned_buffer<unsigned char> in_host_[2], out_host_[2];
+  cudaStream_t upload_ = nullptr;        ///< the inputs' copies; the steps run on backend_'s
+  cudaEvent_t uploaded_[2] = {};         ///< batch io's inputs are on the device
+  cudaEvent_t done_[2] = {};             ///< batch io's outputs are in out_host_[io]
+  cudaEvent_t params_copied_ = nullptr;  ///< params_host_ may be overwritten
+  flight flights_[2];                    ///< in flight, oldest first from oldest_
+  std::size_t oldest_ = 0, in_flight_ = 0, next_io_ = 0;
+  std::size_t last_io_ = 0;  ///< the last finished batch's buffers (state_before)
   pinned_buffer<S> params_host_;
   std::vector<std::uint32_t> pending_;  ///< queued reset_state slots
   std::vector<std::uint8_t> queued_;    ///< [max_envs] 1 while a slot is in pending_
-  std::size_t last_before_ = 0;
+  std::size_t last_before_ = 0;         ///< where its states before sit in out_host_[last_io_]
   bool graphs_enabled_ = false;
-  std::vector<graph_entry> graphs_;  ///< indexed by bucket rows         ///< where the last batch's
-                                     ///< states before sit in out_host_
+  std::vector<graph_entry> graphs_;  ///< indexed by bucket rows
 };
 
 }  // namespace detail
