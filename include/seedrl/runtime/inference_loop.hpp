@@ -23,6 +23,13 @@
 /// (seedrl/runtime/inference_engine.hpp) and runs the network step with each environment's
 /// recurrent state: `cpu_inference_engine<Net>` (Eigen on this thread, or on
 /// learner_config::inference_workers threads) by default.
+///
+/// Pipelining: with an engine that models PipelinedInferenceEngine (an accelerator), the loop
+/// begins batch k, then takes batch k+1 if the batcher has it ready at that moment (never
+/// waiting for it), does k+1's host bookkeeping and begins it, and only then finishes and
+/// answers batch k: k+1's upload overlaps k's compute. Each batch has its own host buffers
+/// (two sets, used in turn), and the batcher gets a third payload buffer to fill meanwhile.
+/// Other engines run one batch at a time.
 
 #include <algorithm>
 #include <array>
@@ -105,7 +112,7 @@ class inference_loop {
         builder_(config.max_envs, config.unroll_length, obs_size_,
                  static_cast<std::size_t>(net.state_size()),
                  (config.queue_batches + 2) * config.batch_size, action_dim_),
-        batcher_(config.batching, [&](std::size_t cap) { return make_payload(cap); }),
+        batcher_(batching(config.batching), [&](std::size_t cap) { return make_payload(cap); }),
         rng_(config.seed),
         queue_(queue),
         params_(params),
@@ -644,6 +651,15 @@ class inference_loop {
       return engine_.samples();
     else
       return true;
+  }
+
+  /// The batcher's settings: with a pipelined engine, at least three buffers, so that actors
+  /// answered from batch k fill a third while batches k and k+1 are in flight. Runs in the
+  /// constructor, after engine_ is built.
+  batcher_config batching(batcher_config c) const {
+    if (engine_pipelines_now())
+      c.num_buffers = std::max<std::size_t>(c.num_buffers, 3);
+    return c;
   }
 
   /// Whether this run pipelines (any_inference_engine decides at run time).
