@@ -14,9 +14,9 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <span>

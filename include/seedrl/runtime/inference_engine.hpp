@@ -64,15 +64,17 @@
 ///     outputs (out, and actions and log-probs when sampled). From then on state_before(row)
 ///     is that batch's, until the next begin(), finish() or infer().
 /// At most 2 batches are in flight (begun, not finished); infer() and infer_and_sample() are
-/// called only with none. The caller keeps every span it passed to begin() alive and unchanged
-/// until that batch's finish() returns (the loop double-buffers its host buffers), so the
-/// engine may read the inputs and write the outputs at any time in between. The slots of the
-/// batches in flight are disjoint: an actor sends its next step only after it got its actions,
-/// which come after finish(). So reset_state() and update_parameters() between two begin()
-/// calls concern only batches begun later, and an engine may apply them in its step's order.
-/// An engine may report a failed step from begin() or from finish(); after one it is not
-/// called again (the loop stops). An engine whose model is chosen at run time also provides
-/// `bool pipelines() const;`: when false, the loop calls infer().
+/// called only with none. The caller keeps the memory behind every span it passed to begin()
+/// (slots, in's and out's spans, actions, log_probs) alive and unchanged until that batch's
+/// finish() returns (the loop double-buffers its host buffers), so the engine may keep copies
+/// of the spans (not of the structs, which may be temporaries) and read the inputs and write
+/// the outputs at any time in between. The slots of the batches in flight are disjoint: an
+/// actor sends its next step only after it got its actions, which come after finish(). So
+/// reset_state() and update_parameters() between two begin() calls concern only batches begun
+/// later, and an engine may apply them in its step's order. An engine may report a failed step
+/// from begin() or from finish(); after one it is not called again (the loop stops). An engine
+/// whose model is chosen at run time also provides `bool pipelines() const;`: when false, the
+/// loop calls infer().
 
 #include <concepts>
 #include <cstddef>
