@@ -568,11 +568,12 @@ class inference_loop {
 
   void run() {
     const std::size_t cap = batcher_.capacity();
-    std::array<batch_buffers, 2> buffers{batch_buffers(cap, policy_width_, action_dim_),
-                                         batch_buffers(cap, policy_width_, action_dim_)};
     // A pipelined engine gets batch k+1 while batch k computes; other engines run one batch
-    // at a time in buffers[0].
+    // at a time in buffers[0] (buffers[1] stays empty).
     const bool pipelined = engine_pipelines_now();
+    std::array<batch_buffers, 2> buffers{
+        batch_buffers(cap, policy_width_, action_dim_),
+        batch_buffers(pipelined ? cap : 0, policy_width_, action_dim_)};
     std::size_t oldest = 0;  // buffers[oldest]: the batch to answer next, begun when it is set
     for (;;) {
       batch_buffers& cur = buffers[oldest];
