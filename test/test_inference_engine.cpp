@@ -1041,9 +1041,10 @@ struct unroll_keeper {
 
 /// The first `n` unrolls a learner over Env (Catch's game, as uint8 or float frames) trains on,
 /// inferring with Engine: one actor of 3 envs, so every batch is its one request and the run
-/// is the same whatever the timing.
+/// is the same whatever the timing. With `inference_only`, none: the learner serves n frames.
 template <class Env, class Engine>
-std::vector<trained_unroll> first_unrolls(std::size_t n, const char* endpoint_name) {
+std::vector<trained_unroll> first_unrolls(std::size_t n, const char* endpoint_name,
+                                          bool inference_only = false) {
   using catch_net = seedrl::mlp_lstm_agent<float>;
   using learner_t =
       seedrl::learner<catch_net, seedrl::adam<float>, seedrl::in_process_transport, unroll_keeper,
@@ -1062,6 +1063,7 @@ std::vector<trained_unroll> first_unrolls(std::size_t n, const char* endpoint_na
   lc.batching.deadline = 1ms;
   lc.batching.max_request_rows = 4;
   lc.seed = 17;
+  lc.inference_only = inference_only;
   unroll_keeper keeper;
   const auto record = keeper.r;
   seedrl::in_process_transport transport;
@@ -1083,14 +1085,19 @@ std::vector<trained_unroll> first_unrolls(std::size_t n, const char* endpoint_na
     std::lock_guard lock(record->mutex);
     return record->unrolls.size();
   };
+  const auto done = [&] {
+    return inference_only ? learner.stats().frames >= static_cast<std::int64_t>(n) : kept() >= n;
+  };
   const auto until = std::chrono::steady_clock::now() + 30s;
-  while (kept() < n && std::chrono::steady_clock::now() < until)
+  while (!done() && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(1ms);
   stop = true;
   actor.join();
   learner.stop();
+  REQUIRE(done());
   std::lock_guard lock(record->mutex);
-  REQUIRE(record->unrolls.size() >= n);
+  if (inference_only)
+    return {};
   return {record->unrolls.begin(), record->unrolls.begin() + static_cast<std::ptrdiff_t>(n)};
 }
 
@@ -1133,4 +1140,15 @@ TEST_CASE(
   }
   // The frames arrived: Catch draws the paddle (128) in every frame.
   CHECK(std::count(as_bytes[0].observations.begin(), as_bytes[0].observations.end(), 128.0f) > 0);
+  // A learner that only serves builds no unrolls and asks for no state.
+  std::size_t rows_before = 0;
+  {
+    std::lock_guard lock(poisoned::log().mutex);
+    rows_before = poisoned::log().rows;
+    poisoned::log().kept_rows = 0;
+  }
+  first_unrolls<seedrl::catch_game, poisoned>(60, "busdata-serving", true);
+  std::lock_guard lock(poisoned::log().mutex);
+  CHECK(poisoned::log().rows >= rows_before + 60);
+  CHECK(poisoned::log().kept_rows == 0);
 }
