@@ -4,7 +4,8 @@
 // episode resets and run restarts (reset_state) in between, then a parameter update through a
 // parameter_store reaching both engines. Logits, values and each row's state before the step;
 // on every other batch the actions and log-probs sampled on the device, against the counter
-// generator's CPU reference over the CPU engine's logits.
+// generator's CPU reference over the CPU engine's logits. Each network also with uint8 frames
+// (widened on the device) and, on every third batch, only some rows' states brought back.
 // Part of seedrl_cuda_tests (label gpu, skipped with 77 without a device); the engines are
 // instantiated in mlp_lstm_trainer_instance.cu and pixel_lstm_trainer_instance.cu.
 
@@ -41,8 +42,13 @@ bool close(float got, float want) {
   return std::abs(got - want) <= 1e-4f + 1e-4f * std::abs(want);
 }
 
+/// `frames`: the GPU gets the observations as uint8 frames (agent_step_input::observations_u8,
+/// whole numbers in [0, 255]), the CPU engine the same values as floats. On every third batch the
+/// GPU is asked for a random subset of the rows' states (agent_step_input::keep_state): those
+/// match the CPU engine's, the others are empty.
 template <class Recipe, class Net>
-void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_t seed) {
+void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_t seed,
+             bool frames = false) {
   const seedrl::inference_engine_config config{max_envs, max_batch, A, 1};
   seedrl::cuda::inference_engine<float, Recipe> gpu(net, config);
   seedrl::cpu_inference_engine<Net> cpu(net, config);
@@ -79,16 +85,32 @@ void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_
     const std::vector<std::uint32_t> slots(all.begin(),
                                            all.begin() + static_cast<std::ptrdiff_t>(B));
     std::vector<float> o(B * obs), rewards(B);
-    std::vector<std::uint8_t> resets(B);
+    std::vector<std::uint8_t> resets(B), bytes(frames ? B * obs : 0), keep;
     std::vector<std::int32_t> prev(B);
-    for (auto& x : o)
-      x = static_cast<float>(rng.uniform(obs_lo, obs_hi));
+    for (std::size_t i = 0; i < B * obs; ++i) {
+      if (frames) {
+        bytes[i] = static_cast<std::uint8_t>(rng.below(256));
+        o[i] = static_cast<float>(bytes[i]);
+      } else {
+        o[i] = static_cast<float>(rng.uniform(obs_lo, obs_hi));
+      }
+    }
+    if (k % 3 == 2) {
+      for (std::size_t r = 0; r < B; ++r)
+        keep.push_back(r == 0 || rng.uniform() < 0.5 ? 1 : 0);
+    }
     for (std::size_t r = 0; r < B; ++r) {
       rewards[r] = static_cast<float>(rng.uniform(-2.0, 2.0));
       resets[r] = k == 0 || rng.uniform() < 0.2 ? 1 : 0;
       prev[r] = static_cast<std::int32_t>(rng.below(A));
     }
     const seedrl::agent_step_input<float> in{o, rewards, resets, prev};
+    seedrl::agent_step_input<float> gpu_in = in;
+    if (frames) {
+      gpu_in.observations = {};
+      gpu_in.observations_u8 = bytes;
+    }
+    gpu_in.keep_state = keep;
     // Every other batch samples on the device: actions as the CPU reference of the counter
     // generator draws them from the CPU engine's logits.
     const bool sample = k % 2 == 1;
@@ -97,9 +119,10 @@ void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_
     const seedrl::agent_step_output<float> g_out{std::span(g_logits).first(B * A),
                                                  std::span(g_values).first(B)};
     if (sample)
-      gpu.infer_and_sample(slots, in, g_out, 99, static_cast<std::uint64_t>(k), actions, log_probs);
+      gpu.infer_and_sample(slots, gpu_in, g_out, 99, static_cast<std::uint64_t>(k), actions,
+                           log_probs);
     else
-      gpu.infer(slots, in, g_out);
+      gpu.infer(slots, gpu_in, g_out);
     cpu.infer(slots, in, {std::span(c_logits).first(B * A), std::span(c_values).first(B)});
     std::size_t bad = 0;
     for (std::size_t r = 0; sample && r < B; ++r) {
@@ -115,6 +138,10 @@ void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_
     for (std::size_t r = 0; r < B; ++r) {
       bad += close(g_values[r], c_values[r]) ? 0 : 1;
       const auto gb = gpu.state_before(r), cb = cpu.state_before(r);
+      if (!keep.empty() && keep[r] == 0) {
+        bad += gb.empty() ? 0 : 1;  // not asked for: not brought back
+        continue;
+      }
       REQUIRE(gb.size() == W);
       for (std::size_t i = 0; i < W; ++i)
         bad += close(gb[i], cb[i]) ? 0 : 1;
@@ -138,6 +165,8 @@ TEST_CASE("cuda inference_engine matches the CPU engine: MLP + 1- and 2-layer LS
     c.seed = 5;
     seedrl::mlp_lstm_agent<float> net(c);
     compare<seedrl::cuda::mlp_lstm_recipe>(net, 4, -1.0, 1.0, 7);
+    // uint8 frames through the graph-captured step (a graph per observation type).
+    compare<seedrl::cuda::mlp_lstm_recipe>(net, 4, 0.0, 255.0, 10, true);
   }
 }
 
@@ -155,6 +184,8 @@ TEST_CASE("cuda inference_engine matches the CPU engine: frame-stacked Nature CN
   agent.seed = 3;
   seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>> net(stack, agent);
   compare<seedrl::cuda::pixel_lstm_recipe<seedrl::nature_cnn_config>>(net, 5, 0.0, 255.0, 8);
+  // The frames as uint8, widened on the device.
+  compare<seedrl::cuda::pixel_lstm_recipe<seedrl::nature_cnn_config>>(net, 5, 0.0, 255.0, 11, true);
 }
 
 TEST_CASE("cuda inference_engine matches the CPU engine: frame-stacked IMPALA ResNet + LSTM",
@@ -173,6 +204,7 @@ TEST_CASE("cuda inference_engine matches the CPU engine: frame-stacked IMPALA Re
   agent.seed = 4;
   seedrl::frame_stacked<seedrl::impala_resnet_lstm_agent<float>> net(stack, agent);
   compare<seedrl::cuda::pixel_lstm_recipe<cfg>>(net, 3, 0.0, 255.0, 9);
+  compare<seedrl::cuda::pixel_lstm_recipe<cfg>>(net, 3, 0.0, 255.0, 12, true);
 }
 
 TEST_CASE("cuda inference_engine refuses what it cannot serve", "[cuda][inference]") {

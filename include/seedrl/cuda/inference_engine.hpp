@@ -16,10 +16,13 @@
 /// rows); done resets are the step's own (rows start from zeros where the reset flag is set).
 ///
 /// Per infer(): the batch's inputs (observations, rewards, slots, previous actions, reset
-/// flags and the queued reset slots) are packed into one pinned host buffer and go up in one
-/// copy; the step runs on the engine's stream; the logits, values and each row's state before
-/// the step come back in one copy into pinned memory (state_before() points there). Then the
-/// engine waits for its stream: the loop samples on the host right after.
+/// flags, the rows whose states are wanted and the queued reset slots) are packed into one
+/// pinned host buffer and go up in one copy; uint8 frames (agent_step_input::observations_u8)
+/// go up as bytes and the step widens them on the device. The step runs on the engine's stream;
+/// the logits, values and the states before the step of the rows agent_step_input::keep_state
+/// asks for (every row when it is empty; compacted on the device) come back in one copy into
+/// pinned memory (state_before() points there; another row's is empty). Then the engine waits
+/// for its stream: the loop samples on the host right after.
 ///
 /// Parameters: update_parameters copies the store's newest set into pinned memory, then in one
 /// copy into the device buffer not in use, and swaps; the copy is ordered on the stream before
@@ -32,16 +35,15 @@
 /// state table and buffers do not fit in the device's free memory.
 ///
 /// CUDA graphs: for torsos without convolutions (the MLP recipe), a batch of B <= 256 rows runs
-/// padded to a bucket (detail::graph_bucket) as a captured graph of the step, one per bucket
-/// and parameter buffer, captured at the bucket's second use (the first, plain, makes every
-/// lazily created object); padded rows read and write a scratch table row with the reset flag
-/// set, and their outputs are dropped. A failed capture falls back to plain launches for that
-/// bucket. SEEDRL_CUDA_GRAPHS=0 in the environment turns graphs off. Convolutional torsos run
+/// padded to a bucket (detail::graph_bucket) as a captured graph of the step, one per bucket,
+/// parameter buffer and observation type, captured at the bucket's second use (the first, plain,
+/// makes every lazily created object); padded rows read and write a scratch table row with the
+/// reset flag set, and their outputs are dropped. A failed capture falls back to plain launches for
+/// that bucket. SEEDRL_CUDA_GRAPHS=0 in the environment turns graphs off. Convolutional torsos run
 /// plain: cuda_backend's cuDNN objects (and their workspaces, which a graph would bake in) are a
 /// cache of 32 shapes that may evict.
 ///
-/// Not there yet (docs/cuda.md): observations travel as S (agent_step_input carries S, so
-/// uint8 frames are widened on the host: 4x the bytes of the upload); the upload of batch k+1
+/// Not there yet (docs/cuda.md): the upload of batch k+1
 /// cannot overlap batch k's compute while infer() is synchronous (one batch in flight); graphs
 /// for the convolutional torsos; the learner wiring of device-to-device publication (the engine
 /// takes sets from a `device_parameter_channel`, but the GPU trainer does not write one yet).
@@ -179,7 +181,7 @@ class inference_engine {
 
   /// SamplingInferenceEngine: the step, then each row's action sampled on the device by the
   /// counter generator (seedrl/core/counter_random.hpp); only values, actions and log-probs
-  /// (and the states before) come back; out.logits is left alone.
+  /// (and the requested states before) come back; out.logits is left alone.
   void infer_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
                         const agent_step_output<S>& out, std::uint64_t seed, std::uint64_t counter,
                         std::span<std::int32_t> actions, std::span<S> log_probs) {
