@@ -45,8 +45,8 @@
 /// Not there yet (docs/cuda.md): observations travel as S (agent_step_input carries S, so
 /// uint8 frames are widened on the host: 4x the bytes of the upload); the upload of batch k+1
 /// cannot overlap batch k's compute while infer() is synchronous (one batch in flight); the
-/// learner wiring of device-to-device publication (the engine
-/// takes sets from a `device_parameter_channel`, but the GPU trainer does not write one yet).
+/// learner wiring of device-to-device publication (the engine takes sets from a
+/// `device_parameter_channel`, but the GPU trainer does not write one yet).
 ///
 /// Sampling: `infer_and_sample` (seedrl::SamplingInferenceEngine) samples each row's action on
 /// the device with the counter generator, so the inference loop gets actions, log-probs and
