@@ -407,15 +407,6 @@ class cuda_backend {
     return pin_scope(*this);
   }
 
-  /// Convolution shapes whose cuDNN objects are held now, pinned or not (0 without cuDNN).
-  std::size_t convolutions_held() const noexcept {
-#if defined(SEEDRL_HAS_CUDNN)
-    return convs_float_.size() + convs_double_.size();
-#else
-    return 0;
-#endif
-  }
-
  private:
   /// The stream, destroyed (after its work finishes) when owned.
   class stream_holder {
