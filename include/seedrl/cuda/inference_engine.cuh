@@ -236,7 +236,7 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     in_host_ = pinned_buffer<unsigned char>(in_bytes);
     std::memset(in_host_.data(), 0, in_bytes);
     const char* env = std::getenv("SEEDRL_CUDA_GRAPHS");
-    graphs_enabled_ = !torso_has_convolutions && !(env != nullptr && std::string(env) == "0");
+    graphs_enabled_ = !(env != nullptr && std::string(env) == "0");
     graphs_.resize(graph_max_rows + 1);
     const std::size_t out_bytes = download_layout::of<S>(max_batch_, A_, W_).bytes;
     out_dev_ = backend_->template allocate<unsigned char>(out_bytes);
@@ -301,6 +301,15 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
 
   std::span<S> parameter_staging() override { return {params_host_.data(), P_}; }
 
+  std::size_t captured_graphs() const override {
+    std::size_t n = 0;
+    for (const auto& g : graphs_)
+      for (const auto& by_type : g.exec)
+        for (const auto e : by_type)
+          n += e != nullptr ? 1 : 0;
+    return n;
+  }
+
   void set_parameters_from_staging() override {
     SEEDRL_CUDA_CHECK(cudaSetDevice(device_));
     const std::size_t next = 1 - current_;
@@ -325,10 +334,6 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
   }
 
  private:
-  static constexpr bool torso_has_convolutions = requires(const typename step_type::torso_type& t) {
-    t.stack_config();
-  };
-
   /// A bucket's captured steps, one per parameter buffer and observation type (S, or uint8
   /// frames widened by the step: another kernel sequence over the same addresses).
   struct graph_entry {
@@ -338,13 +343,19 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
   };
 
   /// The step as the bucket's graph for the parameter buffer in use: captured at the second use,
-  /// replayed after; plain launches when capture fails.
+  /// replayed after; plain launches when capture fails. The warm-up and the capture run with
+  /// the backend's convolutions pinned: the cuDNN objects and workspaces the graph bakes in
+  /// (made by the warm-up, found again by the capture) are never dropped from its shape cache
+  /// nor reallocated while the engine lives, whatever other batch sizes run plain meanwhile.
   void graph_step(const agent_step_operands<S>& op, graph_entry& g) {
     const std::size_t frames = op.observations_u8 != nullptr ? 1 : 0;
     cudaGraphExec_t& exec = g.exec[current_][frames];
-    if (exec == nullptr && g.warmed[frames] && !g.failed[frames])
+    if (exec == nullptr && g.warmed[frames] && !g.failed[frames]) {
+      const auto pin = backend_->pin_convolutions();
       g.failed[frames] = !capture(op, exec);
+    }
     if (exec == nullptr) {
+      const auto pin = backend_->pin_convolutions();
       step_->step(op);
       g.warmed[frames] = true;
       return;

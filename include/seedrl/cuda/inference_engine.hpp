@@ -34,19 +34,21 @@
 /// refuses, with std::runtime_error naming the bytes needed and free, a configuration whose
 /// state table and buffers do not fit in the device's free memory.
 ///
-/// CUDA graphs: for torsos without convolutions (the MLP recipe), a batch of B <= 256 rows runs
-/// padded to a bucket (detail::graph_bucket) as a captured graph of the step, one per bucket,
-/// parameter buffer and observation type, captured at the bucket's second use (the first, plain,
-/// makes every lazily created object); padded rows read and write a scratch table row with the
-/// reset flag set, and their outputs are dropped. A failed capture falls back to plain launches for
-/// that bucket. SEEDRL_CUDA_GRAPHS=0 in the environment turns graphs off. Convolutional torsos run
-/// plain: cuda_backend's cuDNN objects (and their workspaces, which a graph would bake in) are a
-/// cache of 32 shapes that may evict.
+/// CUDA graphs: a batch of B <= 256 rows runs padded to a bucket (detail::graph_bucket) as a
+/// captured graph of the step, one per bucket, parameter buffer and observation type, captured
+/// at the bucket's second use (the first, plain, makes every lazily created object); padded rows
+/// read and write a scratch table row with the reset flag set, and their outputs are dropped. For
+/// the convolutional torsos, the warm-up and the capture run inside
+/// cuda_backend::pin_convolutions: the cuDNN descriptors, algorithms and workspaces of a bucket's
+/// shapes stay in the backend's shape cache for the engine's life (unpinned shapes, e.g. of
+/// batches above 256, still come and go), so a graph never replays a freed workspace. A failed
+/// capture falls back to plain launches for that bucket; captured_graphs() counts the captures
+/// that worked. SEEDRL_CUDA_GRAPHS=0 in the environment turns graphs off.
 ///
-/// Not there yet (docs/cuda.md): the upload of batch k+1
-/// cannot overlap batch k's compute while infer() is synchronous (one batch in flight); graphs
-/// for the convolutional torsos; the learner wiring of device-to-device publication (the engine
-/// takes sets from a `device_parameter_channel`, but the GPU trainer does not write one yet).
+/// Not there yet (docs/cuda.md): the upload of batch k+1 cannot overlap batch k's compute while
+/// infer() is synchronous (one batch in flight); the learner wiring of device-to-device
+/// publication (the engine takes sets from a `device_parameter_channel`, but the GPU trainer
+/// does not write one yet).
 ///
 /// Sampling: `infer_and_sample` (seedrl::SamplingInferenceEngine) samples each row's action on
 /// the device with the counter generator, so the inference loop gets actions, log-probs and
@@ -121,6 +123,8 @@ class inference_engine_device {
   /// Calls copy(spare parameter buffer, the engine's cudaStream_t as void*); swaps to the spare
   /// when it returns true (it enqueued a copy of a whole set on that stream).
   virtual bool update_on_device(const std::function<bool(S*, void*)>& copy) = 0;
+  /// CUDA graphs captured so far (one per bucket and parameter buffer).
+  virtual std::size_t captured_graphs() const = 0;
 };
 
 }  // namespace detail
@@ -189,6 +193,10 @@ class inference_engine {
   }
 
   std::span<const S> state_before(std::size_t row) const { return device_->state_before(row); }
+
+  /// CUDA graphs of the step captured so far, one per batch-size bucket and parameter buffer
+  /// (0 with SEEDRL_CUDA_GRAPHS=0, or where every capture failed and the steps run plain).
+  std::size_t captured_graphs() const { return device_->captured_graphs(); }
 
   bool update_parameters(const parameter_store<S>& params, std::uint64_t* version) {
     if (!params.update_if_newer(version, device_->parameter_staging()))
