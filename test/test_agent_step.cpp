@@ -3,6 +3,7 @@
 // LSTM), frame_stacked<nature_cnn_lstm_agent> and frame_stacked<impala_resnet_lstm_agent>, in
 // double, over several batches of random slots with episode resets and run restarts (a table
 // row zeroed) in between: logits, values, each row's state before the step and the state table.
+// And the step on uint8 frames against the step on the same frames as floats.
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -178,4 +179,85 @@ TEST_CASE(
   seedrl::host_backend backend;
   seedrl::backend_agent_step<seedrl::host_backend, double, torso> step(backend, stack, agent);
   compare(net, step, 0.0, 255.0, 6, 6);
+}
+
+TEST_CASE("backend_agent_step on uint8 frames equals the step on the same frames as S, bit for bit",
+          "[agent_step]") {
+  // Frame-stacked Nature CNN: the widened frames feed both the torso and the frame history.
+  using torso = seedrl::backend_pixel_torso<seedrl::host_backend, float>;
+  seedrl::frame_stack_config stack{.height = 44, .width = 52, .channels = 1, .depth = 3};
+  seedrl::pixel_lstm_agent_config<seedrl::nature_cnn_config> agent;
+  agent.height = 44;
+  agent.width = 52;
+  agent.channels = 3;
+  agent.num_actions = 4;
+  agent.torso.channels = {4, 5, 3};
+  agent.dense_size = 7;
+  agent.lstm_size = 6;
+  agent.seed = 9;
+  seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>> net(stack, agent);
+  seedrl::host_backend backend;
+  seedrl::backend_agent_step<seedrl::host_backend, float, torso> step(backend, stack, agent);
+  const std::size_t A = step.num_actions(), W = step.state_size(), obs = step.observation_size();
+  step.reserve(max_batch);
+  std::vector<float> params(net.parameters().begin(), net.parameters().end());
+  // Two tables: the float path's and the uint8 path's, stepped side by side.
+  std::vector<float> table_f(max_envs * W, 0.0f), table_u(max_envs * W, 0.0f);
+  std::vector<float> before_f(max_batch * W), before_u(max_batch * W);
+  std::vector<float> logits_f(max_batch * A), logits_u(max_batch * A);
+  std::vector<float> values_f(max_batch), values_u(max_batch);
+  seedrl::random_generator rng(21);
+  for (int k = 0; k < 6; ++k) {
+    const std::size_t B = 1 + rng.below(max_batch);
+    std::vector<std::uint32_t> all(max_envs);
+    std::iota(all.begin(), all.end(), 0u);
+    for (std::size_t i = max_envs - 1; i > 0; --i)
+      std::swap(all[i], all[rng.below(i + 1)]);
+    const std::vector<std::uint32_t> slots(all.begin(),
+                                           all.begin() + static_cast<std::ptrdiff_t>(B));
+    std::vector<std::uint8_t> frames(B * obs), resets(B);
+    std::vector<float> wide(B * obs), rewards(B);
+    std::vector<std::int32_t> prev(B);
+    for (std::size_t i = 0; i < B * obs; ++i) {
+      frames[i] = static_cast<std::uint8_t>(rng.below(256));
+      wide[i] = static_cast<float>(frames[i]);
+    }
+    for (std::size_t r = 0; r < B; ++r) {
+      rewards[r] = static_cast<float>(rng.uniform(-1.0, 1.0));
+      resets[r] = k == 0 || rng.uniform() < 0.2 ? 1 : 0;
+      prev[r] = static_cast<std::int32_t>(rng.below(A));
+    }
+    const auto run = [&](const float* o, const std::uint8_t* u, std::vector<float>& table,
+                         std::vector<float>& before, std::vector<float>& logits,
+                         std::vector<float>& values) {
+      seedrl::agent_step_operands<float> op;
+      op.B = B;
+      op.slots = slots.data();
+      op.observations = o;
+      op.observations_u8 = u;
+      op.rewards = rewards.data();
+      op.resets = resets.data();
+      op.prev_actions = prev.data();
+      op.params = params.data();
+      op.table = table.data();
+      op.before = before.data();
+      op.logits = logits.data();
+      op.values = values.data();
+      step.step(op);
+    };
+    run(wide.data(), nullptr, table_f, before_f, logits_f, values_f);
+    // The uint8 path must not read `observations`: a poisoned pointer's values would show.
+    std::vector<float> poison(B * obs, std::nanf(""));
+    run(poison.data(), frames.data(), table_u, before_u, logits_u, values_u);
+    INFO("batch " << k << ", B = " << B);
+    CHECK(std::equal(logits_f.begin(), logits_f.begin() + static_cast<std::ptrdiff_t>(B * A),
+                     logits_u.begin()));
+    CHECK(std::equal(values_f.begin(), values_f.begin() + static_cast<std::ptrdiff_t>(B),
+                     values_u.begin()));
+    CHECK(std::equal(before_f.begin(), before_f.begin() + static_cast<std::ptrdiff_t>(B * W),
+                     before_u.begin()));
+    CHECK(table_f == table_u);
+    CHECK(std::all_of(logits_u.begin(), logits_u.begin() + static_cast<std::ptrdiff_t>(B * A),
+                      [](float x) { return std::isfinite(x); }));
+  }
 }

@@ -3,7 +3,7 @@
 // direct nested-loop convolution written here: strides, paddings, non-square images and
 // kernels, 1x1 kernels, one and several channels and images, a batch taken in several chunks;
 // gradients accumulated into dw and dbias, dx overwritten, dx == nullptr, batch 0 and the
-// shapes that must be refused.
+// shapes that must be refused. Also detail::pinnable_cache, cuda_backend's convolution cache.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <climits>
@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "seedrl/backend/detail/conv2d_gemm.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/detail/pinnable_cache.hpp"
 #include "seedrl/net/conv2d.hpp"
 #include "seedrl/net/tensor.hpp"
 
@@ -465,4 +467,72 @@ TEST_CASE("host_backend conv2d refuses shapes that are not a convolution or too 
   // Refused before any work: the gradients the accepted calls left are still there.
   CHECK(dw == dw_before);
   CHECK(dbias == dbias_before);
+}
+
+// detail::pinnable_cache, the policy of cuda_backend's cuDNN convolution cache: the least
+// recently used unpinned shape goes past the capacity; pinned shapes (a captured CUDA graph
+// holds their workspaces) never go, however many unpinned ones come and go, and do not count
+// against the capacity.
+namespace {
+
+/// Counts live objects, so that the test sees what the cache destroyed.
+struct tracked {
+  explicit tracked(int id, int* live) : id(id), live(live) { ++*live; }
+  tracked(const tracked&) = delete;
+  tracked& operator=(const tracked&) = delete;
+  ~tracked() { --*live; }
+  int id;
+  int* live;
+};
+
+}  // namespace
+
+TEST_CASE("pinnable_cache drops the least recently used unpinned entry, never a pinned one",
+          "[backend_conv][pinnable_cache]") {
+  int live = 0, made = 0;
+  seedrl::detail::pinnable_cache<conv2d_shape, tracked> cache(2);
+  const auto shape = [](int batch) { return make_shape(batch, 1, 4, 4, 1, 3, 3, 1, 1, 0, 0); };
+  const auto get = [&](int batch, bool pin) -> tracked& {
+    return cache.get(shape(batch), pin, [&] {
+      ++made;
+      return std::make_unique<tracked>(batch, &live);
+    });
+  };
+  tracked& p8 = get(8, true);  // pinned, as a graph's warm-up makes it
+  get(1, false);
+  get(2, false);
+  CHECK(cache.size() == 3);
+  CHECK(cache.pinned_count() == 1);
+  CHECK(live == 3);
+  get(1, false);  // found: 1 is now more recent than 2
+  CHECK(made == 3);
+  get(3, false);  // two unpinned held: 2, the least recently used, goes
+  CHECK(cache.contains(shape(1)));
+  CHECK_FALSE(cache.contains(shape(2)));
+  CHECK(cache.contains(shape(3)));
+  CHECK(live == 3);
+  // Many more shapes come and go; the pinned one stays, at the same address.
+  for (int b = 10; b < 60; ++b)
+    get(b, false);
+  CHECK(cache.size() == 3);
+  CHECK(live == 3);
+  CHECK(cache.pinned(shape(8)));
+  CHECK(&get(8, false) == &p8);
+  CHECK(p8.id == 8);
+  // Pinning a held unpinned entry keeps it; pinned entries may outnumber the capacity.
+  get(59, true);
+  get(16, true);
+  get(17, true);
+  CHECK(cache.pinned_count() == 4);
+  get(70, false);
+  get(71, false);
+  get(72, false);  // only unpinned ones go: 70
+  CHECK(cache.pinned_count() == 4);
+  CHECK(cache.size() == 6);
+  CHECK(live == 6);
+  CHECK_FALSE(cache.contains(shape(70)));
+  for (const int b : {8, 59, 16, 17})
+    CHECK(cache.pinned(shape(b)));
+  CHECK_FALSE(cache.pinned(shape(71)));
+  CHECK_THROWS_AS((seedrl::detail::pinnable_cache<int, int>(0)), std::invalid_argument);
 }

@@ -1,7 +1,9 @@
 // The InferenceEngine plug point: the CPU engine (1, 2 and 3 workers) against the network's
 // own infer called one row at a time with a state table of its own, parameter swaps reaching
 // every worker, and a recording engine plugged into the learner showing what the inference
-// loop hands an engine and that every reply comes from the engine's outputs.
+// loop hands an engine and that every reply comes from the engine's outputs; uint8 frames
+// through the CPU engine and the loop against float ones, and a loop that reads only the start
+// states it asked for (agent_step_input::keep_state).
 
 #include <algorithm>
 #include <atomic>
@@ -25,7 +27,10 @@
 #include "seedrl/core/random.hpp"
 #include "seedrl/cuda/inference_engine.hpp"
 #include "seedrl/env/cartpole.hpp"
+#include "seedrl/env/catch.hpp"
+#include "seedrl/net/frame_stack.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/net/nature_cnn_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/actor.hpp"
 #include "seedrl/runtime/any_inference_engine.hpp"
@@ -849,4 +854,301 @@ TEST_CASE("learner_config::inference_device picks the engine a learner infers wi
     CHECK(log.counters.empty());
   }
   clear_log();  // the loop's sampling test counts from an empty log
+}
+
+TEST_CASE("the CPU engine on uint8 frames equals it on the same frames as floats, bit for bit",
+          "[inference_engine]") {
+  // A frame-stacked Nature CNN + LSTM, so the widened frames feed the frame history too.
+  using pixel_t = seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>>;
+  seedrl::frame_stack_config stack{.height = 44, .width = 52, .channels = 1, .depth = 3};
+  seedrl::pixel_lstm_agent_config<seedrl::nature_cnn_config> agent;
+  agent.height = 44;
+  agent.width = 52;
+  agent.channels = 3;
+  agent.num_actions = 4;
+  agent.torso.channels = {4, 5, 3};
+  agent.dense_size = 7;
+  agent.lstm_size = 6;
+  agent.seed = 12;
+  const pixel_t net(stack, agent);
+  const std::size_t A = 4, F = 44 * 52;
+  for (const std::size_t workers : {1, 2}) {
+    seedrl::cpu_inference_engine<pixel_t> wide(net, {max_envs, max_batch, A, workers});
+    seedrl::cpu_inference_engine<pixel_t> bytes(net, {max_envs, max_batch, A, workers});
+    const std::size_t W = wide.state_width();
+    seedrl::random_generator rng(31);
+    std::vector<float> logits_f(max_batch * A), values_f(max_batch);
+    std::vector<float> logits_u(max_batch * A), values_u(max_batch);
+    for (int k = 0; k < 6; ++k) {
+      for (std::uint32_t s = 0; s < max_envs; ++s) {
+        if (rng.uniform() < 0.1) {  // run restarts
+          wide.reset_state(s);
+          bytes.reset_state(s);
+        }
+      }
+      const std::size_t B = 1 + rng.below(max_batch);
+      batch b = random_batch(rng, B);  // its slots, rewards, resets and previous actions
+      std::vector<std::uint8_t> frames(B * F);
+      std::vector<float> as_float(B * F);
+      for (std::size_t i = 0; i < B * F; ++i) {
+        frames[i] = static_cast<std::uint8_t>(rng.below(256));
+        as_float[i] = static_cast<float>(frames[i]);
+      }
+      wide.infer(b.slots, {as_float, b.rewards, b.resets, b.prev},
+                 {std::span(logits_f).first(B * A), std::span(values_f).first(B)});
+      seedrl::agent_step_input<float> in{{}, b.rewards, b.resets, b.prev};
+      in.observations_u8 = frames;
+      bytes.infer(b.slots, in, {std::span(logits_u).first(B * A), std::span(values_u).first(B)});
+      INFO(workers << " workers, batch " << k << ", B = " << B);
+      CHECK(std::equal(logits_f.begin(), logits_f.begin() + static_cast<std::ptrdiff_t>(B * A),
+                       logits_u.begin()));
+      CHECK(std::equal(values_f.begin(), values_f.begin() + static_cast<std::ptrdiff_t>(B),
+                       values_u.begin()));
+      for (std::size_t r = 0; r < B; ++r) {
+        const auto f = wide.state_before(r), u = bytes.state_before(r);
+        REQUIRE(u.size() == W);
+        CHECK(std::equal(f.begin(), f.end(), u.begin()));
+      }
+    }
+  }
+}
+
+namespace {
+
+/// Catch's frames as float32 observations: the same game, so that a learner takes the float
+/// path (agent_step_input::observations) where Catch takes the uint8 one.
+struct float_catch {
+  using observation_type = float;
+  using action_type = std::int32_t;
+  seedrl::catch_game game;
+  std::vector<std::uint8_t> frame = std::vector<std::uint8_t>(84 * 84);
+
+  static seedrl::observation_spec observation_spec() {
+    auto s = seedrl::catch_game::observation_spec();
+    s.type = seedrl::dtype::float32;
+    return s;
+  }
+  static seedrl::action_spec action_spec() { return seedrl::catch_game::action_spec(); }
+  void seed(std::uint64_t s) { game.seed(s); }
+  void reset(std::span<float> observation) {
+    game.reset(frame);
+    std::copy(frame.begin(), frame.end(), observation.begin());
+  }
+  seedrl::step_result step(action_type action, std::span<float> observation) {
+    const auto r = game.step(action, frame);
+    std::copy(frame.begin(), frame.end(), observation.begin());
+    return r;
+  }
+};
+static_assert(seedrl::Environment<float_catch>);
+
+/// What a probe engine saw over a learner's run.
+struct probe_log {
+  std::mutex mutex;
+  std::size_t batches = 0, byte_batches = 0, rows = 0, kept_rows = 0, bad_keep = 0;
+};
+
+/// cpu_inference_engine, recording which observations and start states the loop hands it; with
+/// `Poison`, a row whose state_before was not asked for (agent_step_input::keep_state) reads
+/// NaNs, as an engine that leaves those rows unspecified may.
+template <class Net, bool Poison>
+struct probe_engine {
+  using scalar_type = float;
+  seedrl::cpu_inference_engine<Net> inner;
+  std::vector<std::uint8_t> kept;
+  std::vector<float> poison;
+
+  static probe_log& log() {
+    static probe_log l;
+    return l;
+  }
+  probe_engine(const Net& net, const seedrl::inference_engine_config& c)
+      : inner(net, c), kept(c.max_batch), poison(inner.state_width(), std::nanf("")) {}
+  std::size_t max_envs() const { return inner.max_envs(); }
+  std::size_t max_batch() const { return inner.max_batch(); }
+  std::size_t state_width() const { return inner.state_width(); }
+  std::size_t policy_width() const { return inner.policy_width(); }
+  void reset_state(std::size_t slot) { inner.reset_state(slot); }
+  void infer(std::span<const std::uint32_t> slots, const seedrl::agent_step_input<float>& in,
+             const seedrl::agent_step_output<float>& out) {
+    const std::size_t B = slots.size();
+    {
+      auto& l = log();
+      std::lock_guard lock(l.mutex);
+      ++l.batches;
+      l.rows += B;
+      if (in.observations.empty() && in.observations_u8.size() == B * 84 * 84)
+        ++l.byte_batches;
+      l.bad_keep += in.keep_state.size() == B ? 0 : 1;  // (Catch's REQUIRE is not for threads)
+      for (const auto k : in.keep_state)
+        l.kept_rows += k;
+    }
+    std::copy(in.keep_state.begin(), in.keep_state.end(), kept.begin());
+    inner.infer(slots, in, out);
+  }
+  std::span<const float> state_before(std::size_t row) const {
+    if (Poison && kept[row] == 0)
+      return poison;
+    return inner.state_before(row);
+  }
+  bool update_parameters(const seedrl::parameter_store<float>& p, std::uint64_t* version) {
+    return inner.update_parameters(p, version);
+  }
+};
+
+/// One unroll as the trainer got it.
+struct trained_unroll {
+  std::vector<float> observations, rewards, start_state;
+  std::vector<std::uint8_t> dones;
+  std::vector<std::int32_t> actions;
+  bool operator==(const trained_unroll&) const = default;
+};
+
+/// A Trainer that keeps the first unrolls it is given, in order, and changes no parameter.
+struct unroll_keeper {
+  struct record {
+    std::mutex mutex;
+    std::vector<trained_unroll> unrolls;
+  };
+  std::shared_ptr<record> r = std::make_shared<record>();
+
+  template <class Net, class Opt>
+  seedrl::train_step_result train_step(const seedrl::training_batch<float>& b, Net&, Opt&,
+                                       const seedrl::impala_loss<float>&, double) {
+    const std::size_t obs = b.observations.size() / ((b.T + 1) * b.B);
+    const std::size_t W = b.start_state.size() / b.B;
+    std::lock_guard lock(r->mutex);
+    for (std::size_t u = 0; u < b.B; ++u) {
+      trained_unroll t;
+      for (std::size_t s = 0; s <= b.T; ++s) {  // time-major: row s * B + u
+        const std::size_t row = s * b.B + u;
+        t.observations.insert(t.observations.end(), b.observations.begin() + row * obs,
+                              b.observations.begin() + (row + 1) * obs);
+        t.rewards.push_back(b.rewards[row]);
+        t.dones.push_back(b.dones[row]);
+        t.actions.push_back(b.actions[row]);
+      }
+      t.start_state.assign(b.start_state.begin() + u * W, b.start_state.begin() + (u + 1) * W);
+      r->unrolls.push_back(std::move(t));
+    }
+    return {};
+  }
+  template <class Net, class Opt>
+  void sync_to_host(Net&, Opt&) noexcept {}
+  template <class Net, class Opt>
+  void load_from_host(Net&, Opt&) noexcept {}
+};
+
+/// The first `n` unrolls a learner over Env (Catch's game, as uint8 or float frames) trains on,
+/// inferring with Engine: one actor of 3 envs, so every batch is its one request and the run
+/// is the same whatever the timing. With `inference_only`, none: the learner serves n frames.
+template <class Env, class Engine>
+std::vector<trained_unroll> first_unrolls(std::size_t n, const char* endpoint_name,
+                                          bool inference_only = false) {
+  using catch_net = seedrl::mlp_lstm_agent<float>;
+  using learner_t =
+      seedrl::learner<catch_net, seedrl::adam<float>, seedrl::in_process_transport, unroll_keeper,
+                      seedrl::impala_loss<float>, seedrl::categorical_sampler, Engine>;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.observation_size = 84 * 84;
+  nc.num_actions = 3;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 4;
+  nc.seed = 3;
+  seedrl::learner_config lc;
+  lc.max_envs = 4;
+  lc.unroll_length = 4;
+  lc.batch_size = 2;
+  lc.batching.max_batch = 4;
+  lc.batching.deadline = 1ms;
+  lc.batching.max_request_rows = 4;
+  lc.seed = 17;
+  lc.inference_only = inference_only;
+  unroll_keeper keeper;
+  const auto record = keeper.r;
+  seedrl::in_process_transport transport;
+  const seedrl::in_process_endpoint endpoint{endpoint_name};
+  learner_t learner(lc, catch_net(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    Env::observation_spec(), Env::action_spec(), keeper);
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  std::atomic<bool> stop{false};
+  std::thread actor([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = 3;
+    ac.seed = 5;
+    seedrl::actor<Env, std::function<seedrl::in_process_connection()>> a(
+        ac, [](std::size_t) { return Env(); }, [&] { return transport.connect(endpoint); });
+    a.run(stop);
+  });
+  const auto kept = [&] {
+    std::lock_guard lock(record->mutex);
+    return record->unrolls.size();
+  };
+  const auto done = [&] {
+    return inference_only ? learner.stats().frames >= static_cast<std::int64_t>(n) : kept() >= n;
+  };
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (!done() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  stop = true;
+  actor.join();
+  learner.stop();
+  REQUIRE(done());
+  std::lock_guard lock(record->mutex);
+  if (inference_only)
+    return {};
+  return {record->unrolls.begin(), record->unrolls.begin() + static_cast<std::ptrdiff_t>(n)};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the loop keeps uint8 frames as bytes up to the engine and asks only for the start states "
+    "it keeps: unrolls as with float frames and every state",
+    "[inference_engine]") {
+  using catch_net = seedrl::mlp_lstm_agent<float>;
+  using plain = probe_engine<catch_net, false>;
+  using poisoned = probe_engine<catch_net, true>;
+  constexpr std::size_t n = 12;
+  const auto as_float = first_unrolls<float_catch, plain>(n, "busdata-float");
+  {
+    std::lock_guard lock(plain::log().mutex);
+    CHECK(plain::log().byte_batches == 0);  // float frames travel as floats
+    CHECK(plain::log().bad_keep == 0);
+    // Only rows that open or complete an unroll keep their state: with T = 4, about 1 in 4.
+    CHECK(plain::log().kept_rows > 0);
+    CHECK(plain::log().kept_rows * 2 < plain::log().rows);
+  }
+  const auto as_bytes = first_unrolls<seedrl::catch_game, poisoned>(n, "busdata-bytes");
+  {
+    std::lock_guard lock(poisoned::log().mutex);
+    CHECK(poisoned::log().batches > 0);
+    CHECK(poisoned::log().byte_batches == poisoned::log().batches);
+    CHECK(poisoned::log().bad_keep == 0);
+    CHECK(poisoned::log().kept_rows > 0);
+    CHECK(poisoned::log().kept_rows * 2 < poisoned::log().rows);  // the poison is read if misused
+  }
+  // The same run: frames widened into the unrolls, the same actions (the same logits), and start
+  // states never read from a row that was not asked for (they would be NaN).
+  REQUIRE(as_bytes.size() == as_float.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    INFO("unroll " << i);
+    CHECK(as_bytes[i] == as_float[i]);
+    CHECK(std::all_of(as_bytes[i].start_state.begin(), as_bytes[i].start_state.end(),
+                      [](float x) { return std::isfinite(x); }));
+  }
+  // The frames arrived: Catch draws the paddle (128) in every frame.
+  CHECK(std::count(as_bytes[0].observations.begin(), as_bytes[0].observations.end(), 128.0f) > 0);
+  // A learner that only serves builds no unrolls and asks for no state.
+  std::size_t rows_before = 0;
+  {
+    std::lock_guard lock(poisoned::log().mutex);
+    rows_before = poisoned::log().rows;
+    poisoned::log().kept_rows = 0;
+  }
+  first_unrolls<seedrl::catch_game, poisoned>(60, "busdata-serving", true);
+  std::lock_guard lock(poisoned::log().mutex);
+  CHECK(poisoned::log().rows >= rows_before + 60);
+  CHECK(poisoned::log().kept_rows == 0);
 }

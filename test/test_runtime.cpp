@@ -318,6 +318,39 @@ TEST_CASE("unroll_builder emits T+1 steps with one-step overlap and drops on res
   CHECK(w->start_state[0] == 100.0f);
 }
 
+TEST_CASE("unroll_builder reads a step's state only where an unroll starts or completes",
+          "[runtime][unroll]") {
+  const std::size_t T = 2;
+  seedrl::unroll_builder<float> builder(1, T, 1, 2, 3);
+  const std::vector<float> state{1.0f, 2.0f};
+  const std::array<std::uint8_t, 1> frame{200};
+  // Steps 0..5 of one env: an unroll opens at 0 and completes at 2 and 4 (T + 1 = 3 steps, the
+  // last of each the first of the next); the steps between read no state.
+  const bool needed[] = {true, false, true, false, true, false};
+  for (int t = 0; t < 6; ++t) {
+    INFO("step " << t);
+    REQUIRE(builder.needs_state_before(0) == needed[t]);
+    // uint8 frames are widened into the unroll; a step that needs no state may come without one.
+    auto* u =
+        builder.append(0, std::span<const std::uint8_t>(frame), 0.0f, false, false, 0, 0, 0.0f, 0,
+                       needed[t] ? std::span<const float>(state) : std::span<const float>());
+    if (u != nullptr) {
+      CHECK(u->observations == std::vector<float>{200.0f, 200.0f, 200.0f});
+      CHECK(u->start_state == state);
+      builder.recycle(u);
+    }
+  }
+  // Where a state is needed, one of the wrong width (a row the engine was not asked for) is
+  // refused before anything changes.
+  REQUIRE(builder.needs_state_before(0));
+  CHECK_THROWS_AS(builder.append(0, std::span<const std::uint8_t>(frame), 0.0f, false, false, 0, 0,
+                                 0.0f, 0, std::span<const float>()),
+                  std::logic_error);
+  CHECK(builder.pending(0) == 2);
+  builder.reset(0);
+  CHECK(builder.needs_state_before(0));
+}
+
 TEST_CASE("bounded_queue applies backpressure and closes cleanly",
           "[runtime][queue][concurrency]") {
   seedrl::bounded_queue<int> q(2);

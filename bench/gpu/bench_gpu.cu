@@ -11,19 +11,26 @@
 //   train step   one mlp_lstm_agent training step (CartPole-sized and Atari-core-sized) on the
 //                GPU against the same step on one CPU thread (bench_train_step.cpp)
 //
+//   e2e          (only with --e2e) the learner end to end, Atari network and Catch actors, GPU
+//                inference and training against the CPU learner (bench_e2e.cpp)
+//
 // Usage: seedrl_bench_gpu [--quick]   (--quick: fewer repetitions, for a smoke run)
+//        seedrl_bench_gpu --e2e SECONDS [ACTORS]   (each learner run about SECONDS long; the CPU
+//                run works without a GPU, the GPU run then says it skipped)
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "bench_e2e.hpp"
 #include "bench_inference.hpp"
 #include "bench_train_step.hpp"
 #include "seedrl/core/random.hpp"
@@ -315,6 +322,20 @@ void bench_vtrace(const ceilings& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--e2e") == 0) {
+    const double seconds = argc > 2 ? std::atof(argv[2]) : 30.0;
+    const int actors = argc > 3 ? std::atoi(argv[3]) : 0;
+    if (!(seconds > 0)) {
+      std::fprintf(stderr, "usage: seedrl_bench_gpu --e2e SECONDS [ACTORS]\n");
+      return 2;
+    }
+    try {
+      return seedrl::bench_gpu::bench_e2e(seconds, actors);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "seedrl_bench_gpu --e2e: %s\n", e.what());
+      return 1;
+    }
+  }
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   if (quick) {
     g_repeats = 5;

@@ -8,12 +8,19 @@
 #   3. run the gpu-labelled tests (ctest -L gpu), then the GPU benchmarks, which include one
 #      mlp_lstm_agent training step on the GPU against the same step on one CPU thread, measured
 #      in the same program on the same machine (bench/gpu/bench_train_step.cpp);
-#   4. print a short table, and the training-step rows again as a GPU-vs-CPU summary.
+#   4. run the learner end to end (seedrl_bench_gpu --e2e, bench/gpu/bench_e2e.cpp): the Atari
+#      network with Catch actors as threads on this machine's cores, over the in-process
+#      transport (no Asio needed), GPU inference + GPU training against the CPU learner, each
+#      for $SEEDRL_E2E_SECONDS (default 25) seconds;
+#   5. print a short table, and the training-step, inference and end-to-end rows again as
+#      GPU-vs-CPU summaries.
+# The stages' timeouts sum to 470 s, inside the 8 minutes.
 # Header-only dependencies (Eigen 3.4, Catch2 2.13, nlohmann_json 3.10+) come from the system or
 # from $SEEDRL_GPU_DEPS (default: .gpu-deps/ in the repository), which bench/gpu/stage-deps.sh
 # fills on a machine that has them; the device machine has none of them and cannot download.
 # Logs go to $OUT when it is set (the device machine returns it), else to the build directory.
-# Exit status 0 only when the GPU tests ran and passed and the benchmarks ran.
+# Exit status 0 only when the GPU tests ran and passed and the benchmarks (end to end included)
+# ran.
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -40,7 +47,7 @@ if command -v ninja > /dev/null && [[ ! -f "$build/CMakeCache.txt" ]]; then
 fi
 
 stage "configure (sm_90) in $build"
-if ! timeout 120 cmake -S "$root" -B "$build" "${args[@]}" > "$logs/configure.log" 2>&1; then
+if ! timeout 25 cmake -S "$root" -B "$build" "${args[@]}" > "$logs/configure.log" 2>&1; then
   tail -40 "$logs/configure.log"
   echo "check.sh: configure failed (log: $logs/configure.log)"
   exit 1
@@ -48,7 +55,7 @@ fi
 grep -E "Found CUDAToolkit|Found CUDNN|cuDNN not found" "$logs/configure.log" || true
 
 stage "build seedrl_cuda_tests seedrl_bench_gpu"
-if ! timeout 330 cmake --build "$build" -j"$(nproc)" --target seedrl_cuda_tests seedrl_bench_gpu \
+if ! timeout 200 cmake --build "$build" -j"$(nproc)" --target seedrl_cuda_tests seedrl_bench_gpu \
     > "$logs/build.log" 2>&1; then
   grep -E "error|Error" "$logs/build.log" | head -40
   echo "check.sh: build failed (log: $logs/build.log)"
@@ -56,7 +63,7 @@ if ! timeout 330 cmake --build "$build" -j"$(nproc)" --target seedrl_cuda_tests 
 fi
 
 stage "GPU tests (ctest -L gpu)"
-timeout 120 ctest --test-dir "$build" -L gpu --output-on-failure > "$logs/tests.log" 2>&1
+timeout 80 ctest --test-dir "$build" -L gpu --output-on-failure > "$logs/tests.log" 2>&1
 test_rc=$?
 cat "$logs/tests.log"
 tests="passed"
@@ -68,19 +75,31 @@ elif grep -q "Skipped\|Not Run" "$logs/tests.log"; then
 fi
 
 stage "GPU benchmarks"
-timeout 180 "$build/bench/gpu/seedrl_bench_gpu" > "$logs/bench.txt" 2>&1
+timeout 85 "$build/bench/gpu/seedrl_bench_gpu" > "$logs/bench.txt" 2>&1
 bench_rc=$?
+
+# Two learner runs of e2e_seconds each, plus start-up and shutdown: bounded by the timeout too.
+e2e_seconds="${SEEDRL_E2E_SECONDS:-25}"
+stage "end to end, GPU learner vs CPU learner (${e2e_seconds} s each)"
+timeout 80 "$build/bench/gpu/seedrl_bench_gpu" --e2e "$e2e_seconds" > "$logs/e2e.txt" \
+  2> "$logs/e2e.log"
+e2e_rc=$?
 
 stage "done"
 echo
 echo "GPU tests: $tests"
 echo "GPU benchmarks (exit $bench_rc; full output in $logs/bench.txt):"
 cat "$logs/bench.txt"
+echo "End to end (exit $e2e_rc; learner messages in $logs/e2e.log):"
+cat "$logs/e2e.txt"
 echo
 echo "Training step, GPU (cuda::mlp_lstm_trainer, cuda::pixel_lstm_trainer) vs CPU (one thread), samples/s = T*B per step:"
 grep -E '^\| train ' "$logs/bench.txt" || echo "(no training-step rows)"
 echo
 echo "Inference, GPU (cuda::inference_engine) vs CPU (cpu_inference_engine, one worker per core), per batch size:"
 grep -E '^\| infer ' "$logs/bench.txt" || echo "(no inference rows)"
+echo
+echo "End to end, Atari network (Nature CNN + LSTM 512) with Catch actors on $(nproc) cores, frames/s: GPU learner (cuda inference + cuda training) vs CPU learner, and their ratio:"
+grep -E '^\| e2e ' "$logs/e2e.txt" || echo "(no end-to-end rows)"
 echo "elapsed: $((SECONDS - start)) s"
-[[ $test_rc -eq 0 && $bench_rc -eq 0 ]]
+[[ $test_rc -eq 0 && $bench_rc -eq 0 && $e2e_rc -eq 0 ]]

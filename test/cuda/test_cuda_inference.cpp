@@ -4,10 +4,12 @@
 // episode resets and run restarts (reset_state) in between, then a parameter update through a
 // parameter_store reaching both engines. Logits, values and each row's state before the step;
 // on every other batch the actions and log-probs sampled on the device, against the counter
-// generator's CPU reference over the CPU engine's logits. Pipelined (begin/finish, two batches
-// in flight with disjoint slots, resets and a parameter update between the two begins) against
-// the same CPU engine run one batch at a time, for the MLP recipe (CUDA graphs, one per input
-// buffer) and the Nature CNN.
+// generator's CPU reference over the CPU engine's logits. Each network also with uint8 frames
+// (widened on the device) and, on every third batch, only some rows' states brought back. The
+// captured CUDA graphs of the Nature CNN step against plain launches, over every bucket.
+// Pipelined (begin/finish, two batches in flight with disjoint slots, resets and a parameter
+// update between the two begins) against the same CPU engine run one batch at a time, for the
+// MLP recipe (CUDA graphs, one per input buffer) and the Nature CNN.
 // Part of seedrl_cuda_tests (label gpu, skipped with 77 without a device); the engines are
 // instantiated in mlp_lstm_trainer_instance.cu and pixel_lstm_trainer_instance.cu.
 
@@ -16,10 +18,13 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <iterator>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "seedrl/core/counter_random.hpp"
@@ -46,8 +51,13 @@ bool close(float got, float want) {
   return std::abs(got - want) <= 1e-4f + 1e-4f * std::abs(want);
 }
 
+/// `frames`: the GPU gets the observations as uint8 frames (agent_step_input::observations_u8,
+/// whole numbers in [0, 255]), the CPU engine the same values as floats. On every third batch the
+/// GPU is asked for a random subset of the rows' states (agent_step_input::keep_state): those
+/// match the CPU engine's, the others are empty.
 template <class Recipe, class Net>
-void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_t seed) {
+void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_t seed,
+             bool frames = false) {
   const seedrl::inference_engine_config config{max_envs, max_batch, A, 1};
   seedrl::cuda::inference_engine<float, Recipe> gpu(net, config);
   seedrl::cpu_inference_engine<Net> cpu(net, config);
@@ -84,16 +94,32 @@ void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_
     const std::vector<std::uint32_t> slots(all.begin(),
                                            all.begin() + static_cast<std::ptrdiff_t>(B));
     std::vector<float> o(B * obs), rewards(B);
-    std::vector<std::uint8_t> resets(B);
+    std::vector<std::uint8_t> resets(B), bytes(frames ? B * obs : 0), keep;
     std::vector<std::int32_t> prev(B);
-    for (auto& x : o)
-      x = static_cast<float>(rng.uniform(obs_lo, obs_hi));
+    for (std::size_t i = 0; i < B * obs; ++i) {
+      if (frames) {
+        bytes[i] = static_cast<std::uint8_t>(rng.below(256));
+        o[i] = static_cast<float>(bytes[i]);
+      } else {
+        o[i] = static_cast<float>(rng.uniform(obs_lo, obs_hi));
+      }
+    }
+    if (k % 3 == 2) {
+      for (std::size_t r = 0; r < B; ++r)
+        keep.push_back(r == 0 || rng.uniform() < 0.5 ? 1 : 0);
+    }
     for (std::size_t r = 0; r < B; ++r) {
       rewards[r] = static_cast<float>(rng.uniform(-2.0, 2.0));
       resets[r] = k == 0 || rng.uniform() < 0.2 ? 1 : 0;
       prev[r] = static_cast<std::int32_t>(rng.below(A));
     }
     const seedrl::agent_step_input<float> in{o, rewards, resets, prev};
+    seedrl::agent_step_input<float> gpu_in = in;
+    if (frames) {
+      gpu_in.observations = {};
+      gpu_in.observations_u8 = bytes;
+    }
+    gpu_in.keep_state = keep;
     // Every other batch samples on the device: actions as the CPU reference of the counter
     // generator draws them from the CPU engine's logits.
     const bool sample = k % 2 == 1;
@@ -102,9 +128,10 @@ void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_
     const seedrl::agent_step_output<float> g_out{std::span(g_logits).first(B * A),
                                                  std::span(g_values).first(B)};
     if (sample)
-      gpu.infer_and_sample(slots, in, g_out, 99, static_cast<std::uint64_t>(k), actions, log_probs);
+      gpu.infer_and_sample(slots, gpu_in, g_out, 99, static_cast<std::uint64_t>(k), actions,
+                           log_probs);
     else
-      gpu.infer(slots, in, g_out);
+      gpu.infer(slots, gpu_in, g_out);
     cpu.infer(slots, in, {std::span(c_logits).first(B * A), std::span(c_values).first(B)});
     std::size_t bad = 0;
     for (std::size_t r = 0; sample && r < B; ++r) {
@@ -120,6 +147,10 @@ void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_
     for (std::size_t r = 0; r < B; ++r) {
       bad += close(g_values[r], c_values[r]) ? 0 : 1;
       const auto gb = gpu.state_before(r), cb = cpu.state_before(r);
+      if (!keep.empty() && keep[r] == 0) {
+        bad += gb.empty() ? 0 : 1;  // not asked for: not brought back
+        continue;
+      }
       REQUIRE(gb.size() == W);
       for (std::size_t i = 0; i < W; ++i)
         bad += close(gb[i], cb[i]) ? 0 : 1;
@@ -299,6 +330,8 @@ TEST_CASE("cuda inference_engine matches the CPU engine: MLP + 1- and 2-layer LS
     c.seed = 5;
     seedrl::mlp_lstm_agent<float> net(c);
     compare<seedrl::cuda::mlp_lstm_recipe>(net, 4, -1.0, 1.0, 7);
+    // uint8 frames through the graph-captured step (a graph per observation type).
+    compare<seedrl::cuda::mlp_lstm_recipe>(net, 4, 0.0, 255.0, 10, true);
   }
 }
 
@@ -316,6 +349,8 @@ TEST_CASE("cuda inference_engine matches the CPU engine: frame-stacked Nature CN
   agent.seed = 3;
   seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>> net(stack, agent);
   compare<seedrl::cuda::pixel_lstm_recipe<seedrl::nature_cnn_config>>(net, 5, 0.0, 255.0, 8);
+  // The frames as uint8, widened on the device.
+  compare<seedrl::cuda::pixel_lstm_recipe<seedrl::nature_cnn_config>>(net, 5, 0.0, 255.0, 11, true);
 }
 
 TEST_CASE("cuda inference_engine matches the CPU engine: frame-stacked IMPALA ResNet + LSTM",
@@ -334,6 +369,7 @@ TEST_CASE("cuda inference_engine matches the CPU engine: frame-stacked IMPALA Re
   agent.seed = 4;
   seedrl::frame_stacked<seedrl::impala_resnet_lstm_agent<float>> net(stack, agent);
   compare<seedrl::cuda::pixel_lstm_recipe<cfg>>(net, 3, 0.0, 255.0, 9);
+  compare<seedrl::cuda::pixel_lstm_recipe<cfg>>(net, 3, 0.0, 255.0, 12, true);
 }
 
 TEST_CASE("cuda inference_engine refuses what it cannot serve", "[cuda][inference]") {
@@ -394,4 +430,129 @@ TEST_CASE("cuda inference_engine takes the GPU trainer's parameters device to de
     CHECK(close(gl[i], cl[i]));
   for (std::size_t i = 0; i < 2; ++i)
     CHECK(close(gv[i], cv[i]));
+}
+
+namespace {
+
+/// Sets an environment variable for a scope (the engine reads SEEDRL_CUDA_GRAPHS when built).
+class scoped_env {
+ public:
+  scoped_env(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name))
+      old_ = old;
+    ::setenv(name, value, 1);
+  }
+  scoped_env(const scoped_env&) = delete;
+  scoped_env& operator=(const scoped_env&) = delete;
+  ~scoped_env() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+TEST_CASE("cuda inference_engine: captured graphs of the Nature CNN step match plain launches",
+          "[cuda][inference][graphs]") {
+  // Every bucket (1 .. 256 rows) is used at least three times (warm-up, capture, replays), with
+  // batches above 256 in between, each a new set of convolution shapes (more than the backend's
+  // 32 unpinned ones): they push every unpinned cuDNN object out of the cache, so a graph that
+  // replayed a dropped workspace would read freed memory. The state table carries from batch to
+  // batch, so the padded rows' scratch slot and the slots' states are checked along the way.
+  seedrl::frame_stack_config stack{.height = 36, .width = 36, .channels = 1, .depth = 2};
+  seedrl::pixel_lstm_agent_config<seedrl::nature_cnn_config> agent;
+  agent.height = 36;
+  agent.width = 36;
+  agent.channels = 2;
+  agent.num_actions = 4;
+  agent.torso.channels = {4, 8, 8};
+  agent.dense_size = 16;
+  agent.lstm_size = 8;
+  agent.seed = 6;
+  using net_t = seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>>;
+  using engine_t =
+      seedrl::cuda::inference_engine<float,
+                                     seedrl::cuda::pixel_lstm_recipe<seedrl::nature_cnn_config>>;
+  net_t net(stack, agent);
+  constexpr std::size_t envs = 320, batch = 320, A = 4;
+  const seedrl::inference_engine_config config{envs, batch, A, 1};
+  std::optional<engine_t> plain;
+  {
+    const scoped_env off("SEEDRL_CUDA_GRAPHS", "0");
+    plain.emplace(net, config);
+  }
+  std::optional<engine_t> graphs;
+  {
+    const scoped_env on("SEEDRL_CUDA_GRAPHS", "1");
+    graphs.emplace(net, config);
+  }
+  const std::size_t W = graphs->state_width(), obs = 36 * 36;
+  seedrl::random_generator rng(12);
+  std::vector<std::size_t> sizes;
+  std::size_t update_at = 0;  // new parameters before the third round: the other buffer's graphs
+  for (std::size_t rep = 0; rep < 3; ++rep) {
+    if (rep == 2)
+      update_at = sizes.size();
+    for (const std::size_t B : {1, 2, 3, 4, 7, 8, 13, 16, 17, 32, 33, 64, 100, 128, 129, 256})
+      sizes.push_back(B);
+    for (std::size_t B = 257 + 15 * rep; B < 257 + 15 * (rep + 1); ++B)
+      sizes.push_back(B);  // plain: 45 sizes of 3 new shapes each
+  }
+  std::vector<float> gl(batch * A), gv(batch), pl(batch * A), pv(batch);
+  std::size_t bad = 0, rows = 0;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    const std::size_t B = sizes[k];
+    std::vector<std::uint32_t> all(envs);
+    std::iota(all.begin(), all.end(), 0u);
+    for (std::size_t i = envs - 1; i > 0; --i)
+      std::swap(all[i], all[rng.below(i + 1)]);
+    const std::vector<std::uint32_t> slots(all.begin(),
+                                           all.begin() + static_cast<std::ptrdiff_t>(B));
+    if (k == update_at) {
+      std::vector<float> p(net.parameters().begin(), net.parameters().end());
+      for (auto& x : p)
+        x *= static_cast<float>(rng.uniform(0.8, 1.2));
+      graphs->set_parameters(p);
+      plain->set_parameters(p);
+    }
+    if (k % 7 == 3) {
+      graphs->reset_state(slots[0]);
+      plain->reset_state(slots[0]);
+    }
+    std::vector<float> o(B * obs), rewards(B);
+    std::vector<std::uint8_t> resets(B);
+    std::vector<std::int32_t> prev(B);
+    for (auto& x : o)
+      x = static_cast<float>(rng.below(256));
+    for (std::size_t r = 0; r < B; ++r) {
+      rewards[r] = static_cast<float>(rng.uniform(-1.0, 1.0));
+      resets[r] = rng.uniform() < 0.1 ? 1 : 0;
+      prev[r] = static_cast<std::int32_t>(rng.below(A));
+    }
+    const seedrl::agent_step_input<float> in{o, rewards, resets, prev};
+    graphs->infer(slots, in, {std::span(gl).first(B * A), std::span(gv).first(B)});
+    plain->infer(slots, in, {std::span(pl).first(B * A), std::span(pv).first(B)});
+    for (std::size_t i = 0; i < B * A; ++i)
+      bad += close(gl[i], pl[i]) ? 0 : 1;
+    for (std::size_t r = 0; r < B; ++r) {
+      bad += close(gv[r], pv[r]) ? 0 : 1;
+      const auto g = graphs->state_before(r), p = plain->state_before(r);
+      REQUIRE(g.size() == W);
+      for (std::size_t i = 0; i < W; ++i)
+        bad += close(g[i], p[i]) ? 0 : 1;
+    }
+    rows += B;
+    INFO("batch " << k << ", B = " << B);
+    REQUIRE(bad == 0);
+  }
+  CHECK(rows > 3 * 256);
+  // Nine buckets (1, 2, 4, ..., 256), on both parameter buffers; none without graphs.
+  CHECK(graphs->captured_graphs() == 18);
+  CHECK(plain->captured_graphs() == 0);
 }

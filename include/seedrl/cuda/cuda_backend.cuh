@@ -13,8 +13,12 @@
 ///     input gives the same bits on every run;
 ///   - the IMPALA loss is `cuda::impala_loss_forward_backward` with a workspace kept here;
 ///   - convolutions go through cuDNN (`cudnn_conv2d`, plain FMA math, one object per shape kept
-///     for reuse) when seedrl::cuda was built with it (SEEDRL_HAS_CUDNN), else through the
-///     im2col + cuBLAS path host_backend runs (backend/detail/conv2d_gemm.hpp).
+///     for reuse: 32 shapes, the least recently used going first) when seedrl::cuda was built
+///     with it (SEEDRL_HAS_CUDNN), else through the im2col + cuBLAS path host_backend runs
+///     (backend/detail/conv2d_gemm.hpp);
+///   - `pin_convolutions()` returns a scope inside which every convolution's objects and
+///     workspaces (cuDNN's, or the GEMM path's scratch) are kept for the backend's lifetime,
+///     never dropped or reallocated: a CUDA graph captured there replays their addresses.
 /// Needs nvcc (it launches kernels); include it from .cu files only. Not thread-safe: one
 /// backend per thread, or external locking. The device is the one current when the backend is
 /// made; a caller on another thread must make the same device current first (cudaSetDevice).
@@ -47,6 +51,7 @@
 #include "seedrl/cuda/error.cuh"
 #include "seedrl/cuda/impala_loss.cuh"
 #include "seedrl/cuda/memory.cuh"
+#include "seedrl/detail/pinnable_cache.hpp"
 #include "seedrl/detail/vtrace_step.hpp"
 
 namespace seedrl::cuda {
@@ -357,7 +362,7 @@ class cuda_backend {
 #if defined(SEEDRL_HAS_CUDNN)
     convolution<S>(shape).forward(x, w, bias, y);
 #else
-    seedrl::detail::conv2d_gemm_forward(*this, conv_scratch<S>(), shape, x, w, bias, y);
+    seedrl::detail::conv2d_gemm_forward(*this, conv_scratch<S>(shape), shape, x, w, bias, y);
 #endif
   }
 
@@ -372,13 +377,34 @@ class cuda_backend {
 #if defined(SEEDRL_HAS_CUDNN)
     convolution<S>(shape).backward(x, w, dy, dx, dw, dbias);
 #else
-    seedrl::detail::conv2d_gemm_backward(*this, conv_scratch<S>(), shape, x, w, dy, dx, dw, dbias);
+    seedrl::detail::conv2d_gemm_backward(*this, conv_scratch<S>(shape), shape, x, w, dy, dx, dw,
+                                         dbias);
 #endif
   }
 
   /// Waits until everything given to the stream is done; reports errors of earlier kernels.
   void synchronize() const {
     SEEDRL_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+  }
+
+  /// While one lives, the convolutions the backend runs are pinned; see pin_convolutions.
+  class pin_scope {
+   public:
+    explicit pin_scope(const cuda_backend& b) noexcept : b_(&b) { ++b_->pinning_; }
+    pin_scope(const pin_scope&) = delete;
+    pin_scope& operator=(const pin_scope&) = delete;
+    ~pin_scope() { --b_->pinning_; }
+
+   private:
+    const cuda_backend* b_;
+  };
+
+  /// Until the returned scope ends, every convolution run keeps its cuDNN descriptors,
+  /// algorithms and workspace (without cuDNN: the GEMM path's scratch buffers) for the rest of
+  /// the backend's life: not dropped from the shape cache, not reallocated, so a CUDA graph
+  /// captured in the scope (or after a first run in it made them) can replay their addresses.
+  [[nodiscard]] pin_scope pin_convolutions() const noexcept {
+    return pin_scope(*this);
   }
 
  private:
@@ -423,13 +449,18 @@ class cuda_backend {
   }
 
 #if defined(SEEDRL_HAS_CUDNN)
-  /// Most convolution shapes kept at once; past it the oldest goes (a trainer uses a handful).
+  /// Most unpinned convolution shapes kept at once; past it the least recently used goes (a
+  /// trainer uses a handful). Pinned ones (pin_convolutions) come on top.
   static constexpr std::size_t max_convolutions = 32;
 
-  /// The cuDNN convolution of `shape` on this stream, made at its first use.
+  template <class S>
+  using conv_cache = seedrl::detail::pinnable_cache<conv2d_shape, cudnn_conv2d<S>>;
+
+  /// The cuDNN convolution of `shape` on this stream, made at its first use; pinned inside a
+  /// pin_scope.
   template <class S>
   cudnn_conv2d<S>& convolution(const conv2d_shape& shape) const {
-    auto& cache = [this]() -> std::vector<std::unique_ptr<cudnn_conv2d<S>>>& {
+    auto& cache = [this]() -> conv_cache<S>& {
       if constexpr (std::is_same_v<S, float>) {
         return convs_float_;
       } else {
@@ -438,27 +469,42 @@ class cuda_backend {
         return convs_double_;
       }
     }();
-    for (auto& c : cache) {
-      if (c->shape() == shape) {
-        return *c;
-      }
-    }
-    if (cache.size() == max_convolutions) {
-      cache.erase(cache.begin());  // its workspace's cudaFree waits for work using it
-    }
-    cache.push_back(std::make_unique<cudnn_conv2d<S>>(shape, stream_.get()));
-    return *cache.back();
+    // A dropped entry's workspace cudaFree waits for the work using it.
+    return cache.get(shape, pinning_ > 0,
+                     [&] { return std::make_unique<cudnn_conv2d<S>>(shape, stream_.get()); });
   }
 #else
+  /// The GEMM path's scratch, ready for `shape`. Once a convolution ran pinned, a graph may
+  /// hold the scratch's addresses: growing then keeps the old buffers (retired) instead of
+  /// freeing them.
   template <class S>
-  seedrl::detail::conv2d_gemm_scratch<device_buffer<S>>& conv_scratch() const {
-    if constexpr (std::is_same_v<S, float>) {
-      return conv_float_;
-    } else {
-      static_assert(std::is_same_v<S, double>,
-                    "seedrl: cuda_backend convolutions take float or double");
-      return conv_double_;
+  seedrl::detail::conv2d_gemm_scratch<device_buffer<S>>& conv_scratch(
+      const conv2d_shape& shape) const {
+    const auto held = [this]() {
+      if constexpr (std::is_same_v<S, float>) {
+        return std::pair(&conv_float_, &retired_float_);
+      } else {
+        static_assert(std::is_same_v<S, double>,
+                      "seedrl: cuda_backend convolutions take float or double");
+        return std::pair(&conv_double_, &retired_double_);
+      }
+    }();
+    auto* const scratch = held.first;
+    auto* const retired = held.second;
+    scratch_pinned_ = scratch_pinned_ || pinning_ > 0;
+    if (scratch_pinned_) {
+      // The sizes seedrl::detail::reserve_conv2d_gemm grows to.
+      const seedrl::detail::conv2d_gemm_geometry g(shape);
+      const std::size_t rows = g.chunk() * g.P();
+      const auto retire = [&](device_buffer<S>& b, std::size_t n) {
+        if (b.size() < n && b.size() != 0)
+          retired->push_back(std::move(b));
+      };
+      retire(scratch->col, rows * g.K());
+      retire(scratch->z, rows * g.O);
+      retire(scratch->ones, rows);
     }
+    return *scratch;
   }
 #endif
 
@@ -469,12 +515,16 @@ class cuda_backend {
   mutable device_buffer<double> partials_;
   mutable impala_loss_workspace<float> loss_float_;
   mutable impala_loss_workspace<double> loss_double_;
+  mutable int pinning_ = 0;  ///< live pin_scopes
 #if defined(SEEDRL_HAS_CUDNN)
-  mutable std::vector<std::unique_ptr<cudnn_conv2d<float>>> convs_float_;
-  mutable std::vector<std::unique_ptr<cudnn_conv2d<double>>> convs_double_;
+  mutable conv_cache<float> convs_float_{max_convolutions};
+  mutable conv_cache<double> convs_double_{max_convolutions};
 #else
   mutable seedrl::detail::conv2d_gemm_scratch<device_buffer<float>> conv_float_;
   mutable seedrl::detail::conv2d_gemm_scratch<device_buffer<double>> conv_double_;
+  mutable bool scratch_pinned_ = false;  ///< a convolution ran pinned: never free scratch
+  mutable std::vector<device_buffer<float>> retired_float_;
+  mutable std::vector<device_buffer<double>> retired_double_;
 #endif
 };
 

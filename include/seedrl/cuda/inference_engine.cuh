@@ -138,37 +138,51 @@ struct counter_sample_kernel {
 };
 
 /// Byte offsets of the per-batch download: logits S[B*A] | values S[B] | log-probs S[B] |
-/// states before S[B*W] | actions int32[B]. infer() brings back logits to states, sampling
-/// values to actions: one contiguous copy either way.
+/// actions int32[B] | the kept rows' states before S[K*W] (K <= B rows, compacted on the
+/// device: the rows agent_step_input::keep_state asks for). infer() brings back logits to the
+/// K states, sampling values to the K states: one contiguous copy either way, `bytes` for K = B.
 struct download_layout {
-  std::size_t logits = 0, values = 0, log_probs = 0, before = 0, actions = 0, bytes = 0;
+  std::size_t logits = 0, values = 0, log_probs = 0, actions = 0, before = 0, bytes = 0;
 
   template <class S>
   static download_layout of(std::size_t B, std::size_t A, std::size_t W) {
     download_layout l;
     l.values = B * A * sizeof(S);
     l.log_probs = l.values + B * sizeof(S);
-    l.before = l.log_probs + B * sizeof(S);
-    l.actions = l.before + B * W * sizeof(S);  // 4-byte aligned: S is float or double
-    l.bytes = l.actions + B * sizeof(std::int32_t);
+    l.actions = l.log_probs + B * sizeof(S);
+    // The states start S-aligned (B int32s may end 4 bytes short of a double).
+    l.before = (l.actions + B * sizeof(std::int32_t) + sizeof(S) - 1) / sizeof(S) * sizeof(S);
+    l.bytes = l.before + B * W * sizeof(S);
     return l;
+  }
+  /// Where the download of K kept states ends.
+  template <class S>
+  std::size_t end(std::size_t K, std::size_t W) const {
+    return before + K * W * sizeof(S);
   }
 };
 
-/// Byte offsets of the packed per-batch upload, each aligned to 16 bytes.
+/// Byte offsets of the packed per-batch upload, each aligned to 16 bytes: rewards, slots,
+/// previous actions, reset flags, the rows whose states come back (K uint32, at most B), the
+/// observations (S each, or 1 byte each for uint8 frames: `frames` = true) and the queued reset
+/// slots. Every offset up to the observations' depends on B alone, so a captured step reads
+/// the same addresses whatever the observations' type.
 struct upload_layout {
-  std::size_t obs = 0, rewards = 0, slots = 0, prev = 0, resets = 0, reset_slots = 0, bytes = 0;
+  std::size_t rewards = 0, slots = 0, prev = 0, resets = 0, keep = 0, obs = 0, reset_slots = 0,
+              bytes = 0;
 
   template <class S>
-  static upload_layout of(std::size_t B, std::size_t obs_size, std::size_t n_reset) {
+  static upload_layout of(std::size_t B, std::size_t obs_size, std::size_t n_reset,
+                          bool frames = false) {
     const auto up = [](std::size_t n) { return (n + 15) / 16 * 16; };
     upload_layout l;
-    l.obs = 0;
-    l.rewards = up(l.obs + B * obs_size * sizeof(S));
+    l.rewards = 0;
     l.slots = up(l.rewards + B * sizeof(S));
     l.prev = up(l.slots + B * sizeof(std::uint32_t));
     l.resets = up(l.prev + B * sizeof(std::int32_t));
-    l.reset_slots = up(l.resets + B);
+    l.keep = up(l.resets + B);
+    l.obs = up(l.keep + B * sizeof(std::uint32_t));
+    l.reset_slots = up(l.obs + B * obs_size * (frames ? 1 : sizeof(S)));
     l.bytes = l.reset_slots + n_reset * sizeof(std::uint32_t);
     return l;
   }
@@ -213,6 +227,9 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     check_memory();
     // One row more than the slots: padded rows of a graph bucket use it as scratch.
     table_ = backend_->template allocate<S>((max_envs_ + 1) * W_);
+    before_ = backend_->template allocate<S>(max_batch_ * W_);
+    kept_[0].assign(max_batch_, not_kept);
+    kept_[1].assign(max_batch_, not_kept);
     params_[0] = backend_->template allocate<S>(P_);
     params_[1] = backend_->template allocate<S>(P_);
     const std::size_t in_bytes = upload_layout::of<S>(max_batch_, obs_, max_envs_).bytes;
@@ -231,7 +248,7 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     // Non-blocking: the uploads wait for nothing on the legacy default stream.
     SEEDRL_CUDA_CHECK(cudaStreamCreateWithFlags(&upload_, cudaStreamNonBlocking));
     const char* env = std::getenv("SEEDRL_CUDA_GRAPHS");
-    graphs_enabled_ = !torso_has_convolutions && !(env != nullptr && std::string(env) == "0");
+    graphs_enabled_ = !(env != nullptr && std::string(env) == "0");
     graphs_.resize(graph_max_rows + 1);
     out_dev_ = backend_->template allocate<unsigned char>(out_bytes);
     params_host_ = pinned_buffer<S>(P_);
@@ -253,9 +270,11 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
       (void)cudaStreamSynchronize(backend_->stream());
     for (auto& g : graphs_) {
       for (auto& per_params : g.exec) {
-        for (auto& e : per_params) {
-          if (e != nullptr)
-            (void)cudaGraphExecDestroy(e);
+        for (auto& per_io : per_params) {
+          for (auto& e : per_io) {
+            if (e != nullptr)
+              (void)cudaGraphExecDestroy(e);
+          }
         }
       }
     }
@@ -326,7 +345,7 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     if (e != cudaSuccess) {
       throw cuda_error(std::string("seedrl: ") + who +
                        ": the inference step failed on the device (one of its kernels: "
-                       "zero_rows, gather_rows, the torso's convolutions or GEMMs, "
+                       "zero_rows, widen, gather_rows, the torso's convolutions or GEMMs, "
                        "lstm_step_fused_kernel or lstm_pointwise_kernel, the heads' GEMMs, "
                        "scatter_rows, counter_sample): " +
                        cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
@@ -346,8 +365,12 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     }
   }
 
+  /// A row the last step's keep_state did not ask for has no state here: an empty span.
   std::span<const S> state_before(std::size_t row) const override {
-    return {reinterpret_cast<const S*>(out_host_[last_io_].data() + last_before_) + row * W_, W_};
+    const std::size_t k = kept_[last_io_][row];
+    if (k == not_kept)
+      return {};
+    return {reinterpret_cast<const S*>(out_host_[last_io_].data() + last_before_) + k * W_, W_};
   }
 
   std::span<S> parameter_staging() override {
@@ -356,6 +379,16 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     SEEDRL_CUDA_CHECK(cudaSetDevice(device_));
     SEEDRL_CUDA_CHECK(cudaEventSynchronize(params_copied_));
     return {params_host_.data(), P_};
+  }
+
+  std::size_t captured_graphs() const override {
+    std::size_t n = 0;
+    for (const auto& g : graphs_)
+      for (const auto& per_params : g.exec)
+        for (const auto& per_io : per_params)
+          for (const auto e : per_io)
+            n += e != nullptr ? 1 : 0;
+    return n;
   }
 
   void set_parameters_from_staging() override {
@@ -384,27 +417,31 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
   }
 
  private:
-  static constexpr bool torso_has_convolutions = requires(const typename step_type::torso_type& t) {
-    t.stack_config();
-  };
-
-  /// A bucket's captured steps, one per parameter buffer and device input buffer (a graph
-  /// bakes in the addresses it reads).
+  /// A bucket's captured steps, one per parameter buffer, device input buffer (a graph bakes in
+  /// the addresses it reads) and observation type (S, or uint8 frames widened by the step:
+  /// another kernel sequence).
   struct graph_entry {
-    cudaGraphExec_t exec[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};
-    bool warmed = false;  ///< ran plain once: its lazily made objects exist
-    bool failed = false;  ///< capture failed: plain launches from now on
+    cudaGraphExec_t exec[2][2][2] = {};  ///< [parameter buffer][input buffer][frames]
+    bool warmed[2] = {false, false};     ///< ran plain once: its lazily made objects exist
+    bool failed[2] = {false, false};     ///< capture failed: plain launches from now on
   };
 
   /// The step as the bucket's graph for the parameter buffer in use: captured at the second use,
-  /// replayed after; plain launches when capture fails.
+  /// replayed after; plain launches when capture fails. The warm-up and the capture run with
+  /// the backend's convolutions pinned: the cuDNN objects and workspaces the graph bakes in
+  /// (made by the warm-up, found again by the capture) are never dropped from its shape cache
+  /// nor reallocated while the engine lives, whatever other batch sizes run plain meanwhile.
   void graph_step(const agent_step_operands<S>& op, graph_entry& g, std::size_t io) {
-    cudaGraphExec_t& exec = g.exec[current_][io];
-    if (exec == nullptr && g.warmed && !g.failed)
-      g.failed = !capture(op, exec);
+    const std::size_t frames = op.observations_u8 != nullptr ? 1 : 0;
+    cudaGraphExec_t& exec = g.exec[current_][io][frames];
+    if (exec == nullptr && g.warmed[frames] && !g.failed[frames]) {
+      const auto pin = backend_->pin_convolutions();
+      g.failed[frames] = !capture(op, exec);
+    }
     if (exec == nullptr) {
+      const auto pin = backend_->pin_convolutions();
       step_->step(op);
-      g.warmed = true;
+      g.warmed[frames] = true;
       return;
     }
     SEEDRL_CUDA_CHECK(cudaGraphLaunch(exec, backend_->stream()));
@@ -460,8 +497,9 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
 
   /// Begins one batch: the inputs packed into this batch's pinned buffer go up in one copy on
   /// the upload stream (overlapping the batch in flight), then on the compute stream, once that
-  /// copy is done: the queued resets, the step, sampling when asked, and one download into this
-  /// batch's pinned output. Returns without waiting; finish() waits.
+  /// copy is done: the queued resets, the step, sampling when asked, the kept rows' states
+  /// compacted, and one download into this batch's pinned output. Returns without waiting;
+  /// finish() waits.
   void submit(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
               const agent_step_output<S>& out, const sample_request* sample) {
     const std::size_t B = slots.size();
@@ -473,20 +511,40 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     // most two in flight, finished in order): the host may overwrite them.
     const std::size_t io = next_io_;
     const std::size_t n_reset = pending_.size();
+    const bool frames = !in.observations_u8.empty();
     // As a graph, the step runs on a bucket's rows: every offset below depends on them only.
     const std::size_t bucket = graphs_enabled_ ? graph_bucket(B, max_batch_) : 0;
     const std::size_t rows = bucket > 0 ? bucket : B;
-    const auto l = upload_layout::of<S>(rows, obs_, n_reset);
+    const auto l = upload_layout::of<S>(rows, obs_, n_reset, frames);
     unsigned char* h = in_host_[io].data();
-    std::memcpy(h + l.obs, in.observations.data(), B * obs_ * sizeof(S));
+    if (frames)
+      std::memcpy(h + l.obs, in.observations_u8.data(), B * obs_);
+    else
+      std::memcpy(h + l.obs, in.observations.data(), B * obs_ * sizeof(S));
     std::memcpy(h + l.rewards, in.rewards.data(), B * sizeof(S));
     std::memcpy(h + l.slots, slots.data(), B * sizeof(std::uint32_t));
     std::memcpy(h + l.prev, in.prev_actions.data(), B * sizeof(std::int32_t));
     std::memcpy(h + l.resets, in.dones.data(), B);
+    const std::size_t obs_bytes = obs_ * (frames ? 1 : sizeof(S));
+    if (rows > B)  // padded rows read finite zeros, whatever the last batch left there
+      std::memset(h + l.obs + B * obs_bytes, 0, (rows - B) * obs_bytes);
     for (std::size_t r = B; r < rows; ++r) {  // padding: the scratch row, from zeros
       const auto scratch = static_cast<std::uint32_t>(max_envs_);
       std::memcpy(h + l.slots + r * sizeof(std::uint32_t), &scratch, sizeof(scratch));
       h[l.resets + r] = 1;
+    }
+    // The rows whose states come back, in row order (all of them when keep_state is empty);
+    // kept[r] is where row r's state lands in this batch's download.
+    std::vector<std::size_t>& kept = kept_[io];
+    std::size_t n_keep = 0;
+    for (std::size_t r = 0; r < B; ++r) {
+      if (!in.keep_state.empty() && in.keep_state[r] == 0) {
+        kept[r] = not_kept;
+        continue;
+      }
+      const auto row = static_cast<std::uint32_t>(r);
+      std::memcpy(h + l.keep + n_keep * sizeof(std::uint32_t), &row, sizeof(row));
+      kept[r] = n_keep++;
     }
     if (n_reset > 0)
       std::memcpy(h + l.reset_slots, pending_.data(), n_reset * sizeof(std::uint32_t));
@@ -510,7 +568,11 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     agent_step_operands<S> op;
     op.B = rows;
     op.slots = reinterpret_cast<const std::uint32_t*>(d + l.slots);
-    op.observations = reinterpret_cast<const S*>(d + l.obs);
+    // uint8 frames go up as bytes; the step widens them on the device before its first layer.
+    if (frames)
+      op.observations_u8 = reinterpret_cast<const std::uint8_t*>(d + l.obs);
+    else
+      op.observations = reinterpret_cast<const S*>(d + l.obs);
     op.rewards = reinterpret_cast<const S*>(d + l.rewards);
     op.resets = reinterpret_cast<const std::uint8_t*>(d + l.resets);
     op.prev_actions = reinterpret_cast<const std::int32_t*>(d + l.prev);
@@ -518,21 +580,28 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     op.table = table_.data();
     op.logits = reinterpret_cast<S*>(od + o.logits);
     op.values = reinterpret_cast<S*>(od + o.values);
-    op.before = reinterpret_cast<S*>(od + o.before);
+    op.before = before_.data();
     if (bucket > 0)
       graph_step(op, graphs_[bucket], io);
     else
       step_->step(op);
-    // One copy back: logits to states, or (sampled here) values to actions. On the compute
-    // stream: the next batch's step, which overwrites out_dev_, comes after it.
-    std::size_t first = o.logits, last = o.actions;
+    // Only the kept rows' states travel back, packed in row order behind the small outputs.
+    if (n_keep > 0 && W_ > 0) {
+      backend_->for_each(n_keep * W_,
+                         seedrl::detail::gather_rows_kernel<S>{
+                             before_.data(), reinterpret_cast<const std::uint32_t*>(d + l.keep), W_,
+                             reinterpret_cast<S*>(od + o.before)});
+    }
+    // One copy back: logits to the kept states, or (sampled here) values to the kept states. On
+    // the compute stream: the next batch's step, which overwrites out_dev_, comes after it.
+    std::size_t first = o.logits;
+    const std::size_t last = o.template end<S>(n_keep, W_);
     if (sample != nullptr) {
       backend_->for_each(B, counter_sample_kernel<S>{
                                 op.logits, static_cast<int>(A_), sample->seed, sample->counter,
                                 reinterpret_cast<std::int32_t*>(od + o.actions),
                                 reinterpret_cast<S*>(od + o.log_probs)});
       first = o.values;
-      last = o.bytes;
     }
     SEEDRL_CUDA_CHECK(cudaMemcpyAsync(out_host_[io].data() + first, od + first, last - first,
                                       cudaMemcpyDeviceToHost, stream));
@@ -562,8 +631,12 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
       if (s >= max_envs_)
         fail("slot " + std::to_string(s) + " is outside [0, " + std::to_string(max_envs_) + ")");
     }
-    if (in.observations.size() != B * obs_ || in.rewards.size() != B || in.dones.size() != B ||
-        in.prev_actions.size() != B || out.logits.size() != B * A_ || out.values.size() != B)
+    const bool obs_ok = in.observations_u8.empty()
+                            ? in.observations.size() == B * obs_
+                            : in.observations.empty() && in.observations_u8.size() == B * obs_;
+    if (!obs_ok || in.rewards.size() != B || in.dones.size() != B || in.prev_actions.size() != B ||
+        (!in.keep_state.empty() && in.keep_state.size() != B) || out.logits.size() != B * A_ ||
+        out.values.size() != B)
       fail("the inputs or outputs do not hold B = " + std::to_string(B) + " rows");
     if (!in.prev_continuous_actions.empty())
       fail("continuous actions are not supported on the GPU yet");
@@ -576,7 +649,8 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     SEEDRL_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
     const std::size_t in_bytes = upload_layout::of<S>(max_batch_, obs_, max_envs_).bytes;
     const std::size_t need =
-        ((max_envs_ + 1) * W_ + 2 * P_ + max_batch_ * step_->work_elements_per_row()) * sizeof(S) +
+        ((max_envs_ + 1) * W_ + 2 * P_ + max_batch_ * (step_->work_elements_per_row() + W_)) *
+            sizeof(S) +
         download_layout::of<S>(max_batch_, A_, W_).bytes + 2 * in_bytes;
     if (need > free_bytes) {
       throw std::runtime_error(std::string("seedrl: ") + who + ": the state table of " +
@@ -611,7 +685,11 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
   pinned_buffer<S> params_host_;
   std::vector<std::uint32_t> pending_;  ///< queued reset_state slots
   std::vector<std::uint8_t> queued_;    ///< [max_envs] 1 while a slot is in pending_
-  std::size_t last_before_ = 0;         ///< where its states before sit in out_host_[last_io_]
+  cuda_backend::buffer<S> before_;      ///< [max_batch, W] each row's state before the step
+  static constexpr std::size_t not_kept = static_cast<std::size_t>(-1);
+  /// [input buffer][max_batch] row -> its state's index in that batch's download
+  std::vector<std::size_t> kept_[2];
+  std::size_t last_before_ = 0;  ///< where its kept states sit in out_host_[last_io_]
   bool graphs_enabled_ = false;
   std::vector<graph_entry> graphs_;  ///< indexed by bucket rows
 };

@@ -15,11 +15,14 @@
 /// applied on the device at the next batch begun, before the gather (a kernel zeroes the queued
 /// rows); done resets are the step's own (rows start from zeros where the reset flag is set).
 ///
-/// Per batch: the inputs (observations, rewards, slots, previous actions, reset flags and the
-/// queued reset slots) are packed into one pinned host buffer and go up in one copy on the
-/// upload stream; the step runs on the compute stream (the backend's) once that copy is done;
-/// the logits, values and each row's state before the step come back in one copy into pinned
-/// memory (state_before() points there).
+/// Per batch: the inputs (observations, rewards, slots, previous actions, reset flags, the rows
+/// whose states are wanted and the queued reset slots) are packed into one pinned host buffer
+/// and go up in one copy on the upload stream; uint8 frames (agent_step_input::observations_u8)
+/// go up as bytes and the step widens them on the device. The step runs on the compute stream
+/// (the backend's) once that copy is done; the logits, values and the states before the step of
+/// the rows agent_step_input::keep_state asks for (every row when it is empty; compacted on the
+/// device) come back in one copy into pinned memory (state_before() points there; another
+/// row's is empty).
 ///
 /// Pipelined (seedrl::PipelinedInferenceEngine): begin() enqueues a batch and returns, finish()
 /// waits for the oldest and hands over its outputs; infer() is begin() then finish(). With two
@@ -40,19 +43,19 @@
 /// refuses, with std::runtime_error naming the bytes needed and free, a configuration whose
 /// state table and buffers do not fit in the device's free memory.
 ///
-/// CUDA graphs: for torsos without convolutions (the MLP recipe), a batch of B <= 256 rows runs
-/// padded to a bucket (detail::graph_bucket) as a captured graph of the step (compute only: the
-/// upload and the wait for it stay outside), one per bucket, parameter buffer and device input
-/// buffer, captured at the bucket's second use (the first, plain, makes every
-/// lazily created object); padded rows read and write a scratch table row with the reset flag
-/// set, and their outputs are dropped. A failed capture falls back to plain launches for that
-/// bucket. SEEDRL_CUDA_GRAPHS=0 in the environment turns graphs off. Convolutional torsos run
-/// plain: cuda_backend's cuDNN objects (and their workspaces, which a graph would bake in) are a
-/// cache of 32 shapes that may evict.
+/// CUDA graphs: a batch of B <= 256 rows runs padded to a bucket (detail::graph_bucket) as a
+/// captured graph of the step (compute only: the upload and the wait for it stay outside), one
+/// per bucket, parameter buffer, device input buffer and observation type, captured at the
+/// bucket's second use (the first, plain, makes every lazily created object); padded rows read
+/// and write a scratch table row with the reset flag set, and their outputs are dropped. For the
+/// convolutional torsos, the warm-up and the capture run inside cuda_backend::pin_convolutions:
+/// the cuDNN descriptors, algorithms and workspaces of a bucket's shapes stay in the backend's
+/// shape cache for the engine's life (unpinned shapes, e.g. of batches above 256, still come and
+/// go), so a graph never replays a freed workspace. A failed capture falls back to plain
+/// launches for that bucket; captured_graphs() counts the captures that worked.
+/// SEEDRL_CUDA_GRAPHS=0 in the environment turns graphs off.
 ///
-/// Not there yet (docs/cuda.md): observations travel as S (agent_step_input carries S, so
-/// uint8 frames are widened on the host: 4x the bytes of the upload); graphs for the
-/// convolutional torsos; the learner wiring of device-to-device publication (the engine
+/// Not there yet (docs/cuda.md): the learner wiring of device-to-device publication (the engine
 /// takes sets from a `device_parameter_channel`, but the GPU trainer does not write one yet).
 ///
 /// Sampling: `infer_and_sample` (seedrl::SamplingInferenceEngine) samples each row's action on
@@ -137,6 +140,8 @@ class inference_engine_device {
   /// Calls copy(spare parameter buffer, the engine's cudaStream_t as void*); swaps to the spare
   /// when it returns true (it enqueued a copy of a whole set on that stream).
   virtual bool update_on_device(const std::function<bool(S*, void*)>& copy) = 0;
+  /// CUDA graphs captured so far (one per bucket and parameter buffer).
+  virtual std::size_t captured_graphs() const = 0;
 };
 
 }  // namespace detail
@@ -197,7 +202,7 @@ class inference_engine {
 
   /// SamplingInferenceEngine: the step, then each row's action sampled on the device by the
   /// counter generator (seedrl/core/counter_random.hpp); only values, actions and log-probs
-  /// (and the states before) come back; out.logits is left alone.
+  /// (and the requested states before) come back; out.logits is left alone.
   void infer_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
                         const agent_step_output<S>& out, std::uint64_t seed, std::uint64_t counter,
                         std::span<std::int32_t> actions, std::span<S> log_probs) {
@@ -224,6 +229,10 @@ class inference_engine {
   void finish() { device_->finish(); }
 
   std::span<const S> state_before(std::size_t row) const { return device_->state_before(row); }
+
+  /// CUDA graphs of the step captured so far, one per batch-size bucket and parameter buffer
+  /// (0 with SEEDRL_CUDA_GRAPHS=0, or where every capture failed and the steps run plain).
+  std::size_t captured_graphs() const { return device_->captured_graphs(); }
 
   bool update_parameters(const parameter_store<S>& params, std::uint64_t* version) {
     if (!params.update_if_newer(version, device_->parameter_staging()))

@@ -20,6 +20,15 @@ struct agent_step_input {
   /// [B, D] continuous action spaces: the action the env got before this observation (for
   /// networks built for them; empty otherwise).
   std::span<const S> prev_continuous_actions = {};
+  /// [B, observation_size] uint8 frames as the actors sent them, for an inference engine
+  /// (seedrl/runtime/inference_engine.hpp): when non-empty, `observations` is empty and the
+  /// engine widens these to S at its first layer, so frames cross to an accelerator as bytes.
+  /// Networks (Net::infer) never get them.
+  std::span<const std::uint8_t> observations_u8 = {};
+  /// [B] or empty, for an inference engine: 1 where the caller will read state_before(row)
+  /// after the step (the unroll builder's start states); empty asks for every row. An engine
+  /// may leave the other rows' state_before unspecified (the CUDA engine downloads only these).
+  std::span<const std::uint8_t> keep_state = {};
 };
 
 /// Where one inference step writes.

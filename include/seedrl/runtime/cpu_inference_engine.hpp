@@ -11,6 +11,11 @@
 /// The threads are a detail::worker_pool: no thread is created and nothing is allocated per
 /// batch.
 ///
+/// uint8 frames (agent_step_input::observations_u8) are widened to S by each lane for its own
+/// rows, into a buffer of the lane's (sized at the first such batch), right before its
+/// network step: the same values the float path would carry, so the outputs are identical.
+/// Every row's state_before is kept, whatever agent_step_input::keep_state asks.
+///
 /// `Net` models LearnerNetwork (seedrl/runtime/learner_network.hpp).
 
 #include <algorithm>
@@ -45,10 +50,10 @@ class cpu_inference_engine {
         before_(max_batch_ * width_, S(0)),
         pool_(config.workers) {
     const std::size_t W = config.workers;
-    const std::size_t chunk = (max_batch_ + W - 1) / W;  // the longest chunk
+    chunk_ = (max_batch_ + W - 1) / W;  // the longest chunk
     lanes_.reserve(W);
     for (std::size_t w = 0; w < W; ++w)
-      lanes_.push_back(lane{net, net.initial_state(chunk)});
+      lanes_.push_back(lane{net, net.initial_state(chunk_), {}});
   }
 
   cpu_inference_engine(const cpu_inference_engine&) = delete;
@@ -98,6 +103,7 @@ class cpu_inference_engine {
   struct lane {
     Net net;
     typename Net::state_type state;
+    std::vector<S> widened;  // [chunk, observation_size]: its rows' uint8 frames as S
   };
 
   /// What the current batch asks for; written before the hand-off, read by every lane.
@@ -142,7 +148,8 @@ class cpu_inference_engine {
       return;
     auto& l = lanes_[w];
     const auto& in = job_.in;
-    const std::size_t obs = in.observations.size() / B;
+    const bool bytes = !in.observations_u8.empty();
+    const std::size_t obs = (bytes ? in.observations_u8.size() : in.observations.size()) / B;
     const std::size_t D = in.prev_continuous_actions.size() / B;
     const std::size_t P = policy_width_;
     for (std::size_t r = b0; r < b0 + n; ++r) {
@@ -152,11 +159,22 @@ class cpu_inference_engine {
                   l.state.data.begin() + static_cast<std::ptrdiff_t>((r - b0) * width_));
     }
     l.state.batch = static_cast<std::ptrdiff_t>(n);
+    std::span<const S> observations;
+    if (bytes) {
+      // The first layer's input: this lane's frames widened (exactly) to S.
+      if (l.widened.size() < chunk_ * obs)
+        l.widened.resize(chunk_ * obs);  // once: every later batch fits
+      const auto src = in.observations_u8.subspan(b0 * obs, n * obs);
+      std::transform(src.begin(), src.end(), l.widened.begin(),
+                     [](std::uint8_t x) { return static_cast<S>(x); });
+      observations = std::span<const S>(l.widened).first(n * obs);
+    } else {
+      observations = in.observations.subspan(b0 * obs, n * obs);
+    }
     agent_step_output<S> out{job_.out.logits.subspan(b0 * P, n * P),
                              job_.out.values.subspan(b0, n)};
-    l.net.infer({in.observations.subspan(b0 * obs, n * obs), in.rewards.subspan(b0, n),
-                 in.dones.subspan(b0, n), in.prev_actions.subspan(b0, n),
-                 in.prev_continuous_actions.subspan(b0 * D, n * D)},
+    l.net.infer({observations, in.rewards.subspan(b0, n), in.dones.subspan(b0, n),
+                 in.prev_actions.subspan(b0, n), in.prev_continuous_actions.subspan(b0 * D, n * D)},
                 l.state, out);
     for (std::size_t r = b0; r < b0 + n; ++r) {
       std::copy_n(l.state.data.begin() + static_cast<std::ptrdiff_t>((r - b0) * width_), width_,
@@ -165,6 +183,7 @@ class cpu_inference_engine {
   }
 
   std::size_t max_envs_, max_batch_, policy_width_, width_;
+  std::size_t chunk_ = 0;  // the longest lane's rows
   std::vector<S> table_;   // [max_envs, width]: each slot's state after its last step
   std::vector<S> before_;  // [max_batch, width]: each row's state before the last step
   std::vector<lane> lanes_;

@@ -29,10 +29,17 @@
 ///     ([B, policy_width()]) and values ([B]) of every row, and each row's slot state becomes
 ///     the state after the step. At a row whose reset flag is set, the network starts from a
 ///     zero state (as Network::infer does). Rows are independent: a row's outputs do not depend
-///     on the other rows of the batch.
+///     on the other rows of the batch. The observations come as S (`in.observations`) or, for
+///     a uint8 observation spec without observation normalization, as the actors' bytes
+///     (`in.observations_u8`, `in.observations` then empty): the engine widens them to S at its
+///     first layer (on the device, for an accelerator: the upload is 1 byte per element), and
+///     the step is the same as on the widened values.
 ///   - `std::span<const S> state_before(std::size_t row) const;` the state row `row` of the last
 ///     infer() started from, before that step's reset flag applied (state_width() values; the
-///     unroll builder keeps it as the unroll's start state); valid until the next infer();
+///     unroll builder keeps it as the unroll's start state); valid until the next infer().
+///     When the step's `in.keep_state` was not empty, only the rows it flags are specified (the
+///     loop flags the rows whose unroll starts or completes at this step; an accelerator brings
+///     back only those); another row's span is unspecified (stale values, or empty);
 ///   - `bool update_parameters(const parameter_store<S>&, std::uint64_t* version);` between
 ///     batches: takes the store's newest parameters when they are newer than `*version` (and
 ///     updates it), else does nothing; true when it took them. Every later infer() uses them

@@ -15,6 +15,13 @@
 /// The engine may infer on threads of its own (cpu_inference_engine's workers); it returns
 /// before the inference thread goes on, so nothing else sees them.
 ///
+/// Observations: uint8 frames (a uint8 observation spec, without observation normalization)
+/// stay bytes in the batch and reach the engine so (agent_step_input::observations_u8), which
+/// widens them at its first layer; the unroll builder widens them in its copy into the unroll.
+/// Start states: the engine is asked only for the states the unroll builder will read
+/// (agent_step_input::keep_state: rows whose step starts or completes an unroll; none when
+/// inference_only), so an accelerator brings back only those.
+///
 /// Actions: one int32 per environment for a discrete action space; for a continuous one, D
 /// floats per environment in arrays beside the int32 ones (which stay zero), with the actors
 /// answered by continuous actions frames and the network fed the previous action's D values.
@@ -96,6 +103,7 @@ class inference_loop {
         log_(config.log),
         obs_type_(obs_spec.type),
         obs_size_(static_cast<std::size_t>(obs_spec.num_elements())),
+        bytes_(obs_spec.type == dtype::uint8 && !normalizer.normalizes_observations()),
         sampler_(std::move(sampler)),
         policy_width_(sampler_.outputs_per_row(act_spec)),
         action_dim_(continuous_action_size(act_spec)),
@@ -200,7 +208,8 @@ class inference_loop {
     std::vector<scalar> rewards;
     std::vector<std::uint8_t> dones;      // as sent by the actor
     std::vector<std::uint8_t> truncated;  // as sent: the episode ended by a time limit
-    std::vector<scalar> observations;
+    std::vector<scalar> observations;     // [capacity, obs_size] unless bytes_
+    std::vector<std::uint8_t> frames;     // [capacity, obs_size] when bytes_: as sent
   };
 
   payload make_payload(std::size_t capacity) const {
@@ -210,7 +219,10 @@ class inference_loop {
     p.rewards.resize(capacity);
     p.dones.resize(capacity);
     p.truncated.resize(capacity);
-    p.observations.resize(capacity * obs_size_);
+    if (bytes_)
+      p.frames.resize(capacity * obs_size_);
+    else
+      p.observations.resize(capacity * obs_size_);
     return p;
   }
 
@@ -224,8 +236,11 @@ class inference_loop {
       p.rewards[row] = static_cast<scalar>(v.reward(i));
       p.dones[row] = v.done(i);
       p.truncated[row] = v.truncated(i);
-      v.decode_observation(i, obs_type_,
-                           std::span(p.observations).subspan(row * obs_size_, obs_size_));
+      if (bytes_)
+        v.decode_observation(i, obs_type_, std::span(p.frames).subspan(row * obs_size_, obs_size_));
+      else
+        v.decode_observation(i, obs_type_,
+                             std::span(p.observations).subspan(row * obs_size_, obs_size_));
     }
   }
 
@@ -300,6 +315,7 @@ class inference_loop {
           values(cap),
           logp(cap),
           resets(cap),
+          keep_state(cap),
           run_starts(cap),
           prev_actions(cap),
           actions(cap),
@@ -310,7 +326,7 @@ class inference_loop {
       finished.reserve(cap);
     }
     std::vector<scalar> outputs, values, logp;
-    std::vector<std::uint8_t> resets, run_starts;
+    std::vector<std::uint8_t> resets, keep_state, run_starts;
     std::vector<std::int32_t> prev_actions, actions;
     // Continuous actions, D per row (empty when discrete): the previous ones fed to the
     // network, the env's (as sent, in float) and the raw samples the loss evaluates.
@@ -378,6 +394,9 @@ class inference_loop {
         }
         if (seen.finished)
           b.finished.push_back(*seen.finished);
+        // The engine brings back the start states the unrolls read, and no others.
+        b.keep_state[r] =
+            static_cast<std::uint8_t>(!inference_only_ && builder_.needs_state_before(slot));
         b.resets[r] = static_cast<std::uint8_t>(p.dones[r] != 0 || seen.run_changed);
         b.run_starts[r] = static_cast<std::uint8_t>(seen.run_changed);
         b.prev_actions[r] = store_.prev_action(slot);
@@ -389,7 +408,8 @@ class inference_loop {
     // Normalized observations and scaled rewards (when asked for) are what the network sees
     // and the unrolls keep; the episode returns above were counted from the raw rewards.
     normalizer_.apply(B, std::span<const std::uint32_t>(p.slots).first(B),
-                      std::span(p.observations).first(B * obs_size_), std::span(p.rewards).first(B),
+                      bytes_ ? std::span<scalar>() : std::span(p.observations).first(B * obs_size_),
+                      std::span(p.rewards).first(B),
                       std::span<const std::uint8_t>(p.dones).first(B),
                       std::span<const std::uint8_t>(b.run_starts).first(B));
   }
@@ -402,11 +422,16 @@ class inference_loop {
     const payload& p = b.batch->payload;
     // Inference on the first B rows of the preallocated buffers; the engine steps each
     // slot's state and keeps the state each row started from for the unrolls.
-    const agent_step_input<scalar> in{std::span<const scalar>(p.observations).first(B * obs_size_),
-                                      std::span<const scalar>(p.rewards).first(B),
-                                      std::span<const std::uint8_t>(b.resets).first(B),
-                                      std::span<const std::int32_t>(b.prev_actions).first(B),
-                                      std::span<const scalar>(b.prev_env_actions).first(B * D)};
+    const agent_step_input<scalar> in{
+        bytes_ ? std::span<const scalar>()
+               : std::span<const scalar>(p.observations).first(B * obs_size_),
+        std::span<const scalar>(p.rewards).first(B),
+        std::span<const std::uint8_t>(b.resets).first(B),
+        std::span<const std::int32_t>(b.prev_actions).first(B),
+        std::span<const scalar>(b.prev_env_actions).first(B * D),
+        bytes_ ? std::span<const std::uint8_t>(p.frames).first(B * obs_size_)
+               : std::span<const std::uint8_t>(),
+        std::span<const std::uint8_t>(b.keep_state).first(B)};
     const agent_step_output<scalar> out{std::span(b.outputs).first(B * policy_width_),
                                         std::span(b.values).first(B)};
     const auto slot_span = std::span<const std::uint32_t>(p.slots).first(B);
@@ -522,12 +547,23 @@ class inference_loop {
       store_.set_prev_env_action(slot, std::span<const scalar>(b.env_actions).subspan(r * D, D));
       if (inference_only_)
         continue;
-      unroll<scalar>* done_unroll = builder_.append(
-          slot, std::span<const scalar>(p.observations).subspan(r * obs_size_, obs_size_),
-          p.rewards[r], b.resets[r] != 0, p.truncated[r] != 0, b.prev_actions[r], b.actions[r],
-          b.logp[r], b.version, engine_.state_before(r),
-          std::span<const scalar>(b.prev_env_actions).subspan(r * D, D),
-          std::span<const scalar>(b.raw_actions).subspan(r * D, D));
+      // Only the rows asked for: another row's state_before is unspecified (the builder
+      // refuses an empty one where it needs it).
+      const auto before = b.keep_state[r] != 0 ? std::span<const scalar>(engine_.state_before(r))
+                                               : std::span<const scalar>();
+      const auto prev_env = std::span<const scalar>(b.prev_env_actions).subspan(r * D, D);
+      const auto raw = std::span<const scalar>(b.raw_actions).subspan(r * D, D);
+      // uint8 frames are widened in the builder's one copy into the unroll.
+      unroll<scalar>* done_unroll =
+          bytes_
+              ? builder_.append(
+                    slot, std::span<const std::uint8_t>(p.frames).subspan(r * obs_size_, obs_size_),
+                    p.rewards[r], b.resets[r] != 0, p.truncated[r] != 0, b.prev_actions[r],
+                    b.actions[r], b.logp[r], b.version, before, prev_env, raw)
+              : builder_.append(
+                    slot, std::span<const scalar>(p.observations).subspan(r * obs_size_, obs_size_),
+                    p.rewards[r], b.resets[r] != 0, p.truncated[r] != 0, b.prev_actions[r],
+                    b.actions[r], b.logp[r], b.version, before, prev_env, raw);
       if (done_unroll != nullptr) {
         slots.unlock();
         // Backpressure from a full training queue is the trainer's limit, not inference work.
@@ -612,6 +648,7 @@ class inference_loop {
   std::function<void(const std::string&)> log_;
   dtype obs_type_;
   std::size_t obs_size_;
+  bool bytes_;  // uint8 frames stay bytes up to the engine (no observation normalization)
   Sampler sampler_;
   std::size_t policy_width_;        // policy outputs per row (logits: one per action)
   std::size_t action_dim_;          // D for continuous actions, 0 for discrete

@@ -6,8 +6,9 @@
 /// space (D = `action_dim` > 0) the actions are D values each, beside the int32 arrays (which
 /// stay zero): the previous action the env got and the raw sample (pre-squash u) taken. When an
 /// unroll is complete it is handed out by pointer and the next one starts with a copy of its last
-/// step (one-step overlap) and the recurrent state from before that step. Unrolls come from a pool
-/// allocated up front; the trainer gives them back with `recycle`.
+/// step (one-step overlap) and the recurrent state from before that step. Observations come as
+/// S or as uint8 frames (widened to S here, in the one copy into the unroll). Unrolls come from a
+/// pool allocated up front; the trainer gives them back with `recycle`.
 
 #include <algorithm>
 #include <concepts>
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace seedrl {
@@ -51,6 +53,7 @@ class unroll_builder {
                  std::size_t state_width, std::size_t pool_size, std::size_t action_dim = 0)
       : steps_(unroll_length + 1),
         obs_size_(observation_size),
+        state_width_(state_width),
         action_dim_(action_dim),
         current_(max_envs, nullptr) {
     if (unroll_length == 0)
@@ -79,13 +82,23 @@ class unroll_builder {
   /// time limit (it implies `done`); `behaviour_version` is the parameter version that chose
   /// `action`, `state_before` the recurrent state fed to inference at this step; for
   /// continuous actions `prev_env_action` and `raw_action` hold D values each. Returns the
-  /// completed unroll when this step filled it, else nullptr.
-  unroll<S>* append(std::size_t slot, std::span<const S> observation, S reward, bool done,
-                    bool truncated, std::int32_t prev_action, std::int32_t action,
-                    S behaviour_log_prob, std::uint64_t behaviour_version,
-                    std::span<const S> state_before, std::span<const S> prev_env_action = {},
-                    std::span<const S> raw_action = {}) {
+  /// completed unroll when this step filled it, else nullptr. `state_before` is read only when
+  /// needs_state_before(slot) says so and may be empty otherwise; where it is read, a state of
+  /// another width throws std::logic_error (the caller did not ask its engine for that row).
+  template <class T>
+  requires std::same_as<T, S> || std::same_as<T, std::uint8_t> unroll<S>
+  *append(std::size_t slot, std::span<const T> observation, S reward, bool done, bool truncated,
+          std::int32_t prev_action, std::int32_t action, S behaviour_log_prob,
+          std::uint64_t behaviour_version, std::span<const S> state_before,
+          std::span<const S> prev_env_action = {}, std::span<const S> raw_action = {}) {
     unroll<S>*& u = current_.at(slot);
+    if (needs_state_before(slot) && state_before.size() != state_width_) {
+      throw std::logic_error("seedrl::unroll_builder: slot " + std::to_string(slot) +
+                             "'s step starts an unroll and came with " +
+                             std::to_string(state_before.size()) + " state values, not " +
+                             std::to_string(state_width_) +
+                             " (its state before the step was not asked for)");
+    }
     if (u == nullptr) {
       u = take();
       u->slot = slot;
@@ -93,8 +106,9 @@ class unroll_builder {
       std::copy(state_before.begin(), state_before.end(), u->start_state.begin());
     }
     const std::size_t t = u->length;
-    std::copy(observation.begin(), observation.end(),
-              u->observations.begin() + static_cast<std::ptrdiff_t>(t * obs_size_));
+    std::transform(observation.begin(), observation.end(),
+                   u->observations.begin() + static_cast<std::ptrdiff_t>(t * obs_size_),
+                   [](T x) { return static_cast<S>(x); });
     u->rewards[t] = reward;
     u->dones[t] = done;
     u->truncated[t] = truncated;
@@ -139,6 +153,14 @@ class unroll_builder {
     }
   }
 
+  /// Whether `slot`'s next append reads its state_before: it starts an unroll (none is open) or
+  /// completes one (the next starts from the state before that step). The inference loop asks
+  /// its engine for those rows' states only (agent_step_input::keep_state).
+  bool needs_state_before(std::size_t slot) const {
+    const unroll<S>* u = current_.at(slot);
+    return u == nullptr || u->length + 1 == steps_;
+  }
+
   /// Steps collected so far in `slot`'s current unroll.
   std::size_t pending(std::size_t slot) const {
     return current_.at(slot) ? current_.at(slot)->length : 0;
@@ -171,6 +193,7 @@ class unroll_builder {
 
   std::size_t steps_;
   std::size_t obs_size_;
+  std::size_t state_width_;
   std::size_t action_dim_;
   std::vector<unroll<S>> storage_;
   std::vector<unroll<S>*> current_;

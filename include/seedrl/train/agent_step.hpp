@@ -9,6 +9,7 @@
 /// cpu_inference_engine and the CPU networks.
 ///
 /// Data flow of one step, all on the backend:
+///   widen:   uint8 frames (when the operands carry them) to S, the first layer's input;
 ///   gather:  before [B, W] = table[slots] (the state each row starts from, before resets; the
 ///            unroll builder's state_before);
 ///   torso:   one step (steps = 1) with `before` as the start state and the resets as dones,
@@ -85,9 +86,12 @@ struct backend_lstm_step {
 /// What one step reads and writes, all in the backend's memory.
 template <class S>
 struct agent_step_operands {
-  std::size_t B = 0;                           ///< rows (environments) of this step
-  const std::uint32_t* slots = nullptr;        ///< [B] distinct rows of the table
-  const S* observations = nullptr;             ///< [B, observation_size()]
+  std::size_t B = 0;                     ///< rows (environments) of this step
+  const std::uint32_t* slots = nullptr;  ///< [B] distinct rows of the table
+  const S* observations = nullptr;       ///< [B, observation_size()]
+  /// [B, observation_size()] uint8 frames; when set, `observations` is not read: the step
+  /// widens these to S (exactly) and runs on them, so frames cross to a device as bytes.
+  const std::uint8_t* observations_u8 = nullptr;
   const S* rewards = nullptr;                  ///< [B]
   const std::uint8_t* resets = nullptr;        ///< [B] nonzero: the row starts from zeros
   const std::int32_t* prev_actions = nullptr;  ///< [B] (read when the core takes them)
@@ -176,13 +180,14 @@ class backend_agent_step {
     if (layout_.L > 0)
       backend_.grow(gates_, B * 4 * H);
     backend_.grow(next_, B * state_size_);
+    backend_.grow(widened_, B * torso_.observation_size());
     reserved_ = B > reserved_ ? B : reserved_;
   }
 
   /// Elements of the step's own buffers per row, besides the torso's.
   std::size_t work_elements_per_row() const noexcept {
     return layout_.core_in_width + layout_.L * 4 * layout_.H + (layout_.L > 0 ? 4 * layout_.H : 0) +
-           state_size_;
+           state_size_ + torso_.observation_size();
   }
 
   /// One step; see the file comment. Asynchronous where the backend is. Throws
@@ -198,8 +203,14 @@ class backend_agent_step {
     const S* p = op.params;
     if (W > 0)
       be.for_each(B * W, detail::gather_rows_kernel<S>{op.table, op.slots, W, op.before});
+    const S* observations = op.observations;
+    if (op.observations_u8 != nullptr) {
+      const std::size_t n = B * torso_.observation_size();
+      be.for_each(n, detail::widen_kernel<S>{op.observations_u8, widened_.data()});
+      observations = widened_.data();
+    }
     backend_torso_batch<S> tb;
-    tb.observations = op.observations;
+    tb.observations = observations;
     tb.start_state = op.before;
     tb.state_width = W;
     tb.dones = op.resets;
@@ -273,6 +284,7 @@ class backend_agent_step {
   detail::agent_layout layout_;
   std::size_t state_size_ = 0, reserved_ = 0;
   buffer<S> core_in_, gates_, next_;
+  buffer<S> widened_;  ///< [B, observation_size()] the uint8 frames as S
   std::vector<layer_buffers> layers_;
 };
 

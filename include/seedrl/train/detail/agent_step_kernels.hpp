@@ -1,10 +1,11 @@
 #pragma once
 /// \file
 /// The per-element bodies of `backend_agent_step` (seedrl/train/agent_step.hpp), the one-step
-/// inference of a backend agent over a per-slot state table: gathering and scattering state rows
-/// by environment slot, the LSTM cell update of one step, and the frame history's shift. Like
-/// mlp_lstm_kernels.hpp, each is a trivially copyable functor of sizes, scalars and backend
-/// pointers whose `operator()` is `SEEDRL_HOST_DEVICE`, run by a ComputeBackend's for_each.
+/// inference of a backend agent over a per-slot state table: widening uint8 frames, gathering and
+/// scattering state rows by environment slot, the LSTM cell update of one step, and the frame
+/// history's shift. Like mlp_lstm_kernels.hpp, each is a trivially copyable functor of sizes,
+/// scalars and backend pointers whose `operator()` is `SEEDRL_HOST_DEVICE`, run by a
+/// ComputeBackend's for_each.
 
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,15 @@
 #include "seedrl/detail/lstm_math.hpp"
 
 namespace seedrl::detail {
+
+/// dst[i] = src[i] as S: uint8 frames widened (exactly) for the first layer.
+template <class S>
+struct widen_kernel {
+  const std::uint8_t* src;
+  S* dst;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const { dst[i] = static_cast<S>(src[i]); }
+};
 
 /// rows[r, k] = table[slots[r], k] over B rows of `width`; i = r * width + k.
 template <class S>
