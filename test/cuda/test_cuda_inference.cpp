@@ -5,8 +5,11 @@
 // parameter_store reaching both engines. Logits, values and each row's state before the step;
 // on every other batch the actions and log-probs sampled on the device, against the counter
 // generator's CPU reference over the CPU engine's logits. Each network also with uint8 frames
-// (widened on the device) and, on every third batch, only some rows' states brought back. And
-// the captured CUDA graphs of the Nature CNN step against plain launches, over every bucket.
+// (widened on the device) and, on every third batch, only some rows' states brought back. The
+// captured CUDA graphs of the Nature CNN step against plain launches, over every bucket.
+// Pipelined (begin/finish, two batches in flight with disjoint slots, resets and a parameter
+// update between the two begins) against the same CPU engine run one batch at a time, for the
+// MLP recipe (CUDA graphs, one per input buffer) and the Nature CNN.
 // Part of seedrl_cuda_tests (label gpu, skipped with 77 without a device); the engines are
 // instantiated in mlp_lstm_trainer_instance.cu and pixel_lstm_trainer_instance.cu.
 
@@ -16,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <numeric>
 #include <optional>
 #include <span>
@@ -34,6 +38,7 @@
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/net/nature_cnn_lstm_agent.hpp"
 #include "seedrl/runtime/cpu_inference_engine.hpp"
+#include "seedrl/runtime/inference_engine.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
 
 namespace {
@@ -155,7 +160,163 @@ void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_
   }
 }
 
+/// The CPU engine's outputs for one batch, kept until the GPU engine finishes it.
+struct reference {
+  std::vector<std::uint32_t> slots;
+  std::vector<float> logits, values, before;
+  bool sample = false;
+  std::vector<std::int32_t> actions;  // the GPU engine's, written at finish()
+  std::vector<float> log_probs, g_logits, g_values;
+};
+
+/// Batch k + 1 begins while batch k is in flight, as the pipelined inference loop runs them:
+/// its slots are disjoint from k's, reset_state calls for its slots and (at k = 5) a parameter
+/// update come between the two begins, so batch k keeps the set it began with.
+template <class Recipe, class Net>
+void compare_pipelined(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_t seed) {
+  static_assert(seedrl::PipelinedInferenceEngine<seedrl::cuda::inference_engine<float, Recipe>>);
+  const seedrl::inference_engine_config config{max_envs, max_batch, A, 1};
+  seedrl::cuda::inference_engine<float, Recipe> gpu(net, config);
+  seedrl::cpu_inference_engine<Net> cpu(net, config);
+  const std::size_t W = cpu.state_width(), obs = static_cast<std::size_t>(net.observation_size());
+  seedrl::parameter_store<float> store;
+  std::uint64_t gpu_version = 0, cpu_version = 0;
+  seedrl::random_generator rng(seed);
+  // Repeated sizes: each graph bucket is used (and captured) with both input buffers.
+  const std::size_t sizes[] = {3, 5, 3, 5, 8, 8, 8, 8, 17, 17, 3, 33, 5, 1, 2, 2};
+  constexpr std::size_t n = std::size(sizes);
+  std::vector<reference> refs(n);
+  std::vector<std::uint32_t> previous;  // the slots of the batch in flight
+  std::size_t finished = 0;
+  const auto check_finished = [&] {
+    gpu.finish();
+    const reference& r = refs[finished];
+    const std::size_t B = r.slots.size();
+    std::size_t bad = 0;
+    for (std::size_t i = 0; !r.sample && i < B * A; ++i)
+      bad += close(r.g_logits[i], r.logits[i]) ? 0 : 1;
+    for (std::size_t row = 0; r.sample && row < B; ++row) {
+      float want_lp = 0.0f;
+      const int want = seedrl::counter_categorical(
+          r.logits.data() + row * A, static_cast<int>(A),
+          seedrl::counter_uniform(99, static_cast<std::uint64_t>(finished), row), &want_lp);
+      bad += r.actions[row] == want ? 0 : 1;
+      bad += close(r.log_probs[row], want_lp) ? 0 : 1;
+    }
+    for (std::size_t row = 0; row < B; ++row) {
+      bad += close(r.g_values[row], r.values[row]) ? 0 : 1;
+      const auto gb = gpu.state_before(row);
+      REQUIRE(gb.size() == W);
+      for (std::size_t i = 0; i < W; ++i)
+        bad += close(gb[i], r.before[row * W + i]) ? 0 : 1;
+    }
+    INFO("pipelined batch " << finished << ", B = " << B);
+    CHECK(bad == 0);
+    ++finished;
+  };
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t B = sizes[k];
+    std::vector<std::uint32_t> free_slots;
+    for (std::uint32_t s = 0; s < max_envs; ++s) {
+      if (std::find(previous.begin(), previous.end(), s) == previous.end())
+        free_slots.push_back(s);
+    }
+    for (std::size_t i = free_slots.size() - 1; i > 0; --i)
+      std::swap(free_slots[i], free_slots[rng.below(i + 1)]);
+    reference& r = refs[k];
+    r.slots.assign(free_slots.begin(), free_slots.begin() + static_cast<std::ptrdiff_t>(B));
+    for (const auto s : r.slots) {
+      if (rng.uniform() < 0.15) {  // a run restart of a slot not in flight
+        gpu.reset_state(s);
+        cpu.reset_state(s);
+      }
+    }
+    if (k == 5) {  // batch 4 is in flight with the old set
+      std::vector<float> p(net.parameters().begin(), net.parameters().end());
+      for (auto& x : p)
+        x *= static_cast<float>(rng.uniform(0.8, 1.2));
+      store.publish(p);
+      CHECK(gpu.update_parameters(store, &gpu_version));
+      CHECK(cpu.update_parameters(store, &cpu_version));
+    }
+    std::vector<float> o(B * obs), rewards(B);
+    std::vector<std::uint8_t> resets(B);
+    std::vector<std::int32_t> prev(B);
+    for (auto& x : o)
+      x = static_cast<float>(rng.uniform(obs_lo, obs_hi));
+    for (std::size_t row = 0; row < B; ++row) {
+      rewards[row] = static_cast<float>(rng.uniform(-2.0, 2.0));
+      resets[row] = k == 0 || rng.uniform() < 0.2 ? 1 : 0;
+      prev[row] = static_cast<std::int32_t>(rng.below(A));
+    }
+    const seedrl::agent_step_input<float> in{o, rewards, resets, prev};
+    r.sample = k % 3 == 2;
+    r.g_logits.assign(B * A, std::nanf(""));
+    r.g_values.assign(B, std::nanf(""));
+    r.actions.assign(B, -1);
+    r.log_probs.assign(B, std::nanf(""));
+    // The inputs are local to this iteration: the engine must have copied them at begin.
+    if (r.sample)
+      gpu.begin_and_sample(r.slots, in, {r.g_logits, r.g_values}, 99, k, r.actions, r.log_probs);
+    else
+      gpu.begin(r.slots, in, {r.g_logits, r.g_values});
+    r.logits.resize(B * A);
+    r.values.resize(B);
+    cpu.infer(r.slots, in, {r.logits, r.values});
+    for (std::size_t row = 0; row < B; ++row) {
+      const auto cb = cpu.state_before(row);
+      r.before.insert(r.before.end(), cb.begin(), cb.end());
+    }
+    previous = r.slots;
+    if (k > 0)
+      check_finished();  // batch k - 1, with batch k in flight behind it
+  }
+  check_finished();
+  CHECK(finished == n);
+  // Back to one batch at a time: infer() is begin() then finish().
+  std::vector<float> gl(A), gv(1), cl(A), cv(1), x(obs, 0.5f), rw{0.0f};
+  const std::vector<std::uint32_t> one{7};
+  const std::vector<std::uint8_t> no{0};
+  const std::vector<std::int32_t> pa{0};
+  gpu.infer(one, {x, rw, no, pa}, {gl, gv});
+  cpu.infer(one, {x, rw, no, pa}, {cl, cv});
+  for (std::size_t a = 0; a < A; ++a)
+    CHECK(close(gl[a], cl[a]));
+  // Misuse is refused: finish with nothing in flight, infer with a batch in flight.
+  CHECK_THROWS_AS(gpu.finish(), std::logic_error);
+  gpu.begin(one, {x, rw, no, pa}, {gl, gv});
+  CHECK_THROWS_AS(gpu.infer(one, {x, rw, no, pa}, {gl, gv}), std::logic_error);
+  gpu.finish();
+}
+
 }  // namespace
+
+TEST_CASE(
+    "cuda inference_engine pipelined (two batches in flight) matches the CPU engine: "
+    "MLP + LSTM with CUDA graphs, Nature CNN + LSTM",
+    "[cuda][inference]") {
+  seedrl::mlp_lstm_agent_config c;
+  c.observation_size = 6;
+  c.num_actions = 4;
+  c.hidden_sizes = {64, 32};
+  c.lstm_size = 48;
+  c.seed = 6;
+  seedrl::mlp_lstm_agent<float> mlp(c);
+  compare_pipelined<seedrl::cuda::mlp_lstm_recipe>(mlp, 4, -1.0, 1.0, 17);
+  seedrl::frame_stack_config stack{.height = 44, .width = 52, .channels = 2, .depth = 3};
+  seedrl::pixel_lstm_agent_config<seedrl::nature_cnn_config> agent;
+  agent.height = 44;
+  agent.width = 52;
+  agent.channels = 6;
+  agent.num_actions = 5;
+  agent.torso.channels = {8, 16, 8};
+  agent.dense_size = 32;
+  agent.lstm_size = 24;
+  agent.seed = 3;
+  seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>> cnn(stack, agent);
+  compare_pipelined<seedrl::cuda::pixel_lstm_recipe<seedrl::nature_cnn_config>>(cnn, 5, 0.0, 255.0,
+                                                                                18);
+}
 
 TEST_CASE("cuda inference_engine matches the CPU engine: MLP + 1- and 2-layer LSTM",
           "[cuda][inference]") {

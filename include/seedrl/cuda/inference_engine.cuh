@@ -228,19 +228,29 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     // One row more than the slots: padded rows of a graph bucket use it as scratch.
     table_ = backend_->template allocate<S>((max_envs_ + 1) * W_);
     before_ = backend_->template allocate<S>(max_batch_ * W_);
-    kept_.assign(max_batch_, not_kept);
+    kept_[0].assign(max_batch_, not_kept);
+    kept_[1].assign(max_batch_, not_kept);
     params_[0] = backend_->template allocate<S>(P_);
     params_[1] = backend_->template allocate<S>(P_);
     const std::size_t in_bytes = upload_layout::of<S>(max_batch_, obs_, max_envs_).bytes;
-    in_dev_ = backend_->template allocate<unsigned char>(in_bytes);
-    in_host_ = pinned_buffer<unsigned char>(in_bytes);
-    std::memset(in_host_.data(), 0, in_bytes);
+    const std::size_t out_bytes = download_layout::of<S>(max_batch_, A_, W_).bytes;
+    // Two of each host-side buffer and of the device input: batch k+1 uploads while batch k
+    // computes. One device output suffices: steps and downloads are ordered on one stream.
+    for (std::size_t io = 0; io < 2; ++io) {
+      in_dev_[io] = backend_->template allocate<unsigned char>(in_bytes);
+      in_host_[io] = pinned_buffer<unsigned char>(in_bytes);
+      std::memset(in_host_[io].data(), 0, in_bytes);  // padded rows read finite zeros
+      out_host_[io] = pinned_buffer<unsigned char>(out_bytes);
+      SEEDRL_CUDA_CHECK(cudaEventCreateWithFlags(&uploaded_[io], cudaEventDisableTiming));
+      SEEDRL_CUDA_CHECK(cudaEventCreateWithFlags(&done_[io], cudaEventDisableTiming));
+    }
+    SEEDRL_CUDA_CHECK(cudaEventCreateWithFlags(&params_copied_, cudaEventDisableTiming));
+    // Non-blocking: the uploads wait for nothing on the legacy default stream.
+    SEEDRL_CUDA_CHECK(cudaStreamCreateWithFlags(&upload_, cudaStreamNonBlocking));
     const char* env = std::getenv("SEEDRL_CUDA_GRAPHS");
     graphs_enabled_ = !(env != nullptr && std::string(env) == "0");
     graphs_.resize(graph_max_rows + 1);
-    const std::size_t out_bytes = download_layout::of<S>(max_batch_, A_, W_).bytes;
     out_dev_ = backend_->template allocate<unsigned char>(out_bytes);
-    out_host_ = pinned_buffer<unsigned char>(out_bytes);
     params_host_ = pinned_buffer<S>(P_);
     pending_.reserve(max_envs_);
     queued_.assign(max_envs_, 0);
@@ -252,14 +262,32 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
 
   ~inference_engine_device_impl() override {
     (void)cudaSetDevice(device_);  // free on the right device; a destructor cannot report
+    // A batch may still be in flight (the loop stopped after a failure): nothing may still
+    // read or write the buffers freed below.
+    if (upload_ != nullptr)
+      (void)cudaStreamSynchronize(upload_);
+    if (backend_)
+      (void)cudaStreamSynchronize(backend_->stream());
     for (auto& g : graphs_) {
-      for (auto& by_type : g.exec) {
-        for (auto& e : by_type) {
-          if (e != nullptr)
-            (void)cudaGraphExecDestroy(e);
+      for (auto& per_params : g.exec) {
+        for (auto& per_io : per_params) {
+          for (auto& e : per_io) {
+            if (e != nullptr)
+              (void)cudaGraphExecDestroy(e);
+          }
         }
       }
     }
+    for (std::size_t io = 0; io < 2; ++io) {
+      if (uploaded_[io] != nullptr)
+        (void)cudaEventDestroy(uploaded_[io]);
+      if (done_[io] != nullptr)
+        (void)cudaEventDestroy(done_[io]);
+    }
+    if (params_copied_ != nullptr)
+      (void)cudaEventDestroy(params_copied_);
+    if (upload_ != nullptr)
+      (void)cudaStreamDestroy(upload_);
     step_.reset();
     backend_.reset();
   }
@@ -279,47 +307,102 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
 
   void infer(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
              const agent_step_output<S>& out) override {
-    run(slots, in, out, nullptr);
+    require_idle("infer");
+    begin(slots, in, out);
+    finish();
   }
 
   void infer_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+                        const agent_step_output<S>& out, std::uint64_t seed, std::uint64_t counter,
+                        std::span<std::int32_t> actions, std::span<S> log_probs) override {
+    require_idle("infer_and_sample");
+    begin_and_sample(slots, in, out, seed, counter, actions, log_probs);
+    finish();
+  }
+
+  void begin(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+             const agent_step_output<S>& out) override {
+    submit(slots, in, out, nullptr);
+  }
+
+  void begin_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
                         const agent_step_output<S>& out, std::uint64_t seed, std::uint64_t counter,
                         std::span<std::int32_t> actions, std::span<S> log_probs) override {
     if (actions.size() != slots.size() || log_probs.size() != slots.size())
       throw std::invalid_argument(std::string(who) +
                                   "::infer_and_sample: actions and log_probs must hold B values");
     const sample_request r{seed, counter, actions, log_probs};
-    run(slots, in, out, &r);
+    submit(slots, in, out, &r);
+  }
+
+  /// Waits for the oldest batch in flight and hands over its outputs.
+  void finish() override {
+    if (in_flight_ == 0)
+      throw std::logic_error(std::string(who) + "::finish: no batch in flight");
+    SEEDRL_CUDA_CHECK(cudaSetDevice(device_));
+    const flight& f = flights_[oldest_];
+    const cudaError_t e = cudaEventSynchronize(done_[f.io]);
+    if (e != cudaSuccess) {
+      throw cuda_error(std::string("seedrl: ") + who +
+                       ": the inference step failed on the device (one of its kernels: "
+                       "zero_rows, widen, gather_rows, the torso's convolutions or GEMMs, "
+                       "lstm_step_fused_kernel or lstm_pointwise_kernel, the heads' GEMMs, "
+                       "scatter_rows, counter_sample): " +
+                       cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+    }
+    oldest_ = 1 - oldest_;
+    --in_flight_;
+    last_io_ = f.io;
+    last_before_ = f.o.before;
+    const std::size_t B = f.B;
+    const unsigned char* oh = out_host_[f.io].data();
+    std::memcpy(f.out.values.data(), oh + f.o.values, B * sizeof(S));
+    if (!f.sampled) {
+      std::memcpy(f.out.logits.data(), oh + f.o.logits, B * A_ * sizeof(S));
+    } else {
+      std::memcpy(f.actions.data(), oh + f.o.actions, B * sizeof(std::int32_t));
+      std::memcpy(f.log_probs.data(), oh + f.o.log_probs, B * sizeof(S));
+    }
   }
 
   /// A row the last step's keep_state did not ask for has no state here: an empty span.
   std::span<const S> state_before(std::size_t row) const override {
-    if (kept_[row] == not_kept)
+    const std::size_t k = kept_[last_io_][row];
+    if (k == not_kept)
       return {};
-    return {reinterpret_cast<const S*>(out_host_.data() + last_before_) + kept_[row] * W_, W_};
+    return {reinterpret_cast<const S*>(out_host_[last_io_].data() + last_before_) + k * W_, W_};
   }
 
-  std::span<S> parameter_staging() override { return {params_host_.data(), P_}; }
+  std::span<S> parameter_staging() override {
+    // The previous set's upload may still read the pinned source (it is queued behind the
+    // steps in flight); the caller is about to overwrite it.
+    SEEDRL_CUDA_CHECK(cudaSetDevice(device_));
+    SEEDRL_CUDA_CHECK(cudaEventSynchronize(params_copied_));
+    return {params_host_.data(), P_};
+  }
 
   std::size_t captured_graphs() const override {
     std::size_t n = 0;
     for (const auto& g : graphs_)
-      for (const auto& by_type : g.exec)
-        for (const auto e : by_type)
-          n += e != nullptr ? 1 : 0;
+      for (const auto& per_params : g.exec)
+        for (const auto& per_io : per_params)
+          for (const auto e : per_io)
+            n += e != nullptr ? 1 : 0;
     return n;
   }
 
   void set_parameters_from_staging() override {
     SEEDRL_CUDA_CHECK(cudaSetDevice(device_));
     const std::size_t next = 1 - current_;
-    // Ordered on the stream after every step already given and before the next: no step
-    // reads a half-written set. The pinned source is free again once infer() waited (each
-    // infer() waits for its stream), so the next update can overwrite it.
+    // Ordered on the compute stream after every step already begun and before the next: no
+    // step reads a half-written set, and a batch in flight keeps the set it began with (it
+    // uses the other buffer, or ran before the copy in stream order). The event tells
+    // parameter_staging() when the pinned source is free again; the host does not wait here,
+    // so a batch in flight keeps computing.
     SEEDRL_CUDA_CHECK(cudaMemcpyAsync(params_[next].data(), params_host_.data(), P_ * sizeof(S),
                                       cudaMemcpyHostToDevice, backend_->stream()));
+    SEEDRL_CUDA_CHECK(cudaEventRecord(params_copied_, backend_->stream()));
     current_ = next;
-    SEEDRL_CUDA_CHECK(cudaStreamSynchronize(backend_->stream()));
   }
 
   bool update_on_device(const std::function<bool(S*, void*)>& copy) override {
@@ -334,12 +417,13 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
   }
 
  private:
-  /// A bucket's captured steps, one per parameter buffer and observation type (S, or uint8
-  /// frames widened by the step: another kernel sequence over the same addresses).
+  /// A bucket's captured steps, one per parameter buffer, device input buffer (a graph bakes in
+  /// the addresses it reads) and observation type (S, or uint8 frames widened by the step:
+  /// another kernel sequence).
   struct graph_entry {
-    cudaGraphExec_t exec[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};
-    bool warmed[2] = {false, false};  ///< ran plain once: its lazily made objects exist
-    bool failed[2] = {false, false};  ///< capture failed: plain launches from now on
+    cudaGraphExec_t exec[2][2][2] = {};  ///< [parameter buffer][input buffer][frames]
+    bool warmed[2] = {false, false};     ///< ran plain once: its lazily made objects exist
+    bool failed[2] = {false, false};     ///< capture failed: plain launches from now on
   };
 
   /// The step as the bucket's graph for the parameter buffer in use: captured at the second use,
@@ -347,9 +431,9 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
   /// the backend's convolutions pinned: the cuDNN objects and workspaces the graph bakes in
   /// (made by the warm-up, found again by the capture) are never dropped from its shape cache
   /// nor reallocated while the engine lives, whatever other batch sizes run plain meanwhile.
-  void graph_step(const agent_step_operands<S>& op, graph_entry& g) {
+  void graph_step(const agent_step_operands<S>& op, graph_entry& g, std::size_t io) {
     const std::size_t frames = op.observations_u8 != nullptr ? 1 : 0;
-    cudaGraphExec_t& exec = g.exec[current_][frames];
+    cudaGraphExec_t& exec = g.exec[current_][io][frames];
     if (exec == nullptr && g.warmed[frames] && !g.failed[frames]) {
       const auto pin = backend_->pin_convolutions();
       g.failed[frames] = !capture(op, exec);
@@ -395,20 +479,44 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     std::span<S> log_probs;
   };
 
-  /// One batch: upload, queued resets, the step, sampling when asked, the kept rows' states
-  /// compacted, one download, wait.
-  void run(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
-           const agent_step_output<S>& out, const sample_request* sample) {
+  /// A batch begun and not finished: where its outputs sit and where they go.
+  struct flight {
+    std::size_t io = 0;  ///< its host buffers and device input
+    std::size_t B = 0;
+    download_layout o;
+    agent_step_output<S> out;
+    bool sampled = false;
+    std::span<std::int32_t> actions;
+    std::span<S> log_probs;
+  };
+
+  void require_idle(const char* call) const {
+    if (in_flight_ != 0)
+      throw std::logic_error(std::string(who) + "::" + call + " with a batch in flight");
+  }
+
+  /// Begins one batch: the inputs packed into this batch's pinned buffer go up in one copy on
+  /// the upload stream (overlapping the batch in flight), then on the compute stream, once that
+  /// copy is done: the queued resets, the step, sampling when asked, the kept rows' states
+  /// compacted, and one download into this batch's pinned output. Returns without waiting;
+  /// finish() waits.
+  void submit(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+              const agent_step_output<S>& out, const sample_request* sample) {
     const std::size_t B = slots.size();
     check_batch(slots, in, out);
+    if (in_flight_ == 2)
+      throw std::logic_error(std::string(who) + "::begin: two batches in flight already");
     SEEDRL_CUDA_CHECK(cudaSetDevice(device_));  // the loop's thread, not the constructor's
+    // This batch's buffers were last used by the batch two before it, finished by now (at
+    // most two in flight, finished in order): the host may overwrite them.
+    const std::size_t io = next_io_;
     const std::size_t n_reset = pending_.size();
     const bool frames = !in.observations_u8.empty();
     // As a graph, the step runs on a bucket's rows: every offset below depends on them only.
     const std::size_t bucket = graphs_enabled_ ? graph_bucket(B, max_batch_) : 0;
     const std::size_t rows = bucket > 0 ? bucket : B;
     const auto l = upload_layout::of<S>(rows, obs_, n_reset, frames);
-    unsigned char* h = in_host_.data();
+    unsigned char* h = in_host_[io].data();
     if (frames)
       std::memcpy(h + l.obs, in.observations_u8.data(), B * obs_);
     else
@@ -426,22 +534,26 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
       h[l.resets + r] = 1;
     }
     // The rows whose states come back, in row order (all of them when keep_state is empty);
-    // kept_[r] is where row r's state lands in the download.
+    // kept[r] is where row r's state lands in this batch's download.
+    std::vector<std::size_t>& kept = kept_[io];
     std::size_t n_keep = 0;
     for (std::size_t r = 0; r < B; ++r) {
       if (!in.keep_state.empty() && in.keep_state[r] == 0) {
-        kept_[r] = not_kept;
+        kept[r] = not_kept;
         continue;
       }
       const auto row = static_cast<std::uint32_t>(r);
       std::memcpy(h + l.keep + n_keep * sizeof(std::uint32_t), &row, sizeof(row));
-      kept_[r] = n_keep++;
+      kept[r] = n_keep++;
     }
     if (n_reset > 0)
       std::memcpy(h + l.reset_slots, pending_.data(), n_reset * sizeof(std::uint32_t));
     const cudaStream_t stream = backend_->stream();
-    unsigned char* d = in_dev_.data();
-    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(d, h, l.bytes, cudaMemcpyHostToDevice, stream));
+    unsigned char* d = in_dev_[io].data();
+    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(d, h, l.bytes, cudaMemcpyHostToDevice, upload_));
+    SEEDRL_CUDA_CHECK(cudaEventRecord(uploaded_[io], upload_));
+    // Outside any graph: the captured part is the step alone, which reads d.
+    SEEDRL_CUDA_CHECK(cudaStreamWaitEvent(stream, uploaded_[io], 0));
     if (n_reset > 0 && W_ > 0) {
       backend_->for_each(
           n_reset * W_,
@@ -470,7 +582,7 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     op.values = reinterpret_cast<S*>(od + o.values);
     op.before = before_.data();
     if (bucket > 0)
-      graph_step(op, graphs_[bucket]);
+      graph_step(op, graphs_[bucket], io);
     else
       step_->step(op);
     // Only the kept rows' states travel back, packed in row order behind the small outputs.
@@ -480,7 +592,8 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
                              before_.data(), reinterpret_cast<const std::uint32_t*>(d + l.keep), W_,
                              reinterpret_cast<S*>(od + o.before)});
     }
-    // One copy back: logits to the kept states, or (sampled here) values to the kept states.
+    // One copy back: logits to the kept states, or (sampled here) values to the kept states. On
+    // the compute stream: the next batch's step, which overwrites out_dev_, comes after it.
     std::size_t first = o.logits;
     const std::size_t last = o.template end<S>(n_keep, W_);
     if (sample != nullptr) {
@@ -490,26 +603,19 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
                                 reinterpret_cast<S*>(od + o.log_probs)});
       first = o.values;
     }
-    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(out_host_.data() + first, od + first, last - first,
+    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(out_host_[io].data() + first, od + first, last - first,
                                       cudaMemcpyDeviceToHost, stream));
-    const cudaError_t e = cudaStreamSynchronize(stream);
-    if (e != cudaSuccess) {
-      throw cuda_error(std::string("seedrl: ") + who +
-                       ": the inference step failed on the device (one of its kernels: "
-                       "zero_rows, widen, gather_rows, the torso's convolutions or GEMMs, "
-                       "lstm_step_fused_kernel or lstm_pointwise_kernel, the heads' GEMMs, "
-                       "scatter_rows, counter_sample): " +
-                       cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-    }
-    last_before_ = o.before;
-    const unsigned char* oh = out_host_.data();
-    std::memcpy(out.values.data(), oh + o.values, B * sizeof(S));
-    if (sample == nullptr) {
-      std::memcpy(out.logits.data(), oh + o.logits, B * A_ * sizeof(S));
-    } else {
-      std::memcpy(sample->actions.data(), oh + o.actions, B * sizeof(std::int32_t));
-      std::memcpy(sample->log_probs.data(), oh + o.log_probs, B * sizeof(S));
-    }
+    SEEDRL_CUDA_CHECK(cudaEventRecord(done_[io], stream));
+    flight& f = flights_[(oldest_ + in_flight_) % 2];
+    f.io = io;
+    f.B = B;
+    f.o = o;
+    f.out = out;
+    f.sampled = sample != nullptr;
+    f.actions = sample != nullptr ? sample->actions : std::span<std::int32_t>();
+    f.log_probs = sample != nullptr ? sample->log_probs : std::span<S>();
+    ++in_flight_;
+    next_io_ = 1 - io;
   }
 
   void check_batch(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
@@ -545,7 +651,7 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     const std::size_t need =
         ((max_envs_ + 1) * W_ + 2 * P_ + max_batch_ * (step_->work_elements_per_row() + W_)) *
             sizeof(S) +
-        download_layout::of<S>(max_batch_, A_, W_).bytes + in_bytes;
+        download_layout::of<S>(max_batch_, A_, W_).bytes + 2 * in_bytes;
     if (need > free_bytes) {
       throw std::runtime_error(std::string("seedrl: ") + who + ": the state table of " +
                                std::to_string(max_envs_) + " env slots (" + std::to_string(W_) +
@@ -565,17 +671,25 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
   std::unique_ptr<step_type> step_;
   cuda_backend::buffer<S> table_;
   cuda_backend::buffer<S> params_[2];
-  std::size_t current_ = 0;  ///< the parameter set in use
-  cuda_backend::buffer<unsigned char> in_dev_;
-  cuda_backend::buffer<unsigned char> out_dev_;  ///< download_layout
-  pinned_buffer<unsigned char> in_host_, out_host_;
+  std::size_t current_ = 0;                        ///< the parameter set in use
+  cuda_backend::buffer<unsigned char> in_dev_[2];  ///< upload_layout, one per batch in flight
+  cuda_backend::buffer<unsigned char> out_dev_;    ///< download_layout
+  pinned_buffer<unsigned char> in_host_[2], out_host_[2];
+  cudaStream_t upload_ = nullptr;        ///< the inputs' copies; the steps run on backend_'s
+  cudaEvent_t uploaded_[2] = {};         ///< batch io's inputs are on the device
+  cudaEvent_t done_[2] = {};             ///< batch io's outputs are in out_host_[io]
+  cudaEvent_t params_copied_ = nullptr;  ///< params_host_ may be overwritten
+  flight flights_[2];                    ///< in flight, oldest first from oldest_
+  std::size_t oldest_ = 0, in_flight_ = 0, next_io_ = 0;
+  std::size_t last_io_ = 0;  ///< the last finished batch's buffers (state_before)
   pinned_buffer<S> params_host_;
   std::vector<std::uint32_t> pending_;  ///< queued reset_state slots
   std::vector<std::uint8_t> queued_;    ///< [max_envs] 1 while a slot is in pending_
   cuda_backend::buffer<S> before_;      ///< [max_batch, W] each row's state before the step
   static constexpr std::size_t not_kept = static_cast<std::size_t>(-1);
-  std::vector<std::size_t> kept_;  ///< [max_batch] row -> its state's index in the download
-  std::size_t last_before_ = 0;    ///< where the last batch's kept states sit in out_host_
+  /// [input buffer][max_batch] row -> its state's index in that batch's download
+  std::vector<std::size_t> kept_[2];
+  std::size_t last_before_ = 0;  ///< where its kept states sit in out_host_[last_io_]
   bool graphs_enabled_ = false;
   std::vector<graph_entry> graphs_;  ///< indexed by bucket rows
 };

@@ -12,21 +12,30 @@
 /// What lives on the device: both parameter sets (the one in use and the one the next update
 /// writes), the per-slot state table (max_envs rows of the CPU network's state: frame history,
 /// then (h, c) per LSTM layer) and the step's buffers. reset_state() is queued on the host and
-/// applied on the device at the next infer(), before the gather (a kernel zeroes the queued
+/// applied on the device at the next batch begun, before the gather (a kernel zeroes the queued
 /// rows); done resets are the step's own (rows start from zeros where the reset flag is set).
 ///
-/// Per infer(): the batch's inputs (observations, rewards, slots, previous actions, reset
-/// flags, the rows whose states are wanted and the queued reset slots) are packed into one
-/// pinned host buffer and go up in one copy; uint8 frames (agent_step_input::observations_u8)
-/// go up as bytes and the step widens them on the device. The step runs on the engine's stream;
-/// the logits, values and the states before the step of the rows agent_step_input::keep_state
-/// asks for (every row when it is empty; compacted on the device) come back in one copy into
-/// pinned memory (state_before() points there; another row's is empty). Then the engine waits
-/// for its stream: the loop samples on the host right after.
+/// Per batch: the inputs (observations, rewards, slots, previous actions, reset flags, the rows
+/// whose states are wanted and the queued reset slots) are packed into one pinned host buffer
+/// and go up in one copy on the upload stream; uint8 frames (agent_step_input::observations_u8)
+/// go up as bytes and the step widens them on the device. The step runs on the compute stream
+/// (the backend's) once that copy is done; the logits, values and the states before the step of
+/// the rows agent_step_input::keep_state asks for (every row when it is empty; compacted on the
+/// device) come back in one copy into pinned memory (state_before() points there; another
+/// row's is empty).
+///
+/// Pipelined (seedrl::PipelinedInferenceEngine): begin() enqueues a batch and returns, finish()
+/// waits for the oldest and hands over its outputs; infer() is begin() then finish(). With two
+/// streams, two pinned input and output buffers and two device input buffers (one pair per
+/// batch in flight, events ordering them), batch k+1's packing and upload run while batch k
+/// computes; the steps stay in order on the compute stream, so one device output buffer, the
+/// state table and the step's work buffers serve both.
 ///
 /// Parameters: update_parameters copies the store's newest set into pinned memory, then in one
-/// copy into the device buffer not in use, and swaps; the copy is ordered on the stream before
-/// the next step, so no step reads a half-written set.
+/// copy on the compute stream into the device buffer not in use, and swaps; the copy is
+/// ordered after the steps already begun and before the next, so no step reads a half-written
+/// set and a batch in flight keeps its set. The host does not wait for it (an event guards the
+/// pinned source until the next update).
 ///
 /// Errors: a launch error throws `cuda_error` naming the kernel; an error inside a kernel
 /// surfaces at the end-of-batch wait as a `cuda_error` saying which step failed. The inference
@@ -35,20 +44,19 @@
 /// state table and buffers do not fit in the device's free memory.
 ///
 /// CUDA graphs: a batch of B <= 256 rows runs padded to a bucket (detail::graph_bucket) as a
-/// captured graph of the step, one per bucket, parameter buffer and observation type, captured
-/// at the bucket's second use (the first, plain, makes every lazily created object); padded rows
-/// read and write a scratch table row with the reset flag set, and their outputs are dropped. For
-/// the convolutional torsos, the warm-up and the capture run inside
-/// cuda_backend::pin_convolutions: the cuDNN descriptors, algorithms and workspaces of a bucket's
-/// shapes stay in the backend's shape cache for the engine's life (unpinned shapes, e.g. of
-/// batches above 256, still come and go), so a graph never replays a freed workspace. A failed
-/// capture falls back to plain launches for that bucket; captured_graphs() counts the captures
-/// that worked. SEEDRL_CUDA_GRAPHS=0 in the environment turns graphs off.
+/// captured graph of the step (compute only: the upload and the wait for it stay outside), one
+/// per bucket, parameter buffer, device input buffer and observation type, captured at the
+/// bucket's second use (the first, plain, makes every lazily created object); padded rows read
+/// and write a scratch table row with the reset flag set, and their outputs are dropped. For the
+/// convolutional torsos, the warm-up and the capture run inside cuda_backend::pin_convolutions:
+/// the cuDNN descriptors, algorithms and workspaces of a bucket's shapes stay in the backend's
+/// shape cache for the engine's life (unpinned shapes, e.g. of batches above 256, still come and
+/// go), so a graph never replays a freed workspace. A failed capture falls back to plain
+/// launches for that bucket; captured_graphs() counts the captures that worked.
+/// SEEDRL_CUDA_GRAPHS=0 in the environment turns graphs off.
 ///
-/// Not there yet (docs/cuda.md): the upload of batch k+1 cannot overlap batch k's compute while
-/// infer() is synchronous (one batch in flight); the learner wiring of device-to-device
-/// publication (the engine takes sets from a `device_parameter_channel`, but the GPU trainer
-/// does not write one yet).
+/// Not there yet (docs/cuda.md): the learner wiring of device-to-device publication (the engine
+/// takes sets from a `device_parameter_channel`, but the GPU trainer does not write one yet).
 ///
 /// Sampling: `infer_and_sample` (seedrl::SamplingInferenceEngine) samples each row's action on
 /// the device with the counter generator, so the inference loop gets actions, log-probs and
@@ -115,6 +123,15 @@ class inference_engine_device {
                                 const agent_step_output<S>& out, std::uint64_t seed,
                                 std::uint64_t counter, std::span<std::int32_t> actions,
                                 std::span<S> log_probs) = 0;
+  /// PipelinedInferenceEngine: infer's (infer_and_sample's) step without the wait, and the
+  /// wait for the oldest batch begun.
+  virtual void begin(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+                     const agent_step_output<S>& out) = 0;
+  virtual void begin_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+                                const agent_step_output<S>& out, std::uint64_t seed,
+                                std::uint64_t counter, std::span<std::int32_t> actions,
+                                std::span<S> log_probs) = 0;
+  virtual void finish() = 0;
   virtual std::span<const S> state_before(std::size_t row) const = 0;
   /// Pinned host memory of num_parameters() values that set_parameters uploads.
   virtual std::span<S> parameter_staging() = 0;
@@ -191,6 +208,25 @@ class inference_engine {
                         std::span<std::int32_t> actions, std::span<S> log_probs) {
     device_->infer_and_sample(slots, in, out, seed, counter, actions, log_probs);
   }
+
+  /// PipelinedInferenceEngine: infer()'s step, enqueued; returns before it runs. The inputs are
+  /// copied into pinned memory before it returns; `out` must stay valid until finish().
+  void begin(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+             const agent_step_output<S>& out) {
+    device_->begin(slots, in, out);
+  }
+
+  /// PipelinedInferenceEngine: infer_and_sample()'s step, enqueued; `out`, `actions` and
+  /// `log_probs` must stay valid until finish().
+  void begin_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+                        const agent_step_output<S>& out, std::uint64_t seed, std::uint64_t counter,
+                        std::span<std::int32_t> actions, std::span<S> log_probs) {
+    device_->begin_and_sample(slots, in, out, seed, counter, actions, log_probs);
+  }
+
+  /// PipelinedInferenceEngine: waits for the oldest batch begun, writes its outputs; a failed
+  /// step throws cuda_error here.
+  void finish() { device_->finish(); }
 
   std::span<const S> state_before(std::size_t row) const { return device_->state_before(row); }
 

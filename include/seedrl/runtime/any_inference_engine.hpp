@@ -12,8 +12,10 @@
 /// The chosen engine sits behind a virtual interface: one indirect call per batch, nothing per
 /// row. Sampling: it models SamplingInferenceEngine, and `samples()` says whether the chosen
 /// engine samples where it computes; the inference loop asks, so a CPU model samples on the
-/// host as the plain CPU engine does. A GPU engine that fails to start (no usable device, too
-/// little memory) throws its own exception from the constructor.
+/// host as the plain CPU engine does. Pipelining likewise: it models PipelinedInferenceEngine,
+/// and `pipelines()` says whether the chosen engine does (the CPU model does not, and runs one
+/// batch at a time as the plain CPU engine does). A GPU engine that fails to start (no usable
+/// device, too little memory) throws its own exception from the constructor.
 
 #include <concepts>
 #include <cstddef>
@@ -52,6 +54,14 @@ class erased_inference_engine {
                                 std::span<S> log_probs) = 0;
   virtual std::span<const S> state_before(std::size_t row) const = 0;
   virtual bool update_parameters(const parameter_store<S>& params, std::uint64_t* version) = 0;
+  virtual bool pipelines() const = 0;
+  virtual void begin(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+                     const agent_step_output<S>& out) = 0;
+  virtual void begin_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+                                const agent_step_output<S>& out, std::uint64_t seed,
+                                std::uint64_t counter, std::span<std::int32_t> actions,
+                                std::span<S> log_probs) = 0;
+  virtual void finish() = 0;
 };
 
 /// Engine `E` behind erased_inference_engine.
@@ -89,8 +99,36 @@ class erased_inference_engine_model final
   bool update_parameters(const parameter_store<S>& params, std::uint64_t* version) override {
     return e_.update_parameters(params, version);
   }
+  bool pipelines() const override { return PipelinedInferenceEngine<E>; }
+  void begin(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+             const agent_step_output<S>& out) override {
+    if constexpr (PipelinedInferenceEngine<E>)
+      e_.begin(slots, in, out);
+    else
+      not_pipelined();
+  }
+  void begin_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+                        const agent_step_output<S>& out, std::uint64_t seed, std::uint64_t counter,
+                        std::span<std::int32_t> actions, std::span<S> log_probs) override {
+    if constexpr (PipelinedInferenceEngine<E> && SamplingInferenceEngine<E>)
+      e_.begin_and_sample(slots, in, out, seed, counter, actions, log_probs);
+    else
+      not_pipelined();
+  }
+  void finish() override {
+    if constexpr (PipelinedInferenceEngine<E>)
+      e_.finish();
+    else
+      not_pipelined();
+  }
 
  private:
+  [[noreturn]] static void not_pipelined() {
+    throw std::logic_error(
+        "seedrl::any_inference_engine: begin, begin_and_sample or finish on an engine that "
+        "does not pipeline them (check pipelines() and samples() first)");
+  }
+
   E e_;
 };
 
@@ -130,6 +168,19 @@ class any_inference_engine {
   bool update_parameters(const parameter_store<S>& params, std::uint64_t* version) {
     return impl_->update_parameters(params, version);
   }
+  /// Whether begin(), begin_and_sample() and finish() may be called: the chosen engine
+  /// pipelines (PipelinedInferenceEngine).
+  bool pipelines() const { return impl_->pipelines(); }
+  void begin(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+             const agent_step_output<S>& out) {
+    impl_->begin(slots, in, out);
+  }
+  void begin_and_sample(std::span<const std::uint32_t> slots, const agent_step_input<S>& in,
+                        const agent_step_output<S>& out, std::uint64_t seed, std::uint64_t counter,
+                        std::span<std::int32_t> actions, std::span<S> log_probs) {
+    impl_->begin_and_sample(slots, in, out, seed, counter, actions, log_probs);
+  }
+  void finish() { impl_->finish(); }
 
  private:
   static std::unique_ptr<detail::erased_inference_engine<S>> make(

@@ -153,23 +153,9 @@ class dynamic_batcher {
   batch* next_batch() {
     std::unique_lock lock(mutex_);
     for (;;) {
-      // Batches are handed over in the order they filled.
+      if (batch* ready = take_ready())
+        return ready;
       batch& b = buffers_[taking_];
-      if (!b.in_inference && b.rows > 0) {
-        if (!b.sealed && clock::now() >= b.first_request + config_.deadline)
-          seal(b, flush_reason::deadline);
-        if (!b.sealed && shutdown_)
-          seal(b, flush_reason::shutdown);
-        if (b.sealed && b.writers == 0) {
-          b.in_inference = true;
-          // Requests must never land in a buffer behind the one inference takes next: if this
-          // was the filling buffer, filling moves on with taking.
-          if (filling_ == taking_)
-            filling_ = (filling_ + 1) % buffers_.size();
-          taking_ = (taking_ + 1) % buffers_.size();
-          return &b;
-        }
-      }
       if (shutdown_ && b.rows == 0)
         return nullptr;
       if (!b.in_inference && b.rows > 0 && !b.sealed) {
@@ -180,6 +166,14 @@ class dynamic_batcher {
         inference_idle_ = false;
       }
     }
+  }
+
+  /// next_batch() without waiting: the next batch if it is ready now (sealed or past its
+  /// deadline, and fully written), else nullptr. A pipelined inference loop takes batch k+1
+  /// with it while batch k computes, and never makes batch k wait for one.
+  batch* try_next_batch() {
+    std::lock_guard lock(mutex_);
+    return take_ready();
   }
 
   /// Says that inference has its answers for every request in `b`: from now on its rows no
@@ -246,6 +240,27 @@ class dynamic_batcher {
   void wake_inference() noexcept {
     count_inference_wakeup();
     ready_.notify_one();
+  }
+
+  /// Under mutex_: hands over the next batch (batches go in the order they filled) when it is
+  /// ready, sealing it first when its deadline has passed or the batcher is shutting down.
+  batch* take_ready() {
+    batch& b = buffers_[taking_];
+    if (b.in_inference || b.rows == 0)
+      return nullptr;
+    if (!b.sealed && clock::now() >= b.first_request + config_.deadline)
+      seal(b, flush_reason::deadline);
+    if (!b.sealed && shutdown_)
+      seal(b, flush_reason::shutdown);
+    if (!b.sealed || b.writers != 0)
+      return nullptr;
+    b.in_inference = true;
+    // Requests must never land in a buffer behind the one inference takes next: if this was
+    // the filling buffer, filling moves on with taking.
+    if (filling_ == taking_)
+      filling_ = (filling_ + 1) % buffers_.size();
+    taking_ = (taking_ + 1) % buffers_.size();
+    return &b;
   }
 
   bool maybe_seal_all_waiting() {

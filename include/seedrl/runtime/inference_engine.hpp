@@ -60,6 +60,28 @@
 /// with the learner's seed and the batch's index as the counter: a run is reproducible.
 /// An engine whose model is chosen at run time (any_inference_engine) also provides
 /// `bool samples() const;`: when false, the loop calls infer() and samples on the host.
+///
+/// Optional capability, `seedrl::PipelinedInferenceEngine`: an engine whose step runs
+/// asynchronously (an accelerator: batch k+1's upload overlaps batch k's compute) splits infer()
+/// in two:
+///   - `void begin(slots, in, out);` submits infer()'s step and returns without waiting for it;
+///     a SamplingInferenceEngine also provides `void begin_and_sample(slots, in, out, seed,
+///     counter, actions, log_probs);`, the same for infer_and_sample();
+///   - `void finish();` waits for the oldest batch begun and not finished, and writes its
+///     outputs (out, and actions and log-probs when sampled). From then on state_before(row)
+///     is that batch's, until the next begin(), finish() or infer().
+/// At most 2 batches are in flight (begun, not finished); infer() and infer_and_sample() are
+/// called only with none. The caller keeps the memory behind every span it passed to begin()
+/// (slots, in's and out's spans, actions, log_probs) alive and unchanged until that batch's
+/// finish() returns (the loop double-buffers its host buffers), so the engine may keep copies
+/// of the spans (not of the structs, which may be temporaries) and read the inputs and write
+/// the outputs at any time in between. The slots of the batches in flight are disjoint: an
+/// actor sends its next step only after it got its actions, which come after finish(). So
+/// reset_state() and update_parameters() between two begin() calls concern only batches begun
+/// later, and an engine may apply them in its step's order. An engine may report a failed step
+/// from begin() or from finish(); after one it is not called again (the loop stops). An engine
+/// whose model is chosen at run time also provides `bool pipelines() const;`: when false, the
+/// loop calls infer().
 
 #include <concepts>
 #include <cstddef>
@@ -116,5 +138,23 @@ concept SamplingInferenceEngine = InferenceEngine<E> &&
              std::span<typename E::scalar_type> log_probs) {
   e.infer_and_sample(slots, in, out, seed, counter, actions, log_probs);
 };
+
+/// See "Optional capability, `seedrl::PipelinedInferenceEngine`" in the file comment. An engine
+/// that samples must pipeline sampled batches too, so the loop keeps sampling where it computes.
+template <class E>
+concept PipelinedInferenceEngine = InferenceEngine<E> &&
+    requires(E& e, std::span<const std::uint32_t> slots,
+             const agent_step_input<typename E::scalar_type>& in,
+             const agent_step_output<typename E::scalar_type>& out) {
+  e.begin(slots, in, out);
+  e.finish();
+} &&(!SamplingInferenceEngine<E> ||
+     requires(E & e, std::span<const std::uint32_t> slots,
+              const agent_step_input<typename E::scalar_type>& in,
+              const agent_step_output<typename E::scalar_type>& out, std::uint64_t seed,
+              std::uint64_t counter, std::span<std::int32_t> actions,
+              std::span<typename E::scalar_type> log_probs) {
+       e.begin_and_sample(slots, in, out, seed, counter, actions, log_probs);
+     });
 
 }  // namespace seedrl

@@ -30,6 +30,13 @@
 /// (seedrl/runtime/inference_engine.hpp) and runs the network step with each environment's
 /// recurrent state: `cpu_inference_engine<Net>` (Eigen on this thread, or on
 /// learner_config::inference_workers threads) by default.
+///
+/// Pipelining: with an engine that models PipelinedInferenceEngine (an accelerator), the loop
+/// begins batch k, then takes batch k+1 if the batcher has it ready at that moment (never
+/// waiting for it), does k+1's host bookkeeping and begins it, and only then finishes and
+/// answers batch k: k+1's upload overlaps k's compute. Each batch has its own host buffers
+/// (two sets, used in turn), and the batcher gets a third payload buffer to fill meanwhile.
+/// Other engines run one batch at a time.
 
 #include <algorithm>
 #include <array>
@@ -113,7 +120,7 @@ class inference_loop {
         builder_(config.max_envs, config.unroll_length, obs_size_,
                  static_cast<std::size_t>(net.state_size()),
                  (config.queue_batches + 2) * config.batch_size, action_dim_),
-        batcher_(config.batching, [&](std::size_t cap) { return make_payload(cap); }),
+        batcher_(batching(config.batching), [&](std::size_t cap) { return make_payload(cap); }),
         rng_(config.seed),
         queue_(queue),
         params_(params),
@@ -297,19 +304,59 @@ class inference_loop {
     return std::nullopt;
   }
 
+  using batch_type = typename dynamic_batcher<payload>::batch;
+
+  /// One batch's host buffers, preallocated for the batcher's capacity. The loop keeps two: with
+  /// a pipelined engine, batch k+1 is prepared and begun while batch k computes, and each
+  /// batch's buffers stay untouched until its finish() (see PipelinedInferenceEngine).
+  struct batch_buffers {
+    batch_buffers(std::size_t cap, std::size_t policy_width, std::size_t D)
+        : outputs(cap * policy_width),
+          values(cap),
+          logp(cap),
+          resets(cap),
+          keep_state(cap),
+          run_starts(cap),
+          prev_actions(cap),
+          actions(cap),
+          prev_env_actions(cap * D),
+          env_actions(cap * D),
+          raw_actions(cap * D),
+          wire_actions(cap * D) {
+      finished.reserve(cap);
+    }
+    std::vector<scalar> outputs, values, logp;
+    std::vector<std::uint8_t> resets, keep_state, run_starts;
+    std::vector<std::int32_t> prev_actions, actions;
+    // Continuous actions, D per row (empty when discrete): the previous ones fed to the
+    // network, the env's (as sent, in float) and the raw samples the loss evaluates.
+    std::vector<scalar> prev_env_actions, env_actions, raw_actions;
+    std::vector<float> wire_actions;
+    std::vector<finished_episode> finished;           // reused: no allocation per batch
+    batch_type* batch = nullptr;                      // the batch in these buffers; null: free
+    std::chrono::steady_clock::time_point t_start{};  // when inference took it
+    std::uint64_t version = 0;                        // the parameters it was inferred with
+    bool sampled_by_engine = false;
+  };
+
   /// Stops serving after an action that must not be sent: the batch is left unanswered (its
   /// actors wait until the learner stops and tells them so), training stops (the queue closes)
-  /// and the error is where programs look for it (learner_stats::trainer_error).
-  void fail(const std::string& why, typename dynamic_batcher<payload>::batch* batch) {
+  /// and the error is where programs look for it (learner_stats::trainer_error). `also`: a
+  /// second batch taken from the batcher (a pipelined engine's next one), left the same way.
+  void fail(const std::string& why, batch_type* batch, batch_type* also = nullptr) {
     const std::string message = "seedrl learner: inference stopped: " + why;
     if (log_)
       log_(message);
     stats_.update([&](learner_stats& s) { s.trainer_error = why; });
     queue_.close();
-    batcher_.answered(batch);
-    for (const auto& e : batch->entries)
-      static_cast<detail::requester*>(e.requester)->request_done();
-    batcher_.release(batch);
+    for (batch_type* b : {batch, also}) {
+      if (b == nullptr)
+        continue;
+      batcher_.answered(b);
+      for (const auto& e : b->entries)
+        static_cast<detail::requester*>(e.requester)->request_done();
+      batcher_.release(b);
+    }
     // Later requests are never taken: submit() is refused once the batcher shuts down.
     batcher_.shutdown();
     for (auto* next = batcher_.next_batch(); next != nullptr; next = batcher_.next_batch()) {
@@ -320,199 +367,279 @@ class inference_loop {
     }
   }
 
-  void run() {
-    const std::size_t cap = batcher_.capacity();
-    std::vector<scalar> outputs(cap * policy_width_), values(cap), logp(cap);
-    std::vector<std::uint8_t> resets(cap), run_starts(cap), keep_state(cap);
-    std::vector<std::int32_t> prev_actions(cap), actions(cap);
-    // Continuous actions, D per row (empty when discrete): the previous ones fed to the
-    // network, the env's (as sent, in float) and the raw samples the loss evaluates.
+  /// The host bookkeeping before a batch's step: releases, the parameter swap, each row's slot
+  /// (run changes, episode ends, previous actions) and the normalizer. For a pipelined engine
+  /// it runs for batch k+1 before batch k's replies and unroll appends. That order is safe: the
+  /// slots of the two batches are disjoint (an actor steps again only once answered), so
+  /// k+1's run changes, resets and previous actions never touch k's rows; released slots have
+  /// no request in flight; the normalizer sees the batches in the order they came.
+  void prepare(batch_buffers& b) {
+    apply_releases();
+    const std::size_t B = b.batch->rows;
     const std::size_t D = action_dim_;
-    std::vector<scalar> prev_env_actions(cap * D), env_actions(cap * D), raw_actions(cap * D);
-    std::vector<float> wire_actions(cap * D);
-    std::uint64_t version = 0;
-    std::vector<finished_episode> finished;  // reused: no allocation per batch
-    finished.reserve(cap);
-    for (;;) {
-      auto* batch = batcher_.next_batch();
-      const auto t_start = std::chrono::steady_clock::now();
-      if (batch == nullptr)
-        break;
-      time_.enter(inferring);
-      apply_releases();
-      const std::size_t B = batch->rows;
-      payload& p = batch->payload;
-      finished.clear();
-      agent_step_output<scalar> out{std::span(outputs).first(B * policy_width_),
-                                    std::span(values).first(B)};
-      // The engine's calls (parameter swap, state resets, the step) may fail (a CUDA error, a
-      // lost device): that stops serving as an unsendable action does, so the actors hear
-      // shutting_down from a learner that stops cleanly instead of losing their sockets.
-      std::unique_lock slots(slots_mutex_, std::defer_lock);
-      std::optional<std::string> engine_failure;
-      bool sampled_by_engine = false;
-      try {
-        engine_.update_parameters(params_, &version);
-        slots.lock();  // slots cannot be released under our feet
-        for (std::size_t r = 0; r < B; ++r) {
-          const std::size_t slot = p.slots[r];
-          const auto seen = store_.observe(slot, p.run_ids[r], static_cast<double>(p.rewards[r]),
-                                           p.dones[r] != 0);
-          if (seen.run_changed) {
-            dropped_steps_ += static_cast<std::int64_t>(builder_.pending(slot));
-            builder_.reset(slot);
-            engine_.reset_state(slot);  // a new or restarted env starts from zeros
-          }
-          if (seen.finished)
-            finished.push_back(*seen.finished);
-          // The engine brings back the start states the unrolls read, and no others.
-          keep_state[r] =
-              static_cast<std::uint8_t>(!inference_only_ && builder_.needs_state_before(slot));
-          resets[r] = static_cast<std::uint8_t>(p.dones[r] != 0 || seen.run_changed);
-          run_starts[r] = static_cast<std::uint8_t>(seen.run_changed);
-          prev_actions[r] = store_.prev_action(slot);
-          const auto prev_env = store_.prev_env_action(slot);
-          std::copy(prev_env.begin(), prev_env.end(),
-                    prev_env_actions.begin() + static_cast<std::ptrdiff_t>(r * D));
-        }
-        slots.unlock();
-        // Normalized observations and scaled rewards (when asked for) are what the network sees
-        // and the unrolls keep; the episode returns above were counted from the raw rewards.
-        normalizer_.apply(
-            B, std::span<const std::uint32_t>(p.slots).first(B),
-            bytes_ ? std::span<scalar>() : std::span(p.observations).first(B * obs_size_),
-            std::span(p.rewards).first(B), std::span<const std::uint8_t>(p.dones).first(B),
-            std::span<const std::uint8_t>(run_starts).first(B));
-        // Inference on the first B rows of the preallocated buffers; the engine steps each
-        // slot's state and keeps the state each row started from for the unrolls.
-        const agent_step_input<scalar> in{
-            bytes_ ? std::span<const scalar>()
-                   : std::span<const scalar>(p.observations).first(B * obs_size_),
-            std::span<const scalar>(p.rewards).first(B),
-            std::span<const std::uint8_t>(resets).first(B),
-            std::span<const std::int32_t>(prev_actions).first(B),
-            std::span<const scalar>(prev_env_actions).first(B * D),
-            bytes_ ? std::span<const std::uint8_t>(p.frames).first(B * obs_size_)
-                   : std::span<const std::uint8_t>(),
-            std::span<const std::uint8_t>(keep_state).first(B)};
-        const auto slot_span = std::span<const std::uint32_t>(p.slots).first(B);
-        sampled_by_engine = false;
-        if constexpr (engine_samples) {
-          if (sampler_.selection == action_selection::sample && engine_samples_now()) {
-            // The engine samples where it computes, from the counter generator.
-            engine_.infer_and_sample(slot_span, in, out, sample_seed_, batches_,
-                                     std::span(actions).first(B), std::span(logp).first(B));
-            sampled_by_engine = true;
-          }
-        }
-        if (!sampled_by_engine)
-          engine_.infer(slot_span, in, out);
-        ++batches_;
-      } catch (const std::exception& e) {
-        engine_failure = e.what();
-        if (slots.owns_lock())
-          slots.unlock();
-      }
-      if (engine_failure) {
-        fail("the inference engine failed: " + *engine_failure, batch);
-        break;
-      }
-      const action_buffers<scalar> chosen{
-          D == 0 ? std::span(actions).first(B) : std::span<std::int32_t>(),
-          std::span(env_actions).first(B * D),
-          std::span(raw_actions).first(B * D),
-          low_,
-          high_,
-          D};
-      if (!sampled_by_engine)
-        sampler_.sample(std::span<const scalar>(out.logits), B, policy_width_, rng_, chosen,
-                        std::span(logp).first(B));
-      if (const auto bad = unsendable_action(B, p.slots, actions, env_actions, version)) {
-        fail(*bad, batch);
-        break;
-      }
-      // What the env gets travels as float32; the learner keeps that value as the env's
-      // previous action, so both sides see the same one.
-      for (std::size_t j = 0; j < B * D; ++j) {
-        wire_actions[j] = static_cast<float>(env_actions[j]);
-        env_actions[j] = static_cast<scalar>(wire_actions[j]);
-      }
-      // Answer every request before the slower bookkeeping, to keep the actors' round trip short.
-      // The batch's rows stop counting as waiting first: an actor steps again as soon as it has
-      // its actions, and its old rows must not look "waiting" still (see answered()).
-      batcher_.answered(batch);
-      double batching_seconds = 0.0, answer_seconds = 0.0;
-      for (const auto& e : batch->entries) {
-        auto& from = *static_cast<detail::requester*>(e.requester);
-        // Read before answering: once answered, the actor's next step overwrites it.
-        batching_seconds += std::chrono::duration<double>(t_start - from.received()).count();
-        if (D == 0)
-          from.answer(std::span<const std::int32_t>(actions).subspan(e.first_row, e.rows));
-        else
-          from.answer(e.rows,
-                      std::span<const float>(wire_actions).subspan(e.first_row * D, e.rows * D));
-        const auto answered = std::chrono::steady_clock::now();
-        answer_seconds += std::chrono::duration<double>(answered - t_start).count();
-      }
-      slots.lock();
+    payload& p = b.batch->payload;
+    b.finished.clear();
+    engine_.update_parameters(params_, &version_);
+    b.version = version_;
+    {
+      std::lock_guard slots(slots_mutex_);  // slots cannot be released under our feet
       for (std::size_t r = 0; r < B; ++r) {
         const std::size_t slot = p.slots[r];
-        store_.set_prev_action(slot, actions[r]);
-        store_.set_prev_env_action(slot, std::span<const scalar>(env_actions).subspan(r * D, D));
-        if (inference_only_)
-          continue;
-        // Only the rows asked for: another row's state_before is unspecified (the builder
-        // refuses an empty one where it needs it).
-        const auto before = keep_state[r] != 0 ? std::span<const scalar>(engine_.state_before(r))
-                                               : std::span<const scalar>();
-        const auto prev_env = std::span<const scalar>(prev_env_actions).subspan(r * D, D);
-        const auto raw = std::span<const scalar>(raw_actions).subspan(r * D, D);
-        // uint8 frames are widened in the builder's one copy into the unroll.
-        unroll<scalar>* done_unroll =
-            bytes_ ? builder_.append(
-                         slot,
-                         std::span<const std::uint8_t>(p.frames).subspan(r * obs_size_, obs_size_),
-                         p.rewards[r], resets[r] != 0, p.truncated[r] != 0, prev_actions[r],
-                         actions[r], logp[r], version, before, prev_env, raw)
-                   : builder_.append(
-                         slot,
-                         std::span<const scalar>(p.observations).subspan(r * obs_size_, obs_size_),
-                         p.rewards[r], resets[r] != 0, p.truncated[r] != 0, prev_actions[r],
-                         actions[r], logp[r], version, before, prev_env, raw);
-        if (done_unroll != nullptr) {
-          slots.unlock();
-          // Backpressure from a full training queue is the trainer's limit, not inference work.
-          time_.enter(blocked_on_queue);
-          if (!queue_.push(done_unroll))
-            builder_.recycle(done_unroll);  // shutting down
-          time_.enter(inferring);
-          slots.lock();
+        const auto seen =
+            store_.observe(slot, p.run_ids[r], static_cast<double>(p.rewards[r]), p.dones[r] != 0);
+        if (seen.run_changed) {
+          dropped_steps_ += static_cast<std::int64_t>(builder_.pending(slot));
+          builder_.reset(slot);
+          engine_.reset_state(slot);  // a new or restarted env starts from zeros
         }
+        if (seen.finished)
+          b.finished.push_back(*seen.finished);
+        // The engine brings back the start states the unrolls read, and no others.
+        b.keep_state[r] =
+            static_cast<std::uint8_t>(!inference_only_ && builder_.needs_state_before(slot));
+        b.resets[r] = static_cast<std::uint8_t>(p.dones[r] != 0 || seen.run_changed);
+        b.run_starts[r] = static_cast<std::uint8_t>(seen.run_changed);
+        b.prev_actions[r] = store_.prev_action(slot);
+        const auto prev_env = store_.prev_env_action(slot);
+        std::copy(prev_env.begin(), prev_env.end(),
+                  b.prev_env_actions.begin() + static_cast<std::ptrdiff_t>(r * D));
       }
-      slots.unlock();
-      for (const auto& e : batch->entries)
-        static_cast<detail::requester*>(e.requester)->request_done();
-      frames_ += static_cast<std::int64_t>(B);
-      const auto requests = static_cast<std::int64_t>(batch->entries.size());
-      batcher_.release(batch);
-      time_.enter(waiting_for_batch);
-      for (const auto& f : finished) {
-        episodes_.add(f.episode_return, static_cast<double>(f.length));
-        if (on_episode_)
-          on_episode_(f.episode_return, static_cast<std::int64_t>(f.length));
+    }
+    // Normalized observations and scaled rewards (when asked for) are what the network sees
+    // and the unrolls keep; the episode returns above were counted from the raw rewards.
+    normalizer_.apply(B, std::span<const std::uint32_t>(p.slots).first(B),
+                      bytes_ ? std::span<scalar>() : std::span(p.observations).first(B * obs_size_),
+                      std::span(p.rewards).first(B),
+                      std::span<const std::uint8_t>(p.dones).first(B),
+                      std::span<const std::uint8_t>(b.run_starts).first(B));
+  }
+
+  /// The batch's step on the engine: infer() (or infer_and_sample()), or, pipelined, begin()
+  /// (or begin_and_sample()), whose outputs finish() delivers.
+  void launch(batch_buffers& b, bool pipelined) {
+    const std::size_t B = b.batch->rows;
+    const std::size_t D = action_dim_;
+    const payload& p = b.batch->payload;
+    // Inference on the first B rows of the preallocated buffers; the engine steps each
+    // slot's state and keeps the state each row started from for the unrolls.
+    const agent_step_input<scalar> in{
+        bytes_ ? std::span<const scalar>()
+               : std::span<const scalar>(p.observations).first(B * obs_size_),
+        std::span<const scalar>(p.rewards).first(B),
+        std::span<const std::uint8_t>(b.resets).first(B),
+        std::span<const std::int32_t>(b.prev_actions).first(B),
+        std::span<const scalar>(b.prev_env_actions).first(B * D),
+        bytes_ ? std::span<const std::uint8_t>(p.frames).first(B * obs_size_)
+               : std::span<const std::uint8_t>(),
+        std::span<const std::uint8_t>(b.keep_state).first(B)};
+    const agent_step_output<scalar> out{std::span(b.outputs).first(B * policy_width_),
+                                        std::span(b.values).first(B)};
+    const auto slot_span = std::span<const std::uint32_t>(p.slots).first(B);
+    b.sampled_by_engine = false;
+    if constexpr (engine_samples) {
+      if (sampler_.selection == action_selection::sample && engine_samples_now()) {
+        // The engine samples where it computes, from the counter generator.
+        const auto actions = std::span(b.actions).first(B);
+        const auto logp = std::span(b.logp).first(B);
+        if constexpr (engine_pipelines) {
+          if (pipelined)
+            engine_.begin_and_sample(slot_span, in, out, sample_seed_, batches_, actions, logp);
+          else
+            engine_.infer_and_sample(slot_span, in, out, sample_seed_, batches_, actions, logp);
+        } else {
+          engine_.infer_and_sample(slot_span, in, out, sample_seed_, batches_, actions, logp);
+        }
+        b.sampled_by_engine = true;
       }
-      stats_.update([&](learner_stats& s) {
-        s.frames += static_cast<std::int64_t>(B);
-        s.batches += 1;
-        s.batch_rows += static_cast<std::int64_t>(B);
-        s.requests += requests;
-        s.dropped_unroll_steps = dropped_steps_;
-        s.clipped_actions = clipped_actions_;
-        s.request_seconds_batching += batching_seconds;
-        s.request_seconds_inference += answer_seconds;
-        s.episodes += static_cast<std::int64_t>(finished.size());
-        episodes_.report(s);
-      });
+    }
+    if (!b.sampled_by_engine) {
+      if constexpr (engine_pipelines) {
+        if (pipelined)
+          engine_.begin(slot_span, in, out);
+        else
+          engine_.infer(slot_span, in, out);
+      } else {
+        engine_.infer(slot_span, in, out);
+      }
+    }
+    ++batches_;
+  }
+
+  /// prepare() and launch() for the batch in `b`. The engine's calls (parameter swap, state
+  /// resets, the step) may fail (a CUDA error, a lost device): that stops serving as an
+  /// unsendable action does, so the actors hear shutting_down from a learner that stops cleanly
+  /// instead of losing their sockets. Then it returns false; `in_flight` (the batch begun before
+  /// this one, if any) is left unanswered with it.
+  bool start(batch_buffers& b, bool pipelined, batch_type* in_flight) {
+    try {
+      prepare(b);
+      launch(b, pipelined);
+      return true;
+    } catch (const std::exception& e) {
+      fail("the inference engine failed: " + std::string(e.what()), in_flight, b.batch);
+      return false;
+    }
+  }
+
+  /// A pipelined engine's finish() for the batch in `b` (the oldest in flight); as start(), a
+  /// failure stops serving (`next`: the batch begun after it) and returns false.
+  bool finish(batch_buffers& b, batch_type* next) {
+    if constexpr (engine_pipelines) {
+      try {
+        engine_.finish();
+      } catch (const std::exception& e) {
+        fail("the inference engine failed: " + std::string(e.what()), b.batch, next);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /// After the batch's step: the actions (sampled here unless the engine did), every reply,
+  /// then the unroll appends and the counters; the batch goes back to the batcher. False when
+  /// an action must not be sent: serving stopped (fail(), with `next`, a batch begun after it).
+  bool complete(batch_buffers& b, batch_type* next) {
+    batch_type* batch = b.batch;
+    const std::size_t B = batch->rows;
+    const std::size_t D = action_dim_;
+    payload& p = batch->payload;
+    const action_buffers<scalar> chosen{
+        D == 0 ? std::span(b.actions).first(B) : std::span<std::int32_t>(),
+        std::span(b.env_actions).first(B * D),
+        std::span(b.raw_actions).first(B * D),
+        low_,
+        high_,
+        D};
+    if (!b.sampled_by_engine)
+      sampler_.sample(std::span<const scalar>(b.outputs).first(B * policy_width_), B, policy_width_,
+                      rng_, chosen, std::span(b.logp).first(B));
+    if (const auto bad = unsendable_action(B, p.slots, b.actions, b.env_actions, b.version)) {
+      fail(*bad, batch, next);
+      return false;
+    }
+    // What the env gets travels as float32; the learner keeps that value as the env's
+    // previous action, so both sides see the same one.
+    for (std::size_t j = 0; j < B * D; ++j) {
+      b.wire_actions[j] = static_cast<float>(b.env_actions[j]);
+      b.env_actions[j] = static_cast<scalar>(b.wire_actions[j]);
+    }
+    // Answer every request before the slower bookkeeping, to keep the actors' round trip short.
+    // The batch's rows stop counting as waiting first: an actor steps again as soon as it has
+    // its actions, and its old rows must not look "waiting" still (see answered()).
+    batcher_.answered(batch);
+    double batching_seconds = 0.0, answer_seconds = 0.0;
+    for (const auto& e : batch->entries) {
+      auto& from = *static_cast<detail::requester*>(e.requester);
+      // Read before answering: once answered, the actor's next step overwrites it.
+      batching_seconds += std::chrono::duration<double>(b.t_start - from.received()).count();
+      if (D == 0)
+        from.answer(std::span<const std::int32_t>(b.actions).subspan(e.first_row, e.rows));
+      else
+        from.answer(e.rows,
+                    std::span<const float>(b.wire_actions).subspan(e.first_row * D, e.rows * D));
+      const auto answered = std::chrono::steady_clock::now();
+      answer_seconds += std::chrono::duration<double>(answered - b.t_start).count();
+    }
+    std::unique_lock slots(slots_mutex_);
+    for (std::size_t r = 0; r < B; ++r) {
+      const std::size_t slot = p.slots[r];
+      store_.set_prev_action(slot, b.actions[r]);
+      store_.set_prev_env_action(slot, std::span<const scalar>(b.env_actions).subspan(r * D, D));
+      if (inference_only_)
+        continue;
+      // Only the rows asked for: another row's state_before is unspecified (the builder
+      // refuses an empty one where it needs it).
+      const auto before = b.keep_state[r] != 0 ? std::span<const scalar>(engine_.state_before(r))
+                                               : std::span<const scalar>();
+      const auto prev_env = std::span<const scalar>(b.prev_env_actions).subspan(r * D, D);
+      const auto raw = std::span<const scalar>(b.raw_actions).subspan(r * D, D);
+      // uint8 frames are widened in the builder's one copy into the unroll.
+      unroll<scalar>* done_unroll =
+          bytes_
+              ? builder_.append(
+                    slot, std::span<const std::uint8_t>(p.frames).subspan(r * obs_size_, obs_size_),
+                    p.rewards[r], b.resets[r] != 0, p.truncated[r] != 0, b.prev_actions[r],
+                    b.actions[r], b.logp[r], b.version, before, prev_env, raw)
+              : builder_.append(
+                    slot, std::span<const scalar>(p.observations).subspan(r * obs_size_, obs_size_),
+                    p.rewards[r], b.resets[r] != 0, p.truncated[r] != 0, b.prev_actions[r],
+                    b.actions[r], b.logp[r], b.version, before, prev_env, raw);
+      if (done_unroll != nullptr) {
+        slots.unlock();
+        // Backpressure from a full training queue is the trainer's limit, not inference work.
+        time_.enter(blocked_on_queue);
+        if (!queue_.push(done_unroll))
+          builder_.recycle(done_unroll);  // shutting down
+        time_.enter(inferring);
+        slots.lock();
+      }
+    }
+    slots.unlock();
+    for (const auto& e : batch->entries)
+      static_cast<detail::requester*>(e.requester)->request_done();
+    frames_ += static_cast<std::int64_t>(B);
+    const auto requests = static_cast<std::int64_t>(batch->entries.size());
+    batcher_.release(batch);
+    b.batch = nullptr;
+    time_.enter(waiting_for_batch);
+    for (const auto& f : b.finished) {
+      episodes_.add(f.episode_return, static_cast<double>(f.length));
+      if (on_episode_)
+        on_episode_(f.episode_return, static_cast<std::int64_t>(f.length));
+    }
+    stats_.update([&](learner_stats& s) {
+      s.frames += static_cast<std::int64_t>(B);
+      s.batches += 1;
+      s.batch_rows += static_cast<std::int64_t>(B);
+      s.requests += requests;
+      s.dropped_unroll_steps = dropped_steps_;
+      s.clipped_actions = clipped_actions_;
+      s.request_seconds_batching += batching_seconds;
+      s.request_seconds_inference += answer_seconds;
+      s.episodes += static_cast<std::int64_t>(b.finished.size());
+      episodes_.report(s);
+    });
+    return true;
+  }
+
+  void run() {
+    const std::size_t cap = batcher_.capacity();
+    // A pipelined engine gets batch k+1 while batch k computes; other engines run one batch
+    // at a time in buffers[0] (buffers[1] stays empty).
+    const bool pipelined = engine_pipelines_now();
+    std::array<batch_buffers, 2> buffers{
+        batch_buffers(cap, policy_width_, action_dim_),
+        batch_buffers(pipelined ? cap : 0, policy_width_, action_dim_)};
+    std::size_t oldest = 0;  // buffers[oldest]: the batch to answer next, begun when it is set
+    for (;;) {
+      batch_buffers& cur = buffers[oldest];
+      batch_buffers& next = buffers[1 - oldest];
+      if (cur.batch == nullptr) {
+        cur.batch = batcher_.next_batch();
+        cur.t_start = std::chrono::steady_clock::now();
+        if (cur.batch == nullptr)
+          break;
+        time_.enter(inferring);
+        if (!start(cur, pipelined, nullptr))
+          break;
+      }
+      if (pipelined) {
+        // Batch k+1 only when it is ready now: batch k's replies never wait for a batch.
+        next.batch = batcher_.try_next_batch();
+        if (next.batch != nullptr) {
+          next.t_start = std::chrono::steady_clock::now();
+          if (!start(next, true, cur.batch))
+            break;
+        }
+        if (!finish(cur, next.batch))
+          break;
+      }
+      if (!complete(cur, next.batch))
+        break;
+      if (next.batch != nullptr) {  // already begun: answered next
+        time_.enter(inferring);
+        oldest = 1 - oldest;
+      }
     }
   }
 
@@ -550,6 +677,9 @@ class inference_loop {
       SamplingInferenceEngine<Engine> && std::same_as<Sampler, categorical_sampler>;
   std::uint64_t sample_seed_ = 0;
   std::uint64_t batches_ = 0;  // inference thread only: batches inferred so far
+  std::uint64_t version_ = 0;  // inference thread only: the engine's parameter version
+  /// Engines that can have two batches in flight (PipelinedInferenceEngine).
+  static constexpr bool engine_pipelines = PipelinedInferenceEngine<Engine>;
 
   /// Whether a sampling engine samples in this run (any_inference_engine decides at run time).
   bool engine_samples_now() const {
@@ -557,6 +687,27 @@ class inference_loop {
                     { e.samples() } -> std::convertible_to<bool>;
                   })
       return engine_.samples();
+    else
+      return true;
+  }
+
+  /// The batcher's settings: with a pipelined engine, at least three buffers, so that actors
+  /// answered from batch k fill a third while batches k and k+1 are in flight. Runs in the
+  /// constructor, after engine_ is built.
+  batcher_config batching(batcher_config c) const {
+    if (engine_pipelines_now())
+      c.num_buffers = std::max<std::size_t>(c.num_buffers, 3);
+    return c;
+  }
+
+  /// Whether this run pipelines (any_inference_engine decides at run time).
+  bool engine_pipelines_now() const {
+    if constexpr (!engine_pipelines)
+      return false;
+    else if constexpr (requires(const Engine& e) {
+                         { e.pipelines() } -> std::convertible_to<bool>;
+                       })
+      return engine_.pipelines();
     else
       return true;
   }
