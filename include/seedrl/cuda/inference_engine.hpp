@@ -43,8 +43,12 @@
 /// Not there yet (docs/cuda.md): observations travel as S (agent_step_input carries S, so
 /// uint8 frames are widened on the host: 4x the bytes of the upload); the upload of batch k+1
 /// cannot overlap batch k's compute while infer() is synchronous (one batch in flight); graphs
-/// for the convolutional torsos; the learner wiring of device-to-device publication (the engine
-/// takes sets from a `device_parameter_channel`, but the GPU trainer does not write one yet).
+/// for the convolutional torsos.
+///
+/// Device-to-device parameters (DeviceParameterEngine): `update_parameters_on_device(copy)`
+/// hands the copy the spare parameter buffer and the engine's stream, and swaps when it enqueued
+/// a whole set; with the GPU trainer in the same learner the copy comes from the trainer's
+/// `device_parameter_channel` (seedrl/runtime/parameter_source.hpp), so sets never visit the host.
 ///
 /// Sampling: `infer_and_sample` (seedrl::SamplingInferenceEngine) samples each row's action on
 /// the device with the counter generator, so the inference loop gets actions, log-probs and
@@ -208,6 +212,13 @@ class inference_engine {
       return channel.copy_if_newer(dst, static_cast<typename Channel::stream_type>(stream),
                                    version);
     });
+  }
+
+  /// DeviceParameterEngine: calls `copy(spare parameter buffer, the engine's cudaStream_t)`
+  /// between batches; when it returns true (it enqueued a copy of a whole set on that stream,
+  /// after that set's writes), the next step uses the new set.
+  bool update_parameters_on_device(const device_parameter_copy<S>& copy) {
+    return device_->update_on_device(copy);
   }
 
   /// Uploads `params` (the CPU network's layout) as the parameters of the next step.

@@ -12,8 +12,11 @@
 /// The chosen engine sits behind a virtual interface: one indirect call per batch, nothing per
 /// row. Sampling: it models SamplingInferenceEngine, and `samples()` says whether the chosen
 /// engine samples where it computes; the inference loop asks, so a CPU model samples on the
-/// host as the plain CPU engine does. A GPU engine that fails to start (no usable device, too
-/// little memory) throws its own exception from the constructor.
+/// host as the plain CPU engine does. Device parameters likewise: it models
+/// DeviceParameterEngine, and `takes_device_parameters()` says whether the chosen engine does
+/// (the learner asks before it hands the engine the GPU trainer's device source). A GPU engine that
+/// fails to start (no usable device, too little memory) throws its own exception from the
+/// constructor.
 
 #include <concepts>
 #include <cstddef>
@@ -52,6 +55,8 @@ class erased_inference_engine {
                                 std::span<S> log_probs) = 0;
   virtual std::span<const S> state_before(std::size_t row) const = 0;
   virtual bool update_parameters(const parameter_store<S>& params, std::uint64_t* version) = 0;
+  virtual bool takes_device_parameters() const = 0;
+  virtual bool update_parameters_on_device(const device_parameter_copy<S>& copy) = 0;
 };
 
 /// Engine `E` behind erased_inference_engine.
@@ -88,6 +93,16 @@ class erased_inference_engine_model final
   std::span<const S> state_before(std::size_t row) const override { return e_.state_before(row); }
   bool update_parameters(const parameter_store<S>& params, std::uint64_t* version) override {
     return e_.update_parameters(params, version);
+  }
+  bool takes_device_parameters() const override { return DeviceParameterEngine<E>; }
+  bool update_parameters_on_device(const device_parameter_copy<S>& copy) override {
+    if constexpr (DeviceParameterEngine<E>) {
+      return e_.update_parameters_on_device(copy);
+    } else {
+      throw std::logic_error(
+          "seedrl::any_inference_engine: update_parameters_on_device on an engine that keeps "
+          "its parameters in host memory (check takes_device_parameters() first)");
+    }
   }
 
  private:
@@ -129,6 +144,11 @@ class any_inference_engine {
   std::span<const S> state_before(std::size_t row) const { return impl_->state_before(row); }
   bool update_parameters(const parameter_store<S>& params, std::uint64_t* version) {
     return impl_->update_parameters(params, version);
+  }
+  /// Whether update_parameters_on_device may be called: the chosen engine takes device sets.
+  bool takes_device_parameters() const { return impl_->takes_device_parameters(); }
+  bool update_parameters_on_device(const device_parameter_copy<S>& copy) {
+    return impl_->update_parameters_on_device(copy);
   }
 
  private:

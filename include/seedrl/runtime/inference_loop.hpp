@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -55,6 +56,7 @@
 #include "seedrl/runtime/input_normalizer.hpp"
 #include "seedrl/runtime/learner_config.hpp"
 #include "seedrl/runtime/learner_stats.hpp"
+#include "seedrl/runtime/parameter_source.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
 #include "seedrl/runtime/thread_time_split.hpp"
 #include "seedrl/runtime/unroll_builder.hpp"
@@ -76,7 +78,8 @@ class inference_loop {
   using unroll_queue = bounded_queue<unroll<scalar>*>;
   using time_split = thread_time_split<3>;
 
-  /// `net` is copied; completed unrolls go to `queue`, parameters come from `params`, counters
+  /// `net` is copied; completed unrolls go to `queue`, parameters come from `params` (unless
+  /// use_parameter_source says otherwise), counters
   /// go to `stats`. `created` is the learner's clock start. `normalizer` normalizes each batch's
   /// observations and rewards (when the config asks for it) before inference.
   inference_loop(const learner_config& config, const Net& net, const observation_spec& obs_spec,
@@ -108,7 +111,7 @@ class inference_loop {
         batcher_(config.batching, [&](std::size_t cap) { return make_payload(cap); }),
         rng_(config.seed),
         queue_(queue),
-        params_(params),
+        source_(std::make_shared<store_parameter_source<scalar>>(params)),
         stats_(stats),
         normalizer_(normalizer),
         time_(waiting_for_batch, created) {
@@ -152,6 +155,15 @@ class inference_loop {
     return batcher_.submit(r.from, r.step->size(),
                            [&](payload& p, std::size_t first) { fill(r, p, first); });
   }
+
+  /// Takes parameters from `source` instead of the store given to the constructor (e.g. the GPU
+  /// trainer's device channel: seedrl/runtime/parameter_source.hpp). Call before start().
+  void use_parameter_source(std::shared_ptr<parameter_source<scalar>> source) {
+    source_ = std::move(source);
+  }
+
+  /// Whether the engine takes parameter sets device to device (DeviceParameterEngine).
+  bool engine_takes_device_parameters() const { return detail::takes_device_parameters(engine_); }
 
   /// Starts the inference thread.
   void start() {
@@ -315,7 +327,8 @@ class inference_loop {
     const std::size_t D = action_dim_;
     std::vector<scalar> prev_env_actions(cap * D), env_actions(cap * D), raw_actions(cap * D);
     std::vector<float> wire_actions(cap * D);
-    std::uint64_t version = 0;
+    std::uint64_t version = 0;  // of the parameters the engine infers with (source_'s numbering)
+    detail::engine_parameter_target<Engine> target(engine_);
     std::vector<finished_episode> finished;  // reused: no allocation per batch
     finished.reserve(cap);
     for (;;) {
@@ -337,8 +350,8 @@ class inference_loop {
       std::optional<std::string> engine_failure;
       bool sampled_by_engine = false;
       try {
-        engine_.update_parameters(params_, &version);
-        slots.lock();  // slots cannot be released under our feet
+        source_->update(target, &version);  // between batches: the step uses one whole set
+        slots.lock();                       // slots cannot be released under our feet
         for (std::size_t r = 0; r < B; ++r) {
           const std::size_t slot = p.slots[r];
           const auto seen = store_.observe(slot, p.run_ids[r], static_cast<double>(p.rewards[r]),
@@ -498,7 +511,7 @@ class inference_loop {
   dynamic_batcher<payload> batcher_;
   random_generator rng_;
   unroll_queue& queue_;
-  const parameter_store<scalar>& params_;
+  std::shared_ptr<parameter_source<scalar>> source_;  // where the parameters come from
   detail::stats_board& stats_;
   input_normalizer<scalar>& normalizer_;
   time_split time_;
