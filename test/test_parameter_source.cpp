@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "seedrl/env/cartpole.hpp"
+#include "seedrl/io/checkpoint.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/actor.hpp"
@@ -329,8 +330,10 @@ struct run_result {
   bool host_copy_trained = false;  // copy_parameters after stop differs from the initial set
 };
 
-/// A short CartPole run of a learner with publishing_trainer and any_device_t on `device`.
-run_result run_publishing_learner(seedrl::compute_device device, const char* name) {
+/// A short CartPole run of a learner with publishing_trainer and any_device_t on `device`;
+/// with `restore`, from a weights-only checkpoint restored before start.
+run_result run_publishing_learner(seedrl::compute_device device, const char* name,
+                                  bool restore = false) {
   using learner_t =
       seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport, publishing_trainer,
                       seedrl::impala_loss<float>, seedrl::categorical_sampler, any_device_t>;
@@ -350,6 +353,14 @@ run_result run_publishing_learner(seedrl::compute_device device, const char* nam
   learner_t learner(lc, initial, seedrl::adam<float>(), seedrl::impala_loss<float>(),
                     seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec(),
                     std::move(trainer));
+  if (restore) {
+    seedrl::checkpoint c;
+    net_t weights = make_net();
+    for (auto& x : weights.parameters())
+      x *= 0.5f;
+    seedrl::store_parameters(c, weights);
+    learner.restore(c, true);
+  }
   learner.start();
   learner.serve(transport.listen(endpoint));
   std::atomic<bool> stop{false};
@@ -421,4 +432,21 @@ TEST_CASE("an engine on the host keeps the store as its source, whatever the tra
   CHECK(r.parameter_version == static_cast<std::uint64_t>(r.stats.train_steps) + 1);
   CHECK(r.stats.policy_lag_max <= static_cast<std::uint64_t>(r.stats.train_steps));
   CHECK(r.host_copy_trained);
+}
+
+TEST_CASE("a restored checkpoint reaches a device engine through the channel too",
+          "[parameter_source]") {
+  clear_device_log();
+  const auto r =
+      run_publishing_learner(seedrl::compute_device::cuda, "parameter-source-restore", true);
+  CHECK(r.stats.trainer_error.empty());
+  REQUIRE(r.stats.train_steps >= 10);
+  // publish_on_device's set, the restored one (load_from_host publishes it), one per step.
+  CHECK(r.parameter_version == static_cast<std::uint64_t>(r.stats.train_steps) + 2);
+  auto& log = log_of_device_engine();
+  std::lock_guard lock(log.mutex);
+  CHECK(log.first_stamp == 2.0f);  // the first batch ran on the restored set
+  CHECK(log.torn == 0);
+  CHECK(log.store_updates == 0);
+  CHECK(r.stats.policy_lag_max <= static_cast<std::uint64_t>(r.stats.train_steps));
 }
