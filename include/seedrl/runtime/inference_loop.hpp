@@ -79,9 +79,9 @@ class inference_loop {
   using time_split = thread_time_split<3>;
 
   /// `net` is copied; completed unrolls go to `queue`, parameters come from `params` (unless
-  /// use_parameter_source says otherwise), counters
-  /// go to `stats`. `created` is the learner's clock start. `normalizer` normalizes each batch's
-  /// observations and rewards (when the config asks for it) before inference.
+  /// use_parameter_source says otherwise), counters go to `stats`. `created` is the learner's
+  /// clock start. `normalizer` normalizes each batch's observations and rewards (when the config
+  /// asks for it) before inference.
   inference_loop(const learner_config& config, const Net& net, const observation_spec& obs_spec,
                  const action_spec& act_spec, Sampler sampler, unroll_queue& queue,
                  const parameter_store<scalar>& params, detail::stats_board& stats,
