@@ -194,8 +194,9 @@ void clear_device_log() {
 
 }  // namespace
 
-TEST_CASE("store_parameter_source hands an engine the store's sets; host engines refuse a channel",
-          "[parameter_source]") {
+TEST_CASE(
+    "store_parameter_source hands an engine the store's sets, and host engines refuse a channel",
+    "[parameter_source]") {
   const net_t net = make_net();
   const seedrl::inference_engine_config config{4, 4, 2, 1};
   seedrl::cpu_inference_engine<net_t> cpu(net, config);
