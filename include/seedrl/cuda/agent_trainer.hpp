@@ -50,9 +50,9 @@
 /// stream and publishes them with an event; the step no longer downloads them into
 /// `net.parameters()`, nor waits for the update to finish (the next host call that waits on the
 /// stream reports its errors). A GPU inference engine on the same device takes the sets device
-/// to device (cuda::inference_engine::update_parameters_on_device). Layouts agree by
-/// construction: the trainer's flat array, the engine's and the CPU network's `parameters()` are
-/// all train/detail/agent_layout.hpp's.
+/// to device (cuda::inference_engine::update_parameters_on_device). No conversion: the trainer's
+/// flat array and the engine's are both train/detail/agent_layout.hpp's, which is the CPU
+/// network's `parameters()` order (each uploads that array as is).
 
 #include <concepts>
 #include <cstddef>
