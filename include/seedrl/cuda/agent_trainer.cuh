@@ -25,7 +25,9 @@
 #include "seedrl/cuda/agent_trainer.hpp"
 #include "seedrl/cuda/cuda_backend.cuh"
 #include "seedrl/cuda/device.cuh"
+#include "seedrl/cuda/device_parameter_channel.cuh"
 #include "seedrl/cuda/error.cuh"
+#include "seedrl/runtime/parameter_source.hpp"
 #include "seedrl/train/agent_trainer.hpp"
 
 namespace seedrl::cuda {
@@ -59,6 +61,7 @@ class agent_trainer_engine_impl final
   using shape_type = typename Recipe::shape_type;
   using trainer_type =
       backend_agent_trainer<cuda_backend, S, typename Recipe::template torso<cuda_backend, S>>;
+  using channel_source = channel_parameter_source<device_parameter_channel<S>>;
 
  public:
   explicit agent_trainer_engine_impl(int device) : device_(device) {
@@ -85,6 +88,8 @@ class agent_trainer_engine_impl final
       key_ = std::move(key);
     }
     trainer_->set_parameters(params);
+    if (channel_)
+      publish();  // e.g. a restored checkpoint: inference takes it from the channel
   }
 
   void upload_optimizer(const adam_config& config, std::int64_t steps,
@@ -103,14 +108,26 @@ class agent_trainer_engine_impl final
                          double max_grad_norm, std::span<S> params_out) override {
     use_agent_trainer_device(device_);
     auto& m = model("step");
-    if (params_out.size() != m.num_parameters()) {
+    if (!params_out.empty() && params_out.size() != m.num_parameters()) {
       throw std::invalid_argument(std::string(Recipe::name) + "::step: params_out holds " +
                                   std::to_string(params_out.size()) + " values, the network has " +
                                   std::to_string(m.num_parameters()));
     }
     train_step_result r = m.train_step(batch, loss, max_grad_norm);
-    m.get_parameters(params_out);  // waits for the step
+    if (channel_)
+      publish();  // after the optimizer's update on the stream; nothing waits for it
+    if (!params_out.empty())
+      m.get_parameters(params_out);  // waits for the step
     return r;
+  }
+
+  std::shared_ptr<parameter_source<S>> publish_on_device() override {
+    use_agent_trainer_device(device_);
+    const auto& m = model("publish_on_device");
+    if (!channel_)  // on this device: the events and buffers belong to it
+      channel_ = std::make_shared<channel_source>(m.num_parameters());
+    publish();
+    return channel_;
   }
 
   void download_parameters(std::span<S> params_out) const override {
@@ -132,6 +149,22 @@ class agent_trainer_engine_impl final
   std::size_t num_parameters() const override { return trainer_ ? trainer_->num_parameters() : 0; }
 
  private:
+  /// The parameters into the channel's write buffer, on the trainer's stream after the work
+  /// given so far (the write waits for the last copy out of that buffer), then published.
+  void publish() {
+    auto& channel = channel_->channel();
+    const auto& m = model("publish");
+    if (m.num_parameters() != channel.size()) {
+      throw std::logic_error(std::string(Recipe::name) + ": the network now has " +
+                             std::to_string(m.num_parameters()) +
+                             " parameters, the device channel holds " +
+                             std::to_string(channel.size()));
+    }
+    S* dst = channel.begin_write(backend_->stream());
+    m.copy_parameters_to(dst);
+    channel.publish(backend_->stream());
+  }
+
   trainer_type& model(const char* who) const {
     if (!trainer_) {
       throw std::logic_error(std::string(Recipe::name) + "::" + who +
@@ -145,6 +178,9 @@ class agent_trainer_engine_impl final
   std::unique_ptr<cuda_backend> backend_;  ///< behind a pointer: the trainer keeps its address
   std::unique_ptr<trainer_type> trainer_;
   std::string key_;  ///< Recipe::describe of `trainer_`'s network
+  /// Device publication (publish_on_device); shared with the inference side, which may outlive
+  /// this engine.
+  std::shared_ptr<channel_source> channel_;
 };
 
 /// The GPU side of an agent_trainer<S, Recipe> on `device`.

@@ -42,6 +42,17 @@
 /// back, which the learner does before a checkpoint. `load_from_host` makes the host copies the
 /// truth again (after a restored checkpoint). Not thread-safe; every member may be called from
 /// any one thread at a time (each sets the trainer's device first).
+///
+/// Device publication (DevicePublishingTrainer, seedrl/runtime/trainer.hpp): `publish_on_device`
+/// makes a `device_parameter_channel` on the trainer's device and returns it as a
+/// parameter_source (seedrl/runtime/parameter_source.hpp). From then on each step, after the
+/// optimizer's update, copies the parameters into the channel's write buffer on the trainer's
+/// stream and publishes them with an event; the step no longer downloads them into
+/// `net.parameters()`, nor waits for the update to finish (the next host call that waits on the
+/// stream reports its errors). A GPU inference engine on the same device takes the sets device
+/// to device (cuda::inference_engine::update_parameters_on_device). No conversion: the trainer's
+/// flat array and the engine's are both train/detail/agent_layout.hpp's, which is the CPU
+/// network's `parameters()` order (each uploads that array as is).
 
 #include <concepts>
 #include <cstddef>
@@ -59,6 +70,7 @@
 #include "seedrl/detail/type_traits.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
+#include "seedrl/runtime/parameter_source.hpp"
 #include "seedrl/runtime/training_batch.hpp"
 
 namespace seedrl::cuda {
@@ -79,8 +91,13 @@ class agent_trainer_engine {
                                 std::span<const std::span<const S>> state) = 0;
   virtual void upload_optimizer(const rmsprop_config& config, std::int64_t steps,
                                 std::span<const std::span<const S>> state) = 0;
+  /// One step; downloads the new parameters into `params_out` unless it is empty; publishes
+  /// them into the channel once publish_on_device made one.
   virtual train_step_result step(const training_batch<S>& batch, const impala_loss_config<S>& loss,
                                  double max_grad_norm, std::span<S> params_out) = 0;
+  /// Makes the channel (once; needs upload_model first), publishes the parameters into it and
+  /// returns it; upload_model and step publish into it from then on.
+  virtual std::shared_ptr<parameter_source<S>> publish_on_device() = 0;
   virtual void download_parameters(std::span<S> params_out) const = 0;
   virtual std::int64_t optimizer_steps() const = 0;
   virtual std::vector<std::vector<S>> optimizer_arrays() const = 0;
@@ -166,7 +183,22 @@ class agent_trainer {
                              "::train_step: the GPU holds another optimizer's state than the one "
                              "passed; call load_from_host(net, opt) after switching optimizers");
     }
-    return step(batch, loss.config(), max_grad_norm, net.parameters());
+    // Publishing on the device: no download (the host gets the parameters at sync_to_host).
+    return step(batch, loss.config(), max_grad_norm,
+                publishing_ ? std::span<S>() : std::span<S>(net.parameters()));
+  }
+
+  /// DevicePublishingTrainer (see the file comment): uploads `net` and `opt` unless done
+  /// already, publishes the parameters as the returned source's first set; from then on each
+  /// train_step publishes there and leaves `net.parameters()` alone.
+  template <class Net, class Opt>
+  std::shared_ptr<parameter_source<S>> publish_on_device(Net& net, Opt& opt) {
+    check_types<Net, Opt>();
+    if (!loaded_)
+      load_from_host(net, opt);
+    auto source = engine().publish_on_device();
+    publishing_ = true;
+    return source;
   }
 
   /// Writes the GPU's parameters into `net` and its optimizer state into `opt` (through
@@ -238,7 +270,8 @@ class agent_trainer {
     engine().upload_optimizer(config, steps, state);
   }
 
-  /// One training step; downloads the new parameters into `params_out` (num_parameters()).
+  /// One training step; downloads the new parameters into `params_out` (num_parameters(); empty:
+  /// no download); publishes them into the device channel once publish_on_device made one.
   train_step_result step(const training_batch<S>& batch, const impala_loss_config<S>& loss,
                          double max_grad_norm, std::span<S> params_out) {
     return engine().step(batch, loss, max_grad_norm, params_out);
@@ -315,6 +348,7 @@ class agent_trainer {
   int device_ = 0;
   std::unique_ptr<engine_type> engine_;
   bool loaded_ = false;
+  bool publishing_ = false;  // publish_on_device was called: steps publish on the device
   seedrl::detail::optimizer_kind loaded_kind_ = seedrl::detail::optimizer_kind::adam;
 };
 

@@ -12,7 +12,10 @@
 /// A set is never read before its writes finished (the event) and never written while a copy
 /// from it may still run (begin_write makes the writer's stream wait for the last copy out of the
 /// buffer it hands back). Host-only CUDA runtime calls (no kernel): plain C++ units may include
-/// it, as memory.cuh.
+/// it, as memory.cuh. The writer and the engine must be on one device (the channel's events
+/// are recorded on both sides' streams). The learner reaches it as a
+/// `channel_parameter_source<device_parameter_channel<S>>` (seedrl/runtime/parameter_source.hpp),
+/// which the GPU trainer's publish_on_device makes (seedrl/cuda/agent_trainer.hpp).
 
 #include <cuda_runtime_api.h>
 
@@ -30,6 +33,7 @@ namespace seedrl::cuda {
 template <class S>
 class device_parameter_channel {
  public:
+  using scalar_type = S;
   using stream_type = cudaStream_t;
 
   /// Three buffers of `n` parameters on the current device.

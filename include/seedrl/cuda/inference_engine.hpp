@@ -55,8 +55,10 @@
 /// launches for that bucket; captured_graphs() counts the captures that worked.
 /// SEEDRL_CUDA_GRAPHS=0 in the environment turns graphs off.
 ///
-/// Not there yet (docs/cuda.md): the learner wiring of device-to-device publication (the engine
-/// takes sets from a `device_parameter_channel`, but the GPU trainer does not write one yet).
+/// Device-to-device parameters (DeviceParameterEngine): `update_parameters_on_device(copy)`
+/// hands the copy the spare parameter buffer and the engine's stream, and swaps when it enqueued
+/// a whole set; with the GPU trainer in the same learner the copy comes from the trainer's
+/// `device_parameter_channel` (seedrl/runtime/parameter_source.hpp), so sets never visit the host.
 ///
 /// Sampling: `infer_and_sample` (seedrl::SamplingInferenceEngine) samples each row's action on
 /// the device with the counter generator, so the inference loop gets actions, log-probs and
@@ -254,6 +256,13 @@ class inference_engine {
       return channel.copy_if_newer(dst, static_cast<typename Channel::stream_type>(stream),
                                    version);
     });
+  }
+
+  /// DeviceParameterEngine: calls `copy(spare parameter buffer, the engine's cudaStream_t)`
+  /// between batches; when it returns true (it enqueued a copy of a whole set on that stream,
+  /// after that set's writes), the next step uses the new set.
+  bool update_parameters_on_device(const device_parameter_copy<S>& copy) {
+    return device_->update_on_device(copy);
   }
 
   /// Uploads `params` (the CPU network's layout) as the parameters of the next step.

@@ -14,8 +14,11 @@
 /// engine samples where it computes; the inference loop asks, so a CPU model samples on the
 /// host as the plain CPU engine does. Pipelining likewise: it models PipelinedInferenceEngine,
 /// and `pipelines()` says whether the chosen engine does (the CPU model does not, and runs one
-/// batch at a time as the plain CPU engine does). A GPU engine that fails to start (no usable
-/// device, too little memory) throws its own exception from the constructor.
+/// batch at a time as the plain CPU engine does). Device parameters too: it models
+/// DeviceParameterEngine, and `takes_device_parameters()` says whether the chosen engine does
+/// (the learner asks before it hands the engine the GPU trainer's device source). A GPU engine
+/// that fails to start (no usable device, too little memory) throws its own exception from the
+/// constructor.
 
 #include <concepts>
 #include <cstddef>
@@ -62,6 +65,8 @@ class erased_inference_engine {
                                 std::uint64_t counter, std::span<std::int32_t> actions,
                                 std::span<S> log_probs) = 0;
   virtual void finish() = 0;
+  virtual bool takes_device_parameters() const = 0;
+  virtual bool update_parameters_on_device(const device_parameter_copy<S>& copy) = 0;
 };
 
 /// Engine `E` behind erased_inference_engine.
@@ -120,6 +125,16 @@ class erased_inference_engine_model final
       e_.finish();
     else
       not_pipelined();
+  }
+  bool takes_device_parameters() const override { return DeviceParameterEngine<E>; }
+  bool update_parameters_on_device(const device_parameter_copy<S>& copy) override {
+    if constexpr (DeviceParameterEngine<E>) {
+      return e_.update_parameters_on_device(copy);
+    } else {
+      throw std::logic_error(
+          "seedrl::any_inference_engine: update_parameters_on_device on an engine that keeps "
+          "its parameters in host memory (check takes_device_parameters() first)");
+    }
   }
 
  private:
@@ -181,6 +196,11 @@ class any_inference_engine {
     impl_->begin_and_sample(slots, in, out, seed, counter, actions, log_probs);
   }
   void finish() { impl_->finish(); }
+  /// Whether update_parameters_on_device may be called: the chosen engine takes device sets.
+  bool takes_device_parameters() const { return impl_->takes_device_parameters(); }
+  bool update_parameters_on_device(const device_parameter_copy<S>& copy) {
+    return impl_->update_parameters_on_device(copy);
+  }
 
  private:
   static std::unique_ptr<detail::erased_inference_engine<S>> make(

@@ -82,10 +82,21 @@
 /// from begin() or from finish(); after one it is not called again (the loop stops). An engine
 /// whose model is chosen at run time also provides `bool pipelines() const;`: when false, the
 /// loop calls infer().
+///
+/// Optional capability, `seedrl::DeviceParameterEngine`: an engine that keeps its parameters on
+/// a device takes sets there, from a device parameter source (seedrl/runtime/parameter_source.hpp:
+/// the GPU trainer's parameters, with no host round trip), through
+///   - `bool update_parameters_on_device(const device_parameter_copy<S>& copy);` between
+///     batches: calls `copy(spare, stream)` with its parameter buffer not in use and the stream
+///     its next step runs on; when that returns true (it enqueued a copy of a whole set there),
+///     every later infer() uses the new set, else nothing changes. Returns what copy returned.
+/// An engine whose model is chosen at run time also provides `bool takes_device_parameters()
+/// const;` (false: the chosen model keeps its parameters in host memory).
 
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "seedrl/net/agent_step_io.hpp"
@@ -156,5 +167,18 @@ concept PipelinedInferenceEngine = InferenceEngine<E> &&
               std::span<typename E::scalar_type> log_probs) {
        e.begin_and_sample(slots, in, out, seed, counter, actions, log_probs);
      });
+
+/// DeviceParameterEngine's copy: enqueues on `stream` (the engine's, e.g. a cudaStream_t) a copy
+/// of a whole parameter set into `spare` (device memory) and returns true, or returns false when
+/// there is nothing newer.
+template <class S>
+using device_parameter_copy = std::function<bool(S* spare, void* stream)>;
+
+/// See "Optional capability, `seedrl::DeviceParameterEngine`" in the file comment.
+template <class E>
+concept DeviceParameterEngine = InferenceEngine<E> &&
+    requires(E& e, const device_parameter_copy<typename E::scalar_type>& copy) {
+  { e.update_parameters_on_device(copy) } -> std::convertible_to<bool>;
+};
 
 }  // namespace seedrl

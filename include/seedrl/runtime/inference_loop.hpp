@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -69,6 +70,7 @@
 #include "seedrl/runtime/input_normalizer.hpp"
 #include "seedrl/runtime/learner_config.hpp"
 #include "seedrl/runtime/learner_stats.hpp"
+#include "seedrl/runtime/parameter_source.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
 #include "seedrl/runtime/thread_time_split.hpp"
 #include "seedrl/runtime/unroll_builder.hpp"
@@ -90,9 +92,10 @@ class inference_loop {
   using unroll_queue = bounded_queue<unroll<scalar>*>;
   using time_split = thread_time_split<3>;
 
-  /// `net` is copied; completed unrolls go to `queue`, parameters come from `params`, counters
-  /// go to `stats`. `created` is the learner's clock start. `normalizer` normalizes each batch's
-  /// observations and rewards (when the config asks for it) before inference.
+  /// `net` is copied; completed unrolls go to `queue`, parameters come from `params` (unless
+  /// use_parameter_source says otherwise), counters go to `stats`. `created` is the learner's
+  /// clock start. `normalizer` normalizes each batch's observations and rewards (when the config
+  /// asks for it) before inference.
   inference_loop(const learner_config& config, const Net& net, const observation_spec& obs_spec,
                  const action_spec& act_spec, Sampler sampler, unroll_queue& queue,
                  const parameter_store<scalar>& params, detail::stats_board& stats,
@@ -123,7 +126,7 @@ class inference_loop {
         batcher_(batching(config.batching), [&](std::size_t cap) { return make_payload(cap); }),
         rng_(config.seed),
         queue_(queue),
-        params_(params),
+        source_(std::make_shared<store_parameter_source<scalar>>(params)),
         stats_(stats),
         normalizer_(normalizer),
         time_(waiting_for_batch, created) {
@@ -167,6 +170,15 @@ class inference_loop {
     return batcher_.submit(r.from, r.step->size(),
                            [&](payload& p, std::size_t first) { fill(r, p, first); });
   }
+
+  /// Takes parameters from `source` instead of the store given to the constructor (e.g. the GPU
+  /// trainer's device channel: seedrl/runtime/parameter_source.hpp). Call before start().
+  void use_parameter_source(std::shared_ptr<parameter_source<scalar>> source) {
+    source_ = std::move(source);
+  }
+
+  /// Whether the engine takes parameter sets device to device (DeviceParameterEngine).
+  bool engine_takes_device_parameters() const { return detail::takes_device_parameters(engine_); }
 
   /// Starts the inference thread.
   void start() {
@@ -379,7 +391,7 @@ class inference_loop {
     const std::size_t D = action_dim_;
     payload& p = b.batch->payload;
     b.finished.clear();
-    engine_.update_parameters(params_, &version_);
+    source_->update(target_, &version_);  // between batches: the step uses one whole set
     b.version = version_;
     {
       std::lock_guard slots(slots_mutex_);  // slots cannot be released under our feet
@@ -655,12 +667,13 @@ class inference_loop {
   std::int32_t num_actions_;        // discrete: the action count; 0 for continuous
   std::vector<scalar> low_, high_;  // [D] the action bounds, for the sampler
   Engine engine_;                   // the network step and every slot's recurrent state
+  detail::engine_parameter_target<Engine> target_{engine_};  // how source_ hands it sets
   env_state_store<scalar> store_;
   unroll_builder<scalar> builder_;
   dynamic_batcher<payload> batcher_;
   random_generator rng_;
   unroll_queue& queue_;
-  const parameter_store<scalar>& params_;
+  std::shared_ptr<parameter_source<scalar>> source_;  // where the parameters come from
   detail::stats_board& stats_;
   input_normalizer<scalar>& normalizer_;
   time_split time_;
@@ -677,7 +690,8 @@ class inference_loop {
       SamplingInferenceEngine<Engine> && std::same_as<Sampler, categorical_sampler>;
   std::uint64_t sample_seed_ = 0;
   std::uint64_t batches_ = 0;  // inference thread only: batches inferred so far
-  std::uint64_t version_ = 0;  // inference thread only: the engine's parameter version
+  std::uint64_t version_ =
+      0;  // inference thread only: the engine's parameter version (source_'s numbering)
   /// Engines that can have two batches in flight (PipelinedInferenceEngine).
   static constexpr bool engine_pipelines = PipelinedInferenceEngine<Engine>;
 

@@ -9,10 +9,13 @@
 ///   - inference_loop (batcher, per-env state, action sampling, replies, unroll building),
 ///     which pushes completed unrolls into the training queue read by
 ///   - training_loop (trainer, parameter publication, checkpoints).
-/// The training queue and the parameter store are where the two loops meet; the counters
-/// (learner_stats) are shared by all three. When the config asks for observation normalization
-/// or reward scaling, the inference loop applies it (input_normalizer) and the training loop
-/// saves its statistics in checkpoints.
+/// The training queue and the parameters are where the two loops meet: the host
+/// parameter_store, or, when the trainer publishes on a device (DevicePublishingTrainer) and the
+/// engine takes sets there (DeviceParameterEngine), the trainer's device source
+/// (seedrl/runtime/parameter_source.hpp: GPU trainer to GPU engine, no host round trip); the
+/// counters (learner_stats) are shared by all three. When the config asks for observation
+/// normalization or reward scaling, the inference loop applies it (input_normalizer) and the
+/// training loop saves its statistics in checkpoints.
 ///
 /// Threads: the actor server's readers (for TCP and Unix sockets learner_config::io_threads
 /// I/O threads, 1 by default, however many actors connect; for the in-process transport one
@@ -120,7 +123,13 @@ class learner {
                   static_cast<std::size_t>(obs_spec.num_elements()), inference_.policy_width(),
                   continuous_action_size(act_spec), queue_, inference_.unroll_pool(), params_,
                   stats_, created_, normalizer_),
-        server_(config, obs_spec, act_spec, inference_, stats_) {}
+        server_(config, obs_spec, act_spec, inference_, stats_) {
+    // Trainer and engine both on the device: the parameters stay there.
+    if constexpr (DevicePublishingTrainer<Trn, Net, Opt>) {
+      if (inference_.engine_takes_device_parameters())
+        inference_.use_parameter_source(training_.publish_on_device());
+    }
+  }
 
   learner(const learner&) = delete;
   learner& operator=(const learner&) = delete;
@@ -195,9 +204,11 @@ class learner {
   }
 
   /// The parameters most recently published by the trainer.
-  std::uint64_t parameter_version() const { return params_.version(); }
+  std::uint64_t parameter_version() const { return training_.parameter_version(); }
 
-  /// Copies the newest published parameters into `net` (e.g. to evaluate or save them).
+  /// Copies the newest parameters in the host store into `net` (e.g. to evaluate or save them):
+  /// the newest published, or with device publication those of the last checkpoint, restore,
+  /// or the end of training (see training_loop).
   void copy_parameters(Net& net) const {
     std::uint64_t v = 0;
     params_.update_if_newer(&v, net.parameters());

@@ -20,6 +20,15 @@
 ///   - `void load_from_host(Net&, Opt&)`: the learner changed `net` and `opt` (a restored
 ///     checkpoint): take them as the new truth.
 ///
+/// Optional capability, `seedrl::DevicePublishingTrainer<T, Net, Opt>`: a trainer that keeps
+/// the parameters on a device publishes them there, for an inference engine on that device:
+///   - `std::shared_ptr<parameter_source<S>> publish_on_device(Net&, Opt&)`: takes `net` and
+///     `opt` as the truth if it has not yet (load_from_host), publishes the parameters as the
+///     source's first set, and from then on each train_step publishes its new parameters into
+///     that source on the device (seedrl/runtime/parameter_source.hpp) instead of writing them
+///     into `net.parameters()`; load_from_host publishes what it loaded. sync_to_host still
+///     brings them to `net`. The learner turns it on when its engine takes device parameters.
+///
 /// `host_trainer` trains the network object itself on the CPU (the default);
 /// `cuda::mlp_lstm_trainer` (seedrl/cuda/mlp_lstm_trainer.hpp) runs the step on a GPU.
 
@@ -41,6 +50,7 @@
 #include "seedrl/net/agent_io.hpp"
 #include "seedrl/optim/clip.hpp"
 #include "seedrl/runtime/detail/worker_pool.hpp"
+#include "seedrl/runtime/parameter_source.hpp"
 #include "seedrl/runtime/training_batch.hpp"
 
 namespace seedrl {
@@ -53,6 +63,14 @@ concept Trainer = requires(T& t, Net& net, Opt& opt,
   { t.train_step(batch, net, opt, loss, max_norm) } -> std::same_as<train_step_result>;
   t.sync_to_host(net, opt);
   t.load_from_host(net, opt);
+};
+
+/// See "Optional capability" in the file comment.
+template <class T, class Net, class Opt>
+concept DevicePublishingTrainer = requires(T& t, Net& net, Opt& opt) {
+  {
+    t.publish_on_device(net, opt)
+    } -> std::convertible_to<std::shared_ptr<parameter_source<typename Net::scalar_type>>>;
 };
 
 /// Trains the network object on the CPU: its forward_unroll / backward_unroll, the CPU loss,

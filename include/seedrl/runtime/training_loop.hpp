@@ -6,6 +6,15 @@
 /// schedule. It owns the training copy of the network, the optimizer and the checkpoint
 /// format's counters (what `restore` reads back).
 ///
+/// With a trainer that publishes on its device (DevicePublishingTrainer, e.g. the GPU trainer
+/// next to a GPU inference engine) and publish_on_device() called, each step's parameters go to
+/// inference through the trainer's device source instead, and the host parameter_store gets a
+/// copy only where the host needs one anyway: after each checkpoint's sync_to_host (which
+/// downloads them regardless) and once when training ends. A per-step download would put a
+/// device-to-host copy of every set on the training thread's critical path, which is what
+/// device publication removes; nothing in the learner reads the store while it trains (only
+/// learner::copy_parameters, which then returns the last checkpoint's parameters).
+///
 /// `Net` models LearnerNetwork, `Opt` Optimizer, `Trn` Trainer<Trn, Net, Opt, LossFn> and
 /// `LossFn` Loss (seedrl::impala_loss by default).
 
@@ -16,6 +25,7 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -33,6 +43,7 @@
 #include "seedrl/runtime/input_normalizer.hpp"
 #include "seedrl/runtime/learner_config.hpp"
 #include "seedrl/runtime/learner_stats.hpp"
+#include "seedrl/runtime/parameter_source.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
 #include "seedrl/runtime/thread_time_split.hpp"
 #include "seedrl/runtime/trainer.hpp"
@@ -126,6 +137,21 @@ class training_loop {
     }
   }
 
+  /// Turns on device publication (see the file comment): the trainer takes the network and
+  /// optimizer now, and from here on publishes every step's parameters into the returned
+  /// source, which the inference loop reads. Call before start().
+  std::shared_ptr<parameter_source<scalar>> publish_on_device() requires
+      DevicePublishingTrainer<Trn, Net, Opt> {
+    device_source_ = trainer_.publish_on_device(net_, optimizer_);
+    return device_source_;
+  }
+
+  /// The version of the newest published set: the device source's with device publication,
+  /// else the host store's.
+  std::uint64_t parameter_version() const {
+    return device_source_ ? device_source_->version() : params_.version();
+  }
+
   /// Starts the trainer thread. Throws checkpoint_error, and starts nothing, if
   /// checkpoint_dir holds checkpoints and this loop was not restored in full from one of
   /// them: a new run must not save beside another run's (require_no_checkpoints).
@@ -190,14 +216,16 @@ class training_loop {
         if (!u) {
           for (auto* v : batch)
             pool_.recycle(v);
+          if (device_source_)
+            refresh_host_copy();  // the final parameters, for learner::copy_parameters
           return;
         }
         batch.push_back(*u);
       }
       time_.enter(training);
       // The parameters about to be trained are the last ones published; only this thread
-      // publishes once training runs.
-      const std::uint64_t trainer_version = params_.version();
+      // publishes once training runs. In the numbering of the source inference reads.
+      const std::uint64_t trainer_version = parameter_version();
       std::uint64_t lag_sum = 0, lag_max = 0;
       // Time-major [T+1, B]: step t of unroll b is row t * B + b.
       for (std::size_t b = 0; b < B; ++b) {
@@ -243,7 +271,8 @@ class training_loop {
       }
       if (!r.applied)
         config_.log("seedrl learner: skipped a training step: " + r.skipped);
-      params_.publish(net_.parameters());
+      if (!device_source_)  // else the trainer published on its device
+        params_.publish(net_.parameters());
       std::int64_t steps = 0;
       stats_.update([&](learner_stats& s) {
         steps = ++s.train_steps;
@@ -258,6 +287,17 @@ class training_loop {
       // This thread owns the parameters and optimizer, so its checkpoints are consistent.
       if (checkpoints_ && checkpoints_->due(steps) != checkpoint_reason::none)
         save_checkpoint(to_string(checkpoints_->due(steps)));
+    }
+  }
+
+  /// With device publication: brings the trainer's parameters to the host store.
+  void refresh_host_copy() {
+    try {
+      trainer_.sync_to_host(net_, optimizer_);
+      params_.publish(net_.parameters());
+    } catch (const std::exception& e) {
+      config_.log(std::string("seedrl learner: could not read the trainer's final parameters: ") +
+                  e.what());
     }
   }
 
@@ -286,6 +326,8 @@ class training_loop {
                   e.what());
       return;
     }
+    if (device_source_)  // sync_to_host just brought them: the host copy catches up for free
+      params_.publish(net_.parameters());
     store_parameters(c, net_);
     store_optimizer(c, optimizer_);
     normalizer_.store(c);
@@ -325,8 +367,9 @@ class training_loop {
   detail::stats_board& stats_;
   const input_normalizer<scalar>& normalizer_;
   time_split time_;
-  std::optional<checkpoint_schedule<>> checkpoints_;   // set when checkpoint_dir is
-  std::optional<std::filesystem::path> resumed_from_;  // the source of a full restore()
+  std::shared_ptr<parameter_source<scalar>> device_source_;  // set by publish_on_device()
+  std::optional<checkpoint_schedule<>> checkpoints_;         // set when checkpoint_dir is
+  std::optional<std::filesystem::path> resumed_from_;        // the source of a full restore()
   bool saved_at_exit_ = false;
   std::thread thread_;
 };

@@ -166,6 +166,13 @@ class backend_agent_trainer {
     backend_->download(static_cast<const S*>(params_.data()), host);
   }
 
+  /// Copies the parameters into `dst` (num_parameters() values in the backend's memory) after
+  /// the work already given to the backend, e.g. a GPU trainer's publication into a device
+  /// channel; asynchronous where the backend is.
+  void copy_parameters_to(S* dst) const {
+    backend_->copy(static_cast<const S*>(params_.data()), dst, num_parameters_);
+  }
+
   /// Copies out the gradients of the last `train_step`, after clipping (unclipped when the
   /// step was skipped); throws std::invalid_argument on a size mismatch.
   void get_gradients(std::span<S> host) const {
