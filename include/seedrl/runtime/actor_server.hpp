@@ -13,8 +13,11 @@
 /// whole frames are parsed out of it (a header and its payload usually arrive in one read;
 /// partial frames wait for the next read, several frames in one read are handled in order).
 /// The inference side answers through the connection's detail::requester by encoding the
-/// actions frame and posting it to the strand, which writes it: the inference thread never
-/// touches a socket. Refusals, the watchdog and stop() write through the strand too.
+/// actions frame and, when nothing is queued or being written on that socket, sending it itself
+/// with a non-blocking send (learner_config::direct_replies): no I/O thread wakes for a reply.
+/// What the socket does not take at once, and every reply while a write is under way, goes to
+/// the strand, which writes it; the inference thread never blocks on a socket. Refusals, the
+/// watchdog and stop() write through the strand.
 ///
 /// Other transports (the in-process pipes) have no socket to poll: each connection gets a
 /// thread that reads its frames with blocking calls, and writes take a per-connection lock.
