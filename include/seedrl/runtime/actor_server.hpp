@@ -372,8 +372,10 @@ class actor_server {
         }
         if (!failed && !frame.empty()) {
           out_pending.insert(out_pending.end(), frame.begin(), frame.end());
-          // A write under way picks it up when it completes.
-          post = !writing && !std::exchange(flush_posted, true);
+          // A write under way picks it up when it completes, unless the actor stopped reading
+          // (that write never completes): then the strand must see the queue's size now.
+          post = (!writing || out_pending.size() > max_unsent_bytes) &&
+                 !std::exchange(flush_posted, true);
         }
       }
       if (failed)
@@ -865,14 +867,17 @@ class actor_server {
     std::size_t unread = 0;
     {
       std::lock_guard lock(s.out_mutex);
-      if (s.writing || s.socket_closed)
+      if (s.socket_closed)
         return;
-      if (s.out_pending.empty()) {
-        if (!s.closing)
-          return;
-      } else if (s.out_pending.size() > max_unsent_bytes && s.reading) {
+      if (s.out_pending.size() > max_unsent_bytes && s.reading) {
+        // Checked before `writing`: a peer that never reads leaves its write under way forever.
         unread = s.out_pending.size();
         s.out_pending.clear();
+      } else if (s.writing) {
+        return;
+      } else if (s.out_pending.empty()) {
+        if (!s.closing)
+          return;
       } else {
         std::swap(s.out_pending, s.out_writing);
         s.out_pending.clear();
