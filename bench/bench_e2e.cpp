@@ -87,7 +87,8 @@ struct options {
   std::size_t queue_batches = 2;  // learner's training queue, in training batches
   bool lstm = false;
   bool actor_threads = false;
-  bool e2e_only = false;  // skip the stages alone, e.g. under perf record
+  bool e2e_only = false;       // skip the stages alone, e.g. under perf record
+  bool direct_replies = true;  // learner_config::direct_replies
   std::uint64_t seed = 1;
 };
 
@@ -122,6 +123,9 @@ std::optional<int> parse(int argc, char** argv, options& o) {
                "actors as threads of this process instead of processes");
   cli.add_flag("--e2e-only", o.e2e_only, "run only the end-to-end stage (e.g. under perf record)");
   cli.add_option("--seed", o.seed, "seed");
+  cli.add_option("--direct-replies", o.direct_replies,
+                 "the inference thread writes replies itself when the socket is free "
+                 "(learner_config::direct_replies; 0: always through an I/O thread)");
   return seedrl::app::parse_command_line(cli, argc, argv);
 }
 
@@ -466,10 +470,12 @@ e2e_result end_to_end(const options& o, const char* self) {
   // the program layer as app::run_learner builds them.
   const auto settings = run_settings<Env>(o);
   const auto agent = make_agent<Env>(o);
+  auto config = seedrl::app::make_learner_config(settings);
+  config.direct_replies = o.direct_replies;
   seedrl::learner<network_type, seedrl::adam<float>, seedrl::tcp_transport, trainer_type, loss_type,
                   sampler_type>
-      learner(seedrl::app::make_learner_config(settings), agent.network, agent.optimizer,
-              make_loss<Env>(o, agent), Env::observation_spec(), Env::action_spec(), trainer_type(),
+      learner(config, agent.network, agent.optimizer, make_loss<Env>(o, agent),
+              Env::observation_spec(), Env::action_spec(), trainer_type(),
               seedrl::app::make_run_sampler<sampler_type>(settings));
   seedrl::tcp_transport transport;
   auto listener = transport.listen({"127.0.0.1", 0});

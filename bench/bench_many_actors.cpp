@@ -60,6 +60,7 @@ struct options {
   std::size_t unroll_length = 20;
   std::uint64_t seed = 1;
   std::size_t io_threads = 1;
+  bool direct_replies = true;
 };
 
 [[noreturn]] void usage(int code) {
@@ -74,7 +75,8 @@ struct options {
       "  --batch-size B       unrolls per training step (default 16)\n"
       "  --unroll-length T    steps per unroll (default 20)\n"
       "  --seed S             seed (default 1)\n"
-      "  --io-threads N       learner's I/O threads (default 1)\n");
+      "  --io-threads N       learner's I/O threads (default 1)\n"
+      "  --direct-replies 0|1 inference thread writes replies itself when it can (default 1)\n");
   std::exit(code);
 }
 
@@ -115,6 +117,8 @@ options parse(int argc, char** argv) {
       o.seed = std::stoull(next());
     } else if (a == "--io-threads") {
       o.io_threads = std::stoul(next());
+    } else if (a == "--direct-replies") {
+      o.direct_replies = next() != "0";
     } else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       usage(2);
@@ -440,6 +444,7 @@ run_result run_once(const options& o, std::size_t n) {
   lc.batching.deadline = o.deadline;
   lc.seed = o.seed;
   lc.io_threads = o.io_threads;
+  lc.direct_replies = o.direct_replies;
   lc.max_connections = std::max<std::size_t>(lc.max_connections, n);
   // Connect and goodbye lines come once per actor; show only the unexpected ones.
   lc.log = [](const std::string& s) {

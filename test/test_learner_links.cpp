@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,7 +62,8 @@ enum class read_outcome { frame, closed, timeout };
 
 /// Reads one whole frame from `c` into `h` and `payload`, waiting at most `timeout` for it to
 /// start: a learner that neither answers nor closes turns into a failed check, not a hang.
-read_outcome read_frame_within(seedrl::tcp_connection& c, std::chrono::milliseconds timeout,
+template <class C>
+read_outcome read_frame_within(C& c, std::chrono::milliseconds timeout,
                                seedrl::protocol::frame_header& h, std::vector<std::byte>& payload) {
   pollfd p{c.native_handle(), POLLIN, 0};
   if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0)
@@ -82,7 +84,8 @@ read_outcome read_frame_within(seedrl::tcp_connection& c, std::chrono::milliseco
 }
 
 /// Says hello for `num_envs` cartpole envs; true once the welcome came back.
-bool handshake(seedrl::tcp_connection& c, std::uint32_t num_envs, const std::string& name) {
+template <class C>
+bool handshake(C& c, std::uint32_t num_envs, const std::string& name) {
   std::vector<std::byte> hello;
   seedrl::protocol::encode_hello(
       {1, num_envs, seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec(), name},
@@ -109,7 +112,8 @@ std::vector<std::byte> cartpole_step_frame(std::size_t num_envs) {
 }
 
 /// One lock-step round trip of a well-behaved raw actor: true when actions came back.
-bool step_and_read_actions(seedrl::tcp_connection& c, const std::vector<std::byte>& step) {
+template <class C>
+bool step_and_read_actions(C& c, const std::vector<std::byte>& step) {
   const std::span<const std::byte> bufs[] = {step};
   c.write(bufs);
   seedrl::protocol::frame_header h{};
@@ -434,6 +438,131 @@ TEST_CASE("a second step sent before the first one's actions closes only that ac
     REQUIRE(step_and_read_actions(good, good_step));
   learner.stop();
   CHECK(learner.stats().connected_actors == 0);
+}
+
+TEMPLATE_TEST_CASE("replies larger than the socket buffer arrive whole and in order",
+                   "[learner][links][replies]", tcp_link, unix_link) {
+  // The inference thread sends a reply itself when the socket is free (direct_replies); what
+  // the kernel does not take at once goes to the I/O thread, which writes the rest. 2^16 envs
+  // make a 256 KiB actions frame, more than a Unix socket's 208 KiB send buffer, so part of it
+  // takes that path. Frames that lost or doubled bytes would not parse, and the next round trip
+  // would read from the middle of one. Both settings run: without, every reply goes through
+  // the I/O thread.
+  const bool direct = GENERATE(true, false);
+  CAPTURE(direct);
+  using transport_t = typename TestType::transport_type;
+  using net_t = seedrl::mlp_lstm_agent<float>;
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, transport_t>;
+  constexpr std::uint32_t num_envs = 1u << 16;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {4};
+  nc.lstm_size = 0;
+  seedrl::learner_config lc;
+  lc.direct_replies = direct;
+  lc.unroll_length = 20;  // no unroll completes in the round trips below: the trainer idles
+  lc.max_envs = num_envs;
+  lc.batching.max_batch = num_envs;
+  lc.batching.max_request_rows = num_envs;
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  transport_t transport;
+  auto listener = transport.listen(TestType::listen_at());
+  const auto endpoint = listener.local_endpoint();
+  learner.start();
+  learner.serve(std::move(listener));
+
+  auto c = transport.connect(endpoint);
+  REQUIRE(handshake(c, num_envs, "large"));
+  const auto step = cartpole_step_frame(num_envs);
+  std::vector<std::int32_t> actions(num_envs);
+  for (int i = 0; i < 3; ++i) {
+    const std::span<const std::byte> bufs[] = {step};
+    c.write(bufs);
+    seedrl::protocol::frame_header h{};
+    std::vector<std::byte> payload;
+    REQUIRE(read_frame_within(c, 10s, h, payload) == read_outcome::frame);
+    REQUIRE(h.type == seedrl::protocol::message_type::actions);
+    std::string why;
+    CHECK(seedrl::protocol::parse_actions(payload, num_envs, seedrl::cartpole::action_spec(),
+                                          actions, &why) == seedrl::protocol::error_code::none);
+    CHECK(why.empty());
+  }
+  CHECK(learner.stats().connected_actors == 1);
+  learner.stop();
+}
+
+TEST_CASE("an actor that steps without reading its actions is cut off once 4 MiB of them wait",
+          "[learner][links][replies]") {
+  // Hostile input: an actor may step again before reading its actions, so one that never
+  // reads would grow the learner's queue of unsent replies without bound. Each step here is
+  // sent only once the previous one was answered (learner_stats::frames), as a well-behaved
+  // actor would, but nothing is read. 2^14 envs make 64 KiB replies: a Unix socket's send
+  // buffer takes about three, and the queue's 4 MiB about 64 more. With direct replies, the
+  // inference thread's sends find the buffer full, so the queue grows behind a write that
+  // never completes; it must be cut off all the same.
+  const bool direct = GENERATE(true, false);
+  CAPTURE(direct);
+  using transport_t = seedrl::unix_transport;
+  using net_t = seedrl::mlp_lstm_agent<float>;
+  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, transport_t>;
+  constexpr std::uint32_t num_envs = 1u << 14;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {4};
+  nc.lstm_size = 0;
+  seedrl::learner_config lc;
+  lc.direct_replies = direct;
+  lc.unroll_length = 200;  // no unroll completes before the cut-off: the trainer idles
+  lc.max_envs = num_envs;
+  lc.batching.max_batch = num_envs;
+  lc.batching.max_request_rows = num_envs;
+  std::mutex log_mutex;
+  std::vector<std::string> log;
+  lc.log = [&](const std::string& line) {
+    std::lock_guard lock(log_mutex);
+    log.push_back(line);
+  };
+  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  transport_t transport;
+  auto listener = transport.listen(unix_link::listen_at());
+  const auto endpoint = listener.local_endpoint();
+  learner.start();
+  learner.serve(std::move(listener));
+
+  auto c = transport.connect(endpoint);
+  REQUIRE(handshake(c, num_envs, "deaf"));
+  const auto step = cartpole_step_frame(num_envs);
+  std::int64_t answered = 0;
+  for (int i = 0; i < 400; ++i) {
+    try {
+      const std::span<const std::byte> bufs[] = {step};
+      c.write(bufs);
+    } catch (const seedrl::transport_error&) {
+      break;  // cut off
+    }
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < until &&
+           learner.stats().frames < (answered + 1) * num_envs &&
+           learner.stats().connected_actors == 1)
+      std::this_thread::sleep_for(1ms);
+    if (learner.stats().frames < (answered + 1) * num_envs)
+      break;  // not answered: cut off (or stuck, which the checks below catch)
+    ++answered;
+  }
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until && learner.stats().connected_actors != 0)
+    std::this_thread::sleep_for(1ms);
+  CHECK(learner.stats().connected_actors == 0);
+  // At least the queue's worth was answered first: 4 MiB of 64 KiB replies.
+  CHECK(answered >= 64);
+  CHECK(answered < 400);
+  {
+    std::lock_guard lock(log_mutex);
+    CHECK(std::any_of(log.begin(), log.end(), [](const std::string& line) {
+      return line.find("bytes of replies unread") != std::string::npos;
+    }));
+  }
+  learner.stop();
 }
 
 // The bad-input checks of test_learner.cpp (learner_bad_input.hpp) on the socket transports,

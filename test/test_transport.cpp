@@ -514,6 +514,46 @@ TEMPLATE_TEST_CASE("a write takes up to eight buffers", "[transport]", SEEDRL_TR
   CHECK(received[7] == std::byte{5});
 }
 
+TEMPLATE_TEST_CASE(
+    "send_now takes what the socket buffer holds without blocking, in order, and "
+    "fails once the peer is gone",
+    "[transport]", tcp_case, unix_case) {
+  // The learner's inference thread writes replies with it (actor_server's hand_over): it must
+  // never block on a peer that does not read, must say how much of a frame the kernel took so
+  // that the rest can be queued, and must report a dead link rather than raise SIGPIPE.
+  connected_pair<TestType> l;
+  seedrl::detail::io_pool pool;  // no threads: send_now runs on the caller's thread
+  auto socket = l.server.release_to(pool);
+  const auto chunk = pattern(64 << 10, 5);
+  std::vector<std::byte> sent;
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<std::size_t> took;
+  for (int i = 0; i < 4096; ++i) {  // at most 256 MiB: far beyond any socket buffer
+    took = socket.send_now(chunk);
+    REQUIRE(took);
+    sent.insert(sent.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(*took));
+    if (*took == 0)
+      break;
+  }
+  CHECK(*took == 0);  // the buffers filled up and it returned instead of blocking
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  REQUIRE(sent.size() > 0);
+  // Whatever it took arrives whole and in order: a partial send is a prefix of the chunk.
+  std::vector<std::byte> received(sent.size());
+  l.client.read(received);
+  CHECK(received == sent);
+  // Gone peer: the first sends may still land in the kernel, but it fails within a few tries
+  // (EPIPE or ECONNRESET), returning nullopt instead of raising SIGPIPE.
+  { const auto gone = std::move(l.client); }  // closes the descriptor
+  bool failed = false;
+  for (int i = 0; i < 100 && !failed; ++i) {
+    failed = !socket.send_now(std::span(chunk).first(16));
+    std::this_thread::sleep_for(1ms);
+  }
+  CHECK(failed);
+  socket.close();
+}
+
 // --- TCP ---------------------------------------------------------------------------------------
 
 TEST_CASE("tcp sets TCP_NODELAY on both ends and reports the picked port", "[transport]") {

@@ -13,8 +13,11 @@
 /// whole frames are parsed out of it (a header and its payload usually arrive in one read;
 /// partial frames wait for the next read, several frames in one read are handled in order).
 /// The inference side answers through the connection's detail::requester by encoding the
-/// actions frame and posting it to the strand, which writes it: the inference thread never
-/// touches a socket. Refusals, the watchdog and stop() write through the strand too.
+/// actions frame and, when nothing is queued or being written on that socket, sending it itself
+/// with a non-blocking send (learner_config::direct_replies): no I/O thread wakes for a reply.
+/// What the socket does not take at once, and every reply while a write is under way, goes to
+/// the strand, which writes it; the inference thread never blocks on a socket. Refusals, the
+/// watchdog and stop() write through the strand.
 ///
 /// Other transports (the in-process pipes) have no socket to poll: each connection gets a
 /// thread that reads its frames with blocking calls, and writes take a per-connection lock.
@@ -296,7 +299,10 @@ class actor_server {
 
     /// Queues a whole frame and starts writing it unless a write is under way.
     void send(std::span<const std::byte> frame) {
-      out_pending.insert(out_pending.end(), frame.begin(), frame.end());
+      {
+        std::lock_guard lock(out_mutex);
+        out_pending.insert(out_pending.end(), frame.begin(), frame.end());
+      }
       server.flush(*this);
     }
     void close_link() noexcept {}  // the reader ends it after the refusal (end())
@@ -306,17 +312,18 @@ class actor_server {
     std::vector<std::byte> in;  // read buffer: bytes [in_begin, in_end) are not parsed yet
     std::size_t in_begin = 0;
     std::size_t in_end = 0;
+    // The inference thread writes replies too (hand_over), so what decides who may touch the
+    // wire is under out_mutex: out_pending, writing, socket_closed and flush_posted.
+    std::mutex out_mutex;
     std::vector<std::byte> out_pending;  // frames waiting for the write under way
-    std::vector<std::byte> out_writing;  // the bytes of the write under way
+    std::vector<std::byte> out_writing;  // the bytes of the write under way (strand only)
     bool writing = false;
-    bool reading = true;   // false once ended: no more frames are read or parsed
-    bool closing = false;  // close the socket once out_pending is written
     bool socket_closed = false;
-    bool detached = false;           // its slots went back (or it never had any)
-    bool timeout_posted = false;     // the watchdog's refusal is on its way (connections_mutex_)
-    std::mutex replies_mutex;        // the inference thread's hand-off below
-    std::vector<std::byte> replies;  // encoded actions frames not yet taken by the strand
-    bool replies_posted = false;
+    bool flush_posted = false;    // a take_replies is queued on the strand
+    bool reading = true;          // false once ended: no more frames are read or parsed
+    bool closing = false;         // close the socket once out_pending is written
+    bool detached = false;        // its slots went back (or it never had any)
+    bool timeout_posted = false;  // the watchdog's refusal is on its way (connections_mutex_)
 
    protected:
     void send_actions(std::span<const std::int32_t> actions) noexcept override {
@@ -342,17 +349,38 @@ class actor_server {
     }
 
    private:
-    /// Appends the frame the inference thread just encoded and wakes the strand once for
-    /// however many are waiting: the inference thread never blocks on the socket.
+    /// Sends the frame the inference thread just encoded. When nothing is queued or being
+    /// written, the inference thread hands it to the kernel itself with a non-blocking send
+    /// (learner_config::direct_replies): no I/O thread has to wake for it, which on a busy
+    /// machine is a wait for a core per round trip. What the socket buffer does not take, or
+    /// every frame while the wire is busy, is queued and the strand is woken once for however
+    /// many are waiting: the inference thread never blocks on the socket. The lock keeps the
+    /// strand from writing or closing the socket meanwhile.
     void hand_over(std::size_t bytes) {
+      auto frame = std::span<const std::byte>(this->reply).first(bytes);
       bool post = false;
+      bool failed = false;
       {
-        std::lock_guard lock(replies_mutex);
-        replies.insert(replies.end(), this->reply.begin(),
-                       this->reply.begin() + static_cast<std::ptrdiff_t>(bytes));
-        post = !std::exchange(replies_posted, true);
+        std::lock_guard lock(out_mutex);
+        if (socket_closed)
+          return;
+        if (server.config_.direct_replies && !writing && out_pending.empty()) {
+          if (const auto sent = socket.send_now(frame))
+            frame = frame.subspan(*sent);
+          else
+            failed = true;
+        }
+        if (!failed && !frame.empty()) {
+          out_pending.insert(out_pending.end(), frame.begin(), frame.end());
+          // A write under way picks it up when it completes, unless the actor stopped reading
+          // (that write never completes): then the strand must see the queue's size now.
+          post = (!writing || out_pending.size() > max_unsent_bytes) &&
+                 !std::exchange(flush_posted, true);
+        }
       }
-      if (post)
+      if (failed)
+        post_end();  // its read fails too; end() closes the socket
+      else if (post)
         socket.post([self = this->shared_from_this()] { self->server.take_replies(self); });
     }
     void post_end() noexcept {
@@ -836,18 +864,45 @@ class actor_server {
   /// Starts writing what is queued unless a write is under way; once the queue is empty on a
   /// closing connection, closes the socket.
   void flush(async_connection& s) {
-    if (s.writing || s.socket_closed)
-      return;
-    if (s.out_pending.empty()) {
-      if (s.closing)
-        close_socket(s);
+    std::size_t unread = 0;
+    {
+      std::lock_guard lock(s.out_mutex);
+      if (s.socket_closed)
+        return;
+      if (s.out_pending.size() > max_unsent_bytes && s.reading) {
+        // Checked before `writing`: a peer that never reads leaves its write under way forever.
+        unread = s.out_pending.size();
+        s.out_pending.clear();
+      } else if (s.writing) {
+        return;
+      } else if (s.out_pending.empty()) {
+        if (!s.closing)
+          return;
+      } else {
+        std::swap(s.out_pending, s.out_writing);
+        s.out_pending.clear();
+        s.writing = true;
+      }
+    }
+    if (unread > 0) {
+      // An actor may step again before reading its actions, so one that never reads would
+      // make the queue grow without bound: it is cut off instead (nothing more can reach it).
+      log("seedrl learner: closing " + s.peer + (s.name.empty() ? "" : " (" + s.name + ")") +
+          ": it leaves " + std::to_string(unread) + " bytes of replies unread");
+      const auto self = s.shared_from_this();
+      end(self);
+      close_socket(s);
       return;
     }
-    std::swap(s.out_pending, s.out_writing);
-    s.out_pending.clear();
-    s.writing = true;
+    if (!s.writing) {
+      close_socket(s);  // closing, and everything is written
+      return;
+    }
     s.socket.write(s.out_writing, [this, self = s.shared_from_this()](const detail::io_result& r) {
-      self->writing = false;
+      {
+        std::lock_guard lock(self->out_mutex);
+        self->writing = false;
+      }
       if (!r.ok) {
         end(self);
         close_socket(*self);
@@ -857,24 +912,11 @@ class actor_server {
     });
   }
 
-  /// The inference thread's replies, moved to the write queue.
+  /// Writes the replies the inference thread queued (hand_over).
   void take_replies(const std::shared_ptr<async_connection>& s) {
     {
-      std::lock_guard lock(s->replies_mutex);
-      if (!s->socket_closed)
-        s->out_pending.insert(s->out_pending.end(), s->replies.begin(), s->replies.end());
-      s->replies.clear();
-      s->replies_posted = false;
-    }
-    if (s->out_pending.size() > max_unsent_bytes && s->reading) {
-      // An actor may step again before reading its actions, so one that never reads would
-      // make the queue grow without bound: it is cut off instead (nothing more can reach it).
-      log("seedrl learner: closing " + s->peer + (s->name.empty() ? "" : " (" + s->name + ")") +
-          ": it leaves " + std::to_string(s->out_pending.size()) + " bytes of replies unread");
-      s->out_pending.clear();
-      end(s);
-      close_socket(*s);
-      return;
+      std::lock_guard lock(s->out_mutex);
+      s->flush_posted = false;
     }
     flush(*s);
   }
@@ -905,14 +947,19 @@ class actor_server {
   }
 
   void close_socket(async_connection& s) {
-    if (s.socket_closed)
-      return;
-    s.socket_closed = true;
-    s.socket.close();  // the peer sees end of stream; a pending read completes with !ok
+    {
+      // Under the lock: the inference thread's send_now never meets a closed descriptor.
+      std::lock_guard lock(s.out_mutex);
+      if (s.socket_closed)
+        return;
+      s.socket_closed = true;
+      s.socket.close();
+    }  // the peer sees end of stream; a pending read completes with !ok
     maybe_finished(s);
   }
 
   void maybe_finished(async_connection& s) {
+    // socket_closed only changes on the strand, which calls this.
     if (s.detached && s.socket_closed)
       s.finished.store(true, std::memory_order_release);
   }

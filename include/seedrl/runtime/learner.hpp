@@ -22,8 +22,9 @@
 /// per connection) read and validate frames and copy observations into the filling batch; one
 /// inference thread (runs batches, encodes every reply and hands it to the connection, builds
 /// unrolls; the CPU engine adds learner_config::inference_workers - 1 threads that only
-/// infer); one trainer thread (assembles batches of unrolls, trains, publishes). The I/O side
-/// writes the replies (actor_server.hpp): the inference thread never waits on a socket.
+/// infer); one trainer thread (assembles batches of unrolls, trains, publishes). A reply is sent
+/// by the inference thread without blocking when its socket is free, by the I/O side otherwise
+/// (actor_server.hpp): the inference thread never waits on a socket.
 ///
 /// `Net` models LearnerNetwork (seedrl/runtime/learner_network.hpp), e.g. mlp_lstm_agent;
 /// `Opt` models Optimizer; `Tr` models Transport; `Trn` models Trainer

@@ -92,6 +92,10 @@ struct learner_config {
   /// reads, frame parsing and replies, asynchronously on one io_context). 1 serves thousands of
   /// connections; more only pays when parsing many large observations binds a core.
   std::size_t io_threads = 1;
+  /// Whether the inference thread writes an actor's actions itself, with a non-blocking send,
+  /// when nothing else is queued on that socket (false: every reply goes through an I/O
+  /// thread). Saves a thread wake-up per round trip (docs/performance.md, (g)).
+  bool direct_replies = true;
   /// Threads the CPU trainer (host_trainer) splits each gradient step's unrolls over: 1 trains
   /// on the trainer thread alone; W > 1 adds W - 1 threads, each with a network copy. A trainer
   /// without threads of its own (a GPU trainer) ignores it. `default_stage_threads` picks both

@@ -28,10 +28,12 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -243,6 +245,7 @@ class async_socket {
   /// Takes a socket whose executor is `strand`.
   async_socket(socket_type socket, strand_type strand)
       : socket_(std::move(socket)),
+        fd_(socket_.native_handle()),
         strand_(std::move(strand)),
         slots_(std::make_shared<handler_slots>()) {}
 
@@ -272,6 +275,27 @@ class async_socket {
                    slots_));
   }
 
+  /// Sends what the socket buffer takes at once, without blocking and without the strand: from
+  /// any thread, provided the caller's own lock orders it before close() and never beside a
+  /// write() under way (the bytes would interleave). Returns the bytes taken (0 when the buffer
+  /// is full), or nullopt when the link failed. Lets the learner's inference thread answer an
+  /// actor without waking an I/O thread.
+  std::optional<std::size_t> send_now(std::span<const std::byte> bytes) noexcept {
+    for (;;) {
+      const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n >= 0) {
+        return static_cast<std::size_t>(n);
+      }
+      if (errno == EINTR) {
+        continue;
+      }
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        return 0;
+      }
+      return std::nullopt;
+    }
+  }
+
   /// Shuts the link down (the peer sees end of stream) and closes it; pending operations
   /// complete with !ok.
   void close() noexcept {
@@ -289,6 +313,7 @@ class async_socket {
   }
 
   socket_type socket_;
+  int fd_;  // for send_now, which must not touch socket_ (the strand's)
   strand_type strand_;
   std::shared_ptr<handler_slots> slots_;
 };
