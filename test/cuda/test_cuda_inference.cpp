@@ -563,84 +563,85 @@ TEST_CASE("cuda inference_engine: captured graphs of the Nature CNN step match p
   // Nine buckets (1, 2, 4, ..., 256), on both parameter buffers; none without graphs.
   CHECK(graphs->captured_graphs() == 18);
   CHECK(plain->captured_graphs() == 0);
+}
 
-  TEST_CASE("the GPU trainer's step reaches the GPU engine device to device", "[cuda][inference]") {
-    // The learner's wiring with both on the GPU: publish_on_device, a training step that
-    // publishes into the channel (and leaves the host network alone), the engine taking the set
-    // through the parameter_source plug point; then the engine's outputs against the CPU engine
-    // built from the trainer's parameters brought to the host.
-    seedrl::mlp_lstm_agent_config c;
-    c.observation_size = 3;
-    c.num_actions = 2;
-    c.hidden_sizes = {8};
-    c.lstm_size = 4;
-    c.seed = 11;
-    using net_t = seedrl::mlp_lstm_agent<float>;
-    using engine_t = seedrl::cuda::inference_engine<float, seedrl::cuda::mlp_lstm_recipe>;
-    net_t net(c);
-    seedrl::adam<float> opt;
-    const seedrl::impala_loss<float> loss;
-    const seedrl::inference_engine_config config{4, 4, 2, 1};
-    engine_t gpu(net, config);
-    seedrl::cuda::mlp_lstm_trainer<float> trainer;
-    static_assert(seedrl::DevicePublishingTrainer<seedrl::cuda::mlp_lstm_trainer<float>, net_t,
-                                                  seedrl::adam<float>>);
-    static_assert(seedrl::DeviceParameterEngine<engine_t>);
-    const auto source = trainer.publish_on_device(net, opt);
-    CHECK(source->version() == 1);  // the uploaded parameters
-    seedrl::detail::engine_parameter_target<engine_t> target(gpu);
-    std::uint64_t version = 0;
-    CHECK(source->update(target, &version));
-    CHECK(version == 1);
-    CHECK_FALSE(source->update(target, &version));
+TEST_CASE("the GPU trainer's step reaches the GPU engine device to device", "[cuda][inference]") {
+  // The learner's wiring with both on the GPU: publish_on_device, a training step that
+  // publishes into the channel (and leaves the host network alone), the engine taking the set
+  // through the parameter_source plug point; then the engine's outputs against the CPU engine
+  // built from the trainer's parameters brought to the host.
+  seedrl::mlp_lstm_agent_config c;
+  c.observation_size = 3;
+  c.num_actions = 2;
+  c.hidden_sizes = {8};
+  c.lstm_size = 4;
+  c.seed = 11;
+  using net_t = seedrl::mlp_lstm_agent<float>;
+  using engine_t = seedrl::cuda::inference_engine<float, seedrl::cuda::mlp_lstm_recipe>;
+  net_t net(c);
+  seedrl::adam<float> opt;
+  const seedrl::impala_loss<float> loss;
+  const seedrl::inference_engine_config config{4, 4, 2, 1};
+  engine_t gpu(net, config);
+  seedrl::cuda::mlp_lstm_trainer<float> trainer;
+  static_assert(seedrl::DevicePublishingTrainer<seedrl::cuda::mlp_lstm_trainer<float>, net_t,
+                                                seedrl::adam<float>>);
+  static_assert(seedrl::DeviceParameterEngine<engine_t>);
+  const auto source = trainer.publish_on_device(net, opt);
+  CHECK(source->version() == 1);  // the uploaded parameters
+  seedrl::detail::engine_parameter_target<engine_t> target(gpu);
+  std::uint64_t version = 0;
+  CHECK(source->update(target, &version));
+  CHECK(version == 1);
+  CHECK_FALSE(source->update(target, &version));
 
-    // One training step on a random batch of B = 3 unrolls of T + 1 = 5 steps.
-    const std::size_t T = 4, B = 3, rows = (T + 1) * B;
-    seedrl::random_generator rng(3);
-    std::vector<float> obs(rows * 3), rewards(rows), behaviour(rows),
-        start(B * static_cast<std::size_t>(net.state_size()));
-    std::vector<std::uint8_t> dones(rows), truncated(rows);
-    std::vector<std::int32_t> prev(rows), actions(rows);
-    for (auto& x : obs)
-      x = static_cast<float>(rng.uniform(-1.0, 1.0));
-    for (std::size_t i = 0; i < rows; ++i) {
-      rewards[i] = static_cast<float>(rng.uniform(-1.0, 1.0));
-      behaviour[i] = static_cast<float>(rng.uniform(-2.0, -0.1));
-      dones[i] = rng.uniform() < 0.15 ? 1 : 0;
-      prev[i] = static_cast<std::int32_t>(rng.below(2));
-      actions[i] = static_cast<std::int32_t>(rng.below(2));
-    }
-    const seedrl::training_batch<float> batch{T,         B,    2,       obs,       rewards, dones,
-                                              truncated, prev, actions, behaviour, start};
-    const std::vector<float> before(net.parameters().begin(), net.parameters().end());
-    const auto r = trainer.train_step(batch, net, opt, loss, 40.0);
-    REQUIRE(r.applied);
-    // Published on the device, not downloaded: the host network is untouched until a sync.
-    CHECK(std::equal(before.begin(), before.end(), net.parameters().begin()));
-    CHECK(source->version() == 2);
-    CHECK(source->update(target, &version));
-    CHECK(version == 2);
-
-    trainer.sync_to_host(net, opt);
-    CHECK_FALSE(std::equal(before.begin(), before.end(), net.parameters().begin()));
-    seedrl::cpu_inference_engine<net_t> cpu(net, config);         // the trained set
-    seedrl::cpu_inference_engine<net_t> stale(net_t(c), config);  // the set before the step
-    const std::vector<std::uint32_t> slots{3, 1};
-    const std::vector<float> x{0.2f, -0.7f, 0.4f, 1.0f, 0.5f, -0.25f};
-    const std::vector<float> rw{1.0f, 0.0f};
-    const std::vector<std::uint8_t> resets{1, 1};
-    const std::vector<std::int32_t> pa{1, 0};
-    std::vector<float> gl(4), gv(2), cl(4), cv(2), sl(4), sv(2);
-    gpu.infer(slots, {x, rw, resets, pa}, {gl, gv});
-    cpu.infer(slots, {x, rw, resets, pa}, {cl, cv});
-    stale.infer(slots, {x, rw, resets, pa}, {sl, sv});
-    for (std::size_t i = 0; i < 4; ++i)
-      CHECK(close(gl[i], cl[i]));
-    for (std::size_t i = 0; i < 2; ++i)
-      CHECK(close(gv[i], cv[i]));
-    // The step moved the outputs by more than the tolerance: the check above saw the new set.
-    bool moved = false;
-    for (std::size_t i = 0; i < 4; ++i)
-      moved = moved || !close(sl[i], cl[i]);
-    CHECK(moved);
+  // One training step on a random batch of B = 3 unrolls of T + 1 = 5 steps.
+  const std::size_t T = 4, B = 3, rows = (T + 1) * B;
+  seedrl::random_generator rng(3);
+  std::vector<float> obs(rows * 3), rewards(rows), behaviour(rows),
+      start(B * static_cast<std::size_t>(net.state_size()));
+  std::vector<std::uint8_t> dones(rows), truncated(rows);
+  std::vector<std::int32_t> prev(rows), actions(rows);
+  for (auto& x : obs)
+    x = static_cast<float>(rng.uniform(-1.0, 1.0));
+  for (std::size_t i = 0; i < rows; ++i) {
+    rewards[i] = static_cast<float>(rng.uniform(-1.0, 1.0));
+    behaviour[i] = static_cast<float>(rng.uniform(-2.0, -0.1));
+    dones[i] = rng.uniform() < 0.15 ? 1 : 0;
+    prev[i] = static_cast<std::int32_t>(rng.below(2));
+    actions[i] = static_cast<std::int32_t>(rng.below(2));
   }
+  const seedrl::training_batch<float> batch{T,         B,    2,       obs,       rewards, dones,
+                                            truncated, prev, actions, behaviour, start};
+  const std::vector<float> before(net.parameters().begin(), net.parameters().end());
+  const auto r = trainer.train_step(batch, net, opt, loss, 40.0);
+  REQUIRE(r.applied);
+  // Published on the device, not downloaded: the host network is untouched until a sync.
+  CHECK(std::equal(before.begin(), before.end(), net.parameters().begin()));
+  CHECK(source->version() == 2);
+  CHECK(source->update(target, &version));
+  CHECK(version == 2);
+
+  trainer.sync_to_host(net, opt);
+  CHECK_FALSE(std::equal(before.begin(), before.end(), net.parameters().begin()));
+  seedrl::cpu_inference_engine<net_t> cpu(net, config);         // the trained set
+  seedrl::cpu_inference_engine<net_t> stale(net_t(c), config);  // the set before the step
+  const std::vector<std::uint32_t> slots{3, 1};
+  const std::vector<float> x{0.2f, -0.7f, 0.4f, 1.0f, 0.5f, -0.25f};
+  const std::vector<float> rw{1.0f, 0.0f};
+  const std::vector<std::uint8_t> resets{1, 1};
+  const std::vector<std::int32_t> pa{1, 0};
+  std::vector<float> gl(4), gv(2), cl(4), cv(2), sl(4), sv(2);
+  gpu.infer(slots, {x, rw, resets, pa}, {gl, gv});
+  cpu.infer(slots, {x, rw, resets, pa}, {cl, cv});
+  stale.infer(slots, {x, rw, resets, pa}, {sl, sv});
+  for (std::size_t i = 0; i < 4; ++i)
+    CHECK(close(gl[i], cl[i]));
+  for (std::size_t i = 0; i < 2; ++i)
+    CHECK(close(gv[i], cv[i]));
+  // The step moved the outputs by more than the tolerance: the check above saw the new set.
+  bool moved = false;
+  for (std::size_t i = 0; i < 4; ++i)
+    moved = moved || !close(sl[i], cl[i]);
+  CHECK(moved);
+}
