@@ -469,6 +469,7 @@ namespace {
 template <class Net>
 struct failing_engine : recording_engine<Net> {
   static constexpr int ok_batches = 5;
+  static constexpr int most_frames = ok_batches * 2;  // 2 envs: no batch after the failure
   int batches = 0;
   failing_engine(const Net& net, const seedrl::inference_engine_config& c)
       : recording_engine<Net>(net, c) {}
@@ -482,13 +483,14 @@ struct failing_engine : recording_engine<Net> {
 };
 static_assert(seedrl::InferenceEngine<failing_engine<net_t>>);
 
-}  // namespace
-
-TEST_CASE("an engine that throws stops the learner cleanly: the error is kept, actors are told",
-          "[inference_engine][bad-input]") {
+/// A learner on `Engine` with one CartPole actor of 2 envs: the engine fails after
+/// Engine::ok_batches batches; the learner must keep the error (naming `what`), answer no later
+/// batch, stop without hanging, and tell the actor it stops (not drop its link).
+template <class Engine>
+void check_engine_failure_stops_cleanly(const char* name, const char* what) {
   using learner_t = seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport,
                                     seedrl::host_trainer, seedrl::impala_loss<float>,
-                                    seedrl::categorical_sampler, failing_engine<net_t>>;
+                                    seedrl::categorical_sampler, Engine>;
   seedrl::mlp_lstm_agent_config nc;
   nc.hidden_sizes = {8};
   nc.lstm_size = 4;
@@ -500,7 +502,7 @@ TEST_CASE("an engine that throws stops the learner cleanly: the error is kept, a
   lc.batching.deadline = 1ms;
   lc.batching.max_request_rows = 8;
   seedrl::in_process_transport transport;
-  const seedrl::in_process_endpoint endpoint{"inference-engine-fails"};
+  const seedrl::in_process_endpoint endpoint{std::string(name)};
   learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
                     seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
   learner.start();
@@ -524,10 +526,10 @@ TEST_CASE("an engine that throws stops the learner cleanly: the error is kept, a
   while (learner.stats().trainer_error.empty() && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(1ms);
   const auto s = learner.stats();
-  CHECK_THAT(s.trainer_error, Catch::Contains("the inference engine failed") &&
-                                  Catch::Contains("lstm_step_fused_kernel"));
-  // Only the batches before the failure were answered.
-  CHECK(s.frames <= failing_engine<net_t>::ok_batches * 2);
+  CHECK_THAT(s.trainer_error,
+             Catch::Contains("the inference engine failed") && Catch::Contains(std::string(what)));
+  // No batch after the failure was answered.
+  CHECK(s.frames <= Engine::most_frames);
   learner.stop();  // must not hang on the unanswered batch
   const auto until_told = std::chrono::steady_clock::now() + 10s;
   const auto told = [&] {
@@ -542,6 +544,45 @@ TEST_CASE("an engine that throws stops the learner cleanly: the error is kept, a
   CHECK(told());
   stop = true;
   actor.join();
+}
+
+/// An engine that breaks the start-state contract after ok_batches batches: state_before()
+/// comes back empty for the rows the loop asked for (a custom engine's bug).
+template <class Net>
+struct stateless_engine : recording_engine<Net> {
+  using S = typename Net::scalar_type;
+  static constexpr int ok_batches = 5;
+  // 2 envs, unrolls of 4: the first batch after ok_batches that needs a start state comes
+  // within 4 batches.
+  static constexpr int most_frames = (ok_batches + 4) * 2;
+  int batches = 0;
+  stateless_engine(const Net& net, const seedrl::inference_engine_config& c)
+      : recording_engine<Net>(net, c) {}
+  void infer(std::span<const std::uint32_t> slots, const seedrl::agent_step_input<S>& in,
+             const seedrl::agent_step_output<S>& out) {
+    ++batches;
+    recording_engine<Net>::infer(slots, in, out);
+  }
+  std::span<const S> state_before(std::size_t row) const {
+    if (batches > ok_batches)
+      return {};
+    return recording_engine<Net>::state_before(row);
+  }
+};
+static_assert(seedrl::InferenceEngine<stateless_engine<net_t>>);
+
+}  // namespace
+
+TEST_CASE("an engine that throws stops the learner cleanly: the error is kept, actors are told",
+          "[inference_engine][bad-input]") {
+  check_engine_failure_stops_cleanly<failing_engine<net_t>>("inference-engine-fails",
+                                                            "lstm_step_fused_kernel");
+}
+
+TEST_CASE("an engine that loses a start state it was asked for stops the learner cleanly",
+          "[inference_engine][bad-input]") {
+  check_engine_failure_stops_cleanly<stateless_engine<net_t>>(
+      "inference-engine-stateless", "the engine did not keep a state asked for");
 }
 
 namespace {

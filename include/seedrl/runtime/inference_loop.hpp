@@ -51,6 +51,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -477,6 +478,27 @@ class inference_loop {
     ++batches_;
   }
 
+  /// After the batch's step, before any reply: the start states the loop asked for
+  /// (keep_state) have the network's state width. An engine that breaks that contract (a
+  /// custom engine's bug) stops serving cleanly here instead of failing in the unroll builder
+  /// after the actors were answered.
+  void check_states_before(const batch_buffers& b) const {
+    if (inference_only_)
+      return;
+    const std::size_t W = builder_.state_width();
+    for (std::size_t r = 0; r < b.batch->rows; ++r) {
+      if (b.keep_state[r] == 0)
+        continue;
+      const std::size_t got = engine_.state_before(r).size();
+      if (got != W) {
+        throw std::runtime_error("state_before(" + std::to_string(r) + ") (env slot " +
+                                 std::to_string(b.batch->payload.slots[r]) + ") has " +
+                                 std::to_string(got) + " values where the network's state has " +
+                                 std::to_string(W) + ": the engine did not keep a state asked for");
+      }
+    }
+  }
+
   /// prepare() and launch() for the batch in `b`. The engine's calls (parameter swap, state
   /// resets, the step) may fail (a CUDA error, a lost device): that stops serving as an
   /// unsendable action does, so the actors hear shutting_down from a learner that stops cleanly
@@ -486,6 +508,8 @@ class inference_loop {
     try {
       prepare(b);
       launch(b, pipelined);
+      if (!pipelined)
+        check_states_before(b);
       return true;
     } catch (const std::exception& e) {
       fail("the inference engine failed: " + std::string(e.what()), in_flight, b.batch);
@@ -499,6 +523,7 @@ class inference_loop {
     if constexpr (engine_pipelines) {
       try {
         engine_.finish();
+        check_states_before(b);
       } catch (const std::exception& e) {
         fail("the inference engine failed: " + std::string(e.what()), b.batch, next);
         return false;

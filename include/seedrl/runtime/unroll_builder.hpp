@@ -85,6 +85,9 @@ class unroll_builder {
   /// completed unroll when this step filled it, else nullptr. `state_before` is read only when
   /// needs_state_before(slot) says so and may be empty otherwise; where it is read, a state of
   /// another width throws std::logic_error (the caller did not ask its engine for that row).
+  /// Values in each unroll's start state (the network's state size).
+  std::size_t state_width() const noexcept { return state_width_; }
+
   template <class T>
   requires std::same_as<T, S> || std::same_as<T, std::uint8_t> unroll<S>
   *append(std::size_t slot, std::span<const T> observation, S reward, bool done, bool truncated,
