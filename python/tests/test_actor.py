@@ -25,6 +25,8 @@ import traceback
 import unittest
 from typing import Callable
 
+from support import requires_tool  # python/tests/support.py
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PYTHON_DIR = ROOT / "python"
 sys.path.insert(0, str(PYTHON_DIR))
@@ -237,7 +239,7 @@ def counting_envs(i: int) -> "CountingEnv":
 # Specs
 
 
-@unittest.skipIf(gym is None, GYM_MISSING)
+@requires_tool(gym is not None, GYM_MISSING)
 class SpecTests(unittest.TestCase):
     def test_specs_come_from_the_spaces_of_real_environments(self) -> None:
         cases = {
@@ -335,7 +337,7 @@ class SpecTests(unittest.TestCase):
 # Against a scripted learner
 
 
-@unittest.skipIf(gym is None, GYM_MISSING)
+@requires_tool(gym is not None, GYM_MISSING)
 class ScriptedLearnerTests(unittest.TestCase):
     def setUp(self) -> None:
         self.learners: list[ScriptedLearner] = []
@@ -786,7 +788,7 @@ def run_cli(args: list[str], secret: bytes | None = None,
                           capture_output=True, text=True, timeout=timeout)
 
 
-@unittest.skipIf(gym is None, GYM_MISSING)
+@requires_tool(gym is not None, GYM_MISSING)
 class SecretTests(unittest.TestCase):
     def setUp(self) -> None:
         self.dir = tempfile.TemporaryDirectory()
@@ -852,7 +854,7 @@ class SecretTests(unittest.TestCase):
         self.assertIn("chmod 600", r.stderr)
 
 
-@unittest.skipIf(gym is None, GYM_MISSING)
+@requires_tool(gym is not None, GYM_MISSING)
 class CommandLineTests(unittest.TestCase):
     def test_help_names_every_option(self) -> None:
         r = run_cli(["--help"])
@@ -951,7 +953,7 @@ class LearnerProcess:
         return self.proc.returncode
 
 
-@unittest.skipIf(gym is None, GYM_MISSING)
+@requires_tool(gym is not None, GYM_MISSING)
 @unittest.skipUnless(LEARNER_BIN, NO_LEARNER)
 class CppLearnerTests(unittest.TestCase):
     def learner(self, secret: bytes | None, port: int = 0) -> LearnerProcess:
@@ -1041,7 +1043,7 @@ class CppLearnerTests(unittest.TestCase):
         restarted.wait_for(r"said goodbye")
 
 
-@unittest.skipIf(gym is None, GYM_MISSING)
+@requires_tool(gym is not None, GYM_MISSING)
 @unittest.skipUnless(PENDULUM_BIN, NO_PENDULUM)
 class CppGaussianLearnerTests(unittest.TestCase):
     def test_a_box_actor_trains_the_cpp_gaussian_learner(self) -> None:

@@ -20,6 +20,8 @@ import sys
 import unittest
 from fractions import Fraction
 
+from support import requires_tool  # python/tests/support.py
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 
@@ -119,7 +121,7 @@ def area_oracle(image: "np.ndarray", out_h: int, out_w: int) -> "np.ndarray":
     return out
 
 
-@unittest.skipIf(gym is None, GYM_MISSING)
+@requires_tool(gym is not None, GYM_MISSING)
 class AreaResizeTests(unittest.TestCase):
     def test_atari_screen_matches_the_pixel_by_pixel_oracle(self) -> None:
         image = np.random.default_rng(1).integers(0, 256, (210, 160), dtype=np.uint8)
@@ -157,7 +159,7 @@ class AreaResizeTests(unittest.TestCase):
             AreaResize((210, 160), (84, 84))(np.zeros((160, 210), np.uint8))
 
 
-@unittest.skipIf(gym is None, GYM_MISSING)
+@requires_tool(gym is not None, GYM_MISSING)
 class FrameSkipTests(unittest.TestCase):
     """SEED RL's issue #76: with one action repeat, one screen buffer was refreshed and
     max-pooled with a stale one. Here every frame's screen is fresh noise, so the observation
@@ -224,7 +226,7 @@ class FrameSkipTests(unittest.TestCase):
         self.assertEqual(wrapper.step(0)[1], 100.0)
 
 
-@unittest.skipIf(gym is None, GYM_MISSING)
+@requires_tool(gym is not None, GYM_MISSING)
 class EpisodeTests(unittest.TestCase):
     def test_noop_starts_take_1_to_noop_max_noops_drawn_from_the_seed(self) -> None:
         env = FakeEmulator(shape=(84, 84))
@@ -296,8 +298,8 @@ class EpisodeTests(unittest.TestCase):
                 make_atari("ALE/Pong-v5", make_kwargs={key: 1})
 
 
-@unittest.skipIf(gym is None, GYM_MISSING)
-@unittest.skipIf(ale_py is None, ALE_MISSING)
+@requires_tool(gym is not None, GYM_MISSING)
+@requires_tool(ale_py is not None, ALE_MISSING)
 class RealAleTests(unittest.TestCase):
     @staticmethod
     def raw(game: str = "ALE/Pong-v5") -> "gym.Env":
@@ -439,7 +441,7 @@ def run_main(args: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-@unittest.skipIf(gym is None, GYM_MISSING)
+@requires_tool(gym is not None, GYM_MISSING)
 class CommandLineTests(unittest.TestCase):
     def run_main(self, args: list[str]) -> tuple[int, str]:
         code, _, err = run_main(args)

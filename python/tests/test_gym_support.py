@@ -14,6 +14,8 @@ import subprocess
 import sys
 import unittest
 
+from support import requires_tool  # python/tests/support.py
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TESTS_DIR = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "python"))
@@ -34,7 +36,7 @@ if gym is not None:
 GYM_MISSING = "gymnasium or numpy is not installed: pip install numpy gymnasium"
 
 
-@unittest.skipIf(gym is None, GYM_MISSING)
+@requires_tool(gym is not None, GYM_MISSING)
 class DtypeMappingTests(unittest.TestCase):
     def test_each_dtype_maps_to_the_nearest_lossless_wire_dtype(self) -> None:
         big = 2**40
@@ -105,7 +107,7 @@ class DtypeMappingTests(unittest.TestCase):
         self.assertIn("cannot hold exactly", str(cm.exception))
 
 
-@unittest.skipIf(gym is None, GYM_MISSING)
+@requires_tool(gym is not None, GYM_MISSING)
 class RegistrationTests(unittest.TestCase):
     def test_import_and_function_register_environments(self) -> None:
         import_registrations(["toy_envs"])

@@ -17,6 +17,8 @@ import struct
 import sys
 import unittest
 
+from support import requires_tool  # python/tests/support.py
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VECTORS = ROOT / "test" / "fixtures" / "protocol"
 sys.path.insert(0, str(ROOT / "python"))
@@ -60,7 +62,7 @@ def hexbytes(text: str) -> bytes:
     return bytes.fromhex("".join(text.split()))
 
 
-@unittest.skipIf(np is None, NUMPY_MISSING)
+@requires_tool(np is not None, NUMPY_MISSING)
 class GoldenVectorTests(unittest.TestCase):
     """Each file: the Python encoder writes its bytes, the Python decoder reads its values."""
 
@@ -214,7 +216,7 @@ class GoldenVectorTests(unittest.TestCase):
                                                             p.MessageType.AUTH_CONFIRM)), pl)
 
 
-@unittest.skipIf(np is None, NUMPY_MISSING)
+@requires_tool(np is not None, NUMPY_MISSING)
 class AuthTests(unittest.TestCase):
     """docs/security.md's test vector and the one-shot handshake rules."""
 
@@ -258,7 +260,7 @@ def frame(t: int, payload: bytes, *, magic: int = 0x4C524453, version: int = 1,
     return struct.pack("<IHHII", magic, version, t, n, reserved) + payload
 
 
-@unittest.skipIf(np is None, NUMPY_MISSING)
+@requires_tool(np is not None, NUMPY_MISSING)
 class MalformedFrameTests(unittest.TestCase):
     """The codes the C++ receiver reports for the same bytes (docs/protocol.md)."""
 

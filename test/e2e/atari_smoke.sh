@@ -3,15 +3,15 @@
 # stacked on the learner) and two Python actors (python/seedrl_actor, ale-py) on loopback, over
 # an authenticated link. Checks that the frames arrive, training steps run, the game's action
 # count reaches the learner and everything stops cleanly; then eval mode plays one game with the
-# checkpoint's greedy policy and trains nothing. Skips (exit 77) without ale-py.
+# checkpoint's greedy policy and trains nothing. Skips (exit 77) without ale-py; fails then in CI.
 # Usage: atari_smoke.sh path/to/seedrl_atari path/to/python3
 set -euo pipefail
 bin=$1
 python=$2
+source "$(dirname "$0")/../missing_tool.sh"
 if ! "$python" -c "import ale_py, gymnasium, numpy" 2>/dev/null; then
-  echo "SKIP: ale-py, gymnasium or numpy cannot be imported by $python" \
-       "(scripts/install-deps.sh --test-tools installs them into .venv)"
-  exit 77
+  missing_tool "ale-py, gymnasium or numpy cannot be imported by $python" \
+               "(scripts/install-deps.sh --test-tools installs them into .venv)"
 fi
 log=$(mktemp)
 ckpt=$(mktemp -d)

@@ -5,15 +5,15 @@
 # by --env-import with bool observations (mapped to uint8, said at start) trains too, as do an
 # image one through the Nature CNN and a 10x10x4 one through the small conv torso. Unsupported
 # spaces, an image too small for the Nature CNN, an unknown torso and bad flags exit 2 with a
-# message that names them. Skips (exit 77) when gymnasium cannot be imported.
+# message that names them. Skips (exit 77) when gymnasium cannot be imported; fails then in CI.
 # Usage: gym.sh path/to/seedrl_gym path/to/python3
 set -euo pipefail
 bin=$1
 python=$2
+source "$(dirname "$0")/../missing_tool.sh"
 if ! "$python" -c "import gymnasium, numpy" 2>/dev/null; then
-  echo "SEEDRL_TEST_SKIPPED: gymnasium or numpy cannot be imported by $python" \
-       "(scripts/install-deps.sh --test-tools installs them into .venv)"
-  exit 77
+  missing_tool "gymnasium or numpy cannot be imported by $python" \
+               "(scripts/install-deps.sh --test-tools installs them into .venv)"
 fi
 export SEEDRL_PYTHON=$python
 # toy_envs.py, a stand-in for a third-party package, lives next to the Python tests.

@@ -3,15 +3,16 @@
 # from two Python actor processes into seedrl_gym's PPO learner with a Gaussian head. Checks
 # that the Box's six per-element bounds reach the learner as a continuous spec, that the frames
 # arrive, that training steps run, that no NaN stopped training and that everything stops
-# cleanly. Skips (exit 77) when mujoco or gymnasium's MuJoCo environments cannot be imported.
+# cleanly. Skips (exit 77) when mujoco or gymnasium's MuJoCo environments cannot be imported;
+# fails then in CI.
 # Usage: mujoco_smoke.sh path/to/seedrl_gym path/to/python3
 set -euo pipefail
 bin=$1
 python=$2
+source "$(dirname "$0")/../missing_tool.sh"
 if ! why=$("$python" -c "import mujoco, gymnasium, numpy; gymnasium.make('HalfCheetah-v5')" 2>&1); then
-  echo "SEEDRL_TEST_SKIPPED: mujoco or gymnasium's MuJoCo environments cannot be used by" \
-       "$python (scripts/install-deps.sh --test-tools installs them into .venv): $(tail -n 1 <<<"$why")"
-  exit 77
+  missing_tool "mujoco or gymnasium's MuJoCo environments cannot be used by $python" \
+               "(scripts/install-deps.sh --test-tools installs them into .venv): $(tail -n 1 <<<"$why")"
 fi
 export SEEDRL_PYTHON=$python
 out=$(mktemp)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # conan create for seedrl's recipe, with the system's Eigen and Boost named in the profile's
-# [platform_requires] so that nothing is downloaded. Exit 77 (skipped) when Conan is missing.
+# [platform_requires] so that nothing is downloaded. Exit 77 (skipped) when Conan is missing,
+# or 1 in CI (CI=true).
 set -euo pipefail
 src=$1
 work=$2
@@ -9,8 +10,8 @@ for candidate in "$src/.venv/bin/conan" "$(command -v conan || true)"; do
   if [ -n "$candidate" ] && [ -x "$candidate" ]; then conan=$candidate; break; fi
 done
 if [ -z "$conan" ]; then
-  echo "SKIPPED: conan not found (scripts/install-deps.sh installs it from PyPI into .venv)"
-  exit 77
+  source "$(dirname "$0")/../missing_tool.sh"
+  missing_tool "conan not found (scripts/install-deps.sh installs it from PyPI into .venv)"
 fi
 rm -rf "$work"
 mkdir -p "$work/recipe"
