@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -229,6 +230,20 @@ void check_malformed_frames_are_refused(served_learner<Tr>& s, std::size_t chunk
     const auto r = send_and_expect_refusal(s, {step}, chunk);
     CHECK(r.first == proto::message_type::reject);
     CHECK(r.second == proto::error_code::unexpected_message);
+  }
+  SECTION("non-finite observation") {
+    // A NaN (or a float beyond the learner's float range) would poison the observation
+    // statistics and every action after it: the step is refused naming the element.
+    const std::vector<std::uint64_t> run_ids{1};
+    const std::vector<float> rewards{0.0f};
+    const std::vector<std::uint8_t> flags{0};
+    const std::vector<float> obs{0.0f, 0.1f, std::numeric_limits<float>::quiet_NaN(), 0.0f};
+    std::vector<std::byte> step(proto::step_frame_size(1, sizeof(float) * obs.size()));
+    proto::encode_step(step, seedrl::dtype::float32,
+                       {run_ids, rewards, flags, flags, std::as_bytes(std::span(obs))});
+    const auto r = send_and_expect_refusal(s, {hello, step}, chunk);
+    CHECK(r.first == proto::message_type::error);
+    CHECK(r.second == proto::error_code::non_finite_observation);
   }
   SECTION("observation spec mismatch is named") {
     std::vector<std::byte> frame;

@@ -324,6 +324,45 @@ TEST_CASE("checkpoints that cannot be written are refused before touching disk",
   CHECK(fs::exists(seedrl::write_checkpoint(dir.path / "a" / "b", small_checkpoint())));
 }
 
+TEST_CASE("a checkpoint holding a NaN or an infinity is never written, and the good ones stay",
+          "[checkpoint]") {
+  temp_dir dir;
+  seedrl::checkpoint_write_options keep2;
+  keep2.keep_last = 2;
+  keep2.report = no_report;
+  seedrl::write_checkpoint(dir.path, small_checkpoint(1), keep2);
+  seedrl::write_checkpoint(dir.path, small_checkpoint(2), keep2);
+  const auto before = fs::last_write_time(dir.path / "ckpt-000000000001.seedrl");
+
+  checkpoint c = small_checkpoint(3);
+  const std::vector<double> stats{0.5, std::numeric_limits<double>::quiet_NaN(), 1.0};
+  seedrl::store_tensor(c, "observation_normalization.mean", std::span<const double>(stats));
+  CHECK_THAT(error_of([&] { (void)seedrl::write_checkpoint(dir.path, c, keep2); }),
+             Catch::Contains("\"observation_normalization.mean\" element 1 is nan") &&
+                 Catch::Contains("earlier checkpoints are kept"));
+  c = small_checkpoint(3);
+  const std::vector<float> w{0.5f, -std::numeric_limits<float>::infinity()};
+  seedrl::store_tensor(c, "w", std::span<const float>(w));
+  CHECK_THAT(error_of([&] { (void)seedrl::write_checkpoint(dir.path, c, keep2); }),
+             Catch::Contains("\"w\" element 1 is -inf"));
+  c = small_checkpoint(3);
+  c.counters["reward_scaling.return_var"] = std::numeric_limits<double>::infinity();
+  CHECK_THAT(error_of([&] { (void)seedrl::write_checkpoint(dir.path, c, keep2); }),
+             Catch::Contains("counter \"reward_scaling.return_var\" is inf"));
+
+  // Nothing new, nothing rotated away, no temporary file.
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir.path))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"ckpt-000000000001.seedrl", "ckpt-000000000002.seedrl"});
+  CHECK(fs::last_write_time(dir.path / "ckpt-000000000001.seedrl") == before);
+  // Finite extremes are fine.
+  c = small_checkpoint(3);
+  c.counters["big"] = std::numeric_limits<double>::max();
+  CHECK(fs::exists(seedrl::write_checkpoint(dir.path, c, keep2)));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Damage
 

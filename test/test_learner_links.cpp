@@ -61,13 +61,16 @@ struct in_process_link {
 enum class read_outcome { frame, closed, timeout };
 
 /// Reads one whole frame from `c` into `h` and `payload`, waiting at most `timeout` for it to
-/// start: a learner that neither answers nor closes turns into a failed check, not a hang.
+/// start (on a socket): a learner that neither answers nor closes turns into a failed check,
+/// not a hang.
 template <class C>
 read_outcome read_frame_within(C& c, std::chrono::milliseconds timeout,
                                seedrl::protocol::frame_header& h, std::vector<std::byte>& payload) {
-  pollfd p{c.native_handle(), POLLIN, 0};
-  if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0)
-    return read_outcome::timeout;
+  if constexpr (requires { c.native_handle(); }) {
+    pollfd p{c.native_handle(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0)
+      return read_outcome::timeout;
+  }  // else (in-process pipes) a blocking read: the learner under test answers or closes
   try {
     std::array<std::byte, seedrl::protocol::header_size> header{};
     c.read(header);
@@ -491,6 +494,85 @@ TEMPLATE_TEST_CASE("replies larger than the socket buffer arrive whole and in or
   learner.stop();
 }
 
+namespace {
+
+/// Sends `c` cartpole steps for `num_envs` envs without ever reading the replies, each once the
+/// learner answered the one before (its frame count grew), until a write fails or a step goes
+/// unanswered for 10 s (the cut-off), at most `max_steps`; then waits up to 10 s for
+/// `connected_after` actors to remain. Returns how many steps were answered.
+template <class Learner, class C>
+std::int64_t step_without_reading(Learner& learner, C& c, std::size_t num_envs, int max_steps,
+                                  std::size_t connected_after) {
+  const auto step = cartpole_step_frame(num_envs);
+  const std::span<const std::byte> bufs[] = {step};
+  const auto frames = [&] { return static_cast<std::size_t>(learner.stats().frames); };
+  const std::size_t connected_before = learner.stats().connected_actors;
+  std::int64_t answered = 0;
+  for (int i = 0; i < max_steps; ++i) {
+    try {
+      c.write(bufs);
+    } catch (const seedrl::transport_error&) {
+      break;  // cut off
+    }
+    const std::size_t want = static_cast<std::size_t>(answered + 1) * num_envs;
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < until && frames() < want &&
+           learner.stats().connected_actors == connected_before)
+      std::this_thread::sleep_for(1ms);
+    if (frames() < want)
+      break;  // not answered: cut off (or stuck, which the caller's checks catch)
+    ++answered;
+  }
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until &&
+         learner.stats().connected_actors != connected_after)
+    std::this_thread::sleep_for(1ms);
+  return answered;
+}
+
+/// The learner of the cut-off tests: a tiny MLP whose unrolls never complete before the
+/// cut-off (the trainer idles), batches as large as one actor's step, every log line kept.
+struct cut_off_setup {
+  template <class Tr>
+  using learner_type = seedrl::learner<seedrl::mlp_lstm_agent<float>, seedrl::adam<float>, Tr>;
+
+  cut_off_setup(std::size_t num_envs, std::size_t max_envs) {
+    net.hidden_sizes = {4};
+    net.lstm_size = 0;
+    config.unroll_length = 200;
+    config.max_envs = max_envs;
+    config.batching.max_batch = num_envs;
+    config.batching.max_request_rows = num_envs;
+    config.log = [this](const std::string& line) {
+      std::lock_guard lock(mutex);
+      lines.push_back(line);
+    };
+  }
+  cut_off_setup(const cut_off_setup&) = delete;
+
+  template <class Tr>
+  learner_type<Tr> make_learner() const {
+    return learner_type<Tr>(config, seedrl::mlp_lstm_agent<float>(net), seedrl::adam<float>(),
+                            seedrl::impala_loss<float>(), seedrl::cartpole::observation_spec(),
+                            seedrl::cartpole::action_spec());
+  }
+
+  /// Whether a line holding both `a` and `b` was logged.
+  bool logged(const std::string& a, const std::string& b = {}) {
+    std::lock_guard lock(mutex);
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
+      return line.find(a) != std::string::npos && line.find(b) != std::string::npos;
+    });
+  }
+
+  seedrl::mlp_lstm_agent_config net;
+  seedrl::learner_config config;
+  std::mutex mutex;
+  std::vector<std::string> lines;
+};
+
+}  // namespace
+
 TEST_CASE("an actor that steps without reading its actions is cut off once 4 MiB of them wait",
           "[learner][links][replies]") {
   // Hostile input: an actor may step again before reading its actions, so one that never
@@ -503,26 +585,10 @@ TEST_CASE("an actor that steps without reading its actions is cut off once 4 MiB
   const bool direct = GENERATE(true, false);
   CAPTURE(direct);
   using transport_t = seedrl::unix_transport;
-  using net_t = seedrl::mlp_lstm_agent<float>;
-  using learner_t = seedrl::learner<net_t, seedrl::adam<float>, transport_t>;
   constexpr std::uint32_t num_envs = 1u << 14;
-  seedrl::mlp_lstm_agent_config nc;
-  nc.hidden_sizes = {4};
-  nc.lstm_size = 0;
-  seedrl::learner_config lc;
-  lc.direct_replies = direct;
-  lc.unroll_length = 200;  // no unroll completes before the cut-off: the trainer idles
-  lc.max_envs = num_envs;
-  lc.batching.max_batch = num_envs;
-  lc.batching.max_request_rows = num_envs;
-  std::mutex log_mutex;
-  std::vector<std::string> log;
-  lc.log = [&](const std::string& line) {
-    std::lock_guard lock(log_mutex);
-    log.push_back(line);
-  };
-  learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
-                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  cut_off_setup setup(num_envs, num_envs);
+  setup.config.direct_replies = direct;
+  cut_off_setup::learner_type<transport_t> learner = setup.make_learner<transport_t>();
   transport_t transport;
   auto listener = transport.listen(unix_link::listen_at());
   const auto endpoint = listener.local_endpoint();
@@ -531,38 +597,51 @@ TEST_CASE("an actor that steps without reading its actions is cut off once 4 MiB
 
   auto c = transport.connect(endpoint);
   REQUIRE(handshake(c, num_envs, "deaf"));
-  const auto step = cartpole_step_frame(num_envs);
-  std::int64_t answered = 0;
-  for (int i = 0; i < 400; ++i) {
-    try {
-      const std::span<const std::byte> bufs[] = {step};
-      c.write(bufs);
-    } catch (const seedrl::transport_error&) {
-      break;  // cut off
-    }
-    const auto until = std::chrono::steady_clock::now() + 10s;
-    while (std::chrono::steady_clock::now() < until &&
-           learner.stats().frames < (answered + 1) * num_envs &&
-           learner.stats().connected_actors == 1)
-      std::this_thread::sleep_for(1ms);
-    if (learner.stats().frames < (answered + 1) * num_envs)
-      break;  // not answered: cut off (or stuck, which the checks below catch)
-    ++answered;
-  }
-  const auto until = std::chrono::steady_clock::now() + 10s;
-  while (std::chrono::steady_clock::now() < until && learner.stats().connected_actors != 0)
-    std::this_thread::sleep_for(1ms);
+  const std::int64_t answered = step_without_reading(learner, c, num_envs, 400, 0);
   CHECK(learner.stats().connected_actors == 0);
   // At least the queue's worth was answered first: 4 MiB of 64 KiB replies.
   CHECK(answered >= 64);
   CHECK(answered < 400);
-  {
-    std::lock_guard lock(log_mutex);
-    CHECK(std::any_of(log.begin(), log.end(), [](const std::string& line) {
-      return line.find("bytes of replies unread") != std::string::npos;
-    }));
-  }
+  CHECK(setup.logged("bytes of replies unread"));
   learner.stop();
+}
+
+TEST_CASE(
+    "an in-process actor that steps without reading its actions is cut off, and stop() "
+    "returns",
+    "[learner][links]") {
+  // The in-process pipes block a writer once they are full. The learner's inference thread
+  // answers from there, so an actor that never reads used to stall every actor's inference
+  // and make stop() wait forever; it is cut off once its reply no longer fits, as on sockets.
+  using transport_t = seedrl::in_process_transport;
+  constexpr std::uint32_t num_envs = 1024;  // replies of 4 KiB: a 64 KiB pipe holds 15
+  cut_off_setup setup(num_envs, 2 * num_envs);
+  cut_off_setup::learner_type<transport_t> learner = setup.make_learner<transport_t>();
+  transport_t transport(64 * 1024);
+  auto listener = transport.listen(in_process_link::listen_at());
+  const auto endpoint = listener.local_endpoint();
+  learner.start();
+  learner.serve(std::move(listener));
+
+  auto deaf = transport.connect(endpoint);
+  REQUIRE(handshake(deaf, num_envs, "deaf"));
+  auto good = transport.connect(endpoint);
+  REQUIRE(handshake(good, num_envs, "good"));
+  const std::int64_t answered = step_without_reading(learner, deaf, num_envs, 100, 1);
+  CHECK(learner.stats().connected_actors == 1);
+  CHECK(answered >= 14);  // the pipe's worth was answered first
+  CHECK(answered < 100);
+  CHECK(setup.logged("(deaf): it leaves", "bytes of replies unread"));
+  // The other actor is still served: its step is answered.
+  const auto step = cartpole_step_frame(num_envs);
+  const std::span<const std::byte> step_bufs[] = {step};
+  good.write(step_bufs);
+  seedrl::protocol::frame_header h{};
+  std::vector<std::byte> actions;
+  REQUIRE(read_frame_within(good, 5s, h, actions) == read_outcome::frame);
+  CHECK(h.type == seedrl::protocol::message_type::actions);
+  learner.stop();  // returns: nothing waits for the deaf actor
+  CHECK(learner.stats().connected_actors == 0);
 }
 
 // The bad-input checks of test_learner.cpp (learner_bad_input.hpp) on the socket transports,

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -155,6 +156,43 @@ TEST_CASE("input_normalizer: observations and rewards against a float64 replay",
   }
   CHECK(clipped > 0);  // the rare large rewards reach the clip
   CHECK(norm.return_statistics().count() == static_cast<double>(seen_returns.size()));
+}
+
+TEST_CASE("input_normalizer: a non-finite observation row never reaches the statistics",
+          "[normalization]") {
+  // The wire refuses such rows; this is the second line of defence: one NaN would make the
+  // running mean NaN for good, and every later action and checkpoint with it.
+  constexpr std::size_t n = 2;
+  seedrl::input_normalizer<float> norm({.enabled = true}, {.enabled = true, .gamma = 0.9},
+                                       vector_spec(n), 3, false);
+  seedrl::input_normalizer<float> reference({.enabled = true}, {.enabled = true, .gamma = 0.9},
+                                            vector_spec(n), 3, false);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::uint32_t> slots{0, 1, 2};
+  const std::vector<std::uint8_t> no(3, 0), starts(3, 1);
+  std::vector<float> obs{1.0f, 2.0f, nan, 0.0f, 3.0f, -inf};
+  std::vector<float> rewards(3, 0.0f);
+  norm.apply(3, slots, std::span(obs), std::span(rewards), no, starts);
+  // The reference saw row 0 alone.
+  std::vector<float> row0{1.0f, 2.0f};
+  std::vector<float> reward0{0.0f};
+  const std::vector<std::uint32_t> slot0{0};
+  const std::vector<std::uint8_t> no1(1, 0), start1(1, 1);
+  reference.apply(1, slot0, std::span(row0), std::span(reward0), no1, start1);
+  const auto got = norm.observation_statistics();
+  const auto want = reference.observation_statistics();
+  CHECK(got.count() == want.count());
+  for (std::size_t i = 0; i < n; ++i) {
+    CHECK(std::isfinite(got.mean()[i]));
+    CHECK(got.mean()[i] == want.mean()[i]);
+    CHECK(got.var()[i] == want.var()[i]);
+  }
+  // A batch of finite rows afterwards normalizes to finite values.
+  std::vector<float> next{0.5f, 1.0f, 2.0f, 3.0f, -1.0f, 4.0f};
+  norm.apply(3, slots, std::span(next), std::span(rewards), no, no);
+  for (float v : next)
+    CHECK(std::isfinite(v));
 }
 
 TEST_CASE("input_normalizer: checkpoint round trip, frozen use and old checkpoints",

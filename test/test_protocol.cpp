@@ -955,6 +955,47 @@ TEST_CASE("parse_step rejects each malformed step with its code", "[protocol]") 
   CHECK(parse_step_payload(patched(r1 + 16, {0x00, 0x00, 0x80, 0xFF}), 2, 16) ==
         ec::non_finite_reward);  // -inf
 
+  // Float observations: with the learner's check, a NaN, an infinity or a value beyond the
+  // learner's range is refused naming the record, the env and the element; without a check, or
+  // for byte observations, the bytes are not looked at.
+  const p::observation_check floats{seedrl::dtype::float32, std::numeric_limits<float>::max()};
+  const auto parse_checked = [&](std::span<const std::byte> payload, p::observation_check check) {
+    p::step_view view;
+    why.clear();
+    return p::parse_step(payload, 2, 16, view, &why, check);
+  };
+  CHECK(parse_checked(good, floats) == ec::none);
+  // Record 1's observation starts at r1 + 20; element 2 is at r1 + 28.
+  CHECK(parse_checked(patched(r1 + 28, {0x00, 0x00, 0xC0, 0x7F}), floats) ==
+        ec::non_finite_observation);
+  CHECK(why == "step record 1 (env 1): observation element 2 is nan");
+  CHECK(parse_checked(patched(r1 + 20, {0x00, 0x00, 0x80, 0x7F}), floats) ==
+        ec::non_finite_observation);  // +inf, element 0
+  CHECK(why.find("element 0 is inf") != std::string::npos);
+  CHECK(parse_checked(patched(r1 + 28, {0x00, 0x00, 0xC0, 0x7F}), {}) == ec::none);
+  CHECK(parse_checked(patched(r1 + 28, {0x00, 0x00, 0xC0, 0x7F}), {seedrl::dtype::uint8, 0.0}) ==
+        ec::none);
+  CHECK(parse_checked(good, {seedrl::dtype::float32, 2.5}) == ec::non_finite_observation);
+  CHECK(why.find("element 3 is 3, beyond the learner's range of +-2.5") != std::string::npos);
+  // float64: 1e300 is finite but no float32; a float64 learner takes it.
+  {
+    const std::vector<double> obs64 = {1.0, 1e300};
+    bytes frame(p::step_frame_size(1, 16));
+    const std::vector<std::uint64_t> run = {1};
+    const std::vector<float> reward = {0.0f};
+    const std::vector<std::uint8_t> flags = {0};
+    p::encode_step(frame, dtype::float64,
+                   {run, reward, flags, flags, std::as_bytes(std::span(obs64))});
+    p::step_view view;
+    const auto payload = std::span<const std::byte>(frame).subspan(p::header_size);
+    CHECK(p::parse_step(payload, 1, 16, view, &why,
+                        {seedrl::dtype::float64, std::numeric_limits<float>::max()}) ==
+          ec::non_finite_observation);
+    CHECK(why.find("element 1 is 1e+300, beyond the learner's range") != std::string::npos);
+    CHECK(p::parse_step(payload, 1, 16, view, &why,
+                        {seedrl::dtype::float64, std::numeric_limits<double>::max()}) == ec::none);
+  }
+
   // A failed parse leaves the view empty.
   p::step_view v;
   REQUIRE(p::parse_step(good, 2, 16, v) == ec::none);
@@ -1214,11 +1255,11 @@ TEST_CASE("authentication frames encode to their documented bytes and decode bac
 }
 
 TEST_CASE("names of codes and types and who may send what", "[protocol]") {
-  for (std::uint16_t c = 0; c <= 20; ++c) {
+  for (std::uint16_t c = 0; c <= 21; ++c) {
     CHECK(std::string(p::to_string(static_cast<ec>(c))) != "unknown");
   }
   CHECK(std::string(p::to_string(ec::spec_mismatch)) == "spec_mismatch");
-  CHECK(std::string(p::to_string(static_cast<ec>(21))) == "unknown");
+  CHECK(std::string(p::to_string(static_cast<ec>(22))) == "unknown");
   CHECK(std::string(p::to_string(p::message_type::actor_stats)) == "actor_stats");
   CHECK(std::string(p::to_string(p::message_type::actions)) == "actions");
   using t = p::message_type;

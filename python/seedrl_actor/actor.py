@@ -273,6 +273,7 @@ class EnvBatch:
             seed = self._seed + i if self._seed is not None and not self._seeded else None
             obs, _ = env.reset(seed=seed)
             self.observations[i] = self._convert(obs, i)
+            self._check_finite(i)
             self.run_ids[i] = secrets.randbits(64)
         self._seeded = True
         self.rewards[:] = 0.0
@@ -305,12 +306,25 @@ class EnvBatch:
             self.dones[i] = done
             self.truncateds[i] = bool(truncated and not terminated)
             self.observations[i] = self._convert(obs, i)
+            self._check_finite(i)
             if between is not None:
                 between()
 
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+    def _check_finite(self, i: int) -> None:
+        """The learner refuses a float observation element that is NaN, infinite or beyond
+        float32 (non_finite_observation): an unstable simulation stops here, naming it."""
+        if self.observations.dtype.kind != "f":
+            return
+        j = p.first_refused_element(self.observations[i])
+        if j is not None:
+            value = float(self.observations[i].reshape(-1)[j])
+            raise SpaceError(f"env {i} returned an observation whose element {j} is {value!r}, "
+                             "not a finite float32 (the learner computes in float32 and refuses "
+                             "it)")
 
     def _convert(self, obs: Any, i: int) -> np.ndarray:
         """The observation as the hello declared it: same values, same element type."""

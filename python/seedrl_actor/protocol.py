@@ -19,7 +19,7 @@ import enum
 import math
 import struct
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -102,6 +102,7 @@ class ErrorCode(enum.IntEnum):
     BAD_ACTOR_STATS = 18
     AUTH_FAILED = 19
     AUTH_REQUIRED = 20
+    NON_FINITE_OBSERVATION = 21
 
 
 def code_name(code: int) -> str:
@@ -813,8 +814,9 @@ class StepEncoder:
                dones: Sequence[bool] | np.ndarray, truncateds: Sequence[bool] | np.ndarray,
                observations: np.ndarray) -> memoryview:
         """The whole frame, valid until the next call. Raises ValueError for a step the
-        learner would refuse: wrong sizes, a non-finite reward, truncated without done, or
-        observations of another element type (they are never converted silently)."""
+        learner would refuse: wrong sizes, a non-finite reward, a float observation element
+        that is not a finite float32, truncated without done, or observations of another
+        element type (they are never converted silently)."""
         k = self.num_envs
         run_ids = np.asarray(run_ids, dtype=np.uint64)
         rewards64 = np.asarray(rewards, dtype=np.float64)
@@ -835,6 +837,13 @@ class StepEncoder:
         if bad.size:
             raise ValueError(f"encode_step: reward of env {bad[0]} is not a finite float32 "
                              f"({float(rewards64[bad[0]])!r})")
+        if obs.dtype.kind == "f":
+            for i in range(k):
+                j = first_refused_element(obs[i])
+                if j is not None:
+                    raise ValueError(f"encode_step: observation element {j} of env {i} is "
+                                     f"{_format_double(float(obs[i].reshape(-1)[j]))}, not a "
+                                     "finite float32")
         bad = np.flatnonzero(trunc & ~done)
         if bad.size:
             raise ValueError(f"encode_step: env {bad[0]} is truncated but not done")
@@ -867,9 +876,20 @@ class Step:
     observations: np.ndarray  # [k, *shape] of the spec's dtype
 
 
-def parse_step(payload: bytes, expected_envs: int, spec: ObservationSpec) -> Step:
+def first_refused_element(observation: Any, max_magnitude: float = _FLOAT32_MAX) -> int | None:
+    """The flat index of the first element that is NaN, infinite or beyond +-max_magnitude
+    (float32's range by default: the learner computes in float32), or None."""
+    flat = np.asarray(observation, dtype=np.float64).reshape(-1)
+    bad = np.flatnonzero(~(np.abs(flat) <= max_magnitude))  # NaN fails too
+    return int(bad[0]) if bad.size else None
+
+
+def parse_step(payload: bytes, expected_envs: int, spec: ObservationSpec,
+               max_magnitude: float = _FLOAT32_MAX) -> Step:
     """Validates a step payload in the documented order: size, num_envs, total length, then
-    record by record: env_index range, repetition, flags, reserved bytes, reward."""
+    record by record: env_index range, repetition, flags, reserved bytes, reward, and for
+    float observations each element (finite and within +-max_magnitude, the learner's
+    range)."""
     if len(payload) < 4:
         raise ProtocolError(ErrorCode.TRUNCATED_FRAME,
                             f"step payload of {len(payload)} bytes is shorter than its "
@@ -910,6 +930,15 @@ def parse_step(payload: bytes, expected_envs: int, spec: ObservationSpec) -> Ste
         if not np.isfinite(reward):
             raise ProtocolError(ErrorCode.NON_FINITE_REWARD,
                                 f"step record {i} (env {env}): reward is {float(reward)!r}")
+        if spec.dtype in (DType.FLOAT32, DType.FLOAT64):
+            j = first_refused_element(records["obs"][i], max_magnitude)
+            if j is not None:
+                value = float(np.asarray(records["obs"][i]).reshape(-1)[j])
+                beyond = (f", beyond the learner's range of +-{_format_double(max_magnitude)}"
+                          if math.isfinite(value) else "")
+                raise ProtocolError(ErrorCode.NON_FINITE_OBSERVATION,
+                                    f"step record {i} (env {env}): observation element {j} is "
+                                    f"{_format_double(value)}{beyond}")
     flags = records["flags"]
     native = wire_dtype(spec.dtype).newbyteorder("=")
     return Step(records["env_index"].astype(np.uint32), (flags & FLAG_DONE) != 0,

@@ -767,6 +767,42 @@ class ScriptedLearnerTests(unittest.TestCase):
         wait_until(lambda: errors)
         self.assertEqual(errors[0].code, EC.INTERNAL)
 
+    def test_a_non_finite_observation_is_never_sent(self) -> None:
+        # An unstable simulation: the learner would refuse the step (non_finite_observation),
+        # and its running statistics must never see one. The actor stops first, naming it.
+        for bad in (float("nan"), float("inf"), 1e300):
+            class BadObservationEnv(CountingEnv):
+                def __init__(self) -> None:
+                    super().__init__()
+                    self.observation_space = spaces.Box(-np.inf, np.inf, (2,), np.float64)
+
+                def step(self, action):
+                    obs, reward, term, trunc, info = super().step(action)
+                    return (np.array([obs[0], bad if self.t == 2 else obs[1]], np.float64),
+                            reward, term, trunc, info)
+
+            steps: list = []
+            errors: list = []
+
+            def script(peer: Peer, index: int) -> None:
+                peer.welcome()
+                while True:
+                    steps.append(peer.read_type(MT.STEP))
+                    if len(steps) == 2:
+                        break
+                    peer.send(p.encode_discrete_actions([0]))
+                peer.send(p.encode_discrete_actions([0]))
+                errors.append(p.decode_status(peer.read_type(MT.ERROR)))
+
+            with self.subTest(value=bad):
+                with self.assertRaises(SpaceError) as cm:
+                    self.run_actor(self.learner(script), lambda i: BadObservationEnv(),
+                                   num_envs=1, max_steps=5)
+                self.assertIn("element 1", str(cm.exception))
+                self.assertIn(repr(bad), str(cm.exception))
+                wait_until(lambda: errors)
+                self.assertEqual(len(steps), 2)  # the reset and the first step; never the bad one
+
 
 # -------------------------------------------------------------------------------------------
 # Secrets and the command line

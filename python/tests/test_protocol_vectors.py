@@ -563,6 +563,16 @@ class MalformedFrameTests(unittest.TestCase):
         self.assertCode(EC.BAD_RESERVED_BITS, p.parse_step, patched(10, b"\x01"), 2, spec)
         self.assertCode(EC.NON_FINITE_REWARD, p.parse_step,
                         patched(4 + rec + 16, struct.pack("<f", math.inf)), 2, spec)
+        # Record 1's observation element 2 (offset 4 + rec + 20 + 8): NaN, then beyond a limit.
+        e = self.assertCode(EC.NON_FINITE_OBSERVATION, p.parse_step,
+                            patched(4 + rec + 28, struct.pack("<f", math.nan)), 2, spec)
+        self.assertEqual(e.detail, "step record 1 (env 1): observation element 2 is nan")
+        e = self.assertCode(EC.NON_FINITE_OBSERVATION, p.parse_step,
+                            patched(4 + rec + 28, struct.pack("<f", 1e38)), 2, spec, 1e30)
+        self.assertIn("element 2 is 9.999999680285692e+37, beyond the learner's range of +-1e+30",
+                      e.detail)  # float32 1e38, read as a double
+        # Bytes are not looked at.
+        p.parse_step(good, 2, p.ObservationSpec(p.DType.UINT8, (16,)))
         # The first bad record decides, whatever comes after it.
         both = bytearray(patched(8, b"\x04"))
         both[4 + rec:4 + rec + 1] = b"\x07"
@@ -582,6 +592,8 @@ class MalformedFrameTests(unittest.TestCase):
             ([1, 2], [0.0, 0.0], [False, False], [False, True], obs),
             ([1, 2], [0.0, 0.0], [False, False], [False, False], obs.astype(np.float64)),
             ([1, 2], [0.0, 0.0], [False, False], [False, False], obs[:, :3]),
+            ([1, 2], [0.0, 0.0], [False, False], [False, False],
+             np.array([[0, 0, 0, 0], [0, math.nan, 0, 0]], np.float32)),
             ([1], [0.0, 0.0], [False, False], [False, False], obs),
         ]
         for i, args in enumerate(bad):
@@ -594,8 +606,9 @@ class MalformedFrameTests(unittest.TestCase):
         for t in p.MessageType:
             self.assertEqual(p.actor_may_send(t), t in actor_types)
             self.assertEqual(p.learner_may_send(t), t in learner_types)
-        self.assertEqual([p.code_name(c) for c in (0, 8, 20, 21)],
-                         ["none", "spec_mismatch", "auth_required", "unknown"])
+        self.assertEqual([p.code_name(c) for c in (0, 8, 20, 21, 22)],
+                         ["none", "spec_mismatch", "auth_required", "non_finite_observation",
+                          "unknown"])
 
 
 if __name__ == "__main__":

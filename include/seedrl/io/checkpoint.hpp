@@ -28,6 +28,7 @@
 #include <bit>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -960,6 +961,37 @@ inline std::vector<checkpoint_entry> list_checkpoints(const std::filesystem::pat
   return found;
 }
 
+/// Where `c` holds a NaN or an infinity (a float tensor's element or a double counter), said
+/// in words; empty when it holds none.
+inline std::string first_non_finite(const checkpoint& c) {
+  const auto describe = [](double v) {
+    return std::isnan(v) ? std::string("nan") : (v > 0 ? "inf" : "-inf");
+  };
+  for (const auto& [name, t] : c.tensors) {
+    if (t.type != dtype::float32 && t.type != dtype::float64)
+      continue;
+    const std::size_t size = size_of(t.type);
+    for (std::uint64_t i = 0; i < t.count && (i + 1) * size <= t.data.size(); ++i) {
+      double v;
+      if (t.type == dtype::float32) {
+        float f;
+        std::memcpy(&f, t.data.data() + i * size, sizeof f);
+        v = f;
+      } else {
+        std::memcpy(&v, t.data.data() + i * size, sizeof v);
+      }
+      if (!std::isfinite(v))
+        return "tensor " + checkpoint_quote(name) + " element " + std::to_string(i) + " is " +
+               describe(v);
+    }
+  }
+  for (const auto& [name, counter] : c.counters) {
+    if (const double* v = std::get_if<double>(&counter); v != nullptr && !std::isfinite(*v))
+      return "counter " + checkpoint_quote(name) + " is " + describe(*v);
+  }
+  return {};
+}
+
 }  // namespace detail
 
 /// Writes `c` to `dir/ckpt-<step>.seedrl` atomically and durably, and returns that path:
@@ -971,16 +1003,20 @@ inline std::vector<checkpoint_entry> list_checkpoints(const std::filesystem::pat
 /// which readers skip and the next write removes). Only after 3 are checkpoints beyond the
 /// newest `options.keep_last` deleted, oldest first; the new one is never among them. Creates
 /// `dir` if it is missing. Throws `checkpoint_error` with errno's reason if a step fails; the
-/// temporary file is then removed.
+/// temporary file is then removed. A checkpoint holding a NaN or an infinity (a float tensor
+/// element or a double counter) is refused before anything is written: it could not be
+/// restored, and rotation would delete the good ones behind it.
 inline std::filesystem::path write_checkpoint(const std::filesystem::path& directory,
                                               const checkpoint& c,
                                               const checkpoint_write_options& options = {}) {
-  const std::vector<std::byte> bytes = serialize_checkpoint(c);
   const std::filesystem::path dir = directory.empty() ? "." : directory;
   const std::filesystem::path final_path = dir / checkpoint_file_name(c.step);
   const auto fail = [&final_path](const std::string& problem) {
     throw checkpoint_error(final_path, "cannot be written: " + problem);
   };
+  if (const std::string bad = detail::first_non_finite(c); !bad.empty())
+    fail(bad + "; nothing was written and the earlier checkpoints are kept");
+  const std::vector<std::byte> bytes = serialize_checkpoint(c);
 
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {

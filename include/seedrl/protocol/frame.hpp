@@ -171,27 +171,28 @@ constexpr bool learner_may_send(message_type t) noexcept {
 /// numeric values are part of the wire protocol. Receivers keep unknown values as they are
 /// (to_string says "unknown") so that a newer peer's codes still reach the log.
 enum class error_code : std::uint16_t {
-  none = 0,                    ///< no error; the code of a normal close
-  bad_magic = 1,               ///< header does not start with "SDRL"
-  unsupported_version = 2,     ///< header or hello version is not 1
-  unknown_message_type = 3,    ///< header type is not 1..13
-  frame_too_large = 4,         ///< payload or a text field exceeds its limit
-  truncated_frame = 5,         ///< payload shorter than its fields say, or trailing bytes
-  bad_reserved_bits = 6,       ///< a reserved field or undefined flag bit is not zero
-  bad_handshake = 7,           ///< malformed hello (or welcome): bad dtype, rank, dims, name...
-  spec_mismatch = 8,           ///< actor's observation/action spec differs from the learner's
-  wrong_observation_size = 9,  ///< step payload length is not what the handshake implies
-  unexpected_message = 10,     ///< valid frame at the wrong time (step before hello, ...)
-  bad_env_index = 11,          ///< env index out of range or repeated, or wrong env count
-  non_finite_reward = 12,      ///< reward is NaN or infinite
-  too_many_envs = 13,          ///< learner has no room for this actor's environments
-  shutting_down = 14,          ///< learner is stopping; try again later
-  internal = 15,               ///< the sender failed for reasons of its own
-  bad_action = 16,             ///< actions frame holds an action outside the action spec
-  idle_timeout = 17,           ///< nothing arrived for 3 keepalive intervals
-  bad_actor_stats = 18,        ///< an actor_stats time is negative, NaN or infinite
-  auth_failed = 19,            ///< a handshake proof did not verify (docs/security.md)
-  auth_required = 20,          ///< the learner requires authentication; hello came first
+  none = 0,                     ///< no error; the code of a normal close
+  bad_magic = 1,                ///< header does not start with "SDRL"
+  unsupported_version = 2,      ///< header or hello version is not 1
+  unknown_message_type = 3,     ///< header type is not 1..13
+  frame_too_large = 4,          ///< payload or a text field exceeds its limit
+  truncated_frame = 5,          ///< payload shorter than its fields say, or trailing bytes
+  bad_reserved_bits = 6,        ///< a reserved field or undefined flag bit is not zero
+  bad_handshake = 7,            ///< malformed hello (or welcome): bad dtype, rank, dims, name...
+  spec_mismatch = 8,            ///< actor's observation/action spec differs from the learner's
+  wrong_observation_size = 9,   ///< step payload length is not what the handshake implies
+  unexpected_message = 10,      ///< valid frame at the wrong time (step before hello, ...)
+  bad_env_index = 11,           ///< env index out of range or repeated, or wrong env count
+  non_finite_reward = 12,       ///< reward is NaN or infinite
+  too_many_envs = 13,           ///< learner has no room for this actor's environments
+  shutting_down = 14,           ///< learner is stopping; try again later
+  internal = 15,                ///< the sender failed for reasons of its own
+  bad_action = 16,              ///< actions frame holds an action outside the action spec
+  idle_timeout = 17,            ///< nothing arrived for 3 keepalive intervals
+  bad_actor_stats = 18,         ///< an actor_stats time is negative, NaN or infinite
+  auth_failed = 19,             ///< a handshake proof did not verify (docs/security.md)
+  auth_required = 20,           ///< the learner requires authentication; hello came first
+  non_finite_observation = 21,  ///< an observation element is NaN, infinite or out of range
 };
 
 /// The enumerator's name ("bad_magic"), for logs; "unknown" for values this version lacks.
@@ -239,6 +240,8 @@ constexpr const char* to_string(error_code c) noexcept {
       return "auth_failed";
     case error_code::auth_required:
       return "auth_required";
+    case error_code::non_finite_observation:
+      return "non_finite_observation";
   }
   return "unknown";
 }
@@ -1337,15 +1340,27 @@ inline std::size_t encode_step(std::span<std::byte> frame, dtype observation_typ
 
 class step_view;
 
+/// What parse_step checks in each observation element besides the size: float32 and float64
+/// elements must be finite and at most `max_magnitude` in absolute value (the learner sets its
+/// scalar's largest value, so that no element becomes infinite when converted: one such
+/// element would turn running statistics into NaN for good). Other element types, and the
+/// default `type`, are not looked at.
+struct observation_check {
+  dtype type = dtype::uint8;
+  double max_magnitude = std::numeric_limits<double>::max();
+};
+
 /// Validates a whole step payload and, on success, points `out` at it. Checks, in this order:
 /// payload shorter than 4 bytes (truncated_frame); num_envs field != expected_envs
 /// (bad_env_index: some index would be missing or out of range); length !=
 /// step_payload_size(expected_envs, obs_bytes) (wrong_observation_size); then record by
 /// record: env_index >= num_envs or repeated (bad_env_index), undefined flag bits or truncated
 /// without done, or nonzero reserved bytes (bad_reserved_bits), non-finite reward
-/// (non_finite_reward). Allocates only when `out` meets more envs than ever before.
+/// (non_finite_reward), a float observation element that `check` refuses
+/// (non_finite_observation). Allocates only when `out` meets more envs than ever before.
 inline error_code parse_step(std::span<const std::byte> payload, std::uint32_t expected_envs,
-                             std::size_t obs_bytes, step_view& out, std::string* why = nullptr);
+                             std::size_t obs_bytes, step_view& out, std::string* why = nullptr,
+                             observation_check check = {});
 
 /// A validated step payload, read in place: accessors decode one field of record `i` (the
 /// i-th record on the wire, which need not be env i). Observations are spans into the payload,
@@ -1411,7 +1426,7 @@ class step_view {
 
  private:
   friend error_code parse_step(std::span<const std::byte>, std::uint32_t, std::size_t, step_view&,
-                               std::string*);
+                               std::string*, observation_check);
   const std::byte* record(std::size_t i) const noexcept {
     return payload_.data() + 4 + i * (step_record_fixed_size + obs_bytes_);
   }
@@ -1421,8 +1436,25 @@ class step_view {
   std::vector<std::uint64_t> seen_;  // one bit per env index, reused across steps
 };
 
+namespace detail {
+/// The first element of a float observation (`count` elements of `type` at `p`) that `check`
+/// refuses, or `count` when there is none.
+inline std::size_t first_refused_element(const std::byte* p, std::size_t count, dtype type,
+                                         double max_magnitude, double& value) noexcept {
+  for (std::size_t j = 0; j < count; ++j) {
+    const double v = type == dtype::float32 ? double{load_f32(p + 4 * j)} : load_f64(p + 8 * j);
+    if (!(std::abs(v) <= max_magnitude)) {  // NaN fails too
+      value = v;
+      return j;
+    }
+  }
+  return count;
+}
+}  // namespace detail
+
 inline error_code parse_step(std::span<const std::byte> payload, std::uint32_t expected_envs,
-                             std::size_t obs_bytes, step_view& out, std::string* why) {
+                             std::size_t obs_bytes, step_view& out, std::string* why,
+                             observation_check check) {
   using detail::fail;
   out.num_envs_ = 0;
   out.payload_ = {};
@@ -1483,6 +1515,21 @@ inline error_code parse_step(std::span<const std::byte> payload, std::uint32_t e
       return fail(why, error_code::non_finite_reward,
                   "step record " + std::to_string(i) + " (env " + std::to_string(env) +
                       "): reward is " + detail::format_double(reward));
+    }
+    if (check.type == dtype::float32 || check.type == dtype::float64) {
+      double value = 0.0;
+      const std::size_t count = obs_bytes / size_of(check.type);
+      if (const std::size_t j = detail::first_refused_element(
+              p + step_record_fixed_size, count, check.type, check.max_magnitude, value);
+          j != count) {
+        return fail(why, error_code::non_finite_observation,
+                    "step record " + std::to_string(i) + " (env " + std::to_string(env) +
+                        "): observation element " + std::to_string(j) + " is " +
+                        detail::format_double(value) +
+                        (std::isfinite(value) ? ", beyond the learner's range of +-" +
+                                                    detail::format_double(check.max_magnitude)
+                                              : std::string()));
+      }
     }
   }
   out.payload_ = payload;

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -110,11 +111,15 @@ class actor_server {
   static constexpr bool asynchronous = detail::async_transport<Tr>;
 
   /// Serves actors whose hello matches `obs_spec` and `act_spec`; steps go to `steps`,
-  /// counters to `stats`.
+  /// counters to `stats`. A step with a float observation element that is not finite or whose
+  /// magnitude exceeds `observation_limit` (the learner's scalar's largest value) is refused
+  /// (non_finite_observation), so that none reaches the network or the running statistics.
   actor_server(const learner_config& config, const observation_spec& obs_spec,
-               const action_spec& act_spec, Steps& steps, detail::stats_board& stats)
+               const action_spec& act_spec, Steps& steps, detail::stats_board& stats,
+               double observation_limit = std::numeric_limits<double>::max())
       : config_(config),
         obs_spec_(obs_spec),
+        observation_check_{obs_spec.type, observation_limit},
         act_spec_(act_spec),
         steps_(steps),
         stats_(stats),
@@ -184,10 +189,9 @@ class actor_server {
         std::lock_guard write(c->write_mutex);
         if (c->is_open() && c->conn.is_open()) {
           try {
-            const std::span<const std::byte> bufs[] = {goodbye};
-            c->conn.write(bufs);
+            (void)c->write_without_waiting(goodbye);
           } catch (const std::exception&) {
-            // Best effort: the actor may be gone already.
+            // Best effort: the actor may be gone already, or not read.
           }
         }
         c->conn.close();
@@ -258,11 +262,34 @@ class actor_server {
     threaded_connection(connection_type c, phase first)
         : link_state(c.peer(), first), conn(std::move(c)) {}
 
-    /// Writes a whole frame; throws transport_error on a broken link.
+    /// Writes a whole frame; throws transport_error on a broken link, or when the actor
+    /// leaves too many bytes unread for it (write_without_waiting).
     void send(std::span<const std::byte> frame) {
-      const std::span<const std::byte> bufs[] = {frame};
       std::lock_guard lock(write_mutex);
-      conn.write(bufs);
+      if (!write_without_waiting(frame))
+        throw transport_error("seedrl learner: " + this->peer + " leaves " +
+                                  std::to_string(unread_bytes()) + " bytes unread",
+                              transport_failure::closed);
+    }
+
+    /// Writes a whole frame (the caller holds write_mutex). A connection that can refuse a
+    /// write instead of waiting (the in-process pipes) returns false when the actor leaves too
+    /// many bytes unread for it: the learner's threads must never wait for an actor that does
+    /// not read, or stop() would hang. Others block as a socket's blocking write does.
+    bool write_without_waiting(std::span<const std::byte> frame) {
+      const std::span<const std::byte> bufs[] = {frame};
+      if constexpr (requires { conn.try_write(bufs); }) {
+        return conn.try_write(bufs);
+      } else {
+        conn.write(bufs);
+        return true;
+      }
+    }
+    std::size_t unread_bytes() const {
+      if constexpr (requires { conn.unread_bytes(); })
+        return conn.unread_bytes();
+      else
+        return 0;
     }
     void close_link() noexcept { conn.close(); }
 
@@ -270,21 +297,32 @@ class actor_server {
     std::thread thread;
     std::vector<std::byte> frame;  // incoming frame payload
     std::mutex write_mutex;        // the inference thread, refusals and close_all() may all write
+    // Bytes the actor left unread when its reply did not fit (0: not cut off); its reader
+    // thread says so once the link is closed.
+    std::atomic<std::size_t> cut_off_unread{0};
 
    protected:
     void send_actions(std::span<const std::int32_t> actions) noexcept override {
-      try {
-        send(std::span(this->reply).first(protocol::encode_discrete_actions(this->reply, actions)));
-      } catch (const std::exception&) {
-        conn.close();  // its reader notices and cleans up
-      }
+      reply_with(protocol::encode_discrete_actions(this->reply, actions));
     }
     void send_continuous_actions(std::size_t n, std::span<const float> actions) noexcept override {
+      reply_with(protocol::encode_continuous_actions(this->reply, n, actions));
+    }
+
+   private:
+    /// Sends the first `bytes` of `reply` from the inference thread. An actor that leaves too
+    /// many replies unread for the next one (write_without_waiting) is cut off, as on the
+    /// socket path: an actor may step again before reading its actions, and waiting for one
+    /// that never reads would stall every actor's inference.
+    void reply_with(std::size_t bytes) noexcept {
       try {
-        send(std::span(this->reply)
-                 .first(protocol::encode_continuous_actions(this->reply, n, actions)));
+        std::lock_guard lock(write_mutex);
+        if (!write_without_waiting(std::span(this->reply).first(bytes))) {
+          cut_off_unread = std::max<std::size_t>(unread_bytes(), 1);
+          conn.close();  // its reader notices, says why and cleans up
+        }
       } catch (const std::exception&) {
-        conn.close();
+        conn.close();  // its reader notices and cleans up
       }
     }
   };
@@ -676,7 +714,7 @@ class actor_server {
       return false;
     }
     if (const auto code = protocol::parse_step(payload, static_cast<std::uint32_t>(s.num_envs),
-                                               obs_bytes, s.step, &why);
+                                               obs_bytes, s.step, &why, observation_check_);
         code != protocol::error_code::none) {
       refuse(s, protocol::message_type::error, code, why);
       return false;
@@ -765,7 +803,10 @@ class actor_server {
       while (read_frame(s, h) && on_frame(s, h, s.frame)) {
       }
     } catch (const transport_error& e) {
-      if (!stopping_)
+      if (const std::size_t unread = s.cut_off_unread.load(); unread > 0)
+        log("seedrl learner: closing " + s.peer + (s.name.empty() ? "" : " (" + s.name + ")") +
+            ": it leaves " + std::to_string(unread) + " bytes of replies unread");
+      else if (!stopping_)
         log("seedrl learner: actor " + (s.name.empty() ? s.peer : s.name) +
             " went away: " + e.what());
     } catch (const std::exception& e) {
@@ -966,6 +1007,7 @@ class actor_server {
 
   learner_config config_;
   observation_spec obs_spec_;
+  protocol::observation_check observation_check_;
   action_spec act_spec_;
   Steps& steps_;
   detail::stats_board& stats_;

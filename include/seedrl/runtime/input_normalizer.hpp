@@ -99,7 +99,7 @@ class input_normalizer {
     if (obs_config_.enabled) {
       const auto x = observations.first(rows * obs_.size());
       if (!frozen_)
-        obs_.update(std::span<const S>(x), rows);
+        update_observation_statistics(x, rows);
       obs_.normalize(x, rows, obs_config_.clip, obs_config_.epsilon);
     }
     if (reward_config_.enabled) {
@@ -187,6 +187,26 @@ class input_normalizer {
   }
 
  private:
+  /// Updates the observation statistics with the batch's rows that are finite. The wire
+  /// refuses non-finite observations (non_finite_observation), so this skips nothing unless
+  /// a caller bypasses it; but one such row would make the statistics NaN for good.
+  void update_observation_statistics(std::span<const S> x, std::size_t rows) {
+    const auto finite = [](S v) { return std::isfinite(v); };
+    if (std::all_of(x.begin(), x.end(), finite)) {
+      obs_.update(std::span<const S>(x), rows);
+      return;
+    }
+    const std::size_t n = obs_.size();
+    finite_rows_.clear();
+    for (std::size_t r = 0; r < rows; ++r) {
+      const auto row = x.subspan(r * n, n);
+      if (std::all_of(row.begin(), row.end(), finite))
+        finite_rows_.insert(finite_rows_.end(), row.begin(), row.end());
+    }
+    if (!finite_rows_.empty())
+      obs_.update(std::span<const S>(finite_rows_), finite_rows_.size() / n);
+  }
+
   observation_normalization_config obs_config_;
   reward_scaling_config reward_config_;
   bool frozen_;
@@ -195,6 +215,7 @@ class input_normalizer {
   running_mean_std returns_;
   std::vector<double> discounted_;     // [max_envs] R per env slot; inference thread only
   std::vector<double> batch_returns_;  // reused: no allocation per batch once grown
+  std::vector<S> finite_rows_;         // the finite rows of a batch that has others
 };
 
 }  // namespace seedrl

@@ -38,6 +38,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -124,7 +125,8 @@ class learner {
                   static_cast<std::size_t>(obs_spec.num_elements()), inference_.policy_width(),
                   continuous_action_size(act_spec), queue_, inference_.unroll_pool(), params_,
                   stats_, created_, normalizer_),
-        server_(config, obs_spec, act_spec, inference_, stats_) {
+        server_(config, obs_spec, act_spec, inference_, stats_,
+                static_cast<double>(std::numeric_limits<scalar>::max())) {
     // Trainer and engine both on the device: the parameters stay there.
     if constexpr (DevicePublishingTrainer<Trn, Net, Opt>) {
       if (inference_.engine_takes_device_parameters())

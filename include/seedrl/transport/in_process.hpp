@@ -80,6 +80,31 @@ class byte_pipe {
     return status::ok;
   }
 
+  /// Appends all bytes of all `buffers` when the pipe has room for all of them now, without
+  /// waiting; returns false, having written nothing, when it has not (or when either end is
+  /// closed). A total larger than the whole pipe is written as `write` does, since it could
+  /// never fit at once.
+  bool try_write(std::span<const std::span<const std::byte>> buffers) {
+    std::size_t total = 0;
+    for (const auto buffer : buffers)
+      total += buffer.size();
+    if (total > ring_.size())
+      return write(buffers) == status::ok;
+    std::lock_guard lock(mutex_);
+    if (reader_closed_ || writer_closed_ || ring_.size() - size_ < total)
+      return false;
+    for (const auto buffer : buffers)
+      copy_in(buffer);
+    readable_.notify_one();
+    return true;
+  }
+
+  /// Bytes written and not yet read.
+  std::size_t unread() const {
+    std::lock_guard lock(mutex_);
+    return size_;
+  }
+
   /// Fills `buffer`, blocking until enough bytes arrived. Returns `writer_closed` when the
   /// writing end closed before enough bytes came (end of stream), `reader_closed` when this end
   /// was closed.
@@ -134,7 +159,7 @@ class byte_pipe {
     size_ -= bytes.size();
   }
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable readable_;
   std::condition_variable writable_;
   std::vector<std::byte> ring_;
@@ -201,6 +226,23 @@ class in_process_connection {
       fail("write to", result == detail::byte_pipe::status::reader_closed);
     }
   }
+
+  /// Copies all `buffers` into the outgoing pipe if it has room for them now; returns false,
+  /// having written nothing, when the peer leaves too many bytes unread (or the link is
+  /// closed). The learner answers with it from its inference thread, which must never wait for
+  /// an actor that does not read. Throws `std::invalid_argument` for more than
+  /// `max_write_buffers` buffers.
+  bool try_write(std::span<const std::span<const std::byte>> buffers) {
+    if (buffers.size() > max_write_buffers) {
+      throw std::invalid_argument("seedrl::in_process_connection: write takes at most " +
+                                  std::to_string(max_write_buffers) + " buffers, got " +
+                                  std::to_string(buffers.size()));
+    }
+    return is_open() && out_->try_write(buffers);
+  }
+
+  /// Bytes written to the peer and not yet read by it.
+  std::size_t unread_bytes() const { return out_ ? out_->unread() : 0; }
 
   /// Fills `buffer` exactly from the incoming pipe. Throws `transport_error` on end of stream
   /// (also mid-buffer) or when this side closed the link.
