@@ -707,3 +707,47 @@ TEST_CASE("orthogonal init through the parts: torso sqrt(2), policy 0.01, value 
   CHECK(gp[18] == -0.5);
   CHECK(gp[19] == -0.5);
 }
+
+TEST_CASE("a state-independent log-std pushed past the clamp comes back", "[parts][gaussian]") {
+  // The distribution clamps log-stds into [-20, 2] and gives no gradient beyond. The head writes
+  // the vector clamped into its rows and passes the rows' gradient straight through, so a
+  // vector that the entropy bonus pushed past 2 still moves when the loss asks for less noise.
+  constexpr std::ptrdiff_t D = 2, N = 3, in = 4;
+  seedrl::gaussian_head<double> g({.action_size = D, .initial_log_std = 0.0}, in);
+  std::vector<double> p(g.num_parameters()), grad(g.num_parameters(), 0.0);
+  g.bind(p.data(), grad.data());
+  seedrl::random_generator rng(4);
+  g.init(rng);
+  const std::size_t first_log_std = p.size() - D;
+  p[first_log_std] = 3.5;        // past the upper end
+  p[first_log_std + 1] = -25.0;  // past the lower end
+  const std::vector<double> x(N * in, 0.5);
+  std::vector<double> y(N * 2 * D), dx(N * in);
+  const auto forward = [&] {
+    g.forward(seedrl::cview(x.data(), N, in, in), seedrl::view(y.data(), N, 2 * D, 2 * D));
+  };
+  forward();
+  for (std::ptrdiff_t r = 0; r < N; ++r) {
+    CHECK(y[r * 2 * D + D] == seedrl::diag_gaussian_log_std_max);
+    CHECK(y[r * 2 * D + D + 1] == seedrl::diag_gaussian_log_std_min);
+  }
+  // The loss wants a smaller first std and a larger second one (d loss / d row log-std = +1
+  // and -1 in every row): the vector gets the rows' sum, not the clamp's zero.
+  std::vector<double> dy(N * 2 * D, 0.0);
+  for (std::ptrdiff_t r = 0; r < N; ++r) {
+    dy[r * 2 * D + D] = 1.0;
+    dy[r * 2 * D + D + 1] = -1.0;
+  }
+  g.backward(seedrl::cview(x.data(), N, in, in), seedrl::cview(dy.data(), N, 2 * D, 2 * D),
+             seedrl::view(dx.data(), N, in, in), false);
+  CHECK(grad[first_log_std] == N);
+  CHECK(grad[first_log_std + 1] == -N);
+  // Plain gradient steps bring both back inside, where the rows follow them again.
+  for (int step = 0; step < 4; ++step) {
+    p[first_log_std] -= 0.25 * grad[first_log_std];
+    p[first_log_std + 1] -= 1.0 * grad[first_log_std + 1];
+  }
+  forward();
+  CHECK(y[D] == Approx(0.5));
+  CHECK(y[D + 1] == Approx(-13.0));
+}

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "seedrl/app/checkpoint_network.hpp"
+#include "seedrl/app/checkpoint_settings.hpp"
 #include "seedrl/app/cli.hpp"
 #include "seedrl/app/pixel_recipe.hpp"
 #include "seedrl/app/python_actor.hpp"
@@ -656,4 +657,71 @@ TEST_CASE("run_learner exits 2 naming the flag when the GPU inference engine can
   CHECK(rc == 2);
   CHECK(err.find("--inference-device cuda: no CUDA device is visible") != std::string::npos);
   CHECK(err.find("listening") == std::string::npos);
+}
+
+TEST_CASE("resume and eval adopt the settings a checkpoint keeps, and refuse flags against them",
+          "[app]") {
+  using seedrl::app::adopt_checkpoint_settings;
+  using names = seedrl::input_normalizer<float>;
+  const auto continuous = seedrl::action_spec::continuous({1}, -2.0, 2.0);
+  const auto discrete = seedrl::action_spec::discrete(2);
+
+  // What a learner with --scale-rewards --action-bounds clip saves.
+  run_options trained;
+  REQUIRE_FALSE(parse(trained, {"local", "--scale-rewards", "--action-bounds", "clip"}));
+  seedrl::learner_config lc;
+  seedrl::app::record_checkpoint_settings(trained, continuous, lc);
+  CHECK(lc.checkpoint_meta.at("action_bounds") == "clip");
+  seedrl::checkpoint c;
+  c.meta = lc.checkpoint_meta;
+  c.counters[names::return_var_name] = 4.0;
+  c.source = "ckpt-000000000010.seedrl";
+
+  // No flags: everything is adopted, said on stdout.
+  run_options o;
+  REQUIRE_FALSE(parse(o, {"local", "--resume", "--checkpoint-dir", "d"}));
+  REQUIRE(o.action_bounds == seedrl::bounds_handling::squash);
+  CHECK(adopt_checkpoint_settings(o, c, continuous, "resume"));
+  CHECK(o.scale_rewards);
+  CHECK(o.action_bounds == seedrl::bounds_handling::clip);
+  CHECK_FALSE(o.normalize_observations);
+
+  // A program's default that the checkpoint did not use is turned off, not refused.
+  run_options program_default;
+  program_default.normalize_observations = true;
+  REQUIRE_FALSE(parse(program_default, {"eval", "--checkpoint-dir", "d"}));
+  CHECK(adopt_checkpoint_settings(program_default, c, continuous, "eval"));
+  CHECK_FALSE(program_default.normalize_observations);
+
+  // Flags given against the checkpoint are refused, whichever way they point.
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"eval", "--action-bounds", "squash"},
+                                             {"eval", "--scale-rewards=false"},
+                                             {"eval", "--normalize-observations"}}) {
+    INFO(args.back());
+    run_options against;
+    REQUIRE_FALSE(parse(against, args));
+    CHECK_FALSE(adopt_checkpoint_settings(against, c, continuous, "eval"));
+  }
+  // Flags that agree are fine.
+  run_options agree;
+  REQUIRE_FALSE(parse(agree, {"eval", "--action-bounds", "clip", "--scale-rewards"}));
+  CHECK(adopt_checkpoint_settings(agree, c, continuous, "eval"));
+
+  // Discrete actions have no bounds to keep; an old checkpoint without the meta keeps the
+  // flag's; an unknown value is refused.
+  lc = {};
+  seedrl::app::record_checkpoint_settings(trained, discrete, lc);
+  CHECK_FALSE(lc.checkpoint_meta.contains("action_bounds"));
+  seedrl::checkpoint old = c;
+  old.meta.erase("action_bounds");
+  run_options keep;
+  REQUIRE_FALSE(parse(keep, {"eval", "--action-bounds", "squash"}));
+  CHECK(adopt_checkpoint_settings(keep, old, continuous, "eval"));
+  CHECK(keep.action_bounds == seedrl::bounds_handling::squash);
+  seedrl::checkpoint odd = c;
+  odd.meta["action_bounds"] = "fold";
+  run_options any;
+  REQUIRE_FALSE(parse(any, {"eval"}));
+  CHECK_FALSE(adopt_checkpoint_settings(any, odd, continuous, "eval"));
 }

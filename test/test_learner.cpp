@@ -270,6 +270,7 @@ TEST_CASE("progress reports rates between two snapshots and logs every figure", 
   b.batch_rows = 400;
   b.episodes = 7;
   b.mean_return = 12.5;
+  b.last_loss.policy_entropy = 0.25;
   b.queue_depth = 3;
   b.seconds_training = 1.9;  // 95% of the window: training-bound
   const auto p = seedrl::progress_between(a, b, 2.0, 32);
@@ -296,8 +297,53 @@ TEST_CASE("progress reports rates between two snapshots and logs every figure", 
   REQUIRE(std::getline(in, record));
   CHECK_THAT(record, Catch::Contains("\"frames_per_second\"") &&
                          Catch::Contains("\"learner/batch_fill\"") &&
-                         Catch::Contains("\"busy/training\""));
+                         Catch::Contains("\"busy/training\"") &&
+                         Catch::Contains("\"policy/entropy\":0.25"));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a collapsed discrete policy is reported once, and a converged one is not",
+          "[learner][progress]") {
+  // The policy's own entropy is on the progress line, whatever the entropy cost.
+  seedrl::learner_stats s;
+  s.train_steps = 10;
+  s.returns_counted = 100;
+  s.last_loss.policy_entropy = 0.6931;
+  CHECK_THAT(seedrl::progress_line(seedrl::progress_between(s, s, 1.0, 8)),
+             Catch::Contains("entropy 0.693"));
+
+  // Three actions: the maximum is log 3 = 1.0986, 1% of it 0.011.
+  seedrl::entropy_collapse_watch with_target(3, -100.0);
+  s.mean_return = -500.0;
+  s.last_loss.policy_entropy = 0.02;  // low, not collapsed
+  CHECK(with_target.check(s).empty());
+  s.last_loss.policy_entropy = 0.005;
+  s.frames = 300000;
+  const std::string warning = with_target.check(s);
+  CHECK_THAT(warning, Catch::Contains("entropy fell to 0.0050") &&
+                          Catch::Contains("300000 frames") && Catch::Contains("-500.0") &&
+                          Catch::Contains("the target -100.0"));
+  CHECK(with_target.check(s).empty());  // once
+
+  // At (or within 10% of) the target a near-deterministic policy is a solved task.
+  seedrl::entropy_collapse_watch solved(2, 475.0);
+  s.mean_return = 480.0;
+  s.last_loss.policy_entropy = 0.001;
+  CHECK(solved.check(s).empty());
+  // Without a target, against the best mean return seen: collapsing after a fall is reported.
+  seedrl::entropy_collapse_watch no_target(2, std::nullopt);
+  s.mean_return = -112.0;
+  s.last_loss.policy_entropy = 0.5;
+  CHECK(no_target.check(s).empty());
+  s.mean_return = -500.0;
+  s.last_loss.policy_entropy = 0.001;
+  CHECK_THAT(no_target.check(s), Catch::Contains("its best -112.0"));
+  // Before any training step, or for a single action, nothing is said.
+  seedrl::entropy_collapse_watch untrained(2, 475.0), single(1, 475.0);
+  s.train_steps = 0;
+  CHECK(untrained.check(s).empty());
+  s.train_steps = 1;
+  CHECK(single.check(s).empty());
 }
 
 namespace {

@@ -414,9 +414,11 @@ struct old_value_probe {
   using batch_type = batch_with_old_values;
   using gradient_type = seedrl::impala_gradients<double>;
   seedrl::update_schedule plan;
+  bool reads_old_values = true;
   std::shared_ptr<std::vector<std::pair<std::vector<double>, std::vector<double>>>> seen =
       std::make_shared<std::vector<std::pair<std::vector<double>, std::vector<double>>>>();
   seedrl::update_schedule schedule() const { return plan; }
+  bool needs_old_values() const { return reads_old_values; }
   seedrl::loss_terms operator()(const batch_type& b, gradient_type& g) const {
     seen->emplace_back(std::vector<double>(b.old_values.begin(), b.old_values.end()),
                        std::vector<double>(b.values.begin(), b.values.end()));
@@ -467,6 +469,21 @@ TEST_CASE("host_trainer gives a loss that asks the values from before the batch'
   trainer.train_step(batch.view(), m, o2, single, 40.0);
   REQUIRE(single.seen->size() == 1);
   CHECK((*single.seen)[0].first == (*single.seen)[0].second);
+  // A loss that does not read them (PPO without value clipping) costs no forward pass: each
+  // step gets its own values there, and the second step's are no longer the batch's.
+  old_value_probe unread;
+  unread.plan = {2, 1};
+  unread.reads_old_values = false;
+  dnet_t k = net0;
+  seedrl::adam<double> o3;
+  trainer.train_step(batch.view(), k, o3, unread, 40.0);
+  REQUIRE(unread.seen->size() == 2);
+  for (const auto& [old_values, current] : *unread.seen)
+    CHECK(old_values == current);
+  auto second = (*unread.seen)[1].second, want = values;
+  std::sort(second.begin(), second.end());
+  std::sort(want.begin(), want.end());
+  CHECK(largest_difference(second, want) > 1e-6);
 }
 
 TEST_CASE("a schedule that cannot split the batch is refused with a message",

@@ -527,11 +527,11 @@ TEST_CASE(
   s.last_loss.total = 1.5;
   const auto impala = seedrl::progress_between(s, s, 1.0, 8);
   CHECK_THAT(seedrl::progress_line(impala),
-             Contains("ent  0.0000)  lag") && !Contains("kl ") && !Contains("clip"));
+             Contains("ent  0.0000)  entropy") && !Contains("kl ") && !Contains("clip"));
   s.last_loss.approx_kl = 0.0123;
   s.last_loss.clip_fraction = 0.25;
   const auto ppo = seedrl::progress_between(s, s, 1.0, 8);
-  CHECK_THAT(seedrl::progress_line(ppo), Contains("ent  0.0000 kl 0.0123 clip  25%)  lag"));
+  CHECK_THAT(seedrl::progress_line(ppo), Contains("ent  0.0000 kl 0.0123 clip  25%)  entropy"));
 
   const auto dir = std::filesystem::temp_directory_path() /
                    ("seedrl_ppo_progress_" + std::to_string(::getpid()));

@@ -773,6 +773,7 @@ struct naive_terms {
   double policy = 0.0;
   double baseline = 0.0;
   double entropy = 0.0;
+  double mean_entropy = 0.0;  // the policy's own, unweighted
   vtrace_reference targets;
   std::vector<double> log_rhos, rewards;
 };
@@ -820,6 +821,7 @@ naive_terms naive_impala(const impala_data& d, const std::vector<double>& logits
     const double err = out.targets.vs[i] - v[i];
     out.baseline += c.baseline_cost * 0.5 * err * err / static_cast<double>(n);
     out.entropy -= c.entropy_cost * entropies[i] / static_cast<double>(n);
+    out.mean_entropy += entropies[i] / static_cast<double>(n);
   }
   out.total = out.policy + out.baseline + out.entropy;
   return out;
@@ -916,6 +918,7 @@ TEMPLATE_TEST_CASE("impala_loss terms match a naive double implementation", "[lo
     CHECK(combined_error(got.policy, ref.policy) < tol);
     CHECK(combined_error(got.baseline, ref.baseline) < tol);
     CHECK(combined_error(got.entropy, ref.entropy) < tol);
+    CHECK(combined_error(got.policy_entropy, ref.mean_entropy) < tol);
     CHECK(combined_error(got.total, ref.total) < tol);
     CHECK(got.total == got.policy + got.baseline + got.entropy);
     // Every gradient element was written (they started as NaN); step T's rows are zero.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# seedrl_gym (docs/gym.md) briefly, through Python actors: CartPole-v1 trains for a few frames
-# (exit 0, the configuration and progress lines printed) and eval mode plays its checkpoint;
+# seedrl_gym (docs/gym.md) through Python actors: CartPole-v1 trains to a mean return of 150
+# and eval mode plays its checkpoint greedily to at least 100;
 # a third-party environment registered
 # by --env-import with bool observations (mapped to uint8, said at start) trains too, as do an
 # image one through the Nature CNN and a 10x10x4 one through the small conv torso. Unsupported
@@ -47,15 +47,26 @@ refused() {
   ! grep -q "listening" "$out" || fail "'$*' started a learner"
 }
 
-trains "vector -> MLP torso" --env CartPole-v1 --actors 2 --total-frames 20000 --seed 3 \
-  --checkpoint-dir "$ckpt"
-# eval mode plays the checkpoint through Python actors without training, and refuses a
-# checkpoint of another network (here: the same flags plus --lstm).
+# CartPole with the defaults, until the mean return of the last 100 episodes reaches 150
+# (random: about 22); then eval mode plays the checkpoint through Python actors without
+# training, at least that well, and refuses a checkpoint of another network (the same flags
+# plus --lstm).
+rc=0
+"$bin" local --env CartPole-v1 --actors 2 --total-frames 1000000 --target-return 150 --seed 3 \
+  --checkpoint-dir "$ckpt" >"$out" 2>&1 || rc=$?
+((rc == 0)) || fail "training CartPole exited $rc"
+grep -q '^configuration:' "$out" || fail "training printed no configuration"
+grep -q '^frames .* f/s' "$out" || fail "training printed no progress line"
+grep -q "vector -> MLP torso" "$out" || fail "CartPole's observations did not get the MLP torso"
+grep '^solved: ' "$out" || fail "CartPole did not reach 150 within 1M frames"
 rc=0
 "$bin" eval --env CartPole-v1 --checkpoint-dir "$ckpt" --actors 2 --episodes 6 >"$out" 2>&1 ||
   rc=$?
 ((rc == 0)) || fail "eval exited $rc"
-grep -q '^greedy policy: mean return .* over 6 episodes' "$out" || fail "eval printed no result"
+mean=$(sed -n 's/^greedy policy: mean return \([0-9.]*\) over 6 episodes.*/\1/p' "$out")
+[ -n "$mean" ] || fail "eval printed no result"
+awk -v m="$mean" 'BEGIN { exit !(m >= 100) }' || fail "greedy mean return $mean is below 100"
+echo "CartPole eval: greedy mean return $mean over 6 episodes"
 grep -q 'eval: greedy actions, no training' "$out" || fail "eval did not say what it does"
 ! grep -q 'saved .*ckpt-' "$out" || fail "eval wrote a checkpoint"
 refused "holds a different network" eval --env CartPole-v1 --checkpoint-dir "$ckpt" --lstm

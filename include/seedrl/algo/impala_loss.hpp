@@ -279,6 +279,7 @@ class impala_loss {
     terms.policy = -policy_sum / dn;
     terms.baseline = static_cast<double>(config_.baseline_cost) * 0.5 * baseline_sum / dn;
     terms.entropy = -static_cast<double>(config_.entropy_cost) * entropy_sum / dn;
+    terms.policy_entropy = entropy_sum / dn;
     terms.total = terms.policy + terms.baseline + terms.entropy;
     return terms;
   }

@@ -14,6 +14,10 @@
 ///   - `seedrl::update_schedule schedule() const;` how many gradient steps it takes per
 ///     training batch (epochs x minibatches of whole unrolls; PPO's). Without it: one step on
 ///     the whole batch, as IMPALA. Read it with `seedrl::schedule_of(loss)`.
+///   - `bool needs_old_values() const;` for a batch type with `old_values` (the values before
+///     the batch's first update step): whether this loss reads them (PPO with value
+///     clipping). Filling them costs a forward pass over the whole batch. Without it: filled
+///     whenever the batch has them. Read it with `seedrl::needs_old_values(loss)`.
 
 #include <concepts>
 #include <cstddef>
@@ -21,14 +25,17 @@
 namespace seedrl {
 
 /// The terms of a policy-gradient loss, for logging; `total` is what was differentiated.
-/// The last two are diagnostics of losses with a trust region (PPO) and stay 0 for the others.
+/// `entropy` is the weighted bonus term; `policy_entropy` the policy's mean entropy itself
+/// (nats per step), which shows a collapse whatever the weight. The last two are diagnostics of
+/// losses with a trust region (PPO) and stay 0 for the others.
 struct loss_terms {
   double total = 0.0;
   double policy = 0.0;
   double baseline = 0.0;
   double entropy = 0.0;
-  double approx_kl = 0.0;      ///< estimated KL between the acting and the current policy
-  double clip_fraction = 0.0;  ///< share of steps whose probability ratio left the clip range
+  double policy_entropy = 0.0;  ///< mean H(pi_t) over the batch's steps
+  double approx_kl = 0.0;       ///< estimated KL between the acting and the current policy
+  double clip_fraction = 0.0;   ///< share of steps whose probability ratio left the clip range
 
   /// Field by field, so that means over several steps (an update schedule's) keep every term.
   friend constexpr loss_terms operator+(loss_terms a, const loss_terms& b) noexcept {
@@ -36,6 +43,7 @@ struct loss_terms {
     a.policy += b.policy;
     a.baseline += b.baseline;
     a.entropy += b.entropy;
+    a.policy_entropy += b.policy_entropy;
     a.approx_kl += b.approx_kl;
     a.clip_fraction += b.clip_fraction;
     return a;
@@ -45,6 +53,7 @@ struct loss_terms {
     a.policy *= k;
     a.baseline *= k;
     a.entropy *= k;
+    a.policy_entropy *= k;
     a.approx_kl *= k;
     a.clip_fraction *= k;
     return a;
@@ -70,6 +79,17 @@ constexpr update_schedule schedule_of(const L& loss) {
     return loss.schedule();
   else
     return {};
+}
+
+/// `loss.needs_old_values()` when the loss has it, else true.
+template <class L>
+constexpr bool needs_old_values(const L& loss) {
+  if constexpr (requires {
+                  { loss.needs_old_values() } -> std::convertible_to<bool>;
+                })
+    return loss.needs_old_values();
+  else
+    return true;
 }
 
 /// A differentiable training objective; see the file comment for what it needs.

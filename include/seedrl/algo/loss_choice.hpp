@@ -59,6 +59,12 @@ class loss_choice {
     return std::visit([](const auto& l) { return schedule_of(l); }, loss_);
   }
 
+  /// Whether the batch's old_values are read: PPO with value clipping (seedrl::Loss).
+  bool needs_old_values() const noexcept {
+    const auto* p = ppo();
+    return p != nullptr && p->needs_old_values();
+  }
+
   loss_terms operator()(const batch_type& b, gradient_type& g) const {
     if (const auto* ppo = std::get_if<ppo_type>(&loss_))
       return (*ppo)(b, g);

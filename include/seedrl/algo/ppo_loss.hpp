@@ -176,6 +176,9 @@ class ppo_loss {
   /// Epochs x minibatches gradient steps per training batch (seedrl::update_schedule).
   update_schedule schedule() const noexcept { return {config_.epochs, config_.minibatches}; }
 
+  /// Whether the batch's old_values are read: only for value clipping (seedrl::Loss).
+  bool needs_old_values() const noexcept { return config_.value_clip.has_value(); }
+
   /// Computes the loss terms on `batch` and writes their gradient to `grad`. Throws
   /// std::invalid_argument, before writing anything, on inconsistent sizes, an action of
   /// steps 0..T-1 outside [0, A), a step truncated but not done, gradient arrays that overlap
@@ -280,6 +283,7 @@ class ppo_loss {
     terms.policy = -policy_sum / dn;
     terms.baseline = static_cast<double>(config_.value_cost) * 0.5 * value_sum / dn;
     terms.entropy = -static_cast<double>(config_.entropy_cost) * entropy_sum / dn;
+    terms.policy_entropy = entropy_sum / dn;
     terms.total = terms.policy + terms.baseline + terms.entropy;
     if (kept > 0) {
       terms.approx_kl = kl_sum / static_cast<double>(kept);

@@ -25,6 +25,7 @@
 
 #include "seedrl/app/auth.hpp"
 #include "seedrl/app/checkpoint_network.hpp"
+#include "seedrl/app/checkpoint_settings.hpp"
 #include "seedrl/app/processes.hpp"
 #include "seedrl/app/run_eval.hpp"
 #include "seedrl/app/run_learner.hpp"
@@ -78,20 +79,22 @@ class episode_tally {
 /// See the file comment. `agent` gives the architecture (its parameters are replaced by the
 /// checkpoint's) and `env` the specs and the actor command, as for run_learner.
 template <class Net, class Opt>
-int run_actor_eval(const run_options& o, secret_ptr secret, const agent_parts<Net, Opt>& agent,
+int run_actor_eval(const run_options& flags, secret_ptr secret, const agent_parts<Net, Opt>& agent,
                    const environment_info& env) {
-  const auto c = load_eval_checkpoint(o, agent.description, env.checkpoint_hint);
+  const auto c = load_eval_checkpoint(flags, agent.description, env.checkpoint_hint);
   if (!c)
+    return 2;
+  // The policy plays as it was trained: normalized observations, scaled rewards (both
+  // network inputs, with the checkpoint's statistics, frozen in an inference-only learner) and
+  // its action bounds, with or without the flags (app/checkpoint_settings.hpp).
+  run_options o = flags;
+  if (!adopt_checkpoint_settings(o, *c, env.actions, "eval"))
     return 2;
   const auto how = o.eval_sample ? action_selection::sample : action_selection::greedy;
   detail::episode_tally tally(o.eval_episodes);
   learner_config lc = make_learner_config(o);
   lc.inference_only = true;
   lc.checkpoint_dir.clear();
-  // A network trained on normalized observations sees them normalized with the checkpoint's
-  // statistics (frozen in an inference-only learner), with or without the flag.
-  if (c->tensors.contains(input_normalizer<float>::obs_mean_name))
-    lc.normalize_observations.enabled = true;
   lc.auth_secret = std::move(secret);
   lc.on_episode = [&tally](double episode_return, std::int64_t) { tally.add(episode_return); };
   // The CPU training learner's type: eval compiles no learner of its own.

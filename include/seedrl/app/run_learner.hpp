@@ -24,6 +24,7 @@
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/app/auth.hpp"
 #include "seedrl/app/checkpoint_network.hpp"
+#include "seedrl/app/checkpoint_settings.hpp"
 #include "seedrl/app/processes.hpp"
 #include "seedrl/app/run_loss.hpp"
 #include "seedrl/app/run_options.hpp"
@@ -204,9 +205,19 @@ std::optional<int> restore_from_flags(const run_options& o, Learner& l,
 /// that cannot start (no usable device, too little memory) exits 2 with its message on a line
 /// starting with the flag that asked for it ("--device cuda: ...").
 template <class GpuEngine = void, class Net, class Opt, class Trainer = host_trainer>
-int run_learner(const run_options& o, secret_ptr secret, const agent_parts<Net, Opt>& agent,
+int run_learner(const run_options& flags, secret_ptr secret, const agent_parts<Net, Opt>& agent,
                 const environment_info& env, Trainer trainer = Trainer()) {
+  // A resumed run trains as the run that saved the checkpoint did: it adopts the settings the
+  // checkpoint keeps, or stops when a flag contradicts them (app/checkpoint_settings.hpp).
+  run_options o = flags;
+  if (o.resume && std::filesystem::is_directory(o.checkpoint_dir)) {
+    const auto quiet = [](const std::filesystem::path&, const std::string&) {};
+    if (const auto c = read_latest_checkpoint(o.checkpoint_dir, quiet);
+        c && !adopt_checkpoint_settings(o, *c, env.actions, "resume"))
+      return 2;
+  }
   learner_config lc = make_learner_config(o);
+  record_checkpoint_settings(o, env.actions, lc);
   // The return the loss sees: --discount, else the recipe's.
   lc.scale_rewards.gamma = o.discount ? *o.discount : static_cast<double>(agent.loss.discount);
   const bool loopback = o.host == "127.0.0.1" || o.host == "localhost" || o.host == "::1";
@@ -271,6 +282,8 @@ int run_learner(const run_options& o, secret_ptr secret, const agent_parts<Net, 
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   learner_stats last = l.stats();  // a resumed run starts from its counters
+  entropy_collapse_watch collapse(env.actions.is_discrete() ? env.actions.num_actions : 0,
+                                  o.target_return);
   auto last_time = t0;
   int rc = 1;
   auto& stop = stop_requested();
@@ -293,6 +306,8 @@ int run_learner(const run_options& o, secret_ptr secret, const agent_parts<Net, 
       const double dt = std::chrono::duration<double>(now - last_time).count();
       const auto p = progress_between(last, s, dt, o.inference_batch);
       std::printf("%s\n", progress_line(p).c_str());
+      if (const std::string warning = collapse.check(s); !warning.empty())
+        std::fprintf(stderr, "%s\n", warning.c_str());
       std::fflush(stdout);
       if (metrics)
         log_progress(*metrics, p);

@@ -80,6 +80,12 @@ struct run_options {
   ppo_loss_config<double> ppo{};
   /// Seconds between progress lines (not a flag: a program's choice).
   double progress_seconds = 2.0;
+  /// Which of the settings a checkpoint keeps (app/checkpoint_settings.hpp) came from the
+  /// command line rather than defaults: resume and eval adopt the checkpoint's others and
+  /// refuse these where they differ.
+  struct given_flags {
+    bool normalize_observations = false, scale_rewards = false, action_bounds = false;
+  } given;
 };
 
 /// Which modes a program offers; all four by default.
@@ -187,11 +193,13 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
   cli.add_flag("--normalize-observations", o.normalize_observations,
                "normalize observations on the learner by their running mean and variance, "
                "clipped to +-10 (float observations; the statistics are saved in checkpoints; "
-               "=false turns off a program's default)");
+               "=false turns off a program's default)")
+      ->each([&o](const std::string&) { o.given.normalize_observations = true; });
   cli.add_flag("--scale-rewards", o.scale_rewards,
                "divide rewards on the learner by the running standard deviation of the "
                "discounted return, clipped to +-10 (episode returns stay raw; =false turns off a "
-               "program's default)");
+               "program's default)")
+      ->each([&o](const std::string&) { o.given.scale_rewards = true; });
   cli.add_option("--entropy-cost", o.entropy_cost, "entropy bonus weight")
       ->check(non_negative_number);
   cli.add_option_function<double>(
@@ -202,6 +210,7 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
          "--action-bounds",
          [&o](const std::string& v) {
            o.action_bounds = v == "clip" ? bounds_handling::clip : bounds_handling::squash;
+           o.given.action_bounds = true;
          },
          std::string("continuous actions: squash (tanh into the bounds) or clip (default ") +
              (o.action_bounds == bounds_handling::clip ? "clip" : "squash") + ")")

@@ -196,6 +196,7 @@ loss_terms impala_loss_forward_backward(const impala_loss_coefficients<S>& k,
   out.policy = -sums[0] / dn;
   out.baseline = static_cast<double>(k.baseline_cost) * 0.5 * sums[1] / dn;
   out.entropy = -static_cast<double>(k.entropy_cost) * sums[2] / dn;
+  out.policy_entropy = sums[2] / dn;
   out.total = out.policy + out.baseline + out.entropy;
   return out;
 }

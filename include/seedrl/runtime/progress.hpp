@@ -7,10 +7,13 @@
 ///   std::puts(seedrl::progress_line(p).c_str());
 ///   if (log) seedrl::log_progress(*log, p);
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,18 +77,66 @@ inline std::string progress_line(const progress_report& p) {
   std::snprintf(
       line, sizeof line,
       "frames %9lld  %6.0f f/s  episodes %6lld  return %6.1f  loss %7.3f (pg %6.3f v %6.3f ent "
-      "%7.4f%s)  lag %.1f/%llu  batch fill %3.0f%%  queue %zu  actors %zu  per step: env %.0f us "
+      "%7.4f%s)  entropy %.3f  lag %.1f/%llu  batch fill %3.0f%%  queue %zu  actors %zu  per "
+      "step: env %.0f us "
       "link %.0f us batching %.0f us inference %.0f us  busy: inference %3.0f%% (queue-blocked "
       "%3.0f%%) training %3.0f%%  %s%s",
       static_cast<long long>(s.frames), p.frames_per_second, static_cast<long long>(s.episodes),
       s.mean_return, s.last_loss.total, s.last_loss.policy, s.last_loss.baseline,
-      s.last_loss.entropy, trust, s.policy_lag_mean,
+      s.last_loss.entropy, trust, s.last_loss.policy_entropy, s.policy_lag_mean,
       static_cast<unsigned long long>(s.policy_lag_max), 100 * p.batch_fill, s.queue_depth,
       s.connected_actors, 1e6 * st.env, 1e6 * st.link, 1e6 * st.batching, 1e6 * st.inference,
       100 * st.inference_busy, 100 * st.queue_blocked, 100 * st.training_busy, to_string(p.bound),
       clipped);
   return line;
 }
+
+/// Watches a discrete policy for collapse: its entropy falling below 1% of its maximum (log A
+/// for A actions) while the mean return is still far from its best, i.e. more than 10% of the
+/// target's magnitude short of --target-return, or without a target, of the best mean return
+/// seen so far. Such a policy is near-deterministic and no longer explores, and training rarely
+/// recovers (the entropy bonus is too weak or the learning rate too high). `check` returns the
+/// warning the first time, then never again. Continuous policies are not watched: a Gaussian's
+/// entropy has no maximum a share of which means collapse.
+class entropy_collapse_watch {
+ public:
+  entropy_collapse_watch(std::int32_t num_actions, std::optional<double> target_return)
+      : max_entropy_(num_actions > 1 ? std::log(static_cast<double>(num_actions)) : 0.0),
+        has_target_(target_return.has_value()),
+        target_(target_return.value_or(0.0)) {}
+
+  std::string check(const learner_stats& s) {
+    if (warned_ || max_entropy_ <= 0.0 || s.train_steps == 0 || s.returns_counted == 0)
+      return {};
+    if (!has_best_ || s.mean_return > best_) {
+      best_ = s.mean_return;
+      has_best_ = true;
+    }
+    const double goal = has_target_ ? target_ : best_;
+    const double margin = 0.1 * std::max(std::abs(goal), 1.0);
+    const double h = s.last_loss.policy_entropy;
+    if (!(h < 0.01 * max_entropy_) || s.mean_return >= goal - margin)
+      return {};
+    warned_ = true;
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "warning: the policy's entropy fell to %.4f nats (under 1%% of its maximum "
+                  "%.3f) at %lld frames while the mean return %.1f is far from %s %.1f: the "
+                  "policy has collapsed and explores no more; a larger --entropy-cost or a "
+                  "smaller --learning-rate may keep it from collapsing",
+                  h, max_entropy_, static_cast<long long>(s.frames), s.mean_return,
+                  has_target_ ? "the target" : "its best", goal);
+    return line;
+  }
+
+ private:
+  double max_entropy_;
+  bool has_target_;
+  double target_;
+  bool has_best_ = false;
+  double best_ = 0.0;  // the best mean return seen, once has_best_
+  bool warned_ = false;
+};
 
 /// Writes the window's figures to `log` at step = env frames (as SEED RL plots its curves).
 inline void log_progress(metrics_log& log, const progress_report& p) {
@@ -100,6 +151,7 @@ inline void log_progress(metrics_log& log, const progress_report& p) {
       {"loss/policy", s.last_loss.policy},
       {"loss/baseline", s.last_loss.baseline},
       {"loss/entropy", s.last_loss.entropy},
+      {"policy/entropy", s.last_loss.policy_entropy},
       {"train/learning_rate", s.learning_rate},
       {"train/grad_norm", s.last_grad_norm},
       {"train/steps", static_cast<double>(s.train_steps)},

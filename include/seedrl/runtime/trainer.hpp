@@ -142,9 +142,12 @@ class host_trainer {
           "the minibatch count; the batch has " +
           std::to_string(batch.B) + " unrolls");
     }
+    s.old_values.clear();
     if constexpr (wants_old_values) {
-      forward(batch, net, s);
-      s.old_values = s.values;
+      if (needs_old_values(loss)) {  // a whole forward pass: only when the loss reads them
+        forward(batch, net, s);
+        s.old_values = s.values;
+      }
     }
     const std::size_t per_minibatch = batch.B / plan.minibatches;
     s.order.resize(batch.B);

@@ -6,8 +6,11 @@
 /// head has:
 ///   - state-independent (the default, as PPO for continuous control usually has it): the
 ///     means are a linear layer of the core's output; the log-stds are one parameter vector of
-///     D values, written into every row. Its gradient is the sum over rows of the rows'
-///     log-std gradients, which diag_gaussian's shared-vector gradient also is;
+///     D values, written into every row clamped into diag_gaussian's range. Its gradient is the
+///     sum over rows of the rows' log-std gradients, which diag_gaussian's shared-vector
+///     gradient also is, passed straight through the clamp: the distribution gives no
+///     gradient beyond the range, so a vector that an update (the entropy bonus) pushed past it
+///     would otherwise stay there for good;
 ///   - state-dependent: one linear layer writes the whole row.
 /// Models seedrl::PolicyHead (seedrl/net/parts/head.hpp) with num_actions() = D and 2D outputs.
 /// Parameters: the linear layer's (W [outputs, inputs] row-major, then b), then, when
@@ -22,6 +25,7 @@
 #include <stdexcept>
 
 #include "seedrl/core/random.hpp"
+#include "seedrl/net/diag_gaussian.hpp"
 #include "seedrl/net/init_scheme.hpp"
 #include "seedrl/net/linear.hpp"
 #include "seedrl/net/parts/head.hpp"
@@ -79,7 +83,7 @@ class gaussian_head {
     layer_.forward(x, view(y.data(), N, D_, y.outerStride()));
     for (std::ptrdiff_t r = 0; r < N; ++r)
       for (std::ptrdiff_t i = 0; i < D_; ++i)
-        y(r, D_ + i) = log_std_[i];
+        y(r, D_ + i) = clamp_log_std(log_std_[i]);
   }
 
   void backward(const_matrix_view<S> x, const_matrix_view<S> dy, matrix_view<S> dx,
@@ -92,6 +96,7 @@ class gaussian_head {
     else
       layer_.backward_input(d_layer, dx);
     if (independent()) {
+      // Straight through the clamp of forward (see the file comment).
       for (std::ptrdiff_t r = 0; r < dy.rows(); ++r)
         for (std::ptrdiff_t i = 0; i < D_; ++i)
           log_std_grad_[i] += dy(r, D_ + i);
