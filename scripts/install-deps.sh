@@ -25,10 +25,12 @@ if [ "$test_tools" = 1 ]; then
 fi
 
 # A python3 from elsewhere (e.g. pyenv) is as good as Debian's, with working venv and pip.
+# Debian's python3 runs `-m venv --help` without python3-venv, but cannot create a venv
+# (ensurepip lives in python3.X-venv): ask for ensurepip itself.
 have() {
   case "$1" in
     python3) command -v python3 >/dev/null ;;
-    python3-venv) python3 -m venv --help >/dev/null 2>&1 ;;
+    python3-venv) python3 -c "import ensurepip, venv" >/dev/null 2>&1 ;;
     python3-pip) python3 -m pip --version >/dev/null 2>&1 ;;
     *) false ;;
   esac || dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
@@ -60,7 +62,11 @@ pip_tool() {
   if [ -x "$root/.venv/bin/python3" ] && "$root/.venv/bin/python3" -c "$check" 2>/dev/null; then
     return 0
   fi
-  if { [ -x "$root/.venv/bin/python3" ] || python3 -m venv "$root/.venv"; } &&
+  # A .venv without pip (left by a venv that failed half way) is made again.
+  if [ ! -x "$root/.venv/bin/pip" ]; then
+    rm -rf "$root/.venv"
+  fi
+  if { [ -x "$root/.venv/bin/pip" ] || python3 -m venv "$root/.venv"; } &&
      "$root/.venv/bin/pip" install -q "${packages[@]}" &&
      "$root/.venv/bin/python3" -c "$check"; then
     echo "seedrl: $what installed into .venv"
