@@ -142,11 +142,35 @@ void on_hello(session& s, std::span<const std::byte> frame, std::span<const std:
   }
 }
 
+/// Whether every float32 or float64 element of `bytes` (host order) is finite and within
+/// +-limit; other element types are not looked at.
+bool float_elements_within(std::span<const std::byte> bytes, dtype type, double limit) {
+  if (type != dtype::float32 && type != dtype::float64)
+    return true;
+  const std::size_t size = type == dtype::float32 ? 4 : 8;
+  for (std::size_t at = 0; at + size <= bytes.size(); at += size) {
+    double v;
+    if (type == dtype::float32) {
+      float f;
+      std::memcpy(&f, bytes.data() + at, sizeof f);
+      v = f;
+    } else {
+      std::memcpy(&v, bytes.data() + at, sizeof v);
+    }
+    if (!(std::abs(v) <= limit))
+      return false;
+  }
+  return true;
+}
+
 void on_step(session& s, std::span<const std::byte> frame, std::span<const std::byte> payload) {
   const std::size_t obs_bytes = s.spec->observation.num_bytes();
   const dtype type = s.spec->observation.type;
+  // As a float32 learner checks: float elements finite and within float's range.
+  const p::observation_check learner_check{type, std::numeric_limits<float>::max()};
   std::string why;
-  if (const p::error_code e = p::parse_step(payload, s.num_envs, obs_bytes, s.step, &why);
+  if (const p::error_code e =
+          p::parse_step(payload, s.num_envs, obs_bytes, s.step, &why, learner_check);
       e != p::error_code::none) {
     check_refused(e, why, "step refused without a reason");
     check(s.step.size() == 0, "a refused step left records in the view");
@@ -176,6 +200,8 @@ void on_step(session& s, std::span<const std::byte> frame, std::span<const std::
     check(!s.step.truncated(i) || s.step.done(i), "parse_step accepted truncated without done");
     const std::span<std::byte> dst(observations.data() + env * obs_bytes, obs_bytes);
     s.step.copy_observation(i, type, dst);
+    check(float_elements_within(dst, type, std::numeric_limits<float>::max()),
+          "parse_step accepted a non-finite or out-of-range observation element");
     if constexpr (std::endian::native == std::endian::little) {
       check(same_bytes(dst, s.step.observation(i)), "copy_observation differs from the wire");
     }
@@ -187,7 +213,7 @@ void on_step(session& s, std::span<const std::byte> frame, std::span<const std::
   // The encoder writes records in env order; with the input in that order too, bytes match.
   check(!in_order || same_bytes(s.buffer, frame), "step re-encodes to other bytes");
   check(p::parse_step(payload_of(s.buffer, p::message_type::step), s.num_envs, obs_bytes,
-                      s.step_again) == p::error_code::none,
+                      s.step_again, nullptr, learner_check) == p::error_code::none,
         "re-encoded step does not parse");
   std::vector<std::byte> obs(obs_bytes);
   for (std::size_t i = 0; i < n; ++i) {
