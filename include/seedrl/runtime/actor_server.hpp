@@ -303,19 +303,22 @@ class actor_server {
 
    protected:
     void send_actions(std::span<const std::int32_t> actions) noexcept override {
-      reply_with(protocol::encode_discrete_actions(this->reply, actions));
+      reply_with([&] { return protocol::encode_discrete_actions(this->reply, actions); });
     }
     void send_continuous_actions(std::size_t n, std::span<const float> actions) noexcept override {
-      reply_with(protocol::encode_continuous_actions(this->reply, n, actions));
+      reply_with([&] { return protocol::encode_continuous_actions(this->reply, n, actions); });
     }
 
    private:
-    /// Sends the first `bytes` of `reply` from the inference thread. An actor that leaves too
-    /// many replies unread for the next one (write_without_waiting) is cut off, as on the
-    /// socket path: an actor may step again before reading its actions, and waiting for one
-    /// that never reads would stall every actor's inference.
-    void reply_with(std::size_t bytes) noexcept {
+    /// Encodes the reply with `encode` (which returns its size in `reply`) and sends it from
+    /// the inference thread. An actor that leaves too many replies unread for the next one
+    /// (write_without_waiting) is cut off, as on the socket path: an actor may step again
+    /// before reading its actions, and waiting for one that never reads would stall every
+    /// actor's inference.
+    template <class Encode>
+    void reply_with(Encode encode) noexcept {
       try {
+        const std::size_t bytes = encode();
         std::lock_guard lock(write_mutex);
         if (!write_without_waiting(std::span(this->reply).first(bytes))) {
           cut_off_unread = std::max<std::size_t>(unread_bytes(), 1);
