@@ -398,7 +398,7 @@ TEST_CASE("host_trainer splits each epoch into minibatches of whole unrolls in a
 
 namespace {
 
-/// impala_batch's fields, then the old values host_trainer fills for losses that ask.
+/// impala_batch's fields, then the proximal outputs host_trainer fills for losses that ask.
 struct batch_with_old_values {
   std::size_t T = 0, B = 0, num_actions = 0;
   std::span<const double> logits, values;
@@ -406,9 +406,11 @@ struct batch_with_old_values {
   std::span<const double> behaviour_log_probs, rewards;
   std::span<const std::uint8_t> dones, truncated;
   std::span<const double> old_values;
+  std::span<const double> proximal_logits;
 };
 
-/// IMPALA's loss, recording the old and current values of every step it is called for.
+/// IMPALA's loss, recording the old and current values of every step it is called for, and the
+/// proximal logits.
 struct old_value_probe {
   using scalar_type = double;
   using batch_type = batch_with_old_values;
@@ -418,10 +420,13 @@ struct old_value_probe {
   std::shared_ptr<std::vector<std::pair<std::vector<double>, std::vector<double>>>> seen =
       std::make_shared<std::vector<std::pair<std::vector<double>, std::vector<double>>>>();
   seedrl::update_schedule schedule() const { return plan; }
-  bool needs_old_values() const { return reads_old_values; }
+  std::shared_ptr<std::vector<std::vector<double>>> seen_logits =
+      std::make_shared<std::vector<std::vector<double>>>();
+  bool needs_proximal_outputs() const { return reads_old_values; }
   seedrl::loss_terms operator()(const batch_type& b, gradient_type& g) const {
     seen->emplace_back(std::vector<double>(b.old_values.begin(), b.old_values.end()),
                        std::vector<double>(b.values.begin(), b.values.end()));
+    seen_logits->emplace_back(b.proximal_logits.begin(), b.proximal_logits.end());
     return seedrl::impala_loss<double>()({b.T, b.B, b.num_actions, b.logits, b.values, b.actions,
                                           b.behaviour_log_probs, b.rewards, b.dones, b.truncated},
                                          g);
@@ -431,8 +436,10 @@ static_assert(seedrl::Loss<old_value_probe>);
 
 }  // namespace
 
-TEST_CASE("host_trainer gives a loss that asks the values from before the batch's first step",
-          "[trainer][schedule]") {
+TEST_CASE(
+    "host_trainer gives a loss that asks the values and logits from before the batch's first "
+    "step",
+    "[trainer][schedule]") {
   const dnet_t net0 = small_double_net();
   const random_batch batch(static_cast<std::size_t>(net0.state_size()), 6);
   // The values of the parameters the batch arrived to, on the whole batch.
@@ -461,6 +468,12 @@ TEST_CASE("host_trainer gives a loss that asks the values from before the batch'
     CHECK(largest_difference(old_values, want) < 1e-12);
     if (step == 1)  // the first step moved the values; the old ones stay
       CHECK(largest_difference(current, want) > 1e-6);
+    auto proximal = (*loss.seen_logits)[step];
+    auto want_logits = logits;
+    std::sort(proximal.begin(), proximal.end());
+    std::sort(want_logits.begin(), want_logits.end());
+    REQUIRE(proximal.size() == want_logits.size());
+    CHECK(largest_difference(proximal, want_logits) < 1e-12);
   }
   // One step per batch: the old values are that step's own.
   old_value_probe single;
@@ -469,7 +482,8 @@ TEST_CASE("host_trainer gives a loss that asks the values from before the batch'
   trainer.train_step(batch.view(), m, o2, single, 40.0);
   REQUIRE(single.seen->size() == 1);
   CHECK((*single.seen)[0].first == (*single.seen)[0].second);
-  // A loss that does not read them (PPO without value clipping) costs no forward pass: each
+  CHECK((*single.seen_logits)[0].empty());  // the loss's own logits stand in
+  // A loss that does not read them costs no forward pass: each
   // step gets its own values there, and the second step's are no longer the batch's.
   old_value_probe unread;
   unread.plan = {2, 1};

@@ -51,7 +51,7 @@ std::optional<S> optional_as(std::optional<double> x) {
 // A batch in double (float-representable inputs) with its config, owning its arrays.
 struct ppo_data {
   std::size_t T = 0, B = 0, A = 0;
-  std::vector<double> logits, values, old_values, behaviour_log_probs, rewards;
+  std::vector<double> logits, values, old_values, proximal_logits, behaviour_log_probs, rewards;
   std::vector<std::int32_t> actions;
   std::vector<std::uint8_t> dones, truncated;
   seedrl::ppo_loss_config<double> config;
@@ -73,6 +73,7 @@ seedrl::ppo_loss_config<S> config_as(const seedrl::ppo_loss_config<double>& c) {
   s.normalize_advantages = c.normalize_advantages;
   s.advantage_epsilon = static_cast<S>(c.advantage_epsilon);
   s.clip_rho_threshold = optional_as<S>(c.clip_rho_threshold);
+  s.proximal_weight_clip = optional_as<S>(c.proximal_weight_clip);
   return s;
 }
 
@@ -88,7 +89,8 @@ template <class S, class Dist>
 ppo_result<S> run_loss(const ppo_data& d, const seedrl::ppo_loss<S, Dist>& loss) {
   const auto logits = cast_to<S>(d.logits), values = cast_to<S>(d.values),
              old_values = cast_to<S>(d.old_values), mu = cast_to<S>(d.behaviour_log_probs),
-             rewards = cast_to<S>(d.rewards), raw_actions = cast_to<S>(d.raw_actions);
+             proximal_logits = cast_to<S>(d.proximal_logits), rewards = cast_to<S>(d.rewards),
+             raw_actions = cast_to<S>(d.raw_actions);
   ppo_result<S> r;
   r.grad_logits.assign(logits.size(), std::numeric_limits<S>::quiet_NaN());
   r.grad_values.assign(values.size(), std::numeric_limits<S>::quiet_NaN());
@@ -98,6 +100,7 @@ ppo_result<S> run_loss(const ppo_data& d, const seedrl::ppo_loss<S, Dist>& loss)
   batch.raw_actions = raw_actions;
   batch.action_dim = d.gaussian ? d.A / 2 : 0;
   batch.old_values = old_values;
+  batch.proximal_logits = proximal_logits;
   r.terms = loss(batch, grad);
   return r;
 }
@@ -148,10 +151,12 @@ ppo_fixture load_fixture(const std::filesystem::path& path) {
   d.config.normalize_advantages = c.at("normalize_advantages").get<bool>();
   d.config.advantage_epsilon = c.at("advantage_epsilon").get<double>();
   d.config.clip_rho_threshold = optional_number(c.at("clip_rho_threshold"));
+  d.config.proximal_weight_clip = optional_number(c.at("proximal_weight_clip"));
   const json& in_j = j.at("inputs");
   d.logits = in_j.at("logits").get<std::vector<double>>();
   d.values = in_j.at("values").get<std::vector<double>>();
   d.old_values = in_j.at("old_values").get<std::vector<double>>();
+  d.proximal_logits = in_j.at("proximal_logits").get<std::vector<double>>();
   d.behaviour_log_probs = in_j.at("behaviour_log_probs").get<std::vector<double>>();
   d.rewards = in_j.at("rewards").get<std::vector<double>>();
   d.actions = in_j.at("actions").get<std::vector<std::int32_t>>();
@@ -187,9 +192,13 @@ std::string fixture_mismatch(const ppo_fixture& f, tolerance tol) {
   const ppo_result<S> r = run_loss<S>(f.data);
   const json& e = f.expected;
   const std::pair<const char*, double> terms[] = {
-      {"total", r.terms.total},         {"policy", r.terms.policy},
-      {"baseline", r.terms.baseline},   {"entropy", r.terms.entropy},
-      {"approx_kl", r.terms.approx_kl}, {"clip_fraction", r.terms.clip_fraction}};
+      {"total", r.terms.total},
+      {"policy", r.terms.policy},
+      {"baseline", r.terms.baseline},
+      {"entropy", r.terms.entropy},
+      {"approx_kl", r.terms.approx_kl},
+      {"clip_fraction", r.terms.clip_fraction},
+      {"behaviour_clip_fraction", r.terms.behaviour_clip_fraction}};
   for (const auto& [name, got] : terms) {
     std::string m = first_mismatch(name, got, e.at(name).template get<double>(), tol);
     if (!m.empty()) {
@@ -258,9 +267,9 @@ TEST_CASE("ppo_loss models seedrl::Loss and reads the batch host_trainer builds"
 TEST_CASE("ppo_loss matches every float64 reference fixture, in double and float",
           "[ppo][gaussian]") {
   const auto paths = fixture_paths();
-  REQUIRE(paths.size() >= 8);
+  REQUIRE(paths.size() >= 10);
   bool gae = false, vtrace = false, value_clip = false, raw = false, cut = false;
-  bool gaussian = false, squashed = false;
+  bool gaussian = false, squashed = false, proximal = false, one_step = false, untruncated = false;
   for (const auto& path : paths) {
     const ppo_fixture f = load_fixture(path);
     INFO("fixture " << f.name);
@@ -274,9 +283,14 @@ TEST_CASE("ppo_loss matches every float64 reference fixture, in double and float
                        [](std::uint8_t x) { return x != 0; });
     gaussian |= f.data.gaussian;
     squashed |= f.data.squash;
+    proximal |= !f.data.proximal_logits.empty();
+    one_step |= f.data.proximal_logits.empty();
+    untruncated |= !f.data.config.proximal_weight_clip.has_value();
   }
-  // The fixtures cover every branch, and both policy kinds.
+  // The fixtures cover every branch, both policy kinds, and updates with and without a
+  // proximal policy.
   CHECK((gae && vtrace && value_clip && raw && cut && gaussian && squashed));
+  CHECK((proximal && one_step && untruncated));
 }
 
 TEST_CASE("the fixture comparison rejects a gradient off by ten tolerances", "[ppo]") {
@@ -314,15 +328,60 @@ TEST_CASE("ppo_loss: GAE and V-trace agree on-policy with lambda 1 and differ of
   }
 }
 
+TEST_CASE(
+    "ppo_loss clips against the proximal policy: the actors' lag changes the weights and the "
+    "behaviour clip fraction, not the clip",
+    "[ppo][decoupled]") {
+  ppo_data d = make_data(6, 3, 4, 26, 0.0);
+  seedrl::random_generator rng(27);
+  // Proximal logits: the current ones before some update steps; mu = pi_prox (no lag).
+  for (const double z : d.logits)
+    d.proximal_logits.push_back(float_exact(z + rng.uniform(-0.6, 0.6)));
+  for (std::size_t i = 0; i < d.actions.size(); ++i)
+    d.behaviour_log_probs[i] = float_exact(seedrl::log_prob(
+        d.proximal_logits.data() + i * d.A, static_cast<int>(d.A), static_cast<int>(d.actions[i])));
+  const auto no_lag = run_loss<double>(d);
+  REQUIRE(no_lag.terms.clip_fraction > 0.0);
+  // Without lag every weight is pi_prox / mu = 1 (within float rounding of mu): truncating
+  // it changes nothing.
+  d.config.proximal_weight_clip.reset();
+  const auto untruncated = run_loss<double>(d);
+  CHECK(max_abs_difference(untruncated.grad_logits, no_lag.grad_logits) < 1e-6);
+  d.config.proximal_weight_clip = 1.0;
+
+  for (std::size_t i = 0; i < d.actions.size(); ++i)
+    d.behaviour_log_probs[i] = float_exact(d.behaviour_log_probs[i] + rng.uniform(-1.0, 1.0));
+  const auto lagged = run_loss<double>(d);
+  CHECK(lagged.terms.clip_fraction == no_lag.terms.clip_fraction);
+  CHECK(lagged.terms.approx_kl == no_lag.terms.approx_kl);
+  CHECK(lagged.terms.behaviour_clip_fraction > no_lag.terms.behaviour_clip_fraction);
+  CHECK(lagged.terms.entropy == no_lag.terms.entropy);
+  CHECK(lagged.grad_values == no_lag.grad_values);  // GAE's targets do not read mu
+  CHECK(max_abs_difference(lagged.grad_logits, no_lag.grad_logits) > 1e-4);
+
+  // The current logits passed as proximal ones are what an empty proximal_logits means.
+  d.proximal_logits = d.logits;
+  const auto explicit_own = run_loss<double>(d);
+  d.proximal_logits.clear();
+  const auto implicit_own = run_loss<double>(d);
+  CHECK(max_abs_difference(explicit_own.grad_logits, implicit_own.grad_logits) < 1e-15);
+  CHECK(explicit_own.terms.total == Approx(implicit_own.terms.total).epsilon(1e-15));
+  CHECK(implicit_own.terms.clip_fraction == 0.0);
+  CHECK(implicit_own.terms.approx_kl == 0.0);
+}
+
 TEST_CASE("ppo_loss: value clipping changes the value term only, and only when set", "[ppo]") {
   ppo_data d = make_data(5, 4, 3, 22, 0.8);
   const auto plain = run_loss<double>(d);
-  // old_values given but value_clip off: nothing changes.
+  // The proximal values are the targets' values: old_values equal to the values change nothing.
   std::vector<double> kept_old = d.old_values;
+  d.old_values = d.values;
+  const auto same_old = run_loss<double>(d);
   d.old_values.clear();
   const auto without_old = run_loss<double>(d);
-  CHECK(plain.terms.total == without_old.terms.total);
-  CHECK(plain.grad_values == without_old.grad_values);
+  CHECK(same_old.terms.total == without_old.terms.total);
+  CHECK(same_old.grad_values == without_old.grad_values);
+  CHECK(plain.grad_values != without_old.grad_values);
   d.old_values = kept_old;
   d.config.value_clip = 0.1;
   const auto clipped = run_loss<double>(d);
@@ -375,9 +434,11 @@ TEST_CASE("ppo_loss writes every gradient element and zeroes step T", "[ppo]") {
                     r.grad_logits.end(), [](float g) { return g == 0.0f; }));
   CHECK(std::all_of(r.grad_values.end() - static_cast<std::ptrdiff_t>(d.B), r.grad_values.end(),
                     [](float g) { return g == 0.0f; }));
-  CHECK(r.terms.approx_kl > 0.0);
-  CHECK(r.terms.clip_fraction > 0.0);
-  CHECK(r.terms.clip_fraction < 1.0);
+  // No proximal policy: the update's first step, ratio 1 against itself; mu lags it.
+  CHECK(r.terms.approx_kl == 0.0);
+  CHECK(r.terms.clip_fraction == 0.0);
+  CHECK(r.terms.behaviour_clip_fraction > 0.0);
+  CHECK(r.terms.behaviour_clip_fraction < 1.0);
 }
 
 TEST_CASE("ppo_loss refuses bad configs and batches with messages naming the field", "[ppo]") {
@@ -408,6 +469,8 @@ TEST_CASE("ppo_loss refuses bad configs and batches with messages naming the fie
   CHECK_THROWS_WITH(
       loss(with([](config& c) { c.advantage = static_cast<seedrl::ppo_advantage>(7); })),
       Contains("advantage must be ppo_advantage::gae or ppo_advantage::vtrace"));
+  CHECK_THROWS_WITH(loss(with([](config& c) { c.proximal_weight_clip = 0.0f; })),
+                    Contains("proximal_weight_clip must be finite and positive"));
   CHECK_NOTHROW(loss(config{}));
 
   ppo_data d = make_data(2, 2, 3, 25, 0.3);
@@ -418,6 +481,9 @@ TEST_CASE("ppo_loss refuses bad configs and batches with messages naming the fie
   d.old_values.assign(d.values.size() - 1, 0.0);
   CHECK_THROWS_WITH(run_loss<float>(d), Contains("batch.old_values holds 5 values"));
   d.old_values.assign(d.values.size(), 0.0);
+  d.proximal_logits.assign(d.logits.size() - 1, 0.0);
+  CHECK_THROWS_WITH(run_loss<float>(d), Contains("batch.proximal_logits holds 17 values"));
+  d.proximal_logits.clear();
   d.actions[1] = 3;
   CHECK_THROWS_WITH(run_loss<float>(d), Contains("seedrl::ppo_loss: batch.actions[1]"));
   d.actions[1] = 0;
@@ -530,8 +596,10 @@ TEST_CASE(
              Contains("ent  0.0000)  entropy") && !Contains("kl ") && !Contains("clip"));
   s.last_loss.approx_kl = 0.0123;
   s.last_loss.clip_fraction = 0.25;
+  s.last_loss.behaviour_clip_fraction = 0.4;
   const auto ppo = seedrl::progress_between(s, s, 1.0, 8);
-  CHECK_THAT(seedrl::progress_line(ppo), Contains("ent  0.0000 kl 0.0123 clip  25%)  entropy"));
+  CHECK_THAT(seedrl::progress_line(ppo),
+             Contains("ent  0.0000 kl 0.0123 clip  25% vs mu  40%)  entropy"));
 
   const auto dir = std::filesystem::temp_directory_path() /
                    ("seedrl_ppo_progress_" + std::to_string(::getpid()));
@@ -547,7 +615,8 @@ TEST_CASE(
   REQUIRE(std::getline(in, second));
   CHECK_THAT(first,
              Contains("\"loss/total\"") && !Contains("approx_kl") && !Contains("clip_fraction"));
-  CHECK_THAT(second,
-             Contains("\"loss/approx_kl\":0.0123") && Contains("\"loss/clip_fraction\":0.25"));
+  CHECK_THAT(second, Contains("\"loss/approx_kl\":0.0123") &&
+                         Contains("\"loss/clip_fraction\":0.25") &&
+                         Contains("\"loss/behaviour_clip_fraction\":0.4"));
   std::filesystem::remove_all(dir);
 }

@@ -2,6 +2,13 @@
 """Writes test/fixtures/ppo/*.json: PPO loss terms and gradients in float64, from numpy code
 that shares nothing with the C++ loss (include/seedrl/algo/ppo_loss.hpp).
 
+The loss is decoupled PPO (Hilton, Cobbe and Schulman 2021): the surrogate's ratio is
+pi / pi_prox, with pi_prox the policy of proximal_logits (the learner's outputs at the start of
+the update), and each step is weighted by w = min(pi_prox / mu, proximal_weight_clip).
+Advantages and value targets come from the proximal values old_values (U) and, for V-trace,
+from log pi_prox - log mu. A case without proximal_logits or old_values uses the current
+logits or values there, as constants.
+
 Every case is a random batch of B unrolls of T+1 steps, time-major (index t*B+b; logits
 [(T+1)*B*A]), with inputs rounded to float32 so float and double runs see the same numbers.
 Alignment (SEED's): transition t uses logits[t], actions[t], behaviour_log_probs[t],
@@ -65,10 +72,18 @@ def policy_eval(c, inp, logits):
     return log_n, H, d_logpi, d_H
 
 
+def proximal_values(inp):
+    return inp["old_values"] if inp["old_values"].size else inp["values"]
+
+
+def proximal_logits(inp):
+    return inp["proximal_logits"] if inp["proximal_logits"].size else inp["logits"]
+
+
 def td_parts(c, inp):
-    """Per transition [T, B]: r_t, gamma_t, V_t, V_{t+1}, cut_t."""
+    """Per transition [T, B]: r_t, gamma_t, U_t, U_{t+1}, cut_t (U the proximal values)."""
     T, B = c["T"], c["B"]
-    values = inp["values"].reshape(T + 1, B)
+    values = proximal_values(inp).reshape(T + 1, B)
     r = inp["rewards"].reshape(T + 1, B)[1:]
     gamma = c["discount"] * (1.0 - inp["dones"].reshape(T + 1, B)[1:])
     cut = inp["truncated"].reshape(T + 1, B)[1:] != 0
@@ -127,10 +142,10 @@ def vtrace_direct(c, inp, log_rho):
     return adv, vs
 
 
-def advantages_and_targets(c, inp, logits):
+def advantages_and_targets(c, inp):
     T, B = c["T"], c["B"]
-    log_pi = policy_eval(c, inp, logits)[0][:T]
-    log_rho = log_pi - inp["behaviour_log_probs"].reshape(T + 1, B)[:T]
+    log_prox = policy_eval(c, inp, proximal_logits(inp))[0][:T]
+    log_rho = log_prox - inp["behaviour_log_probs"].reshape(T + 1, B)[:T]
     if c["advantage"] == "gae":
         adv, target = gae_direct(c, inp)
     else:
@@ -150,16 +165,20 @@ def loss(c, inp, logits, values, adv, target):
     n = T * B
     log_pi_all, H_all = policy_eval(c, inp, logits)[:2]
     log_pi = log_pi_all[:T]
-    log_ratio = log_pi - inp["behaviour_log_probs"].reshape(T + 1, B)[:T]
+    log_prox = policy_eval(c, inp, proximal_logits(inp))[0][:T] \
+        if inp["proximal_logits"].size else log_pi
+    log_mu = inp["behaviour_log_probs"].reshape(T + 1, B)[:T]
+    log_ratio = log_pi - log_prox
     ratio = np.exp(log_ratio)
+    w = proximal_weight(c, log_prox, log_mu)
     eps = c["clip_epsilon"]
     kept = ~td_parts(c, inp)[4]
-    surr = np.minimum(ratio * adv, np.clip(ratio, 1 - eps, 1 + eps) * adv)
+    surr = w * np.minimum(ratio * adv, np.clip(ratio, 1 - eps, 1 + eps) * adv)
     policy = -np.sum(np.where(kept, surr, 0.0)) / n
     v = values.reshape(T + 1, B)[:T]
     sq = (v - target) ** 2
     if c["value_clip"] is not None:
-        old = inp["old_values"].reshape(T + 1, B)[:T]
+        old = proximal_values(inp).reshape(T + 1, B)[:T]
         vc = old + np.clip(v - old, -c["value_clip"], c["value_clip"])
         sq = np.maximum(sq, (vc - target) ** 2)
     baseline = c["value_cost"] * 0.5 * np.sum(np.where(kept, sq, 0.0)) / n
@@ -167,8 +186,15 @@ def loss(c, inp, logits, values, adv, target):
     k = kept.sum()
     kl = np.sum(np.where(kept, ratio - 1 - log_ratio, 0.0)) / k if k else 0.0
     clipfrac = np.sum(kept & (np.abs(ratio - 1) > eps)) / k if k else 0.0
+    behaviour = np.sum(kept & (np.abs(np.exp(log_pi - log_mu) - 1) > eps)) / k if k else 0.0
     return {"total": policy + baseline + entropy, "policy": policy, "baseline": baseline,
-            "entropy": entropy, "approx_kl": float(kl), "clip_fraction": float(clipfrac)}
+            "entropy": entropy, "approx_kl": float(kl), "clip_fraction": float(clipfrac),
+            "behaviour_clip_fraction": float(behaviour)}
+
+
+def proximal_weight(c, log_prox, log_mu):
+    w = np.exp(log_prox - log_mu)
+    return w if c["proximal_weight_clip"] is None else np.minimum(w, c["proximal_weight_clip"])
 
 
 def analytic_gradient(c, inp, logits, values, adv, target):
@@ -176,20 +202,23 @@ def analytic_gradient(c, inp, logits, values, adv, target):
     n = T * B
     log_pi_all, _, d_logpi, dH = policy_eval(c, inp, logits)
     log_pi = log_pi_all[:T]
-    ratio = np.exp(log_pi - inp["behaviour_log_probs"].reshape(T + 1, B)[:T])
+    log_prox = policy_eval(c, inp, proximal_logits(inp))[0][:T] \
+        if inp["proximal_logits"].size else log_pi
+    ratio = np.exp(log_pi - log_prox)
+    w = proximal_weight(c, log_prox, inp["behaviour_log_probs"].reshape(T + 1, B)[:T])
     eps = c["clip_epsilon"]
     kept = ~td_parts(c, inp)[4]
     # d min(ratio A, clip(ratio) A) / d log pi: ratio A where the unclipped term is smaller.
     unclipped = ratio * adv <= np.clip(ratio, 1 - eps, 1 + eps) * adv
     inside = (ratio > 1 - eps) & (ratio < 1 + eps)
-    d_surr = np.where(unclipped | inside, ratio * adv, 0.0)
+    d_surr = np.where(unclipped | inside, w * ratio * adv, 0.0)
     g_logp = np.where(kept, -d_surr / n, 0.0)
     g = np.zeros((T + 1, B, A))
     g[:T] = g_logp[..., None] * d_logpi[:T] - c["entropy_cost"] / n * dH[:T]
     v = values.reshape(T + 1, B)[:T]
     dv = v - target
     if c["value_clip"] is not None:
-        old = inp["old_values"].reshape(T + 1, B)[:T]
+        old = proximal_values(inp).reshape(T + 1, B)[:T]
         d = v - old
         vc = old + np.clip(d, -c["value_clip"], c["value_clip"])
         clipped_larger = (vc - target) ** 2 > dv ** 2
@@ -201,6 +230,8 @@ def analytic_gradient(c, inp, logits, values, adv, target):
 
 
 def finite_difference_check(c, inp, adv, target, g_logits, g_values):
+    # Proximal outputs are constants: a case without them differentiates with its own pinned.
+    inp = {**inp, "proximal_logits": proximal_logits(inp), "old_values": proximal_values(inp)}
     h = 1e-6
     worst = 0.0
     scale = max(np.abs(g_logits).max(), np.abs(g_values).max())
@@ -224,10 +255,11 @@ def make_case(name, T, B, A, seed, **overrides):
     c = {"name": name, "T": T, "B": B, "A": A, "discount": 0.99, "lambda": 0.95,
          "advantage": "gae", "clip_epsilon": 0.2, "value_clip": None, "value_cost": 0.5,
          "entropy_cost": 0.01, "normalize_advantages": True, "advantage_epsilon": 1e-8,
-         "clip_rho_threshold": 1.0}
+         "clip_rho_threshold": 1.0, "proximal_weight_clip": 1.0}
     c.update(overrides)
+    proximal = c.pop("proximal", True)
     for k in ("discount", "lambda", "clip_epsilon", "value_clip", "value_cost", "entropy_cost",
-              "advantage_epsilon", "clip_rho_threshold"):
+              "advantage_epsilon", "clip_rho_threshold", "proximal_weight_clip"):
         if c[k] is not None:
             c[k] = float(f32(c[k]))
     rng = np.random.default_rng(seed)
@@ -251,10 +283,13 @@ def make_case(name, T, B, A, seed, **overrides):
         inp["values"] = f32(rng.uniform(-2, 2, steps))
         inp["actions"] = rng.integers(0, A, steps)
         inp["raw_actions"] = np.zeros(0)
-    # Behaviour log-probs: the learner's own plus noise wide enough that many ratios fall far
-    # outside [1-eps, 1+eps] on both sides.
-    own = policy_eval(c, inp, inp["logits"])[0].ravel()
-    inp["behaviour_log_probs"] = f32(own + rng.normal(0, 0.6, steps))
+    # The proximal policy: the current one before some update steps, so that ratios to it fall
+    # outside [1-eps, 1+eps] on both sides; the behaviour policy lags it by more noise.
+    moved = 0.1 if gaussian else 0.5  # a Gaussian's density moves faster with its outputs
+    inp["proximal_logits"] = (f32(inp["logits"] + rng.normal(0, moved, steps * A)) if proximal
+                              else np.zeros(0))
+    prox = policy_eval(c, inp, proximal_logits(inp))[0].ravel()
+    inp["behaviour_log_probs"] = f32(prox + rng.normal(0, 0.4, steps))
     inp["rewards"] = f32(rng.uniform(-1, 1, steps))
     dones = (rng.uniform(size=steps) < 0.2).astype(np.int64)
     dones[(T // 2 + 1) * B - 1] = 1  # an episode end inside the unroll whatever the draws
@@ -267,16 +302,22 @@ def make_case(name, T, B, A, seed, **overrides):
     inp["dones"] = dones
     inp["truncated"] = truncated
     inp["old_values"] = (f32(inp["values"] + rng.normal(0, 0.5, steps))
-                         if c["value_clip"] is not None else np.zeros(0))
+                         if proximal or c["value_clip"] is not None else np.zeros(0))
 
-    adv, target = advantages_and_targets(c, inp, inp["logits"])
+    adv, target = advantages_and_targets(c, inp)
     terms = loss(c, inp, inp["logits"], inp["values"], adv, target)
     g_logits, g_values = analytic_gradient(c, inp, inp["logits"], inp["values"], adv, target)
     fd = finite_difference_check(c, inp, adv, target, g_logits, g_values)
     print(f"{name}: total {terms['total']:.6f} clip_fraction {terms['clip_fraction']:.2f} "
           f"kept {(~td_parts(c, inp)[4]).sum()}/{T * B} finite-difference error {fd:.1e}")
-    if not 0.0 < terms["clip_fraction"] < 1.0:
+    if proximal and not 0.0 < terms["clip_fraction"] < 1.0:
         raise SystemExit(f"{name}: no ratio outside the clip range, or all of them")
+    if not terms["behaviour_clip_fraction"] > 0.0:
+        raise SystemExit(f"{name}: no ratio to mu outside the clip range")
+    w = proximal_weight(c, policy_eval(c, inp, proximal_logits(inp))[0][:T],
+                        inp["behaviour_log_probs"].reshape(T + 1, B)[:T])
+    if c["proximal_weight_clip"] is not None and not (w == c["proximal_weight_clip"]).any():
+        raise SystemExit(f"{name}: no proximal weight truncated")
     if c["value_clip"] is not None:
         plain = loss({**c, "value_clip": None}, inp, inp["logits"], inp["values"], adv, target)
         if not terms["baseline"] > plain["baseline"]:
@@ -285,7 +326,7 @@ def make_case(name, T, B, A, seed, **overrides):
     r6 = lambda a: [float(x) for x in np.asarray(a, dtype=np.float64).ravel()]
     return {
         "name": name,
-        "description": "PPO loss (include/seedrl/algo/ppo_loss.hpp) on a random batch, float64 "
+        "description": "Decoupled PPO loss (include/seedrl/algo/ppo_loss.hpp) on a random batch, float64 "
                        "reference from tools/gen_ppo_fixture.py. Arrays time-major, index t*B+b "
                        "(logits t*B*A+b*A+a; a Gaussian policy's rows are D means then D "
                        "log-stds, raw_actions t*B*D+b*D+i). advantages are after normalisation; targets are "
@@ -294,11 +335,12 @@ def make_case(name, T, B, A, seed, **overrides):
         "config": {k: c[k] for k in ("discount", "lambda", "advantage", "clip_epsilon",
                                      "value_clip", "value_cost", "entropy_cost",
                                      "normalize_advantages", "advantage_epsilon",
-                                     "clip_rho_threshold")},
+                                     "clip_rho_threshold", "proximal_weight_clip")},
         "policy": {"kind": c.get("policy", "categorical"), "squash": c.get("squash", False),
                    "low": c.get("low", []), "high": c.get("high", [])},
         "inputs": {"logits": r6(inp["logits"]), "values": r6(inp["values"]),
                    "old_values": r6(inp["old_values"]),
+                   "proximal_logits": r6(inp["proximal_logits"]),
                    "actions": [int(a) for a in inp["actions"]],
                    "raw_actions": r6(inp["raw_actions"]),
                    "behaviour_log_probs": r6(inp["behaviour_log_probs"]),
@@ -324,7 +366,11 @@ CASES = [
     dict(name="vtrace_raw_value_clip_no_rho_clip", T=7, B=3, A=5, seed=4, advantage="vtrace",
          normalize_advantages=False, value_clip=0.3, clip_rho_threshold=None),
     dict(name="gae_lambda1_no_truncation", T=8, B=2, A=2, seed=5, truncations=False,
-         clip_epsilon=0.1, **{"lambda": 1.0}),
+         clip_epsilon=0.1, proximal_weight_clip=None, **{"lambda": 1.0}),
+    # A one-step update: no proximal outputs, the current ones stand in as constants.
+    dict(name="gae_one_step_no_proximal", T=5, B=3, A=3, seed=9, proximal=False),
+    dict(name="vtrace_one_step_no_proximal_weight_clip", T=4, B=2, A=4, seed=10,
+         advantage="vtrace", proximal=False, proximal_weight_clip=1.5),
     dict(name="vtrace_value_clip_normalized", T=4, B=3, A=4, seed=6, advantage="vtrace",
          value_clip=0.1, discount=0.9, clip_epsilon=0.3),
     # Diagonal Gaussians (A = 2D outputs: D means, D log-stds).

@@ -14,10 +14,12 @@
 ///   - `seedrl::update_schedule schedule() const;` how many gradient steps it takes per
 ///     training batch (epochs x minibatches of whole unrolls; PPO's). Without it: one step on
 ///     the whole batch, as IMPALA. Read it with `seedrl::schedule_of(loss)`.
-///   - `bool needs_old_values() const;` for a batch type with `old_values` (the values before
-///     the batch's first update step): whether this loss reads them (PPO with value
-///     clipping). Filling them costs a forward pass over the whole batch. Without it: filled
-///     whenever the batch has them. Read it with `seedrl::needs_old_values(loss)`.
+///   - `bool needs_proximal_outputs() const;` for a batch type with `old_values` (and
+///     optionally `proximal_logits`): the network's outputs at the start of a multi-step
+///     update, before its first gradient step. Whether this loss reads them (PPO does: its
+///     proximal policy, advantages and value targets come from them). Filling them costs a
+///     forward pass over the whole batch. Without it: filled whenever the batch has them. Read
+///     it with `seedrl::needs_proximal_outputs(loss)`.
 
 #include <concepts>
 #include <cstddef>
@@ -26,16 +28,19 @@ namespace seedrl {
 
 /// The terms of a policy-gradient loss, for logging; `total` is what was differentiated.
 /// `entropy` is the weighted bonus term; `policy_entropy` the policy's mean entropy itself
-/// (nats per step), which shows a collapse whatever the weight. The last two are diagnostics of
-/// losses with a trust region (PPO) and stay 0 for the others.
+/// (nats per step), which shows a collapse whatever the weight. The last three are diagnostics
+/// of losses with a trust region (PPO) and stay 0 for the others.
 struct loss_terms {
   double total = 0.0;
   double policy = 0.0;
   double baseline = 0.0;
   double entropy = 0.0;
   double policy_entropy = 0.0;  ///< mean H(pi_t) over the batch's steps
-  double approx_kl = 0.0;       ///< estimated KL between the acting and the current policy
-  double clip_fraction = 0.0;   ///< share of steps whose probability ratio left the clip range
+  double approx_kl = 0.0;       ///< estimated KL between the proximal and the current policy
+  double clip_fraction = 0.0;   ///< share of steps whose ratio to the proximal policy left the clip
+  /// share of steps whose ratio to the behaviour policy (the actors') left the clip range: how
+  /// far policy lag alone would have clipped
+  double behaviour_clip_fraction = 0.0;
 
   /// Field by field, so that means over several steps (an update schedule's) keep every term.
   friend constexpr loss_terms operator+(loss_terms a, const loss_terms& b) noexcept {
@@ -46,6 +51,7 @@ struct loss_terms {
     a.policy_entropy += b.policy_entropy;
     a.approx_kl += b.approx_kl;
     a.clip_fraction += b.clip_fraction;
+    a.behaviour_clip_fraction += b.behaviour_clip_fraction;
     return a;
   }
   friend constexpr loss_terms operator*(loss_terms a, double k) noexcept {
@@ -56,6 +62,7 @@ struct loss_terms {
     a.policy_entropy *= k;
     a.approx_kl *= k;
     a.clip_fraction *= k;
+    a.behaviour_clip_fraction *= k;
     return a;
   }
 };
@@ -81,13 +88,13 @@ constexpr update_schedule schedule_of(const L& loss) {
     return {};
 }
 
-/// `loss.needs_old_values()` when the loss has it, else true.
+/// `loss.needs_proximal_outputs()` when the loss has it, else true.
 template <class L>
-constexpr bool needs_old_values(const L& loss) {
+constexpr bool needs_proximal_outputs(const L& loss) {
   if constexpr (requires {
-                  { loss.needs_old_values() } -> std::convertible_to<bool>;
+                  { loss.needs_proximal_outputs() } -> std::convertible_to<bool>;
                 })
-    return loss.needs_old_values();
+    return loss.needs_proximal_outputs();
   else
     return true;
 }

@@ -6,10 +6,10 @@
 /// costs a branch per training step. A program that always runs one algorithm names that
 /// loss's type instead (the learner's LossFn parameter).
 ///
-/// Its batch is ppo_batch<S> (impala_batch's fields, then the old values host_trainer fills);
-/// with IMPALA chosen, the old values are ignored. `Dist` is both losses' PolicyDistribution
-/// (categorical by default; diag_gaussian_distribution for continuous actions). Its schedule is
-/// PPO's epochs x minibatches, or one step per batch for IMPALA.
+/// Its batch is ppo_batch<S> (impala_batch's fields, then the proximal outputs host_trainer
+/// fills); with IMPALA chosen, the proximal outputs are ignored. `Dist` is both losses'
+/// PolicyDistribution (categorical by default; diag_gaussian_distribution for continuous actions).
+/// Its schedule is PPO's epochs x minibatches, or one step per batch for IMPALA.
 
 #include <concepts>
 #include <string>
@@ -59,10 +59,10 @@ class loss_choice {
     return std::visit([](const auto& l) { return schedule_of(l); }, loss_);
   }
 
-  /// Whether the batch's old_values are read: PPO with value clipping (seedrl::Loss).
-  bool needs_old_values() const noexcept {
+  /// Whether the batch's proximal outputs are read: PPO's (seedrl::Loss).
+  bool needs_proximal_outputs() const noexcept {
     const auto* p = ppo();
-    return p != nullptr && p->needs_old_values();
+    return p != nullptr && p->needs_proximal_outputs();
   }
 
   loss_terms operator()(const batch_type& b, gradient_type& g) const {

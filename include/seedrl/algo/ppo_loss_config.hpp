@@ -23,6 +23,9 @@ struct ppo_loss_config {
   S lambda = S(0.95);    ///< GAE lambda, or V-trace lambda
   ppo_advantage advantage = ppo_advantage::gae;  ///< how advantages and targets are formed
   S clip_epsilon = S(0.2);                       ///< surrogate clip: ratio kept in [1-eps, 1+eps]
+  /// Truncation of the proximal weight pi_prox / mu, which corrects for the actors' lag
+  /// (decoupled PPO, seedrl/algo/ppo_loss.hpp); empty: untruncated.
+  std::optional<S> proximal_weight_clip = S(1);
   /// Value clipping range c around old_values; empty: off. Needs the batch's old_values.
   std::optional<S> value_clip = std::nullopt;
   S value_cost = S(0.5);             ///< weight of the value regression term

@@ -64,10 +64,10 @@ inline bool has_trust_region_terms(const loss_terms& l) {
 inline std::string progress_line(const progress_report& p) {
   const learner_stats& s = p.stats;
   const stage_times& st = p.stages;
-  char trust[64] = "";
-  if (has_trust_region_terms(s.last_loss)) {
-    std::snprintf(trust, sizeof trust, " kl %.4f clip %3.0f%%", s.last_loss.approx_kl,
-                  100 * s.last_loss.clip_fraction);
+  char trust[80] = "";
+  if (has_trust_region_terms(s.last_loss)) {  // clipped against the proximal policy, and mu
+    std::snprintf(trust, sizeof trust, " kl %.4f clip %3.0f%% vs mu %3.0f%%", s.last_loss.approx_kl,
+                  100 * s.last_loss.clip_fraction, 100 * s.last_loss.behaviour_clip_fraction);
   }
   char clipped[48] = "";
   if (s.clipped_actions > 0)
@@ -173,6 +173,7 @@ inline void log_progress(metrics_log& log, const progress_report& p) {
   if (has_trust_region_terms(s.last_loss)) {
     all.push_back({"loss/approx_kl", s.last_loss.approx_kl});
     all.push_back({"loss/clip_fraction", s.last_loss.clip_fraction});
+    all.push_back({"loss/behaviour_clip_fraction", s.last_loss.behaviour_clip_fraction});
   }
   if (s.clipped_actions > 0)
     all.push_back({"actions/clipped", static_cast<double>(s.clipped_actions)});

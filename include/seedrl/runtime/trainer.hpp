@@ -78,8 +78,10 @@ concept DevicePublishingTrainer = requires(T& t, Net& net, Opt& opt) {
 /// The loss is any seedrl::Loss whose batch and gradient types are laid out as
 /// `impala_batch<S>` and `impala_gradients<S>` (the policy outputs, values, actions, behaviour
 /// log-probabilities, rewards, dones and truncation flags of the unrolls), e.g. impala_loss; a
-/// batch type with a further `old_values` member gets the values of the parameters the batch
-/// arrived to (before any of its steps), for losses that clip against them (PPO).
+/// batch type with a further `old_values` member (and `proximal_logits`) gets the values (and
+/// policy outputs) of the parameters the batch arrived to, before any of its steps: the
+/// proximal outputs that PPO clips against and takes its targets from, computed in one forward
+/// pass over the whole batch when the update has more than one step.
 ///
 /// The loss's update_schedule (algo/loss.hpp) is followed: epochs x minibatches gradient steps
 /// per batch, over whole unrolls in an order drawn from the trainer's own generator (seeded
@@ -129,11 +131,11 @@ class host_trainer {
       const training_batch<S>& batch, Net& net, Opt& opt, const L& loss, double max_grad_norm) {
     const update_schedule plan = schedule_of(loss);
     auto& s = scratch<S>();
-    constexpr bool wants_old_values = requires(typename L::batch_type b) {
+    constexpr bool wants_proximal = requires(typename L::batch_type b) {
       b.old_values = std::span<const S>();
     };
-    if (plan == update_schedule{})  // one step: the old values are the step's own
-      return step(batch, net, opt, loss, max_grad_norm, std::span<const S>());
+    if (plan == update_schedule{})  // one step: the proximal outputs are the step's own
+      return step(batch, net, opt, loss, max_grad_norm, proximal_outputs<S>{});
     if (plan.epochs == 0 || plan.minibatches == 0 || batch.B % plan.minibatches != 0) {
       throw std::invalid_argument(
           "seedrl::host_trainer: the loss's update schedule (" + std::to_string(plan.epochs) +
@@ -143,10 +145,12 @@ class host_trainer {
           std::to_string(batch.B) + " unrolls");
     }
     s.old_values.clear();
-    if constexpr (wants_old_values) {
-      if (needs_old_values(loss)) {  // a whole forward pass: only when the loss reads them
+    s.proximal_logits.clear();
+    if constexpr (wants_proximal) {
+      if (needs_proximal_outputs(loss)) {  // a whole forward pass: only when the loss reads them
         forward(batch, net, s);
         s.old_values = s.values;
+        s.proximal_logits = s.logits;
       }
     }
     const std::size_t per_minibatch = batch.B / plan.minibatches;
@@ -163,8 +167,8 @@ class host_trainer {
         const std::span<const std::size_t> columns(s.order.data() + m * per_minibatch,
                                                    per_minibatch);
         const training_batch<S> part = gather(batch, columns, s);
-        const auto r =
-            step(part, net, opt, loss, max_grad_norm, std::span<const S>(s.sub_old_values));
+        const auto r = step(part, net, opt, loss, max_grad_norm,
+                            proximal_outputs<S>{s.sub_old_values, s.sub_proximal_logits});
         ++steps;
         total.terms = total.terms + r.terms;
         total.grad_norm += r.grad_norm;
@@ -192,12 +196,20 @@ class host_trainer {
   void load_from_host(Net&, Opt&) noexcept {}
 
  private:
+  /// The outputs of the parameters a batch arrived to, for one step's columns; empty: the
+  /// step's own outputs.
+  template <class S>
+  struct proximal_outputs {
+    std::span<const S> values, logits;
+  };
+
   template <class S>
   struct buffers {
-    std::vector<S> logits, values, d_logits, d_values, old_values;
+    std::vector<S> logits, values, d_logits, d_values, old_values, proximal_logits;
     std::vector<std::size_t> order;
     // One minibatch, gathered from the batch's columns.
-    std::vector<S> sub_observations, sub_rewards, sub_behaviour, sub_start, sub_old_values;
+    std::vector<S> sub_observations, sub_rewards, sub_behaviour, sub_start, sub_old_values,
+        sub_proximal_logits;
     std::vector<std::uint8_t> sub_dones, sub_truncated;
     std::vector<std::int32_t> sub_prev_actions, sub_actions;
     std::vector<S> sub_prev_env_actions, sub_raw_actions;  // continuous: D per row
@@ -342,7 +354,7 @@ class host_trainer {
   /// Forward, loss, backward, clipping and one optimizer step on `batch`.
   template <class Net, class Opt, class L, class S>
   train_step_result step(const training_batch<S>& batch, Net& net, Opt& opt, const L& loss,
-                         double max_grad_norm, std::span<const S> old_values) {
+                         double max_grad_norm, proximal_outputs<S> proximal) {
     const std::size_t rows = (batch.T + 1) * batch.B, A = batch.num_actions;
     auto& s = scratch<S>();
     forward(batch, net, s);
@@ -367,8 +379,10 @@ class host_trainer {
         b.raw_actions = batch.raw_actions;
         b.action_dim = batch.action_dim;
       }
-      if constexpr (requires { b.old_values = old_values; })
-        b.old_values = old_values.empty() ? std::span<const S>(s.values) : old_values;
+      if constexpr (requires { b.old_values = proximal.values; })
+        b.old_values = proximal.values.empty() ? std::span<const S>(s.values) : proximal.values;
+      if constexpr (requires { b.proximal_logits = proximal.logits; })
+        b.proximal_logits = proximal.logits;  // empty: the step's own, which the loss knows
       return b;
     }();
     train_step_result r;
@@ -391,8 +405,8 @@ class host_trainer {
     return r;
   }
 
-  /// The unrolls `columns` of `batch` (and of s.old_values, when filled), as a batch of their
-  /// own in s's minibatch buffers; time-major like the batch.
+  /// The unrolls `columns` of `batch` (and of the proximal outputs, when filled), as a batch of
+  /// their own in s's minibatch buffers; time-major like the batch.
   template <class S>
   static training_batch<S> gather(const training_batch<S>& batch,
                                   std::span<const std::size_t> columns, buffers<S>& s) {
@@ -411,6 +425,8 @@ class host_trainer {
     s.sub_prev_env_actions.resize(T1 * b * D);
     s.sub_raw_actions.resize(T1 * b * D);
     s.sub_old_values.resize(s.old_values.empty() ? 0 : T1 * b);
+    const std::size_t A = batch.num_actions;
+    s.sub_proximal_logits.resize(s.proximal_logits.empty() ? 0 : T1 * b * A);
     for (std::size_t j = 0; j < b; ++j) {
       const std::size_t c = columns[j];
       std::copy_n(batch.start_state.begin() + static_cast<std::ptrdiff_t>(c * W), W,
@@ -431,6 +447,9 @@ class host_trainer {
         }
         if (!s.old_values.empty())
           s.sub_old_values[to] = s.old_values[from];
+        if (!s.proximal_logits.empty())
+          std::copy_n(s.proximal_logits.begin() + static_cast<std::ptrdiff_t>(from * A), A,
+                      s.sub_proximal_logits.begin() + static_cast<std::ptrdiff_t>(to * A));
       }
     }
     return {batch.T,
