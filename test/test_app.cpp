@@ -89,6 +89,9 @@ TEST_CASE("flags set the run options, and unset ones keep the program's defaults
   CHECK(o.seed == 9);
   CHECK(o.no_auth);
   CHECK(o.entropy_cost == 0.01);
+  run_options plain;  // unset: the action kind's
+  CHECK(entropy_cost_for(plain, true) == 0.01);
+  CHECK(entropy_cost_for(plain, false) == 0.0);
   CHECK_FALSE(o.learning_rate);  // the recipe's default
   REQUIRE(o.target_return);
   CHECK(*o.target_return == 475.0);
@@ -145,10 +148,24 @@ TEST_CASE("default_stage_threads: the trainer gets the cores a GPU stage leaves"
 }
 
 TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[app][ppo]") {
-  run_options o;
-  REQUIRE_FALSE(parse(o, {"local"}));
   const seedrl::impala_loss_config<float> recipe{.discount = 0.97f};
   const auto discrete = seedrl::action_spec::discrete(2);
+  run_options defaults;  // the vector defaults: PPO
+  REQUIRE_FALSE(parse(defaults, {"local"}));
+  const auto by_default = make_run_loss<seedrl::loss_choice<float>>(defaults, recipe, discrete);
+  REQUIRE(by_default.ppo() != nullptr);
+  CHECK(by_default.ppo()->config().entropy_cost == 0.01f);
+  CHECK(by_default.schedule() == seedrl::update_schedule{4, 4});
+  CHECK(algorithm_summary(defaults) ==
+        "PPO (GAE advantages, lambda 0.95), 4 epochs x 4 minibatches, clip 0.2");
+  CHECK(make_run_loss<seedrl::loss_choice<float>>(defaults, recipe,
+                                                  seedrl::action_spec::continuous({1}, -1.0, 1.0))
+            .ppo()
+            ->config()
+            .entropy_cost == 0.0f);  // a Gaussian's entropy bonus is off by default
+
+  run_options o;
+  REQUIRE_FALSE(parse(o, {"local", "--algo", "impala"}));
   auto impala = make_run_loss<seedrl::loss_choice<float>>(o, recipe, discrete);
   CHECK_FALSE(impala.is_ppo());
   REQUIRE(impala.impala() != nullptr);
@@ -177,15 +194,16 @@ TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[ap
   CHECK(ppo.schedule() == seedrl::update_schedule{3, 2});
   CHECK(ppo.name() == "PPO (V-trace advantages)");
   // A CUDA trainer's loss type is IMPALA's: --algo ppo is refused, saying why.
-  CHECK_THROWS_WITH((make_run_loss<seedrl::impala_loss<float>>(p, recipe, discrete)),
-                    Catch::Contains("--algo ppo trains on the CPU"));
+  CHECK_THROWS_WITH(
+      (make_run_loss<seedrl::impala_loss<float>>(p, recipe, discrete)),
+      Catch::Contains("PPO (--algo ppo, the default for vector observations) trains on the CPU"));
   CHECK_NOTHROW(make_run_loss<seedrl::impala_loss<float>>(o, recipe, discrete));
 
   // --lr-decay counts optimizer steps: batches of T x B frames, times PPO's steps per batch.
   CHECK_FALSE(lr_decay_steps(p));
   run_options d;
-  REQUIRE_FALSE(parse(d, {"local", "--lr-decay", "--total-frames", "64000", "--unroll-length", "20",
-                          "--batch-size", "16"}));
+  REQUIRE_FALSE(parse(d, {"local", "--algo", "impala", "--lr-decay", "--total-frames", "64000",
+                          "--unroll-length", "20", "--batch-size", "16"}));
   REQUIRE(lr_decay_steps(d));
   CHECK(*lr_decay_steps(d) == 200);
   d.algorithm = "ppo";
@@ -218,7 +236,7 @@ TEST_CASE(
   CHECK(sampler.outputs_per_row(torque) == 4);  // two means, two log-stds
 
   run_options c;
-  REQUIRE_FALSE(parse(c, {"local", "--action-bounds", "clip"}));
+  REQUIRE_FALSE(parse(c, {"local", "--algo", "impala", "--action-bounds", "clip"}));
   const auto clipped = make_run_loss<loss_type>(c, recipe, torque);
   REQUIRE(clipped.impala() != nullptr);
   CHECK(clipped.impala()->config().discount == 0.97f);  // the recipe's without --discount
@@ -237,7 +255,13 @@ TEST_CASE(
     "[app]") {
   run_options plain;
   REQUIRE_FALSE(parse(plain, {"local"}));
-  const seedrl::learner_config off = seedrl::app::make_learner_config(plain);
+  const seedrl::learner_config by_default = seedrl::app::make_learner_config(plain);
+  CHECK_FALSE(by_default.normalize_observations.enabled);
+  CHECK(by_default.scale_rewards.enabled);  // the vector defaults scale rewards
+  run_options raw;
+  REQUIRE_FALSE(parse(raw, {"local", "--scale-rewards=false"}));
+  CHECK(raw.given.scale_rewards);
+  const seedrl::learner_config off = seedrl::app::make_learner_config(raw);
   CHECK_FALSE(off.normalize_observations.enabled);
   CHECK_FALSE(off.scale_rewards.enabled);
   run_options o;

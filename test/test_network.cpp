@@ -477,6 +477,66 @@ TEST_CASE("agent network plus IMPALA loss gradients match central differences",
   require_close(gradcheck(net.parameters(), analytic, loss));
 }
 
+TEST_CASE(
+    "mlp_lstm_agent with a state-independent log-std: its description, one vector in every row, "
+    "and that vector's gradient summed over the rows",
+    "[network][gaussian]") {
+  seedrl::mlp_lstm_agent_config c;
+  c.observation_size = 3;
+  c.num_actions = 4;  // 2 means, 2 log-stds
+  c.continuous_action_size = 2;
+  c.hidden_sizes = {6};
+  c.lstm_size = 0;
+  c.seed = 3;
+  seedrl::mlp_lstm_agent<double> dependent(c);
+  c.log_std_init = -0.7;
+  const std::string text = seedrl::describe(c);
+  CHECK(text.ends_with(" continuous_actions=2 log_std=independent"));
+  const auto back = seedrl::parse_mlp_lstm_agent_description(text);
+  CHECK(back.log_std_init.has_value());
+  CHECK_FALSE(seedrl::parse_mlp_lstm_agent_description(seedrl::describe(dependent.config()))
+                  .log_std_init.has_value());
+  CHECK_THROWS_AS(
+      seedrl::parse_mlp_lstm_agent_description(seedrl::describe({}) + " log_std=independent"),
+      std::invalid_argument);  // only with continuous actions
+  CHECK_THROWS_AS(seedrl::parse_mlp_lstm_agent_description(text + "x"), std::invalid_argument);
+  seedrl::mlp_lstm_agent<double> net(c);
+  CHECK(net.policy().independent_log_std());
+  CHECK_FALSE(dependent.policy().independent_log_std());
+  // The layer writes the 2 means only, and 2 log-std parameters follow it.
+  CHECK(net.parameters().size() < dependent.parameters().size());
+  auto wrong = c;
+  wrong.continuous_action_size = 0;  // a log-std for discrete actions
+  CHECK_THROWS_AS(seedrl::mlp_lstm_agent<double>(wrong), std::invalid_argument);
+
+  constexpr std::size_t T1 = 3, B = 2, N = T1 * B;
+  seedrl::random_generator rng(4);
+  const auto obs = random_vector(N * 3, rng), rewards = random_vector(N, rng),
+             prev = random_vector(N * 2, rng);
+  const std::vector<std::uint8_t> dones(N, 0);
+  const std::vector<std::int32_t> prev_actions(N, 0);
+  const std::vector<double> start;
+  const seedrl::agent_unroll_input<double> input{T1,           B,     obs, rewards, dones,
+                                                 prev_actions, start, prev};
+  std::vector<double> outputs(N * 4), values(N);
+  seedrl::agent_unroll_output<double> out{outputs, values};
+  net.forward_unroll(input, out);
+  for (std::size_t r = 0; r < N; ++r) {
+    CHECK(outputs[r * 4 + 2] == -0.7);
+    CHECK(outputs[r * 4 + 3] == -0.7);
+  }
+  // d(sum of every row's log-stds) / d(log-std vector) = N for each element.
+  std::vector<double> d_outputs(N * 4, 0.0), d_values(N, 0.0);
+  for (std::size_t r = 0; r < N; ++r)
+    d_outputs[r * 4 + 2] = d_outputs[r * 4 + 3] = 1.0;
+  net.zero_gradients();
+  net.backward_unroll({d_outputs, d_values});
+  const auto g = net.gradients();
+  const std::size_t log_std_at = net.parameters().size() - net.value().num_parameters() - 2;
+  CHECK(g[log_std_at] == static_cast<double>(N));
+  CHECK(g[log_std_at + 1] == static_cast<double>(N));
+}
+
 TEST_CASE("mlp_lstm_agent description round trips and bad ones are refused", "[network]") {
   seedrl::mlp_lstm_agent_config c;
   c.observation_size = 7;

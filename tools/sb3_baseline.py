@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
-"""Stable-Baselines3 PPO on a MuJoCo task, the baseline that docs/mujoco.md sets our run beside.
+"""Stable-Baselines3 PPO with RL Zoo's hyperparameters, the baseline that docs/learning.md and
+docs/mujoco.md set our runs beside.
 
-The hyperparameters are RL Zoo's tuned PPO entry for HalfCheetah (hyperparams/ppo.yml in
-rl-baselines3-zoo); they are only meant for HalfCheetah, though the script runs any Box env.
-As in the Zoo, `normalize: true` is VecNormalize over observations and rewards with the
-algorithm's gamma, and episode returns are the raw ones (Monitor sits under VecNormalize).
+The hyperparameters are RL Zoo's PPO entries (hyperparams/ppo.yml in rl-baselines3-zoo) for
+CartPole-v1, Acrobot-v1, Pendulum-v1 and HalfCheetah (tuned for -v3, run on -v5); another env
+gets SB3's own defaults. As in the Zoo, `normalize: true` is VecNormalize over observations and
+rewards with the algorithm's gamma, `lin_X` a rate decayed linearly from X to 0, and episode
+returns are the raw ones (Monitor sits under VecNormalize). With --target-return the run stops
+as soon as the mean of the last 100 episodes reaches it, and prints
+    reached: TARGET at STEPS steps in WALL s
+(or "not reached"), the figure bench/learning_suite.sh reads.
 
 Every --log-every environment steps one CSV row is appended:
     steps, episodes, mean_return, mean_return_100, wall_s
@@ -22,7 +27,7 @@ baseline's wall time is comparable with a one-core learner and leaves the machin
 
 Usage: .venv/bin/python tools/sb3_baseline.py [--env HalfCheetah-v5] [--steps 1000000]
            [--seed 0] [--csv out.csv] [--metrics out.jsonl] [--log-every 10000] [--threads 1]
-           [--eval-episodes 10]
+           [--eval-episodes 10] [--target-return R]
 """
 import argparse
 import csv
@@ -54,19 +59,38 @@ def cpu_model():
     return platform.processor() or "unknown processor"
 
 
-# RL Zoo, ppo.yml, HalfCheetah (tuned).
-ZOO_HALFCHEETAH = dict(
-    n_steps=512,
-    batch_size=64,
-    gamma=0.98,
-    learning_rate=2.0633e-05,
-    ent_coef=0.000401762,
-    clip_range=0.1,
-    n_epochs=20,
-    gae_lambda=0.92,
-    max_grad_norm=0.8,
-    vf_coef=0.58096,
-)
+# RL Zoo, ppo.yml: (n_envs, normalize, PPO arguments, policy_kwargs); "lin_X" strings are
+# linear schedules from X. policy_kwargs names torch's activation by string (resolved below).
+ZOO = {
+    "CartPole-v1": (8, False, dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98,
+                                   n_epochs=20, ent_coef=0.0, learning_rate="lin_0.001",
+                                   clip_range="lin_0.2"), {}),
+    "Acrobot-v1": (16, True, dict(n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4,
+                                  ent_coef=0.0), {}),
+    "Pendulum-v1": (4, False, dict(n_steps=1024, gae_lambda=0.95, gamma=0.9, n_epochs=10,
+                                   ent_coef=0.0, learning_rate=1e-3, clip_range=0.2,
+                                   use_sde=True, sde_sample_freq=4), {}),
+    "HalfCheetah": (1, True, dict(n_steps=512, batch_size=64, gamma=0.98,
+                                  learning_rate=2.0633e-05, ent_coef=0.000401762, clip_range=0.1,
+                                  n_epochs=20, gae_lambda=0.92, max_grad_norm=0.8,
+                                  vf_coef=0.58096),
+                    dict(log_std_init=-2, ortho_init=False, activation_fn="ReLU",
+                         net_arch=dict(pi=[256, 256], vf=[256, 256]))),
+}
+
+
+def zoo_entry(env_id):
+    for key, entry in ZOO.items():
+        if env_id == key or env_id.startswith(key + "-"):
+            return entry
+    return (1, False, {}, {})
+
+
+def schedule(value):
+    if isinstance(value, str) and value.startswith("lin_"):
+        start = float(value[4:])
+        return lambda progress_remaining: progress_remaining * start
+    return value
 
 
 def main():
@@ -79,11 +103,12 @@ def main():
     parser.add_argument("--log-every", type=int, default=10_000)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument("--target-return", type=float,
+                        help="stop once the mean of the last 100 episodes reaches it")
     args = parser.parse_args()
 
     ensure("stable_baselines3", "stable-baselines3")
     import gymnasium as gym
-    import mujoco
     import numpy as np
     import stable_baselines3
     import torch
@@ -97,23 +122,29 @@ def main():
           f"load {os.getloadavg()}")
     print(f"versions: python {platform.python_version()}, stable-baselines3 "
           f"{stable_baselines3.__version__}, torch {torch.__version__} ({args.threads} thread), "
-          f"gymnasium {gym.__version__}, mujoco {mujoco.__version__}, numpy {np.__version__}")
-    print(f"env {args.env}, {args.steps} steps, seed {args.seed}, hyperparameters {ZOO_HALFCHEETAH}")
+          f"gymnasium {gym.__version__}, numpy {np.__version__}")
+    n_envs, normalize, hyper, policy_kwargs = zoo_entry(args.env)
+    print(f"env {args.env}, {args.steps} steps, seed {args.seed}, {n_envs} envs, normalize "
+          f"{normalize}, hyperparameters {hyper}, policy {policy_kwargs}")
     sys.stdout.flush()
 
-    venv = make_vec_env(args.env, n_envs=1, seed=args.seed)
-    venv = VecNormalize(venv, norm_obs=True, norm_reward=True, gamma=ZOO_HALFCHEETAH["gamma"])
-    model = PPO(
-        "MlpPolicy", venv, seed=args.seed, device="cpu", verbose=0,
-        policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn=torch.nn.ReLU,
-                           net_arch=dict(pi=[256, 256], vf=[256, 256])),
-        **ZOO_HALFCHEETAH)
+    venv = make_vec_env(args.env, n_envs=n_envs, seed=args.seed)
+    if normalize:
+        venv = VecNormalize(venv, norm_obs=True, norm_reward=True, gamma=hyper.get("gamma", 0.99))
+    kwargs = {k: schedule(v) for k, v in hyper.items()}
+    policy_kwargs = dict(policy_kwargs)
+    if "activation_fn" in policy_kwargs:
+        policy_kwargs["activation_fn"] = getattr(torch.nn, policy_kwargs["activation_fn"])
+    model = PPO("MlpPolicy", venv, seed=args.seed, device="cpu", verbose=0,
+                policy_kwargs=policy_kwargs, **kwargs)
 
     class CsvLog(BaseCallback):
         """Appends a row every log_every steps; reads the finished episodes from Monitor's infos."""
 
-        def __init__(self, path, metrics_path, log_every):
+        def __init__(self, path, metrics_path, log_every, target):
             super().__init__()
+            self.target = target
+            self.reached = None  # (steps, wall) when the target was reached
             self.metrics = open(metrics_path, "w") if metrics_path else None
             self.file = open(path, "w", newline="")
             self.writer = csv.writer(self.file)
@@ -132,6 +163,11 @@ def main():
             if self.num_timesteps >= self.next_row:
                 self.next_row += self.log_every
                 self.row()
+            if (self.target is not None and len(self.all_returns) >= 100
+                    and np.mean(self.all_returns[-100:]) >= self.target):
+                self.reached = (self.num_timesteps, time.monotonic() - self.start)
+                self.row()
+                return False
             return True
 
         def row(self):
@@ -154,16 +190,24 @@ def main():
                   flush=True)
             self.pending = []
 
-    log = CsvLog(args.csv, args.metrics, args.log_every)
+    log = CsvLog(args.csv, args.metrics, args.log_every, args.target_return)
     model.learn(total_timesteps=args.steps, callback=log)
     train_wall = time.monotonic() - log.start
+    if args.target_return is not None:
+        if log.reached:
+            print(f"reached: {args.target_return} at {log.reached[0]} steps in "
+                  f"{log.reached[1]:.1f} s", flush=True)
+        else:
+            print(f"not reached: {args.target_return} within {model.num_timesteps} steps, "
+                  f"{train_wall:.1f} s", flush=True)
     log.file.close()
     if log.metrics:
         log.metrics.close()
 
     # Deterministic evaluation with the normalization statistics frozen, as the Zoo evaluates.
-    venv.training = False
-    venv.norm_reward = False
+    if normalize:
+        venv.training = False
+        venv.norm_reward = False
     returns = []
     obs = venv.reset()
     while len(returns) < args.eval_episodes:
@@ -172,7 +216,8 @@ def main():
         returns.extend(info["episode"]["r"] for info in infos if "episode" in info)
     last100 = np.mean(log.all_returns[-100:]) if log.all_returns else float("nan")
     last10 = np.mean(log.all_returns[-10:]) if log.all_returns else float("nan")
-    print(f"done: {args.steps} steps in {train_wall:.0f} s ({args.steps / train_wall:.0f} steps/s); "
+    steps = model.num_timesteps
+    print(f"done: {steps} steps in {train_wall:.0f} s ({steps / train_wall:.0f} steps/s); "
           f"training return, last 10 episodes {last10:.1f}, last 100 {last100:.1f}; "
           f"deterministic eval over {len(returns)} episodes {np.mean(returns):.1f} "
           f"+- {np.std(returns):.1f}", flush=True)

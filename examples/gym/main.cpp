@@ -39,7 +39,6 @@ int main(int argc, char** argv) {
   app::run_options o;
   o.target_return.reset();  // no target unless --target-return: --total-frames
   o.total_frames = 5'000'000;
-  o.entropy_cost = 0.01;
   app::basic_gym_recipe<app::pixel_gpu_trainer, vector_gpu_trainer> recipe;
   app::python_actor python;
   CLI::App cli("Any gymnasium environment with discrete actions, through Python actors",
@@ -58,6 +57,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "seedrl_gym: %s cannot be trained (see above)\n", python.env_id.c_str());
       return 2;
     }
+    recipe.use_kind_defaults(o, spec->observations, cli);
     app::environment_info env;
     env.name = env.actor_kind = python.env_id;
     env.observations = spec->observations;

@@ -6,9 +6,10 @@
 //
 // The network is mlp_recipe's MLP, given a Gaussian head by the continuous action spec (one
 // mean and one state-dependent log-std); the torque is tanh-squashed into its bounds
-// (--action-bounds clip clips instead). The learner normalizes observations and scales rewards
-// by a running return deviation. Everything but the environment and the defaults below
-// is seedrl/app.
+// (--action-bounds clip clips instead). Algorithm and hyperparameters are the vector-observation
+// defaults every program shares (PPO, rewards scaled on the learner: app/run_options.hpp,
+// docs/learning.md); only the stop condition is Pendulum's. Everything but the environment is
+// seedrl/app.
 #include "seedrl/app/mlp_recipe.hpp"
 #include "seedrl/app/program.hpp"
 #include "seedrl/env/pendulum.hpp"
@@ -17,13 +18,6 @@ int main(int argc, char** argv) {
   seedrl::app::program<seedrl::pendulum> p(
       "seedrl_pendulum", "Pendulum-v1 with continuous torque: a Gaussian policy trained by PPO");
   p.environment_name = "pendulum";
-  p.options.algorithm = "ppo";
-  p.options.discount = 0.95;
-  p.options.entropy_cost = 0.0;
-  // Observations normalized and rewards scaled on the learner (saved in checkpoints): 7 of 7
-  // seeds solve within 47 k - 216 k frames so, 2 of 2 within 0.46 M - 1 M frames without.
-  p.options.normalize_observations = true;
-  p.options.scale_rewards = true;
   p.options.target_return = -250.0;  // the mean of the last 100 episodes (200 steps each)
   p.options.total_frames = 2'000'000;
   return p.run(argc, argv, seedrl::app::mlp_recipe{});

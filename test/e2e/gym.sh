@@ -90,7 +90,7 @@ for env_args in "--env seedrl_toy/Grid-v0 --env-import toy_envs:register_more --
 --conv-channels 4,8" "--env CartPole-v1"; do
   rc=0
   # shellcheck disable=SC2086  # env_args is a list of words
-  "$bin" local $env_args --device cuda --actors 1 --envs-per-actor 2 --batch-size 2 \
+  "$bin" local $env_args --device cuda --algo impala --actors 1 --envs-per-actor 2 --batch-size 2 \
     --inference-batch 2 --unroll-length 5 --total-frames 400 --seed 3 >"$out" 2>&1 || rc=$?
   if ((rc == 2)); then
     grep -q -- "^--device cuda: " "$out" || fail "--device cuda ($env_args) exited 2 unexplained"

@@ -5,13 +5,15 @@
 # eval mode then plays the run's checkpoint through an inference-only learner and its actors
 # to a greedy mean return of at least -450 over 20 episodes; eval or resume asking for other
 # action bounds than the checkpoint's, a checkpoint of another network, or one restored without
-# its observation normalizer, are refused with exit 2.
+# its observation normalizer (a short run of its own: the defaults leave observations raw), are
+# refused with exit 2.
 # Usage: pendulum.sh path/to/seedrl_pendulum
 set -euo pipefail
 bin=$1
 out=$(mktemp)
 ckpt=$(mktemp -d)
-trap 'rm -f "$out"; rm -rf "$ckpt"' EXIT
+normalized=$(mktemp -d)
+trap 'rm -f "$out"; rm -rf "$ckpt" "$normalized"' EXIT
 fail() {
   echo "FAIL: $*" >&2
   tail -n 40 "$out" >&2
@@ -49,10 +51,12 @@ rc=0
 "$bin" eval --checkpoint-dir "$ckpt" --episodes 10 --lstm >"$out" 2>&1 || rc=$?
 ((rc == 2)) || fail "eval of another network exited $rc, expected 2"
 grep -q 'was it trained without --lstm' "$out" || fail "no hint naming --lstm"
-# The run normalized observations: restoring its network without the normalizer is refused.
+# A run that normalized observations: restoring its network without the normalizer is refused.
+"$bin" local --normalize-observations --checkpoint-dir "$normalized" --total-frames 2000 \
+  --target-return 1000 >"$out" 2>&1 || true
+ls "$normalized" | grep -q '^ckpt-' || fail "the normalized run wrote no checkpoint"
 rc=0
-"$bin" local --init-checkpoint "$ckpt" --normalize-observations=false --total-frames 1000 \
-  >"$out" 2>&1 || rc=$?
+"$bin" local --init-checkpoint "$normalized" --total-frames 1000 >"$out" 2>&1 || rc=$?
 ((rc == 2)) || fail "init from a normalized run without --normalize-observations exited $rc"
 grep -q 'pass --normalize-observations' "$out" || fail "no hint naming --normalize-observations"
 echo "pendulum: trained, evaluated ($mean), and other bounds, another network and a missing" \

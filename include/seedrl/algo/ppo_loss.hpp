@@ -225,7 +225,12 @@ class ppo_loss {
     const std::span<S> targets = all.subspan(5 * n, n);
     const std::span<S> advantages = all.subspan(6 * n, n);
     const std::span<S> spare = all.subspan(7 * n, n);  // V-trace's pg_advantages, unused
-    const std::span<S> proximal_weights = all.subspan(8 * n, n);
+    // log w_t: the weight is applied in log space, with the ratio, so that a weight that
+    // underflows to 0 beside a ratio that overflows gives their finite product, not 0 * inf.
+    const std::span<S> log_weights = all.subspan(8 * n, n);
+    const std::optional<S> log_weight_clip =
+        config_.proximal_weight_clip ? std::optional<S>(std::log(*config_.proximal_weight_clip))
+                                     : std::nullopt;
 
     batch_type proximal = batch;  // the proximal policy's rows, read by the distribution
     const bool has_proximal = !batch.proximal_logits.empty();
@@ -236,9 +241,8 @@ class ppo_loss {
       const S log_prox = has_proximal ? dist_.log_prob(proximal, i) : log_pi[i];
       log_ratio[i] = log_pi[i] - log_prox;
       log_prox_mu[i] = log_prox - batch.behaviour_log_probs[i];
-      const S w = std::exp(log_prox_mu[i]);
-      proximal_weights[i] =
-          config_.proximal_weight_clip ? std::min(w, *config_.proximal_weight_clip) : w;
+      log_weights[i] =
+          log_weight_clip ? std::min(log_prox_mu[i], *log_weight_clip) : log_prox_mu[i];
       rewards[i] = batch.rewards[i + B];
       discounts[i] = detail::impala_discount(config_.discount, batch.dones[i + B]);
     }
@@ -279,14 +283,15 @@ class ppo_loss {
       S value_grad = S(0);
       if (cut[i] == 0) {
         const S adv = advantages[i];
-        const S w = proximal_weights[i];
         const S ratio = std::exp(log_ratio[i]);
-        const S bounded = std::clamp(ratio, low, high);
-        const S surrogate = std::min(ratio * adv, bounded * adv);
-        policy_sum += static_cast<double>(w * surrogate);
         // The clipped term is the minimum and flat in the logits exactly in these cases.
         const bool clip_active = (adv > S(0) && ratio > high) || (adv < S(0) && ratio < low);
-        log_prob_coef = clip_active ? S(0) : -w * ratio * adv * inv_n;
+        // w * ratio, or w * clip(ratio) where the clip is active.
+        const S weighted_ratio = clip_active
+                                     ? std::exp(log_weights[i]) * std::clamp(ratio, low, high)
+                                     : std::exp(log_weights[i] + log_ratio[i]);
+        policy_sum += static_cast<double>(weighted_ratio * adv);
+        log_prob_coef = clip_active ? S(0) : -weighted_ratio * adv * inv_n;
         kl_sum += static_cast<double>(ratio - S(1) - log_ratio[i]);
         clipped += std::abs(ratio - S(1)) > config_.clip_epsilon ? 1 : 0;
         const S behaviour_ratio = std::exp(log_pi[i] - batch.behaviour_log_probs[i]);

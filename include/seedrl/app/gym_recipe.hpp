@@ -70,13 +70,9 @@ inline void add_python_actor_flags(CLI::App& cli, python_actor& p) {
 /// See the file comment.
 template <template <class> class PixelGpu = no_gpu_trainer, class VectorGpu = void>
 struct basic_gym_recipe {
-  /// Vector observations: the MLP recipe with these defaults (--hidden-sizes, --lstm).
-  mlp_recipe vector = [] {
-    mlp_recipe r;  // 64-64 ReLU MLP, feed-forward
-    r.learning_rate = 3e-4;
-    r.lstm_learning_rate = 3e-4;
-    return r;
-  }();
+  /// Vector observations: the MLP recipe and its defaults, as every C++ program's
+  /// (--hidden-sizes, --lstm).
+  mlp_recipe vector;
   /// Images: the conv torso, its widths (empty: the torso's defaults), dense and LSTM widths.
   std::string torso = "nature";
   std::vector<std::ptrdiff_t> conv_channels;
@@ -93,6 +89,7 @@ struct basic_gym_recipe {
     cli.add_flag("--orthogonal-init", vector.orthogonal_init,
                  "vector observations: orthogonal initialization (gains sqrt(2) hidden, 0.01 "
                  "policy, 1 value) instead of PyTorch's default");
+    vector.add_log_std_flags(cli);
     cli.add_option("--torso", torso,
                    "images: nature (Nature CNN), impala (IMPALA ResNet) or small (3x3 "
                    "convolutions for low-resolution images such as 10x10xC)")
@@ -109,6 +106,19 @@ struct basic_gym_recipe {
       lr->description("Adam learning rate (default " + detail::format_number(vector.learning_rate) +
                       " for vector observations, " + detail::format_number(image_learning_rate) +
                       " for images)");
+  }
+
+  /// The run's settings for `observations`' kind where the command line left them: vectors
+  /// keep run_options' own (PPO, rewards scaled); images train with IMPALA on rewards as they
+  /// are, SEED's setting. Call after parsing, once the spec is known.
+  static void use_kind_defaults(run_options& o, const observation_spec& observations,
+                                const CLI::App& cli) {
+    if (!is_image(observations))
+      return;
+    if (cli.count("--algo") == 0)
+      o.algorithm = "impala";
+    if (!o.given.scale_rewards)
+      o.scale_rewards = false;
   }
 
   /// Images: rank 3 (H x W x C), or rank 2 uint8 frames (H x W, one channel). Everything else
@@ -227,9 +237,9 @@ struct basic_gym_recipe {
         env.name.c_str(), command.c_str(), to_string(env.observations.type),
         env.observations.shape.to_string().c_str(), kind.c_str(), describe_actions(env).c_str(),
         network.c_str(), detail::format_number(lr).c_str(), algorithm_summary(o).c_str(),
-        detail::format_number(o.entropy_cost).c_str(), o.unroll_length, o.batch_size,
-        o.inference_batch, o.actors, o.envs_per_actor, static_cast<unsigned long long>(o.seed),
-        stop_condition(o).c_str());
+        detail::format_number(entropy_cost_for(o, env.actions.is_discrete())).c_str(),
+        o.unroll_length, o.batch_size, o.inference_batch, o.actors, o.envs_per_actor,
+        static_cast<unsigned long long>(o.seed), stop_condition(o).c_str());
     std::fflush(stdout);
   }
 };

@@ -1,9 +1,11 @@
 #pragma once
 /// \file
 /// The agent recipe for vector observations: `mlp_lstm_agent` (an MLP torso, by default
-/// 64-64, and an LSTM core only with --lstm) trained with Adam and the IMPALA loss. Its
+/// 64-64, and an LSTM core only with --lstm) trained with Adam (1e-3; the loss is --algo's,
+/// PPO by default: app/run_options.hpp). Its
 /// input size and action count come from the environment's specs; a continuous action spec of
-/// D elements gets a diagonal Gaussian policy (2D outputs: means and state-dependent log-stds). An
+/// D elements gets a diagonal Gaussian policy (2D outputs: means and log-stds, the log-stds one
+/// state-independent vector starting at --log-std-init, or state-dependent on request). An
 /// agent recipe is what `app::program` (app/program.hpp) asks of one:
 ///
 ///   void add_flags(CLI::App&);               the recipe's own flags, if any
@@ -15,7 +17,9 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "seedrl/app/run_learner.hpp"
 #include "seedrl/app/run_options.hpp"
@@ -38,18 +42,36 @@ struct mlp_recipe {
   /// Orthogonal initialization with per-layer gains (sqrt(2) hidden, 0.01 policy, 1 value),
   /// as PPO implementations for continuous control use; PyTorch's default otherwise.
   bool orthogonal_init = false;
-  double learning_rate = 2e-3;
+  double learning_rate = 1e-3;
   double lstm_learning_rate = 5e-4;
+  /// Continuous actions: the state-independent log-std's start; unset: state-dependent log-stds.
+  std::optional<double> log_std_init = 0.0;
 
   void add_flags(CLI::App& cli) {
-    cli.add_flag("--lstm", lstm, "use the MLP+LSTM network instead of the MLP");
+    flags_.push_back(cli.add_flag("--lstm", lstm, "use the MLP+LSTM network instead of the MLP"));
     cli.add_flag("--orthogonal-init", orthogonal_init,
                  "orthogonal initialization (gains sqrt(2) hidden, 0.01 policy, 1 value) instead "
                  "of PyTorch's default");
+    add_log_std_flags(cli);
     if (auto* lr = cli.get_option_no_throw("--learning-rate")) {
       lr->description("Adam learning rate (default " + detail::format_number(learning_rate) +
                       ", or " + detail::format_number(lstm_learning_rate) + " with --lstm)");
     }
+  }
+
+  /// --log-std-init and --state-dependent-log-std (continuous actions).
+  void add_log_std_flags(CLI::App& cli) {
+    flags_.push_back(
+        cli.add_option_function<double>(
+               "--log-std-init", [this](double v) { log_std_init = v; },
+               "continuous actions: the state-independent log-std vector starts here (default " +
+                   (log_std_init ? detail::format_number(*log_std_init) : std::string("none")) +
+                   ")")
+            ->check(CLI::Range(-20.0, 2.0)));
+    flags_.push_back(cli.add_flag_callback(
+        "--state-dependent-log-std", [this] { log_std_init.reset(); },
+        "continuous actions: the policy layer outputs the log-stds (per state) instead of one "
+        "vector"));
   }
 
   mlp_lstm_agent_config shape(const run_options& o, const observation_spec& obs,
@@ -61,6 +83,7 @@ struct mlp_recipe {
     } else {  // a diagonal Gaussian: D means then D log-stds per row (spec_sampler's layout)
       c.continuous_action_size = static_cast<std::int32_t>(continuous_action_size(act));
       c.num_actions = 2 * c.continuous_action_size;
+      c.log_std_init = log_std_init;
     }
     c.seed = o.seed;
     c.orthogonal_init = orthogonal_init;
@@ -79,9 +102,39 @@ struct mlp_recipe {
     return {network_type(c), describe(c), seedrl::adam<float>(adam), {}};
   }
 
-  std::string checkpoint_hint() const {
-    return std::string("(was it trained with") + (lstm ? "out" : "") + " --lstm?)";
+  /// Eval: a checkpoint's network (its description) replaces the defaults when no network flag
+  /// was given, so that a run trained with --lstm or another log-std plays without repeating
+  /// them; with a flag given, eval compares the two and refuses a mismatch.
+  void use_checkpoint_network(const std::string& held) {
+    for (const CLI::Option* f : flags_)
+      if (f->count() > 0)
+        return;
+    if (!held.starts_with("mlp_lstm_agent "))
+      return;  // another network: eval refuses it with both descriptions
+    try {
+      const mlp_lstm_agent_config c = parse_mlp_lstm_agent_description(held);
+      network.hidden_sizes = c.hidden_sizes;
+      network.lstm_layers = c.lstm_layers;
+      network.reward_and_action_inputs = c.reward_and_action_inputs;
+      network.max_abs_input_reward = c.max_abs_input_reward;
+      lstm = c.lstm_size > 0;
+      if (lstm)
+        network.lstm_size = c.lstm_size;
+      if (c.continuous_action_size > 0)
+        log_std_init = c.log_std_init;  // its kind: the values are in the checkpoint
+    } catch (const std::invalid_argument&) {
+      // unreadable: eval refuses the checkpoint with both descriptions
+    }
   }
+
+  std::string checkpoint_hint() const {
+    return std::string("(was it trained with") + (lstm ? "out" : "") +
+           " --lstm, or, for continuous actions, with " +
+           (log_std_init ? "--state-dependent-log-std" : "a state-independent log-std") + "?)";
+  }
+
+ private:
+  std::vector<const CLI::Option*> flags_;  ///< the network's flags, once registered
 };
 
 }  // namespace seedrl::app

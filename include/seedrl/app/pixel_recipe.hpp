@@ -42,9 +42,12 @@ namespace seedrl::app {
 template <class TorsoConfig>
 using no_gpu_trainer = void;
 
-/// SEED's Atari settings: 8 envs per actor, batches of 32, Adam 4.8e-4, entropy 0.01, 50M
-/// frames with no target; checkpoints every 10 minutes and at exit; progress every 5 s.
+/// The image-observation defaults, SEED's Atari settings: IMPALA, rewards as they are, 8 envs
+/// per actor, batches of 32, Adam 4.8e-4, entropy 0.01, 50M frames with no target;
+/// checkpoints every 10 minutes and at exit; progress every 5 s.
 inline void use_pixel_defaults(run_options& o) {
+  o.algorithm = "impala";
+  o.scale_rewards = false;
   o.envs_per_actor = 8;
   o.max_envs = 256;
   o.batch_size = o.inference_batch = 32;

@@ -113,6 +113,7 @@ inline learner_config make_learner_config(const run_options& o) {
   lc.max_envs = o.max_envs;
   lc.unroll_length = o.unroll_length;
   lc.batch_size = o.batch_size;
+  lc.max_grad_norm = o.max_grad_norm;
   lc.queue_batches = o.queue_batches;
   lc.batching.max_batch = o.inference_batch;
   const stage_threads automatic = default_stage_threads(

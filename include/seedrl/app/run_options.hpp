@@ -4,6 +4,12 @@
 /// `run_options` with its own defaults, registers the flags with `add_run_flags` (every flag
 /// shows its default in `--help`), adds flags of its own, and parses (app/cli.hpp).
 ///
+/// The defaults are one set per observation kind, for every program: a `run_options` as
+/// constructed holds the vector-observation set (PPO, entropy 0.01, rewards scaled; with
+/// `mlp_recipe`'s Adam 1e-3 and 64-64 MLP), and `use_pixel_defaults` (app/pixel_recipe.hpp)
+/// turns it into the image set (SEED's IMPALA). docs/learning.md says how they were chosen and
+/// what they reach beside Stable-Baselines3.
+///
 ///   local    a learner plus --actors actor processes on loopback
 ///   learner  a learner listening on --host:--port for actors
 ///   actor    one actor process connecting to --learner
@@ -28,7 +34,8 @@ namespace seedrl::app {
 /// What a program run does.
 enum class run_mode { local, learner, actor, eval };
 
-/// Flags shared by the training programs; defaults are those of the CartPole demo.
+/// Flags shared by the training programs; defaults are the vector-observation set (see the
+/// file comment).
 struct run_options {
   run_mode mode = run_mode::local;
   std::string host = "127.0.0.1";
@@ -50,9 +57,16 @@ struct run_options {
   /// Learner-side input normalization (learner_config::normalize_observations, ::scale_rewards;
   /// reward scaling discounts with the agent's discount).
   bool normalize_observations = false;
-  bool scale_rewards = false;
-  double entropy_cost = 0.001;
+  bool scale_rewards = true;
+  /// Unset: 0.01 for discrete actions, 0 for continuous ones (entropy_cost_for): a Gaussian's
+  /// entropy grows without bound with its deviation, so a bonus on it widens the policy past
+  /// any action bounds (the PPO defaults of CleanRL; Stable-Baselines3 has 0 for both).
+  std::optional<double> entropy_cost;
   std::optional<double> discount;  ///< unset: the agent recipe's (IMPALA and PPO alike)
+  /// Global gradient-norm clip (learner_config::max_grad_norm), for PPO and IMPALA alike: 40,
+  /// SEED's. PPO's usual 0.5 starves a state-independent log-std's mean updates (Pendulum
+  /// stopped learning; docs/learning.md).
+  double max_grad_norm = 40.0;
   /// Continuous actions: tanh squashing into the bounds, or clipping (gaussian_sampler).
   bounds_handling action_bounds = bounds_handling::squash;
   std::int64_t total_frames = 8'000'000;
@@ -74,7 +88,7 @@ struct run_options {
   int eval_episodes = 100;
   bool eval_sample = false;
   /// The learning algorithm: "impala" (V-trace actor-critic, SEED's) or "ppo".
-  std::string algorithm = "impala";
+  std::string algorithm = "ppo";
   /// PPO's settings (--ppo-*); its discount comes from the agent recipe, its entropy cost from
   /// --entropy-cost, as IMPALA's do.
   ppo_loss_config<double> ppo{};
@@ -200,8 +214,15 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
                "discounted return, clipped to +-10 (episode returns stay raw; =false turns off a "
                "program's default)")
       ->each([&o](const std::string&) { o.given.scale_rewards = true; });
-  cli.add_option("--entropy-cost", o.entropy_cost, "entropy bonus weight")
+  cli.add_option_function<double>(
+         "--entropy-cost", [&o](double v) { o.entropy_cost = v; },
+         o.entropy_cost
+             ? "entropy bonus weight (default " + detail::format_number(*o.entropy_cost) + ")"
+             : std::string("entropy bonus weight (default 0.01 for discrete actions, "
+                           "0 for continuous ones)"))
       ->check(non_negative_number);
+  cli.add_option("--max-grad-norm", o.max_grad_norm, "clip the gradient's global norm to this")
+      ->check(positive_number);
   cli.add_option_function<double>(
          "--discount", [&o](double v) { o.discount = v; },
          "reward discount gamma (default: the network recipe's, 0.99)")
@@ -288,6 +309,11 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
     cli.add_flag("--sample", o.eval_sample,
                  "eval mode: sample actions from the policy instead of taking the argmax");
   }
+}
+
+/// --entropy-cost, or the default for `discrete` or continuous actions (see run_options).
+inline double entropy_cost_for(const run_options& o, bool discrete) {
+  return o.entropy_cost.value_or(discrete ? 0.01 : 0.0);
 }
 
 /// Where the learner trains: --train-device, else --device.

@@ -2,13 +2,14 @@
 /// \file
 /// A ready agent network for vector observations (CartPole, MuJoCo-like tasks), shaped like
 /// SEED RL's: an MLP torso with ReLU, then the torso's output concatenated with the reward and
-/// the one-hot previous action, then an optional LSTM core, then a categorical policy head
-/// (logits) and a value head. Models seedrl::Network.
+/// the one-hot previous action, then an optional LSTM core, then a policy head (logits; for
+/// continuous actions a Gaussian's means and log-stds, the log-stds state-dependent or one
+/// state-independent vector: `log_std_init`) and a value head. Models seedrl::Network.
 ///
 /// It is a name for a composition (seedrl/net/actor_critic_agent.hpp):
 ///
 ///     actor_critic_agent<S, vector_observations, mlp_torso<S>, lstm_core<S>,
-///                        categorical_head<S>, value_head<S>>
+///                        spec_policy_head<S>, value_head<S>>
 ///
 /// built from an `mlp_lstm_agent_config` (whose description checkpoints store). Its parameter
 /// layout and initialisation order are the composition's: torso layers, LSTM layers, policy,
@@ -16,6 +17,7 @@
 /// feed-forward core or your own torso, compose the parts directly.
 
 #include <algorithm>
+#include <cmath>
 #include <concepts>
 #include <cstdint>
 #include <stdexcept>
@@ -29,13 +31,14 @@
 #include "seedrl/net/parts/lstm_core.hpp"
 #include "seedrl/net/parts/mlp_torso.hpp"
 #include "seedrl/net/parts/preprocess.hpp"
+#include "seedrl/net/parts/spec_policy_head.hpp"
 
 namespace seedrl {
 
 /// The composition `mlp_lstm_agent<S>` names.
 template <std::floating_point S>
 using mlp_lstm_composition = actor_critic_agent<S, vector_observations, mlp_torso<S>, lstm_core<S>,
-                                                categorical_head<S>, value_head<S>>;
+                                                spec_policy_head<S>, value_head<S>>;
 
 /// MLP(+LSTM) actor-critic; see the file comment.
 template <std::floating_point S = float>
@@ -69,8 +72,11 @@ class mlp_lstm_agent : public mlp_lstm_composition<S> {
             lstm_core_options{.hidden_size = config.lstm_size,
                               .num_layers = config.lstm_layers,
                               .forget_bias = config.forget_bias},
-            typename categorical_head<S>::options_type{.num_actions = config.num_actions,
-                                                       .init = scheme(config)},
+            typename spec_policy_head<S>::options_type{
+                .num_outputs = config.num_actions,
+                .independent_log_std_size = config.log_std_init ? config.continuous_action_size : 0,
+                .initial_log_std = config.log_std_init.value_or(0.0),
+                .init = scheme(config)},
             typename value_head<S>::options_type{.init = scheme(config)}),
         config_(std::move(config)) {}
 
@@ -81,11 +87,13 @@ class mlp_lstm_agent : public mlp_lstm_composition<S> {
   static mlp_lstm_agent_config checked(mlp_lstm_agent_config c) {
     if (c.observation_size <= 0 || c.num_actions <= 0 || c.hidden_sizes.empty() ||
         c.lstm_size < 0 || c.lstm_layers <= 0 || c.continuous_action_size < 0 ||
+        (c.log_std_init && (c.continuous_action_size == 0 || !std::isfinite(*c.log_std_init))) ||
         std::any_of(c.hidden_sizes.begin(), c.hidden_sizes.end(),
                     [](std::ptrdiff_t h) { return h <= 0; })) {
       throw std::invalid_argument(
           "seedrl::mlp_lstm_agent: observation_size, num_actions, lstm_layers must be positive, "
-          "hidden_sizes non-empty, lstm_size and continuous_action_size >= 0");
+          "hidden_sizes non-empty, lstm_size and continuous_action_size >= 0, log_std_init "
+          "finite and only with continuous actions");
     }
     return c;
   }

@@ -30,9 +30,14 @@ struct mlp_lstm_agent_config {
   std::optional<double> max_abs_input_reward;  ///< clip the reward fed to the core
   std::uint64_t seed = 0;                      ///< initialisation
   /// D > 0: continuous actions of D elements. `num_actions` is then the policy's outputs per
-  /// row (2D for gaussian_sampler: D means then D log-stds, a state-dependent log-std) and the
-  /// previous action enters the core as its D values instead of a one-hot. 0: discrete.
+  /// row (2D for gaussian_sampler: D means then D log-stds) and the previous action enters the
+  /// core as its D values instead of a one-hot. 0: discrete.
   std::int32_t continuous_action_size = 0;
+  /// Continuous actions: set, the log-stds are one state-independent vector of D parameters
+  /// starting at this value (as Stable-Baselines3's and CleanRL's PPO for MuJoCo); unset, the
+  /// policy layer outputs them (state-dependent). Its kind is part of `describe`, its value is
+  /// initialisation and is not.
+  std::optional<double> log_std_init;
   /// Orthogonal initialisation (seedrl/net/init_scheme.hpp) with the usual gains: sqrt(2) for
   /// the torso's layers, 0.01 for the policy head, 1 for the value head. The LSTM keeps its
   /// own. Off: PyTorch's default, as always. Like the seed, not part of `describe`.
@@ -43,7 +48,8 @@ struct mlp_lstm_agent_config {
 /// layers=1 reward_action_inputs=1 max_abs_input_reward=none": stored in checkpoints so that an
 /// evaluation program can rebuild the network. Initialisation (seed, forget bias) is left out:
 /// a restored network gets its parameters from the checkpoint. A continuous-action network adds
-/// " continuous_actions=D" (discrete ones keep the line they always had).
+/// " continuous_actions=D", and " log_std=independent" when its log-std is one vector (discrete
+/// ones keep the line they always had).
 inline std::string describe(const mlp_lstm_agent_config& c) {
   std::string hidden;
   for (std::size_t i = 0; i < c.hidden_sizes.size(); ++i) {
@@ -61,7 +67,8 @@ inline std::string describe(const mlp_lstm_agent_config& c) {
          (c.max_abs_input_reward ? std::to_string(*c.max_abs_input_reward) : "none") +
          (c.continuous_action_size > 0
               ? " continuous_actions=" + std::to_string(c.continuous_action_size)
-              : std::string());
+              : std::string()) +
+         (c.continuous_action_size > 0 && c.log_std_init ? " log_std=independent" : "");
 }
 
 /// Reads what `describe` wrote; throws std::invalid_argument naming the bad field.
@@ -83,7 +90,7 @@ inline mlp_lstm_agent_config parse_mlp_lstm_agent_description(std::string_view t
   mlp_lstm_agent_config c;
   c.hidden_sizes.clear();
   int seen = 0;
-  bool continuous = false;  // the optional field
+  bool continuous = false, independent = false;  // the optional fields
   std::size_t at = kind.size();
   while (at < text.size()) {
     if (text[at] == ' ') {
@@ -131,12 +138,20 @@ inline mlp_lstm_agent_config parse_mlp_lstm_agent_description(std::string_view t
         throw fail("continuous_actions must be positive");
       continuous = true;
       --seen;
+    } else if (key == "log_std" && !independent) {
+      if (value != "independent")
+        throw fail("log_std is not \"independent\"");
+      c.log_std_init = 0.0;  // the kind; the value is in the parameters
+      independent = true;
+      --seen;
     } else {
       throw fail("unknown field \"" + std::string(key) + "\"");
     }
   }
   if (seen != 7)
     throw fail("expected 7 fields, got " + std::to_string(seen));
+  if (independent && !continuous)
+    throw fail("log_std=independent without continuous_actions");
   return c;
 }
 
