@@ -89,9 +89,6 @@ TEST_CASE("flags set the run options, and unset ones keep the program's defaults
   CHECK(o.seed == 9);
   CHECK(o.no_auth);
   CHECK(o.entropy_cost == 0.01);
-  run_options plain;  // unset: the action kind's
-  CHECK(entropy_cost_for(plain, true) == 0.01);
-  CHECK(entropy_cost_for(plain, false) == 0.0);
   CHECK_FALSE(o.learning_rate);  // the recipe's default
   REQUIRE(o.target_return);
   CHECK(*o.target_return == 475.0);
@@ -158,11 +155,12 @@ TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[ap
   CHECK(by_default.schedule() == seedrl::update_schedule{4, 4});
   CHECK(algorithm_summary(defaults) ==
         "PPO (GAE advantages, lambda 0.95), 4 epochs x 4 minibatches, clip 0.2");
+  CHECK_FALSE(by_default.ppo()->config().normalize_advantages);  // raw advantages by default
   CHECK(make_run_loss<seedrl::loss_choice<float>>(defaults, recipe,
                                                   seedrl::action_spec::continuous({1}, -1.0, 1.0))
             .ppo()
             ->config()
-            .entropy_cost == 0.0f);  // a Gaussian's entropy bonus is off by default
+            .entropy_cost == 0.01f);  // one bonus for every action kind
 
   run_options o;
   REQUIRE_FALSE(parse(o, {"local", "--algo", "impala"}));

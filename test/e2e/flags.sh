@@ -21,7 +21,7 @@ for flag in --learner --host --port --actors --envs-per-actor --max-envs --unrol
   --target-return --logdir --seed --device --train-device --inference-device --checkpoint-dir --checkpoint-every-steps \
   --checkpoint-every-seconds --resume --init-checkpoint --auth-secret-file --no-auth \
   --episodes --sample --lstm --algo --ppo-epochs --ppo-minibatches --ppo-clip --ppo-value-clip \
-  --ppo-advantage --ppo-lambda --lr-decay; do
+  --ppo-advantage --ppo-lambda --ppo-normalize-advantages --lr-decay; do
   grep -q -- "$flag" "$out" || fail "--help does not list $flag"
 done
 for mode in local learner actor eval; do

@@ -58,10 +58,7 @@ struct run_options {
   /// reward scaling discounts with the agent's discount).
   bool normalize_observations = false;
   bool scale_rewards = true;
-  /// Unset: 0.01 for discrete actions, 0 for continuous ones (entropy_cost_for): a Gaussian's
-  /// entropy grows without bound with its deviation, so a bonus on it widens the policy past
-  /// any action bounds (the PPO defaults of CleanRL; Stable-Baselines3 has 0 for both).
-  std::optional<double> entropy_cost;
+  double entropy_cost = 0.01;
   std::optional<double> discount;  ///< unset: the agent recipe's (IMPALA and PPO alike)
   /// Global gradient-norm clip (learner_config::max_grad_norm), for PPO and IMPALA alike: 40,
   /// SEED's. PPO's usual 0.5 starves a state-independent log-std's mean updates (Pendulum
@@ -91,7 +88,14 @@ struct run_options {
   std::string algorithm = "ppo";
   /// PPO's settings (--ppo-*); its discount comes from the agent recipe, its entropy cost from
   /// --entropy-cost, as IMPALA's do.
-  ppo_loss_config<double> ppo{};
+  ppo_loss_config<double> ppo = [] {
+    ppo_loss_config<double> c;
+    // Raw advantages: with Adam the loss's scale matters little, and standardising each
+    // minibatch turned the noise of a return-less plateau (Acrobot's first swing-up) into
+    // full-size policy steps that collapsed the policy's entropy (docs/learning.md).
+    c.normalize_advantages = false;
+    return c;
+  }();
   /// Seconds between progress lines (not a flag: a program's choice).
   double progress_seconds = 2.0;
   /// Which of the settings a checkpoint keeps (app/checkpoint_settings.hpp) came from the
@@ -214,12 +218,7 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
                "discounted return, clipped to +-10 (episode returns stay raw; =false turns off a "
                "program's default)")
       ->each([&o](const std::string&) { o.given.scale_rewards = true; });
-  cli.add_option_function<double>(
-         "--entropy-cost", [&o](double v) { o.entropy_cost = v; },
-         o.entropy_cost
-             ? "entropy bonus weight (default " + detail::format_number(*o.entropy_cost) + ")"
-             : std::string("entropy bonus weight (default 0.01 for discrete actions, "
-                           "0 for continuous ones)"))
+  cli.add_option("--entropy-cost", o.entropy_cost, "entropy bonus weight")
       ->check(non_negative_number);
   cli.add_option("--max-grad-norm", o.max_grad_norm, "clip the gradient's global norm to this")
       ->check(positive_number);
@@ -262,6 +261,8 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
       ->check(CLI::IsMember({"gae", "vtrace"}));
   cli.add_option("--ppo-lambda", o.ppo.lambda, "PPO: GAE (or V-trace) lambda")
       ->check(CLI::Range(0.0, 1.0));
+  cli.add_flag("--ppo-normalize-advantages", o.ppo.normalize_advantages,
+               "PPO: standardise each minibatch's advantages (=false: use them as they are)");
   cli.add_option("--total-frames", o.total_frames, "stop after this many env frames")
       ->check(positive_number);
   cli.add_option_function<double>(
@@ -311,11 +312,6 @@ inline void add_run_flags(CLI::App& cli, run_options& o, mode_set modes = {}) {
   }
 }
 
-/// --entropy-cost, or the default for `discrete` or continuous actions (see run_options).
-inline double entropy_cost_for(const run_options& o, bool discrete) {
-  return o.entropy_cost.value_or(discrete ? 0.01 : 0.0);
-}
-
 /// Where the learner trains: --train-device, else --device.
 inline const std::string& train_device(const run_options& o) {
   return o.train_device.empty() ? o.device : o.train_device;
@@ -360,6 +356,8 @@ inline std::string algorithm_summary(const run_options& o) {
                   " minibatches, clip " + detail::format_number(p.clip_epsilon);
   if (p.value_clip)
     s += ", value clip " + detail::format_number(*p.value_clip);
+  if (p.normalize_advantages)
+    s += ", advantages standardised";
   return s;
 }
 
