@@ -17,6 +17,7 @@
 # else of ours while it runs (it records the load).
 #
 # Usage: bench/learning_suite.sh BUILD_DIR [OUT_DIR]
+#        bench/learning_suite.sh --report OUT_DIR   (the tables and plots again, from its CSVs)
 #   SEEDS="1 2 3 4 5" TASKS="cartpole acrobot acrobot_cpp pendulum halfcheetah" BUDGET=600
 #   SB3=1 (0: seedrl only) SB3_HALFCHEETAH=0
 # Writes OUT_DIR (default docs/learning) runs.csv (one row per run), curves.csv (one row per
@@ -25,8 +26,10 @@
 # SB3 installs itself (tools/sb3_baseline.py). Not a test: times depend on the machine.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:?usage: learning_suite.sh BUILD_DIR [OUT_DIR]}
+build=${1:?usage: learning_suite.sh BUILD_DIR [OUT_DIR] | --report OUT_DIR}
 out=${2:-$root/docs/learning}
+report_only=0
+[[ $build == --report ]] && report_only=1
 seeds=${SEEDS:-1 2 3 4 5}
 tasks=${TASKS:-cartpole acrobot acrobot_cpp pendulum halfcheetah}
 budget=${BUDGET:-600}
@@ -34,11 +37,12 @@ if [[ -z ${SEEDRL_PYTHON:-} ]]; then
   if [[ -x $root/.venv/bin/python3 ]]; then SEEDRL_PYTHON=$root/.venv/bin/python3; else SEEDRL_PYTHON=python3; fi
 fi
 export SEEDRL_PYTHON
+runs=$out/runs.csv curves=$out/curves.csv summary=$out/summary.txt
+if ((report_only == 0)); then
 for bin in seedrl_gym seedrl_acrobot seedrl_pendulum; do
   [[ -x $build/examples/$bin ]] || { echo "no $build/examples/$bin: build it first" >&2; exit 2; }
 done
 mkdir -p "$out"
-runs=$out/runs.csv curves=$out/curves.csv summary=$out/summary.txt
 echo "task,who,seed,reached,wall_s,frames,final_return" >"$runs"
 echo "task,who,seed,seconds,frames,mean_return" >"$curves"
 {
@@ -85,7 +89,9 @@ run_sb3() {
   set +e
   timeout --signal=INT "$budget" "$SEEDRL_PYTHON" "$root/tools/sb3_baseline.py" "${args[@]}" >"$log" 2>&1
   set -e
-  tail -n +2 "$csv" | awk -F, -v t="$task" -v s="$seed" '{ printf "%s,sb3,%s,%s,%s,%s\n", t, s, $5, $1, $4 }' >>"$curves"
+  # Python's csv module ends rows with \r\n.
+  tail -n +2 "$csv" | tr -d '\r' |
+    awk -F, -v t="$task" -v s="$seed" '{ printf "%s,sb3,%s,%s,%s,%s\n", t, s, $5, $1, $4 }' >>"$curves"
   if line=$(grep '^reached:' "$log"); then
     frames=$(awk '{print $4}' <<<"$line") wall=$(awk '{print $7}' <<<"$line") reached=1
   else
@@ -127,6 +133,8 @@ for task in $tasks; do
   done
 done
 
+fi  # report_only
+
 "$SEEDRL_PYTHON" - "$runs" "$curves" "$out" <<'PY' | tee -a "$summary"
 import csv, statistics, sys
 runs = list(csv.DictReader(open(sys.argv[1])))
@@ -163,6 +171,7 @@ try:
 except ImportError:
     sys.exit(0)
 curves = list(csv.DictReader(open(sys.argv[2])))
+curves = [r for r in curves if r["task"] and None not in r.values()]
 for task in sorted({r["task"] for r in curves}):
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for who, colour in (("seedrl", "tab:blue"), ("sb3", "tab:orange")):
