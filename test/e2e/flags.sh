@@ -21,7 +21,8 @@ for flag in --learner --host --port --actors --envs-per-actor --max-envs --unrol
   --target-return --logdir --seed --device --train-device --inference-device --checkpoint-dir --checkpoint-every-steps \
   --checkpoint-every-seconds --resume --init-checkpoint --auth-secret-file --no-auth \
   --episodes --sample --lstm --algo --ppo-epochs --ppo-minibatches --ppo-clip --ppo-value-clip \
-  --ppo-advantage --ppo-lambda --ppo-normalize-advantages --lr-decay; do
+  --ppo-advantage --ppo-lambda --ppo-normalize-advantages --lr-decay --max-grad-norm --log-std-init \
+  --state-dependent-log-std; do
   grep -q -- "$flag" "$out" || fail "--help does not list $flag"
 done
 for mode in local learner actor eval; do
@@ -54,6 +55,8 @@ usage_error "--resume requires --checkpoint-dir" local --resume
 usage_error "--seed" local --seed
 usage_error "--algo" local --algo dqn
 usage_error "--ppo-minibatches" local --algo ppo --ppo-minibatches 0
+usage_error "--log-std-init" local --log-std-init 5
+usage_error "--max-grad-norm" local --max-grad-norm 0
 # no_cuda ARGS...: this program has no GPU trainer or engine (no .cu of its own): asking for
 # cuda, to train or to infer, exits 2 with one line that starts with the flag that asked and
 # says how to build with CUDA, and starts nothing.
