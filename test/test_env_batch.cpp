@@ -1,10 +1,16 @@
-// The actor's inner loop: auto-reset semantics, episode accounting and action checks.
+// The actor's inner loop: auto-reset semantics, episode accounting and action checks, directly
+// and through any_env_batch.
 #include "seedrl/env/env_batch.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
+#include "seedrl/env/any_env_batch.hpp"
 #include "seedrl/env/cartpole.hpp"
 
 namespace {
@@ -214,4 +220,52 @@ TEST_CASE("env_batch checks each action element against its own bounds", "[env_b
 TEST_CASE("env_batch refuses inconsistent environments", "[env_batch]") {
   CHECK_THROWS_AS(seedrl::env_batch<seedrl::cartpole>(std::vector<seedrl::cartpole>{}, 0),
                   std::invalid_argument);
+}
+
+TEST_CASE("any_env_batch steps an env_batch through its virtual interface", "[env_batch]") {
+  // Discrete, int32 observations: the bytes are the batch's, converted values exact.
+  const auto factory = seedrl::make_env_batch_factory<counting_env>(
+      [](std::size_t i) { return counting_env{static_cast<int>(i) + 2}; });
+  const auto erased = factory(2, 7);
+  seedrl::env_batch<counting_env> direct(std::vector<counting_env>{{2}, {3}}, 7);
+  REQUIRE(erased->size() == 2);
+  CHECK(erased->action_spec().is_discrete());
+  CHECK(erased->action_size() == 1);
+  std::vector<double> values(4);
+  for (int t = 0; t < 5; ++t) {
+    const auto bytes = erased->observation_bytes();
+    const auto want = std::as_bytes(direct.observations());
+    REQUIRE(bytes.size() == want.size());
+    CHECK(std::equal(bytes.begin(), bytes.end(), want.begin()));
+    erased->observations(std::span<double>(values));
+    for (std::size_t j = 0; j < values.size(); ++j)
+      CHECK(values[j] == static_cast<double>(direct.observations()[j]));
+    const std::vector<std::int32_t> actions{t % 3, (t + 1) % 3};
+    erased->step(std::span<const std::int32_t>(actions));
+    direct.step(actions);
+    CHECK(std::vector<float>(erased->rewards().begin(), erased->rewards().end()) ==
+          std::vector<float>(direct.rewards().begin(), direct.rewards().end()));
+    CHECK(std::vector<std::uint8_t>(erased->dones().begin(), erased->dones().end()) ==
+          std::vector<std::uint8_t>(direct.dones().begin(), direct.dones().end()));
+    CHECK(std::vector<std::uint8_t>(erased->truncated().begin(), erased->truncated().end()) ==
+          std::vector<std::uint8_t>(direct.truncated().begin(), direct.truncated().end()));
+    CHECK(erased->finished_episodes().size() == direct.finished_episodes().size());
+  }
+  // The other kind of action is refused, and a wrong-sized conversion too.
+  const std::vector<float> continuous{0.0f, 0.0f};
+  CHECK_THROWS_AS(erased->step(std::span<const float>(continuous)), std::logic_error);
+  std::vector<float> short_out(3);
+  CHECK_THROWS_AS(erased->observations(std::span<float>(short_out)), std::invalid_argument);
+
+  // Continuous actions reach the environments; a discrete step is refused.
+  const auto points =
+      seedrl::make_env_batch_factory<point_env>([](std::size_t) { return point_env{}; })(2, 0);
+  CHECK_FALSE(points->action_spec().is_discrete());
+  const std::vector<float> moves{0.5f, -0.25f};
+  points->step(std::span<const float>(moves));
+  std::vector<float> xs(2);
+  points->observations(std::span<float>(xs));
+  CHECK(xs == std::vector<float>{0.5f, -0.25f});
+  CHECK_THROWS_AS(points->step(std::span<const std::int32_t>()), std::logic_error);
+  CHECK_THROWS_AS(points->step(std::span<const float>(continuous).first(1)), std::invalid_argument);
 }

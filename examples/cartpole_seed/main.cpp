@@ -14,6 +14,7 @@
 #include "seedrl/app/program.hpp"
 #include "seedrl/env/cartpole.hpp"
 #if defined(SEEDRL_HAS_CUDA)
+#include "seedrl/app/program_run.hpp"        // a GPU trainer: the program is compiled here
 #include "seedrl/cuda/mlp_lstm_trainer.hpp"  // instantiated in cuda_trainer.cu
 using gpu_trainer = seedrl::cuda::mlp_lstm_trainer<float>;
 #else

@@ -15,6 +15,9 @@
 #include "seedrl/app/pixel_recipe.hpp"
 #include "seedrl/app/program.hpp"
 #include "seedrl/env/catch.hpp"
+#if defined(SEEDRL_HAS_CUDA)
+#include "seedrl/app/program_run.hpp"  // a GPU trainer: the program is compiled here
+#endif
 
 int main(int argc, char** argv) {
   seedrl::app::program<seedrl::catch_game> p(

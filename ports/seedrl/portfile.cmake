@@ -1,7 +1,7 @@
-# vcpkg port for seedrl, a header-only library. Copy ports/seedrl into an overlay-ports folder
+# vcpkg port for seedrl, a template library whose program layer (seedrl::app) is compiled. Copy ports/seedrl into an overlay-ports folder
 # and point SEEDRL_SOURCE_PATH at a checkout, or replace the source step with
 # vcpkg_from_github once releases are tagged.
-set(VCPKG_BUILD_TYPE release)  # headers only: one configuration is enough
+set(VCPKG_BUILD_TYPE release)  # one configuration: seedrl::app is the only library
 
 if(DEFINED ENV{SEEDRL_SOURCE_PATH})
   set(SOURCE_PATH "$ENV{SEEDRL_SOURCE_PATH}")

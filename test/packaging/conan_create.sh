@@ -17,7 +17,7 @@ rm -rf "$work"
 mkdir -p "$work/recipe"
 # Conan builds test_package inside the recipe folder: work on a copy to keep the tree clean.
 cp -r "$src/conanfile.py" "$src/CMakeLists.txt" "$src/LICENSE" "$src/cmake" "$src/include" \
-  "$src/test_package" "$work/recipe/"
+  "$src/src" "$src/test_package" "$work/recipe/"
 export CONAN_HOME="$work/home"
 "$conan" profile detect --force >/dev/null
 eigen=$(dpkg-query -W -f='${Version}' libeigen3-dev 2>/dev/null | sed 's/-.*//')

@@ -19,9 +19,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
-#include "seedrl/app/run_learner.hpp"
+#include "seedrl/app/agent_parts.hpp"
+#include "seedrl/app/compiled.hpp"
+#include "seedrl/app/program_setup.hpp"
 #include "seedrl/app/run_options.hpp"
 #include "seedrl/core/spec.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
@@ -47,32 +50,11 @@ struct mlp_recipe {
   /// Continuous actions: the state-independent log-std's start; unset: state-dependent log-stds.
   std::optional<double> log_std_init = 0.0;
 
-  void add_flags(CLI::App& cli) {
-    flags_.push_back(cli.add_flag("--lstm", lstm, "use the MLP+LSTM network instead of the MLP"));
-    cli.add_flag("--orthogonal-init", orthogonal_init,
-                 "orthogonal initialization (gains sqrt(2) hidden, 0.01 policy, 1 value) instead "
-                 "of PyTorch's default");
-    add_log_std_flags(cli);
-    if (auto* lr = cli.get_option_no_throw("--learning-rate")) {
-      lr->description("Adam learning rate (default " + detail::format_number(learning_rate) +
-                      ", or " + detail::format_number(lstm_learning_rate) + " with --lstm)");
-    }
-  }
+  /// --lstm, --orthogonal-init and the log-std flags (continuous actions).
+  SEEDRL_APP_API void add_flags(CLI::App& cli);
 
   /// --log-std-init and --state-dependent-log-std (continuous actions).
-  void add_log_std_flags(CLI::App& cli) {
-    flags_.push_back(
-        cli.add_option_function<double>(
-               "--log-std-init", [this](double v) { log_std_init = v; },
-               "continuous actions: the state-independent log-std vector starts here (default " +
-                   (log_std_init ? detail::format_number(*log_std_init) : std::string("none")) +
-                   ")")
-            ->check(CLI::Range(-20.0, 2.0)));
-    flags_.push_back(cli.add_flag_callback(
-        "--state-dependent-log-std", [this] { log_std_init.reset(); },
-        "continuous actions: the policy layer outputs the log-stds (per state) instead of one "
-        "vector"));
-  }
+  SEEDRL_APP_API void add_log_std_flags(CLI::App& cli);
 
   mlp_lstm_agent_config shape(const run_options& o, const observation_spec& obs,
                               const action_spec& act) const {
@@ -92,40 +74,14 @@ struct mlp_recipe {
     return c;
   }
 
-  agent_parts<network_type> make(const run_options& o, const observation_spec& obs,
-                                 const action_spec& act) const {
-    const auto c = shape(o, obs, act);
-    adam_config adam;
-    adam.learning_rate =
-        o.learning_rate ? *o.learning_rate : (lstm ? lstm_learning_rate : learning_rate);
-    adam.lr_decay_steps = lr_decay_steps(o);
-    return {network_type(c), describe(c), seedrl::adam<float>(adam), {}};
-  }
+  /// The network the environment's specs ask for, its description and Adam.
+  SEEDRL_APP_API agent_parts<network_type> make(const run_options& o, const observation_spec& obs,
+                                                const action_spec& act) const;
 
   /// Eval: a checkpoint's network (its description) replaces the defaults when no network flag
   /// was given, so that a run trained with --lstm or another log-std plays without repeating
   /// them; with a flag given, eval compares the two and refuses a mismatch.
-  void use_checkpoint_network(const std::string& held) {
-    for (const CLI::Option* f : flags_)
-      if (f->count() > 0)
-        return;
-    if (!held.starts_with("mlp_lstm_agent "))
-      return;  // another network: eval refuses it with both descriptions
-    try {
-      const mlp_lstm_agent_config c = parse_mlp_lstm_agent_description(held);
-      network.hidden_sizes = c.hidden_sizes;
-      network.lstm_layers = c.lstm_layers;
-      network.reward_and_action_inputs = c.reward_and_action_inputs;
-      network.max_abs_input_reward = c.max_abs_input_reward;
-      lstm = c.lstm_size > 0;
-      if (lstm)
-        network.lstm_size = c.lstm_size;
-      if (c.continuous_action_size > 0)
-        log_std_init = c.log_std_init;  // its kind: the values are in the checkpoint
-    } catch (const std::invalid_argument&) {
-      // unreadable: eval refuses the checkpoint with both descriptions
-    }
-  }
+  SEEDRL_APP_API void use_checkpoint_network(const std::string& held);
 
   std::string checkpoint_hint() const {
     return std::string("(was it trained with") + (lstm ? "out" : "") +
@@ -138,3 +94,16 @@ struct mlp_recipe {
 };
 
 }  // namespace seedrl::app
+
+#if SEEDRL_APP_COMPILED
+namespace seedrl::app {
+// Whole programs on mlp_recipe without a GPU trainer are compiled into seedrl::app.
+extern template int run_program<void, mlp_recipe>(const program_setup&, mlp_recipe&, int, char**);
+namespace detail {
+template <>
+struct compiled_program<void, mlp_recipe> : std::true_type {};
+}  // namespace detail
+}  // namespace seedrl::app
+#else
+#include "seedrl/app/detail/mlp_recipe-inl.hpp"
+#endif

@@ -28,6 +28,8 @@
 #include <vector>
 
 #include "seedrl/app/cli.hpp"
+#include "seedrl/app/compiled.hpp"
+#include "seedrl/app/program_setup.hpp"
 #include "seedrl/app/run_learner.hpp"
 #include "seedrl/app/run_options.hpp"
 #include "seedrl/core/spec.hpp"
@@ -203,3 +205,15 @@ struct pixel_recipe {
 };
 
 }  // namespace seedrl::app
+
+#if SEEDRL_APP_COMPILED
+namespace seedrl::app {
+// Whole programs on pixel_recipe without a GPU trainer are compiled into seedrl::app.
+extern template int run_program<void, pixel_recipe<>>(const program_setup&, pixel_recipe<>&, int,
+                                                      char**);
+namespace detail {
+template <>
+struct compiled_program<void, pixel_recipe<>> : std::true_type {};
+}  // namespace detail
+}  // namespace seedrl::app
+#endif

@@ -15,27 +15,21 @@
 /// stop), 1 stopped short of the target or failed, 2 a usage error (bad flag or value, unusable
 /// checkpoint), 130 stopped by SIGINT/SIGTERM.
 
-#include <CLI/CLI.hpp>
-
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <exception>
 #include <functional>
 #include <string>
-#include <type_traits>
 #include <utility>
 
-#include "seedrl/app/agent_recipe.hpp"
-#include "seedrl/app/auth.hpp"
-#include "seedrl/app/cli.hpp"
-#include "seedrl/app/run_actor.hpp"
-#include "seedrl/app/run_actor_eval.hpp"
-#include "seedrl/app/run_eval.hpp"
-#include "seedrl/app/run_learner.hpp"
+#include "seedrl/app/compiled.hpp"
+#include "seedrl/app/program_setup.hpp"
 #include "seedrl/app/run_options.hpp"
-#include "seedrl/app/signals.hpp"
-#include "seedrl/app/trainer_choice.hpp"
+#include "seedrl/env/any_env_batch.hpp"
 #include "seedrl/env/environment.hpp"
+
+#if !SEEDRL_APP_COMPILED
+#include "seedrl/app/program_run.hpp"
+#endif
 
 namespace seedrl::app {
 
@@ -64,75 +58,29 @@ class program {
 
   /// Parses the flags and runs the mode they name; returns main's exit status. `Recipe` is an
   /// agent recipe (app/agent_recipe.hpp). `GpuTrainer` is the recipe network's GPU trainer for
-  /// --device cuda, or void without CUDA (a recipe with `with_agent` names its own).
+  /// --device cuda, or void without CUDA (a recipe with `with_agent` names its own). The
+  /// compiled seedrl::app holds the whole program for the library's recipes without a GPU
+  /// trainer; for others, include seedrl/app/program_run.hpp.
   template <class GpuTrainer = void, class Recipe>
   int run(int argc, char** argv, Recipe recipe) {
-    CLI::App cli(description_, name_);
-    add_run_flags(cli, options);
-    recipe.add_flags(cli);
-    if (const auto rc = parse_command_line(cli, argc, argv))
-      return *rc;
-    finish_run_options(options);
-    install_stop_handlers();
-    try {
-      const auto make = [f = make_env, seed = options.seed](std::size_t i) { return f(i, seed); };
-      const std::string env_name = environment_name.empty() ? name_ : environment_name;
-      if (options.mode == run_mode::eval) {
-        const Env probe = make_env(0, options.seed);
-        // A recipe that can rebuild its network from a checkpoint's description does so.
-        if constexpr (requires { recipe.use_checkpoint_network(std::string()); }) {
-          if (const auto held = eval_checkpoint_network(options))
-            recipe.use_checkpoint_network(*held);
-        }
-        if constexpr (!std::is_integral_v<typename Env::action_type>) {
-          // seedrl::policy plays discrete actions; a Gaussian policy plays through the learner.
-          return with_recipe_agent<GpuTrainer>(recipe, options, probe.observation_spec(),
-                                               probe.action_spec(), [&](const auto& parts, auto) {
-                                                 return run_actor_eval(
-                                                     options, load_secret(options), parts,
-                                                     learner_side_info(env_name, probe, recipe));
-                                               });
-        } else {
-          return with_recipe_agent<GpuTrainer>(recipe, options, probe.observation_spec(),
-                                               probe.action_spec(), [&](const auto& parts, auto) {
-                                                 return run_eval<Env>(options, parts.network,
-                                                                      parts.description, make,
-                                                                      recipe.checkpoint_hint());
-                                               });
-        }
-      }
-      secret_ptr secret = load_secret(options);
-      if (options.mode == run_mode::actor)
-        return run_actor<Env>(options, std::move(secret), make, env_name + "-actor");
-      const Env probe = make_env(0, options.seed);
-      const environment_info env = learner_side_info(env_name, probe, recipe);
-      return with_recipe_agent<GpuTrainer>(
-          recipe, options, env.observations, env.actions, [&](const auto& parts, auto gpu) {
-            using gpu_trainer = typename decltype(gpu)::type;
-            return with_trainer<gpu_trainer>(options, name_, [&](auto trainer) {
-              return run_learner<gpu_engine_for_t<gpu_trainer>>(options, std::move(secret), parts,
-                                                                env, std::move(trainer));
-            });
-          });
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s\n", e.what());
-      return 2;
-    }
+    static_assert(
+        detail::compiled_program<GpuTrainer, Recipe>::value ||
+            requires { sizeof(detail::program_run_definitions<Recipe>); },
+        "seedrl: the compiled seedrl::app holds programs for its own recipes without a "
+        "GPU trainer; for this recipe or GPU trainer, #include "
+        "\"seedrl/app/program_run.hpp\" (or link seedrl::app_header_only)");
+    program_setup setup{name_, description_, options, environment_name, announce_network, {}, {}};
+    setup.specs = [make = make_env](std::uint64_t seed) {
+      const Env probe = make(0, seed);
+      return environment_specs{probe.observation_spec(), probe.action_spec()};
+    };
+    setup.batches = [make = make_env](std::uint64_t seed) {
+      return make_env_batch_factory<Env>([make, seed](std::size_t i) { return make(i, seed); });
+    };
+    return run_program<GpuTrainer>(setup, recipe, argc, argv);
   }
 
  private:
-  template <class Recipe>
-  environment_info learner_side_info(const std::string& env_name, const Env& probe,
-                                     const Recipe& recipe) const {
-    environment_info env;
-    env.name = env_name;
-    env.observations = probe.observation_spec();
-    env.actions = probe.action_spec();
-    env.checkpoint_hint = recipe.checkpoint_hint();
-    env.announce_network = announce_network;
-    return env;
-  }
-
   std::string name_;
   std::string description_;
 };

@@ -15,6 +15,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,7 +24,7 @@
 
 #include "seedrl/app/checkpoint_network.hpp"
 #include "seedrl/app/run_options.hpp"
-#include "seedrl/env/env_batch.hpp"
+#include "seedrl/env/any_env_batch.hpp"
 #include "seedrl/io/checkpoint.hpp"
 #include "seedrl/runtime/input_normalizer.hpp"
 #include "seedrl/runtime/policy.hpp"
@@ -65,35 +66,30 @@ void load_input_normalization(const checkpoint& c, std::size_t observation_size,
     pol.scale_rewards(c.double_counter(names::return_var_name));
 }
 
-/// Plays `episodes` episodes with `net`'s policy on `envs` environments at once (built by
-/// `make_env`, seeded from `seed`), choosing actions `how`. With `normalization_from`, the
+/// Plays `episodes` episodes with `net`'s policy on `envs` environments at once (a batch from
+/// `make_batch`, seeded from `seed`), choosing actions `how`. With `normalization_from`, the
 /// policy normalizes its inputs with that checkpoint's statistics (load_input_normalization).
-template <class Env, class Net>
-eval_result play_episodes(const Net& net, std::function<Env(std::size_t)> make_env,
-                          std::size_t envs, std::uint64_t seed, int episodes, action_selection how,
+template <class Net>
+eval_result play_episodes(const Net& net, const env_batch_factory& make_batch, std::size_t envs,
+                          std::uint64_t seed, int episodes, action_selection how,
                           const checkpoint* normalization_from = nullptr) {
   using scalar = typename Net::scalar_type;
   policy<Net> pol(net, envs, seed);
-  auto batch = env_batch<Env>::create(envs, make_env, seed);
+  const std::unique_ptr<any_env_batch> batch = make_batch(envs, seed);
+  const auto observation_size = static_cast<std::size_t>(batch->observation_spec().num_elements());
+  std::vector<scalar> input(envs * observation_size);
   if (normalization_from != nullptr)
-    load_input_normalization(*normalization_from, batch.observations().size() / envs, pol);
+    load_input_normalization(*normalization_from, observation_size, pol);
   std::vector<std::uint8_t> dones(envs, 1);  // every first observation starts an episode
-  std::vector<scalar> converted, rewards(envs);
+  std::vector<scalar> rewards(envs);
   eval_result r{0, 0.0, 1e300, -1e300};
   double total = 0.0;
   while (r.episodes < episodes) {
-    const auto obs = batch.observations();
-    std::span<const scalar> input;
-    if constexpr (std::is_same_v<std::remove_cv_t<typename decltype(obs)::element_type>, scalar>) {
-      input = obs;
-    } else {
-      converted.assign(obs.begin(), obs.end());
-      input = converted;
-    }
-    std::copy(batch.rewards().begin(), batch.rewards().end(), rewards.begin());
-    batch.step(pol.act(input, rewards, dones, how));
-    std::copy(batch.dones().begin(), batch.dones().end(), dones.begin());
-    for (const auto& e : batch.finished_episodes()) {
+    batch->observations(std::span<scalar>(input));
+    std::copy(batch->rewards().begin(), batch->rewards().end(), rewards.begin());
+    batch->step(pol.act(input, rewards, dones, how));
+    std::copy(batch->dones().begin(), batch->dones().end(), dones.begin());
+    for (const auto& e : batch->finished_episodes()) {
       if (r.episodes == episodes)
         break;
       ++r.episodes;
@@ -104,6 +100,15 @@ eval_result play_episodes(const Net& net, std::function<Env(std::size_t)> make_e
   }
   r.mean = total / episodes;
   return r;
+}
+
+/// The same on environments of type `Env`, environment i built by `make_env(i)`.
+template <class Env, class Net>
+eval_result play_episodes(const Net& net, std::function<Env(std::size_t)> make_env,
+                          std::size_t envs, std::uint64_t seed, int episodes, action_selection how,
+                          const checkpoint* normalization_from = nullptr) {
+  return play_episodes(net, make_env_batch_factory<Env>(std::move(make_env)), envs, seed, episodes,
+                       how, normalization_from);
 }
 
 /// "greedy policy: mean return M over N episodes (min A, max B)" ("sampled" for sampling).
@@ -161,9 +166,9 @@ inline std::optional<checkpoint> load_eval_checkpoint(const run_options& o,
 
 /// See the file comment. `architecture` is this run's network; `description` its checkpoint
 /// description; `hint` is printed when a checkpoint holds another network.
-template <class Env, class Net>
+template <class Net>
 int run_eval(const run_options& o, const Net& architecture, const std::string& description,
-             std::function<Env(std::size_t)> make_env, const std::string& hint = {}) {
+             const env_batch_factory& make_batch, const std::string& hint = {}) {
   const auto c = load_eval_checkpoint(o, description, hint);
   if (!c)
     return 2;
@@ -174,14 +179,21 @@ int run_eval(const run_options& o, const Net& architecture, const std::string& d
   const auto how = o.eval_sample ? action_selection::sample : action_selection::greedy;
   eval_result r;
   try {
-    r = play_episodes<Env>(net, std::move(make_env), o.envs_per_actor, o.seed, o.eval_episodes, how,
-                           &*c);
+    r = play_episodes(net, make_batch, o.envs_per_actor, o.seed, o.eval_episodes, how, &*c);
   } catch (const checkpoint_error& e) {  // statistics that do not fit the network
     std::fprintf(stderr, "%s\n", e.what());
     return 2;
   }
   print_eval_result(r, how);
   return 0;
+}
+
+/// The same on environments of type `Env`, environment i built by `make_env(i)`.
+template <class Env, class Net>
+int run_eval(const run_options& o, const Net& architecture, const std::string& description,
+             std::function<Env(std::size_t)> make_env, const std::string& hint = {}) {
+  return run_eval(o, architecture, description, make_env_batch_factory<Env>(std::move(make_env)),
+                  hint);
 }
 
 }  // namespace seedrl::app

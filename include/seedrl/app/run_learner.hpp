@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/app/agent_parts.hpp"
 #include "seedrl/app/auth.hpp"
 #include "seedrl/app/checkpoint_network.hpp"
 #include "seedrl/app/checkpoint_settings.hpp"
@@ -40,31 +41,6 @@
 #include "seedrl/transport/tcp.hpp"
 
 namespace seedrl::app {
-
-/// An agent ready to train: its network (architecture and initial parameters), the one-line
-/// description checkpoints carry (a run refuses to resume another network's checkpoint), the
-/// optimizer and the loss settings.
-template <class Net, class Opt = adam<typename Net::scalar_type>>
-struct agent_parts {
-  Net network;
-  std::string description;
-  Opt optimizer;
-  impala_loss_config<typename Net::scalar_type> loss{};
-};
-
-/// What the learner side needs to know about the environment and its actors.
-struct environment_info {
-  std::string name;               ///< checkpoint meta "environment"
-  observation_spec observations;  ///< what actors send
-  action_spec actions;            ///< what the network chooses from
-  /// argv of actor process `index` in local mode, given the learner's HOST:PORT and its seed.
-  /// Unset: this program itself in actor mode (`/proc/self/exe actor --learner ...`).
-  std::function<std::vector<std::string>(const std::string& address, int index, std::uint64_t seed)>
-      actor_command;
-  std::string actor_kind;         ///< e.g. "Python ALE/Pong-v5", for the "started ..." line
-  std::string checkpoint_hint;    ///< appended when a checkpoint holds another network
-  bool announce_network = false;  ///< print "actions: N; network: ..." after listening
-};
 
 /// The argv of a local-mode actor that re-runs this program in actor mode; `extra` is appended
 /// (e.g. the program's own flags that actors need).

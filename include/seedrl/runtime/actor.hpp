@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "seedrl/core/random.hpp"
-#include "seedrl/env/env_batch.hpp"
+#include "seedrl/env/any_env_batch.hpp"
 #include "seedrl/env/environment.hpp"
 #include "seedrl/protocol/frame.hpp"
 #include "seedrl/security/challenge.hpp"
@@ -57,23 +57,16 @@ class actor_rejected : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Runs `config.num_envs` environments made by `make_env(i)` against a learner reached with
-/// `connect()` (which returns a Connection, or throws transport_error).
-template <class E, class Connect>
-class actor {
-  static_assert(check_environment<E>());
-  // Discrete environments take an integral index, continuous ones a span of floats (what
-  // env_batch steps them with); the wire carries int32 or float32 to match.
-  static constexpr bool discrete = std::is_integral_v<typename E::action_type>;
-  static_assert(discrete || std::is_same_v<typename E::action_type, std::span<const float>>,
-                "seedrl::actor: the action type must be integral (discrete) or "
-                "std::span<const float> (continuous)");
-  using wire_action = std::conditional_t<discrete, std::int32_t, float>;
-
+/// Runs `config.num_envs` environments, batched by `make_batch(num_envs, seed)`, against a
+/// learner reached with `connect()` (which returns a Connection, or throws transport_error).
+/// The environments' type is erased (seedrl/env/any_env_batch.hpp), so that this loop is
+/// compiled once for every environment; `actor<E, Connect>` is the same for a factory of E.
+template <class Connect>
+class basic_actor {
  public:
-  actor(actor_config config, std::function<E(std::size_t)> make_env, Connect connect)
+  basic_actor(actor_config config, env_batch_factory make_batch, Connect connect)
       : config_(std::move(config)),
-        make_env_(std::move(make_env)),
+        make_batch_(std::move(make_batch)),
         connect_(std::move(connect)),
         rng_(config_.seed) {}
 
@@ -132,12 +125,12 @@ class actor {
   template <class C>
   std::int64_t session(C& conn, const std::atomic<bool>& stop, std::int64_t steps_before) {
     // Fresh environments and run ids for every connection: the learner starts them afresh.
-    std::vector<E> envs;
-    for (std::size_t i = 0; i < config_.num_envs; ++i)
-      envs.push_back(make_env_(i));
-    env_batch<E> batch(std::move(envs), rng_());
+    const std::unique_ptr<any_env_batch> fresh = make_batch_(config_.num_envs, rng_());
+    any_env_batch& batch = *fresh;
     const auto obs_spec = batch.observation_spec();
     const auto act_spec = batch.action_spec();
+    // Discrete environments take int32 indices, continuous ones floats; the wire carries the same.
+    const bool discrete = act_spec.is_discrete();
     std::vector<std::byte> frame;
     protocol::frame_header h{};
     if (config_.auth_secret)
@@ -159,7 +152,8 @@ class actor {
     std::vector<std::byte> step_frame(protocol::step_frame_size(k, obs_bytes));
     std::vector<float> rewards(k, 0.0f);
     std::vector<std::uint8_t> dones(k, 1), truncateds(k, 0);  // first observations start episodes
-    std::vector<wire_action> actions(k * batch.action_size());
+    std::vector<std::int32_t> indices(discrete ? k : 0);
+    std::vector<float> values(discrete ? 0 : k * batch.action_size());
     std::int64_t steps = 0;
     // Where the time goes, reported to the learner every stats_interval.
     using clock = std::chrono::steady_clock;
@@ -167,9 +161,7 @@ class actor {
     protocol::actor_stats period;
     auto last_report = clock::now(), t_env = last_report;
     while (!stop && !done(steps_before + steps)) {
-      const auto obs = batch.observations();
-      const std::span<const std::byte> obs_bytes_view(
-          reinterpret_cast<const std::byte*>(obs.data()), obs.size_bytes());
+      const std::span<const std::byte> obs_bytes_view = batch.observation_bytes();
       const std::size_t n = protocol::encode_step(
           step_frame, obs_spec.type, {run_ids, rewards, dones, truncateds, obs_bytes_view});
       const auto t_send = clock::now();
@@ -189,17 +181,23 @@ class actor {
         throw transport_error(std::string("expected actions, got ") + protocol::to_string(h.type));
       }
       std::string why;
-      if (protocol::parse_actions(frame, static_cast<std::uint32_t>(k), act_spec,
-                                  std::span<wire_action>(actions),
-                                  &why) != protocol::error_code::none) {
+      const auto parsed =
+          discrete ? protocol::parse_actions(frame, static_cast<std::uint32_t>(k), act_spec,
+                                             std::span<std::int32_t>(indices), &why)
+                   : protocol::parse_actions(frame, static_cast<std::uint32_t>(k), act_spec,
+                                             std::span<float>(values), &why);
+      if (parsed != protocol::error_code::none)
         throw transport_error("bad actions from the learner: " + why);
-      }
-      batch.step(actions);
-      for (std::size_t i = 0; i < k; ++i) {
-        rewards[i] = batch.rewards()[i];
-        dones[i] = batch.dones()[i];
-        truncateds[i] = batch.truncated()[i];
-      }
+      if (discrete)
+        batch.step(std::span<const std::int32_t>(indices));
+      else
+        batch.step(std::span<const float>(values));
+      const auto r = batch.rewards();
+      const auto d = batch.dones();
+      const auto tr = batch.truncated();
+      std::copy(r.begin(), r.end(), rewards.begin());
+      std::copy(d.begin(), d.end(), dones.begin());
+      std::copy(tr.begin(), tr.end(), truncateds.begin());
       ++steps;
       if (config_.stats_interval.count() > 0 && t_env - last_report >= config_.stats_interval) {
         protocol::encode_actor_stats(stats_frame, period);
@@ -282,9 +280,20 @@ class actor {
   }
 
   actor_config config_;
-  std::function<E(std::size_t)> make_env_;
+  env_batch_factory make_batch_;
   Connect connect_;
   random_generator rng_;
+};
+
+/// `basic_actor` over environments of type `E`, environment i built by `make_env(i)`.
+template <class E, class Connect>
+class actor : public basic_actor<Connect> {
+  static_assert(check_environment<E>());
+
+ public:
+  actor(actor_config config, std::function<E(std::size_t)> make_env, Connect connect)
+      : basic_actor<Connect>(std::move(config), make_env_batch_factory<E>(std::move(make_env)),
+                             std::move(connect)) {}
 };
 
 }  // namespace seedrl

@@ -1,0 +1,74 @@
+#pragma once
+/// \file
+/// The definitions of `mlp_recipe`'s members that build its network and flags
+/// (app/mlp_recipe.hpp): inline in header-only use, in the library's src/app/flags.cpp in
+/// compiled use (app/compiled.hpp).
+
+#include <CLI/CLI.hpp>
+
+#include <stdexcept>
+#include <string>
+
+#include "seedrl/app/mlp_recipe.hpp"
+#include "seedrl/net/mlp_lstm_agent.hpp"
+
+namespace seedrl::app {
+
+SEEDRL_APP_API void mlp_recipe::add_flags(CLI::App& cli) {
+  flags_.push_back(cli.add_flag("--lstm", lstm, "use the MLP+LSTM network instead of the MLP"));
+  cli.add_flag("--orthogonal-init", orthogonal_init,
+               "orthogonal initialization (gains sqrt(2) hidden, 0.01 policy, 1 value) instead "
+               "of PyTorch's default");
+  add_log_std_flags(cli);
+  if (auto* lr = cli.get_option_no_throw("--learning-rate")) {
+    lr->description("Adam learning rate (default " + detail::format_number(learning_rate) +
+                    ", or " + detail::format_number(lstm_learning_rate) + " with --lstm)");
+  }
+}
+
+SEEDRL_APP_API void mlp_recipe::add_log_std_flags(CLI::App& cli) {
+  flags_.push_back(
+      cli.add_option_function<double>(
+             "--log-std-init", [this](double v) { log_std_init = v; },
+             "continuous actions: the state-independent log-std vector starts here (default " +
+                 (log_std_init ? detail::format_number(*log_std_init) : std::string("none")) + ")")
+          ->check(CLI::Range(-20.0, 2.0)));
+  flags_.push_back(cli.add_flag_callback(
+      "--state-dependent-log-std", [this] { log_std_init.reset(); },
+      "continuous actions: the policy layer outputs the log-stds (per state) instead of one "
+      "vector"));
+}
+
+SEEDRL_APP_API agent_parts<mlp_recipe::network_type> mlp_recipe::make(
+    const run_options& o, const observation_spec& obs, const action_spec& act) const {
+  const auto c = shape(o, obs, act);
+  adam_config adam;
+  adam.learning_rate =
+      o.learning_rate ? *o.learning_rate : (lstm ? lstm_learning_rate : learning_rate);
+  adam.lr_decay_steps = lr_decay_steps(o);
+  return {network_type(c), describe(c), seedrl::adam<float>(adam), {}};
+}
+
+SEEDRL_APP_API void mlp_recipe::use_checkpoint_network(const std::string& held) {
+  for (const CLI::Option* f : flags_)
+    if (f->count() > 0)
+      return;
+  if (!held.starts_with("mlp_lstm_agent "))
+    return;  // another network: eval refuses it with both descriptions
+  try {
+    const mlp_lstm_agent_config c = parse_mlp_lstm_agent_description(held);
+    network.hidden_sizes = c.hidden_sizes;
+    network.lstm_layers = c.lstm_layers;
+    network.reward_and_action_inputs = c.reward_and_action_inputs;
+    network.max_abs_input_reward = c.max_abs_input_reward;
+    lstm = c.lstm_size > 0;
+    if (lstm)
+      network.lstm_size = c.lstm_size;
+    if (c.continuous_action_size > 0)
+      log_std_init = c.log_std_init;  // its kind: the values are in the checkpoint
+  } catch (const std::invalid_argument&) {
+    // unreadable: eval refuses the checkpoint with both descriptions
+  }
+}
+
+}  // namespace seedrl::app
