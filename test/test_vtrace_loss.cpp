@@ -18,6 +18,7 @@
 
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/vtrace.hpp"
+#include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/categorical.hpp"
 
@@ -932,6 +933,53 @@ TEMPLATE_TEST_CASE("impala_loss terms match a naive double implementation", "[lo
     CHECK(std::all_of(views.grad_values.begin() + static_cast<std::ptrdiff_t>(n),
                       views.grad_values.end(), [](S g) { return g == S(0); }));
   }
+}
+
+TEST_CASE("impala_loss::compute on host_backend keeps one workspace across batches", "[loss]") {
+  // The backend path with a kept, growing workspace gives operator()'s bits on every batch:
+  // the same kernels, V-trace and sums, only the scratch is reused.
+  seedrl::host_backend backend;
+  seedrl::impala_loss_workspace<seedrl::host_backend, float> ws;
+  for (const impala_case& k : impala_cases()) {
+    INFO("case: " << k.name);
+    const impala_data d =
+        make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale, k.truncated_share);
+    const seedrl::impala_loss<float> loss(config_as<float>(k.config));
+    impala_views<float> want_views(d);
+    auto want_grad = want_views.gradients();
+    const seedrl::loss_terms want = loss(want_views.batch(d), want_grad);
+    impala_views<float> views(d);
+    const auto batch = views.batch(d);
+    seedrl::impala_loss_operands<float> op;
+    op.T = static_cast<int>(k.T);
+    op.B = static_cast<int>(k.B);
+    op.policy = seedrl::categorical_distribution::rows(batch);
+    op.values = batch.values.data();
+    op.behaviour_log_probs = batch.behaviour_log_probs.data();
+    op.rewards = batch.rewards.data();
+    op.dones = batch.dones.data();
+    op.truncated = batch.truncated.data();
+    op.grad_logits = views.grad_logits.data();
+    op.grad_values = views.grad_values.data();
+    const seedrl::loss_terms got = loss.compute(backend, op, ws);
+    CHECK(ws.rows.size() >= 6 * k.T * k.B);
+    CHECK(got.total == want.total);
+    CHECK(got.policy == want.policy);
+    CHECK(got.baseline == want.baseline);
+    CHECK(got.entropy == want.entropy);
+    CHECK(views.grad_logits == want_views.grad_logits);
+    CHECK(views.grad_values == want_views.grad_values);
+  }
+}
+
+TEST_CASE("host_backend sums each array of doubles", "[loss]") {
+  const std::vector<double> x{1.0, 1e16, -1e16, 2.0, 3.0, 4.0};
+  std::vector<double> out(3, -1.0);
+  seedrl::host_backend{}.sums(x.data(), 3, 2, std::span<double>(out));
+  CHECK(out == std::vector<double>{1e16, -1e16 + 2.0, 7.0});
+  std::vector<double> none(2, -1.0);
+  seedrl::host_backend{}.sums(x.data(), 2, 0, std::span<double>(none));
+  CHECK(none == std::vector<double>{0.0, 0.0});
 }
 
 TEST_CASE("impala_loss test data exercises clipping and episode ends", "[loss]") {

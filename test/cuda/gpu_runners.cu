@@ -7,9 +7,9 @@
 #include <span>
 #include <stdexcept>
 
+#include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/cuda/cuda_backend.cuh"
 #include "seedrl/cuda/device.cuh"
-#include "seedrl/cuda/impala_loss.cuh"
 #include "seedrl/cuda/lstm_backward.cuh"
 #include "seedrl/cuda/lstm_step.cuh"
 #include "seedrl/cuda/memory.cuh"
@@ -158,46 +158,6 @@ template void vtrace<double>(const detail::vtrace_coefficients<double>&, int, in
                              const std::vector<double>&, std::vector<double>&,
                              std::vector<double>&);
 
-loss_terms impala_loss(const impala_scalars& k, int T, int B, int A,
-                       const std::vector<float>& logits, const std::vector<float>& values,
-                       const std::vector<std::int32_t>& actions,
-                       const std::vector<float>& behaviour_log_probs,
-                       const std::vector<float>& rewards, const std::vector<std::uint8_t>& dones,
-                       const std::vector<std::uint8_t>& truncated, std::vector<float>& grad_logits,
-                       std::vector<float>& grad_values) {
-  auto d_logits = up(logits);
-  auto d_values = up(values);
-  auto d_actions = up(actions);
-  auto d_blp = up(behaviour_log_probs);
-  auto d_rewards = up(rewards);
-  auto d_dones = up(dones);
-  auto d_truncated = up(truncated);
-  cuda::device_buffer<float> d_gl(logits.size());
-  cuda::device_buffer<float> d_gv(values.size());
-  SEEDRL_CUDA_CHECK(cudaMemset(d_gl.data(), 0xff, d_gl.size_bytes()));
-  SEEDRL_CUDA_CHECK(cudaMemset(d_gv.data(), 0xff, d_gv.size_bytes()));
-  cuda::impala_loss_coefficients<float> c{k.discount, k.baseline_cost, k.entropy_cost,
-                                          k.max_abs_reward, k.vtrace};
-  cuda::impala_loss_operands<float> op;
-  op.T = T;
-  op.B = B;
-  op.A = A;
-  op.logits = d_logits.data();
-  op.values = d_values.data();
-  op.actions = d_actions.data();
-  op.behaviour_log_probs = d_blp.data();
-  op.rewards = d_rewards.data();
-  op.dones = d_dones.data();
-  op.truncated = d_truncated.data();
-  op.grad_logits = d_gl.data();
-  op.grad_values = d_gv.data();
-  cuda::impala_loss_workspace<float> ws;
-  const loss_terms terms = cuda::impala_loss_forward_backward(c, op, ws);
-  grad_logits = d_gl.to_host();
-  grad_values = d_gv.to_host();
-  return terms;
-}
-
 void adam_step(const detail::adam_coefficients<float>& k, std::vector<float>& params,
                std::vector<float>& m, std::vector<float>& v, const std::vector<float>& grads) {
   auto d_p = up(params);
@@ -313,6 +273,14 @@ double backend_sum_of_squares(const std::vector<S>& x) {
 template double backend_sum_of_squares<float>(const std::vector<float>&);
 template double backend_sum_of_squares<double>(const std::vector<double>&);
 
+std::vector<double> backend_sums(const std::vector<double>& x, std::size_t arrays, std::size_t n) {
+  cuda::cuda_backend be;
+  auto d = backend_up(be, x);
+  std::vector<double> out(arrays, -1.0);
+  be.sums(static_cast<const double*>(d.data()), arrays, n, std::span<double>(out));
+  return out;
+}
+
 loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, int B, int A,
                                const std::vector<float>& logits, const std::vector<float>& values,
                                const std::vector<std::int32_t>& actions,
@@ -337,17 +305,17 @@ loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, i
   seedrl::impala_loss_operands<float> op;
   op.T = T;
   op.B = B;
-  op.A = A;
-  op.logits = d_logits.data();
+  op.policy =
+      seedrl::policy_rows<float>{d_logits.data(), static_cast<std::size_t>(A), d_actions.data()};
   op.values = d_values.data();
-  op.actions = d_actions.data();
   op.behaviour_log_probs = d_blp.data();
   op.rewards = d_rewards.data();
   op.dones = d_dones.data();
   op.truncated = d_truncated.data();
   op.grad_logits = d_gl.data();
   op.grad_values = d_gv.data();
-  const loss_terms terms = be.impala_loss(config, op);
+  seedrl::impala_loss_workspace<cuda::cuda_backend, float> ws;
+  const loss_terms terms = seedrl::impala_loss<float>(config).compute(be, op, ws);
   grad_logits = backend_down(be, d_gl);
   grad_values = backend_down(be, d_gv);
   return terms;

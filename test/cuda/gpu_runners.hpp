@@ -47,21 +47,6 @@ void vtrace(const detail::vtrace_coefficients<S>& k, int T, int B, const std::ve
             const std::vector<S>& values, const std::vector<S>& bootstrap, std::vector<S>& vs,
             std::vector<S>& pg_advantages);
 
-/// The IMPALA loss's scalars (see seedrl/cuda/impala_loss.cuh).
-struct impala_scalars {
-  float discount, baseline_cost, entropy_cost, max_abs_reward;
-  detail::vtrace_coefficients<float> vtrace;
-};
-
-/// The IMPALA loss on the device; gradients written to grad_logits / grad_values.
-loss_terms impala_loss(const impala_scalars& k, int T, int B, int A,
-                       const std::vector<float>& logits, const std::vector<float>& values,
-                       const std::vector<std::int32_t>& actions,
-                       const std::vector<float>& behaviour_log_probs,
-                       const std::vector<float>& rewards, const std::vector<std::uint8_t>& dones,
-                       const std::vector<std::uint8_t>& truncated, std::vector<float>& grad_logits,
-                       std::vector<float>& grad_values);
-
 /// One fused Adam step in place.
 void adam_step(const detail::adam_coefficients<float>& k, std::vector<float>& params,
                std::vector<float>& m, std::vector<float>& v, const std::vector<float>& grads);
@@ -103,7 +88,11 @@ std::vector<T> backend_fill(std::size_t n, std::size_t offset, std::size_t count
 template <class S>
 double backend_sum_of_squares(const std::vector<S>& x);
 
-/// backend.impala_loss on device copies; gradients (NaN-filled first) written back.
+/// backend.sums(x, arrays, n) on a device copy of x (arrays * n values).
+std::vector<double> backend_sums(const std::vector<double>& x, std::size_t arrays, std::size_t n);
+
+/// impala_loss<float>(config).compute on cuda_backend, on device copies; gradients (NaN-filled
+/// first) written back.
 loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, int B, int A,
                                const std::vector<float>& logits, const std::vector<float>& values,
                                const std::vector<std::int32_t>& actions,

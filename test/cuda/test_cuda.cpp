@@ -16,6 +16,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -298,64 +299,6 @@ TEST_CASE("cuda vtrace runs every fixture in test/fixtures/vtrace", "[cuda]") {
   }
 }
 
-TEST_CASE("cuda impala loss: log-softmax, entropy, policy gradient and sums match the CPU loss",
-          "[cuda]") {
-  const int T = 20;
-  const int B = 13;
-  const int A = 6;
-  const std::size_t steps = static_cast<std::size_t>(T + 1) * B;
-  seedrl::random_generator rng(2024);
-  const auto logits = random_floats(rng, steps * A, -3, 3);
-  const auto values = random_floats(rng, steps, -2, 2);
-  const auto behaviour = random_floats(rng, steps, -3, -0.1);
-  const auto rewards = random_floats(rng, steps, -2, 2);
-  std::vector<std::int32_t> actions(steps);
-  std::vector<std::uint8_t> dones(steps), truncated(steps);
-  for (std::size_t i = 0; i < steps; ++i) {
-    actions[i] = static_cast<std::int32_t>(rng() % A);
-    dones[i] = rng.uniform() < 0.1 ? 1 : 0;
-  }
-  for (std::size_t i = 0; i < steps; ++i) {  // half the episode ends are time limits
-    truncated[i] = dones[i] != 0 && rng.uniform() < 0.5 ? 1 : 0;
-  }
-  seedrl::impala_loss_config<float> config;
-  config.entropy_cost = 0.01f;
-  config.max_abs_reward = 1.0f;
-  const seedrl::impala_loss<float> cpu_loss(config);
-  seedrl::impala_batch<float> batch;
-  batch.T = T;
-  batch.B = B;
-  batch.num_actions = A;
-  batch.logits = logits;
-  batch.values = values;
-  batch.actions = actions;
-  batch.behaviour_log_probs = behaviour;
-  batch.rewards = rewards;
-  batch.dones = dones;
-  batch.truncated = truncated;
-  std::vector<float> want_gl(logits.size()), want_gv(values.size());
-  seedrl::impala_gradients<float> grads{want_gl, want_gv};
-  const seedrl::loss_terms want = cpu_loss(batch, grads);
-
-  seedrl::test_gpu::impala_scalars k{
-      config.discount, config.baseline_cost, config.entropy_cost, *config.max_abs_reward,
-      seedrl::detail::make_vtrace_coefficients(
-          seedrl::vtrace_params<float>{config.clip_rho_threshold, config.clip_pg_rho_threshold,
-                                       config.lambda},
-          "test")};
-  std::vector<float> gl, gv;
-  const seedrl::loss_terms got = seedrl::test_gpu::impala_loss(
-      k, T, B, A, logits, values, actions, behaviour, rewards, dones, truncated, gl, gv);
-  INFO(first_mismatch(gl, want_gl, 1e-7, 1e-4));
-  CHECK(first_mismatch(gl, want_gl, 1e-7, 1e-4).empty());
-  INFO(first_mismatch(gv, want_gv, 1e-7, 1e-4));
-  CHECK(first_mismatch(gv, want_gv, 1e-7, 1e-4).empty());
-  CHECK(got.policy == Approx(want.policy).epsilon(1e-4).margin(1e-6));
-  CHECK(got.baseline == Approx(want.baseline).epsilon(1e-4).margin(1e-6));
-  CHECK(got.entropy == Approx(want.entropy).epsilon(1e-4).margin(1e-8));
-  CHECK(got.total == Approx(want.total).epsilon(1e-4).margin(1e-6));
-}
-
 TEST_CASE("cuda fused adam: two steps match seedrl::adam", "[cuda]") {
   seedrl::random_generator rng(3);
   const std::size_t n = 100003;  // not a multiple of the block size
@@ -558,7 +501,28 @@ TEST_CASE("cuda_backend sum_of_squares matches a double loop and is deterministi
   }
 }
 
-TEST_CASE("cuda_backend impala_loss matches the CPU loss, with and without clipping",
+TEST_CASE("cuda_backend sums matches host_backend's and is deterministic", "[cuda][backend]") {
+  for (const std::size_t n :
+       {std::size_t{0}, std::size_t{1}, std::size_t{777}, std::size_t{300001}}) {
+    CAPTURE(n);
+    seedrl::random_generator rng(n + 11);
+    const std::size_t arrays = 3;
+    const auto x = random_scalars<double>(rng, arrays * n, -3, 3);
+    std::vector<double> want(arrays);
+    seedrl::host_backend{}.sums(x.data(), arrays, n, std::span<double>(want));
+    const auto got = seedrl::test_gpu::backend_sums(x, arrays, n);
+    REQUIRE(got.size() == arrays);
+    for (std::size_t a = 0; a < arrays; ++a) {
+      double bound = 0.0;  // rounding of a differently ordered sum
+      for (std::size_t i = 0; i < n; ++i)
+        bound += std::abs(x[a * n + i]);
+      CHECK(std::abs(got[a] - want[a]) <= 1e-13 * bound + 1e-300);
+    }
+    CHECK(seedrl::test_gpu::backend_sums(x, arrays, n) == got);  // same input, same bits
+  }
+}
+
+TEST_CASE("impala_loss::compute on cuda_backend matches the CPU loss, with and without clipping",
           "[cuda][backend]") {
   const int T = 19;
   const int B = 7;
@@ -595,21 +559,21 @@ TEST_CASE("cuda_backend impala_loss matches the CPU loss, with and without clipp
   for (std::size_t which = 0; which < 3; ++which) {
     CAPTURE(which);
     const seedrl::impala_loss_config<float>& config = configs[which];
+    // The CPU loss: the same impala_loss::compute on the host.
     std::vector<float> want_gl(logits.size()), want_gv(values.size());
-    seedrl::impala_loss_operands<float> op;
-    op.T = T;
-    op.B = B;
-    op.A = A;
-    op.logits = logits.data();
-    op.values = values.data();
-    op.actions = actions.data();
-    op.behaviour_log_probs = behaviour.data();
-    op.rewards = rewards.data();
-    op.dones = dones.data();
-    op.truncated = truncated.data();
-    op.grad_logits = want_gl.data();
-    op.grad_values = want_gv.data();
-    const seedrl::loss_terms want = seedrl::host_backend{}.impala_loss(config, op);
+    seedrl::impala_batch<float> batch;
+    batch.T = T;
+    batch.B = B;
+    batch.num_actions = A;
+    batch.logits = logits;
+    batch.values = values;
+    batch.actions = actions;
+    batch.behaviour_log_probs = behaviour;
+    batch.rewards = rewards;
+    batch.dones = dones;
+    batch.truncated = truncated;
+    seedrl::impala_gradients<float> grads{want_gl, want_gv};
+    const seedrl::loss_terms want = seedrl::impala_loss<float>(config)(batch, grads);
     std::vector<float> gl, gv;
     const seedrl::loss_terms got = seedrl::test_gpu::backend_impala_loss(
         config, T, B, A, logits, values, actions, behaviour, rewards, dones, truncated, gl, gv);

@@ -59,6 +59,8 @@
 #include "seedrl/algo/loss.hpp"
 #include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/algo/vtrace.hpp"
+#include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/backend/detail/host_primitives.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/detail/impala_math.hpp"
 #include "seedrl/net/categorical.hpp"
@@ -93,6 +95,40 @@ template <std::floating_point S = float>
 struct impala_gradients {
   std::span<S> logits;  ///< [(T+1)*B*A]
   std::span<S> values;  ///< [(T+1)*B]
+};
+
+/// Pointers of one `impala_loss::compute` call, in a backend's memory: a time-major
+/// [(T+1)][B] batch as `impala_batch` holds it (its policy rows as `policy_rows`, the logits
+/// in `policy.outputs`) and where the gradients go. The caller has checked the batch (sizes,
+/// actions, truncated steps done) on the host: kernels trust it.
+template <class S>
+struct impala_loss_operands {
+  int T = 0;
+  int B = 0;
+  policy_rows<S> policy;  ///< [(T+1)*B] rows of policy.num_outputs outputs (A)
+  const S* values = nullptr;
+  const S* behaviour_log_probs = nullptr;
+  const S* rewards = nullptr;
+  const std::uint8_t* dones = nullptr;
+  /// [(T+1)*B] nonzero: step t's env output ended the episode by a time limit; required
+  const std::uint8_t* truncated = nullptr;
+  S* grad_logits = nullptr;  ///< out [(T+1)*B*A]
+  S* grad_values = nullptr;  ///< out [(T+1)*B]
+};
+
+/// The scratch `impala_loss::compute` uses on backend `Backend`, grown on demand: keep one to
+/// reuse it between calls.
+template <class Backend, class S>
+struct impala_loss_workspace {
+  typename Backend::template buffer<S> rows;        ///< 6 arrays of T*B
+  typename Backend::template buffer<double> terms;  ///< 3 arrays of T*B: each row's terms
+
+  void reserve(const Backend& be, std::size_t n) {
+    if (rows.size() < 6 * n) {
+      rows = be.template allocate<S>(6 * n);
+      terms = be.template allocate<double>(3 * n);
+    }
+  }
 };
 
 namespace detail {
@@ -168,6 +204,62 @@ void check_unroll_batch(const char* who, const Batch& batch, const Grad& grad,
   }
 }
 
+/// Step 1 of the loss for row i < T*B (i + B is step t+1): log pi(a_t) by the policy's row
+/// math, log rho, the clipped reward and the discount.
+template <class S, class Math>
+struct impala_prepare_kernel {
+  Math math;
+  policy_rows<S> policy;
+  const S* behaviour_log_probs;
+  const S* rewards_in;
+  const std::uint8_t* dones;
+  S discount, max_abs_reward;
+  std::size_t B;
+  S *target_log_probs, *log_rhos, *rewards, *discounts;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    const S lp = math.log_prob(policy, i);
+    target_log_probs[i] = lp;
+    log_rhos[i] = lp - behaviour_log_probs[i];
+    rewards[i] = impala_clip_reward(rewards_in[i + B], max_abs_reward);
+    discounts[i] = impala_discount(discount, dones[i + B]);
+  }
+};
+
+/// Step 3 for row i of the (T+1)*B: the outputs' gradients and the row's three terms (policy,
+/// squared value error, entropy) into terms[i], terms[n + i], terms[2n + i]; step T's rows get
+/// zero gradients (the bootstrap enters only through vs and the advantages).
+template <class S, class Math>
+struct impala_gradient_kernel {
+  Math math;
+  policy_rows<S> policy;
+  const S* values;
+  const S *target_log_probs, *vs, *pg_advantages;
+  S baseline_cost, inv_n, entropy_coef;
+  std::size_t n;
+  S* grad_logits;
+  S* grad_values;
+  double* terms;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    const std::size_t A = policy.num_outputs;
+    S* grad_row = grad_logits + i * A;
+    if (i >= n) {
+      for (std::size_t a = 0; a < A; ++a)
+        grad_row[a] = S(0);
+      grad_values[i] = S(0);
+      return;
+    }
+    const S h = math.log_prob_entropy_gradient(policy, i, -pg_advantages[i] * inv_n, entropy_coef,
+                                               grad_row);
+    grad_values[i] = impala_value_gradient(baseline_cost, vs[i], values[i], inv_n);
+    const double err = static_cast<double>(vs[i]) - static_cast<double>(values[i]);
+    terms[i] = static_cast<double>(target_log_probs[i]) * pg_advantages[i];
+    terms[n + i] = err * err;
+    terms[2 * n + i] = h;
+  }
+};
+
 }  // namespace detail
 
 /// SEED RL's IMPALA loss; see the file comment for the formulas.
@@ -218,70 +310,85 @@ class impala_loss {
   /// Computes the loss terms on `batch` and writes their gradient to `grad`. Throws
   /// std::invalid_argument, before writing anything, on inconsistent sizes, an action of
   /// steps 0..T-1 outside [0, A), a step truncated but not done, or gradient arrays that
-  /// overlap the batch's arrays.
-  /// Allocates scratch for V-trace (6 * T * B scalars) on each call.
+  /// overlap the batch's arrays. Runs `compute` on the host, with scratch (6 * T * B scalars
+  /// and 3 * T * B doubles) allocated on each call.
   loss_terms operator()(const batch_type& batch, gradient_type& grad) const {
     check(batch, grad);
-    const std::size_t T = batch.T;
-    const std::size_t B = batch.B;
-    const std::size_t A = batch.num_actions;
+    impala_loss_operands<S> op;
+    op.T = static_cast<int>(batch.T);
+    op.B = static_cast<int>(batch.B);
+    op.policy = dist_.rows(batch);
+    op.values = batch.values.data();
+    op.behaviour_log_probs = batch.behaviour_log_probs.data();
+    op.rewards = batch.rewards.data();
+    op.dones = batch.dones.data();
+    op.truncated = batch.truncated.data();
+    op.grad_logits = grad.logits.data();
+    op.grad_values = grad.values.data();
+    const detail::host_primitives host;
+    impala_loss_workspace<detail::host_primitives, S> ws;
+    return compute(host, op, ws);
+  }
+
+  /// The loss on a ComputeBackend's arrays (seedrl/backend/compute_backend.hpp), as
+  /// operator() computes it on the host: per row, log pi and the importance weight
+  /// (`impala_prepare_kernel`); V-trace (`be.vtrace`, cut where step t+1 was truncated); per
+  /// row, the gradients and terms (`impala_gradient_kernel`); the terms summed by `be.sums` in
+  /// double (on the host in row order). Uses the policy's row math (`Dist::row_math`), so the
+  /// per-row functions are the same on every device. `op` must be valid (see
+  /// impala_loss_operands): nothing is checked here.
+  template <class Backend>
+  loss_terms compute(const Backend& be, const impala_loss_operands<S>& op,
+                     impala_loss_workspace<Backend, S>& ws) const {
+    const auto T = static_cast<std::size_t>(op.T), B = static_cast<std::size_t>(op.B);
     const std::size_t n = T * B;
-
-    std::vector<S> scratch(6 * n);
-    const std::span<S> all(scratch);
-    const std::span<S> target_log_probs = all.subspan(0, n);
-    const std::span<S> log_rhos = all.subspan(n, n);
-    const std::span<S> discounts = all.subspan(2 * n, n);
-    const std::span<S> rewards = all.subspan(3 * n, n);
-    const std::span<S> vs = all.subspan(4 * n, n);
-    const std::span<S> pg_advantages = all.subspan(5 * n, n);
-
+    if (n == 0)
+      return {};
+    ws.reserve(be, n);
+    S* rows = ws.rows.data();
+    S* target_log_probs = rows;
+    S* log_rhos = rows + n;
+    S* discounts = rows + 2 * n;
+    S* rewards = rows + 3 * n;
+    S* vs = rows + 4 * n;
+    S* pg_advantages = rows + 5 * n;
+    double* terms = ws.terms.data();
+    const auto math = dist_.row_math();
+    using math_type = std::remove_const_t<decltype(math)>;
     const S max_abs_reward =
         config_.max_abs_reward ? *config_.max_abs_reward : std::numeric_limits<S>::infinity();
-    for (std::size_t i = 0; i < n; ++i) {  // i = t * B + b; i + B is step t+1
-      target_log_probs[i] = dist_.log_prob(batch, i);
-      log_rhos[i] = target_log_probs[i] - batch.behaviour_log_probs[i];
-      rewards[i] = detail::impala_clip_reward(batch.rewards[i + B], max_abs_reward);
-      discounts[i] = detail::impala_discount(config_.discount, batch.dones[i + B]);
-    }
+    be.for_each(n,
+                detail::impala_prepare_kernel<S, math_type>{
+                    math, op.policy, op.behaviour_log_probs, op.rewards, op.dones, config_.discount,
+                    max_abs_reward, B, target_log_probs, log_rhos, rewards, discounts});
     // V_t for t < T are the first n values (time-major); the bootstrap is step T's row.
-    const std::span<const S> values = batch.values.subspan(0, n);
-    const std::span<const S> bootstrap = batch.values.subspan(n, B);
-    // Transition t is cut where step t+1's env output was a time-limit truncation.
-    vtrace<S>(T, B, log_rhos, discounts, rewards, values, bootstrap, batch.truncated.subspan(B, n),
-              to_vtrace_params(), vs, pg_advantages);
-
+    vtrace_operands<S> v;
+    v.T = op.T;
+    v.B = op.B;
+    v.log_rhos = log_rhos;
+    v.discounts = discounts;
+    v.rewards = rewards;
+    v.values = op.values;
+    v.bootstrap = op.values + n;
+    v.truncated = op.truncated + B;  // transition t is cut where step t+1 was truncated
+    v.vs = vs;
+    v.pg_advantages = pg_advantages;
+    be.vtrace(detail::make_vtrace_coefficients(to_vtrace_params(), "seedrl::impala_loss"), v);
     const S inv_n = S(1) / static_cast<S>(n);
-    const S entropy_coef = -config_.entropy_cost * inv_n;
-    // The terms are for logging only, so they are summed in double whatever S is.
-    double policy_sum = 0.0;
-    double baseline_sum = 0.0;
-    double entropy_sum = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const S h = dist_.log_prob_entropy_gradient(batch, i, -pg_advantages[i] * inv_n, entropy_coef,
-                                                  grad.logits.data() + i * A);
-      grad.values[i] =
-          detail::impala_value_gradient(config_.baseline_cost, vs[i], values[i], inv_n);
-      const double err = static_cast<double>(vs[i]) - static_cast<double>(values[i]);
-      policy_sum += static_cast<double>(target_log_probs[i]) * pg_advantages[i];
-      baseline_sum += err * err;
-      entropy_sum += h;
-    }
-    for (std::size_t j = n * A; j < grad.logits.size(); ++j) {
-      grad.logits[j] = S(0);
-    }
-    for (std::size_t j = n; j < grad.values.size(); ++j) {
-      grad.values[j] = S(0);
-    }
-
+    be.for_each(n + B, detail::impala_gradient_kernel<S, math_type>{
+                           math, op.policy, op.values, target_log_probs, vs, pg_advantages,
+                           config_.baseline_cost, inv_n, -config_.entropy_cost * inv_n, n,
+                           op.grad_logits, op.grad_values, terms});
+    double sums[3] = {};
+    be.sums(terms, 3, n, std::span<double>(sums));
     const double dn = static_cast<double>(n);
-    loss_terms terms;
-    terms.policy = -policy_sum / dn;
-    terms.baseline = static_cast<double>(config_.baseline_cost) * 0.5 * baseline_sum / dn;
-    terms.entropy = -static_cast<double>(config_.entropy_cost) * entropy_sum / dn;
-    terms.policy_entropy = entropy_sum / dn;
-    terms.total = terms.policy + terms.baseline + terms.entropy;
-    return terms;
+    loss_terms out;
+    out.policy = -sums[0] / dn;
+    out.baseline = static_cast<double>(config_.baseline_cost) * 0.5 * sums[1] / dn;
+    out.entropy = -static_cast<double>(config_.entropy_cost) * sums[2] / dn;
+    out.policy_entropy = sums[2] / dn;
+    out.total = out.policy + out.baseline + out.entropy;
+    return out;
   }
 
  private:

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// The ComputeBackend plug point: where a backend-generic trainer (`seedrl/train/`) keeps its
-/// arrays and runs its arithmetic. The trainer is written once against these few primitives;
+/// The ComputeBackend plug point: where a backend-generic trainer (`seedrl/train/`) and the
+/// losses (`impala_loss::compute`, seedrl/algo/impala_loss.hpp) keep their arrays and run their
+/// arithmetic. They are written once against these few primitives;
 /// `host_backend` (seedrl/backend/host_backend.hpp) runs them on the CPU and
 /// `cuda::cuda_backend` (seedrl/cuda/cuda_backend.cuh) on a GPU, so the CPU tests check the
 /// trainer's whole data flow (offsets, transposes, resets, back-propagation through time) and
@@ -23,8 +24,13 @@
 ///     what C held (NaN included);
 ///   - `b.sum_of_squares(const S* x, n)`: the sum of x_i^2 accumulated in double, returned to
 ///     the host (a synchronisation point);
-///   - `b.impala_loss(config, operands)`: SEED's IMPALA loss (`seedrl/algo/impala_loss.hpp`) on
-///     backend arrays, writing both gradients and returning the terms;
+///   - `b.vtrace(coefficients, operands)`: the V-trace reverse scan over time-major [T][B]
+///     arrays (`vtrace_operands`), each step by `detail::vtrace_step` and cut at truncations by
+///     `detail::vtrace_cut` (seedrl/detail/vtrace_step.hpp): the CPU's blocked scan
+///     (seedrl/algo/vtrace.hpp) or a kernel with one thread per column;
+///   - `b.sums(x, arrays, n, out)`: out[a] = the sum of x[a*n .. a*n+n) for each of `arrays`
+///     consecutive arrays of doubles, in an order that does not vary from call to call, into
+///     host memory (a synchronisation point). Losses sum their per-row terms with it.
 ///   - `b.conv2d_forward(shape, x, w, bias, y)`: y = conv(x, w) + bias over a batch of NCHW
 ///     images (`conv2d_shape`: weights [O, C, KH, KW], cross-correlation as PyTorch's, zero
 ///     padding, no dilation, one group), overwriting y [batch, O*OH*OW];
@@ -40,30 +46,27 @@
 #include <limits>
 #include <span>
 
-#include "seedrl/algo/impala_loss_config.hpp"
-#include "seedrl/algo/loss.hpp"
 #include "seedrl/core/config.hpp"
+#include "seedrl/detail/vtrace_step.hpp"
 
 namespace seedrl {
 
-/// Backend pointers for `impala_loss`: a time-major [(T+1)][B] batch (logits [(T+1)][B][A]) and
-/// where the gradients go, as in `seedrl::impala_batch` / `seedrl::impala_gradients`.
+/// Backend pointers of one V-trace problem for `vtrace`: [T*B] arrays time-major, bootstrap
+/// [B], outputs that overlap no input.
 template <class S>
-struct impala_loss_operands {
+struct vtrace_operands {
   int T = 0;
   int B = 0;
-  int A = 0;
-  const S* logits = nullptr;
-  const S* values = nullptr;
-  const std::int32_t* actions = nullptr;
-  const S* behaviour_log_probs = nullptr;
+  const S* log_rhos = nullptr;
+  const S* discounts = nullptr;
   const S* rewards = nullptr;
-  const std::uint8_t* dones = nullptr;
-  /// [(T+1)*B] nonzero: step t's env output ended the episode by a time limit (dones is set
-  /// too); required, all zeros for none. See seedrl/algo/impala_loss.hpp.
+  const S* values = nullptr;
+  const S* bootstrap = nullptr;
+  /// [T*B] or null (none): nonzero where transition t ended its episode at a time limit; that
+  /// step is cut (`seedrl::detail::vtrace_cut`)
   const std::uint8_t* truncated = nullptr;
-  S* grad_logits = nullptr;  ///< out [(T+1)*B*A]
-  S* grad_values = nullptr;  ///< out [(T+1)*B]
+  S* vs = nullptr;             ///< out
+  S* pg_advantages = nullptr;  ///< out
 };
 
 /// Sizes of one 2-D convolution over a batch, for `conv2d_forward` / `conv2d_backward` (the
@@ -111,9 +114,9 @@ struct no_op_body {
 /// Where a backend-generic trainer computes; see the file comment.
 template <class B>
 concept ComputeBackend = requires(B& b, float* p, const float* cp, std::span<float> host,
-                                  std::span<const float> chost,
-                                  const impala_loss_config<float>& loss_config,
-                                  const impala_loss_operands<float>& loss_operands,
+                                  std::span<const float> chost, std::span<double> sums,
+                                  const detail::vtrace_coefficients<float>& vtrace_k,
+                                  const vtrace_operands<float>& vtrace_op, const double* terms,
                                   const conv2d_shape& conv) {
   {
     b.template allocate<float>(std::size_t{1})
@@ -125,7 +128,8 @@ concept ComputeBackend = requires(B& b, float* p, const float* cp, std::span<flo
   b.for_each(std::size_t{1}, detail::no_op_body{});
   b.gemm(false, false, 1, 1, 1, 1.0f, cp, 1, cp, 1, 0.0f, p, 1);
   { b.sum_of_squares(cp, std::size_t{1}) } -> std::same_as<double>;
-  { b.impala_loss(loss_config, loss_operands) } -> std::same_as<loss_terms>;
+  b.vtrace(vtrace_k, vtrace_op);
+  b.sums(terms, std::size_t{1}, std::size_t{1}, sums);
   b.conv2d_forward(conv, cp, cp, cp, p);
   b.conv2d_backward(conv, cp, cp, cp, p, p, p);
   b.synchronize();

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// `host_backend`: the CPU model of `seedrl::ComputeBackend` (seedrl/backend/compute_backend.hpp).
-/// Buffers are std::vector, `for_each` is a loop, GEMMs are Eigen products and the IMPALA loss
-/// is the CPU `seedrl::impala_loss`, convolutions are im2col + GEMM (backend/detail/
+/// Buffers are std::vector, `for_each` is a loop, GEMMs are Eigen products, V-trace is the CPU
+/// scan of seedrl/algo/vtrace.hpp, convolutions are im2col + GEMM (backend/detail/
 /// conv2d_gemm.hpp, an implementation apart from the CPU layer in net/conv2d.hpp). It is what
 /// the CPU tests run a backend-generic trainer on, and a reference for the GPU backend's
 /// primitives. The convolutions' scratch is kept between calls, so one object must not be used
@@ -18,55 +18,18 @@
 #include <type_traits>
 #include <vector>
 
-#include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/backend/detail/conv2d_gemm.hpp"
+#include "seedrl/backend/detail/host_primitives.hpp"
 #include "seedrl/detail/dnnl_conv2d.hpp"
 #include "seedrl/detail/eigen_core.hpp"
 
 namespace seedrl {
 
-/// Runs the ComputeBackend primitives on the calling thread; see the file comment.
-class host_backend {
+/// Runs the ComputeBackend primitives on the calling thread; see the file comment. The ones
+/// without Eigen (buffers, copies, for_each, V-trace, sums) are detail::host_primitives'.
+class host_backend : public detail::host_primitives {
  public:
-  template <class T>
-  using buffer = std::vector<T>;
-
-  template <class T>
-  buffer<T> allocate(std::size_t n) const {
-    return buffer<T>(n, T{});
-  }
-
-  template <class T>
-  void upload(std::span<const T> host, T* dst) const {
-    std::copy(host.begin(), host.end(), dst);
-  }
-  template <class T>
-  void upload(std::span<T> host, T* dst) const {
-    upload(std::span<const T>(host), dst);
-  }
-
-  template <class T>
-  void download(const T* src, std::span<T> host) const {
-    std::copy_n(src, host.size(), host.begin());
-  }
-
-  template <class T>
-  void copy(const T* src, T* dst, std::size_t n) const {
-    std::copy_n(src, n, dst);
-  }
-
-  template <class T>
-  void fill(T* dst, std::size_t n, T value) const {
-    std::fill_n(dst, n, value);
-  }
-
-  template <class F>
-  void for_each(std::size_t n, const F& f) const {
-    for (std::size_t i = 0; i < n; ++i)
-      f(i);
-  }
-
   /// Row-major C[m, n] = alpha op(A) op(B) + beta C; see compute_backend.hpp.
   template <class S>
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, S alpha, const S* a, int lda,
@@ -114,42 +77,6 @@ class host_backend {
       fail("ldb = " + std::to_string(ldb) + " is shorter than a row of B");
     if (ldc < std::max(1, n))
       fail("ldc = " + std::to_string(ldc) + " is shorter than a row of C");
-  }
-
-  template <class S>
-  double sum_of_squares(const S* x, std::size_t n) const {
-    double sum = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const double d = static_cast<double>(x[i]);
-      sum += d * d;
-    }
-    return sum;
-  }
-
-  template <class S>
-  loss_terms impala_loss(const impala_loss_config<S>& config,
-                         const impala_loss_operands<S>& op) const {
-    const auto T = static_cast<std::size_t>(op.T), B = static_cast<std::size_t>(op.B),
-               A = static_cast<std::size_t>(op.A);
-    const std::size_t rows = (T + 1) * B;
-    impala_batch<S> batch;
-    batch.T = T;
-    batch.B = B;
-    batch.num_actions = A;
-    batch.logits = {op.logits, rows * A};
-    batch.values = {op.values, rows};
-    batch.actions = {op.actions, rows};
-    batch.behaviour_log_probs = {op.behaviour_log_probs, rows};
-    batch.rewards = {op.rewards, rows};
-    batch.dones = {op.dones, rows};
-    if (op.truncated == nullptr) {
-      throw std::invalid_argument(
-          "seedrl::host_backend::impala_loss: op.truncated is null; pass (T+1)*B flags, all "
-          "zeros when no step was truncated");
-    }
-    batch.truncated = {op.truncated, rows};
-    impala_gradients<S> grads{{op.grad_logits, rows * A}, {op.grad_values, rows}};
-    return seedrl::impala_loss<S>(config)(batch, grads);
   }
 
   /// y = conv(x, w) + bias; see compute_backend.hpp.

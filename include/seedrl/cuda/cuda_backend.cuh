@@ -4,14 +4,14 @@
 /// (seedrl/backend/compute_backend.hpp; `host_backend` is the CPU reference). Everything runs in
 /// order on one CUDA stream, with one cuBLAS handle bound to it:
 ///   - buffers are `device_buffer`s, zeroed on that stream when allocated;
-///   - upload / copy / fill / for_each / gemm are asynchronous; download, sum_of_squares and
-///     impala_loss wait for the stream, since they hand results to the host;
+///   - upload / copy / fill / for_each / gemm / vtrace are asynchronous; download,
+///     sum_of_squares and sums wait for the stream, since they hand results to the host;
 ///   - GEMMs are cuBLAS S/DGEMM in CUBLAS_DEFAULT_MATH, which never uses TF32 tensor cores for
 ///     float (that takes CUBLAS_TF32_TENSOR_OP_MATH), so float products keep float's 24-bit
 ///     mantissa and match the CPU to float rounding of a differently ordered sum;
-///   - sum_of_squares is a fixed-shape two-pass reduction in double without atomics: the same
-///     input gives the same bits on every run;
-///   - the IMPALA loss is `cuda::impala_loss_forward_backward` with a workspace kept here;
+///   - sum_of_squares and sums are fixed-shape two-pass reductions in double without atomics:
+///     the same input gives the same bits on every run;
+///   - vtrace is the one-thread-per-column scan of cuda/vtrace.cuh;
 ///   - convolutions go through cuDNN (`cudnn_conv2d`, plain FMA math, one object per shape kept
 ///     for reuse: 32 shapes, the least recently used going first) when seedrl::cuda was built
 ///     with it (SEEDRL_HAS_CUDNN), else through the im2col + cuBLAS path host_backend runs
@@ -39,8 +39,6 @@
 #include <utility>
 #include <vector>
 
-#include "seedrl/algo/impala_loss_config.hpp"
-#include "seedrl/algo/loss.hpp"
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/backend/detail/conv2d_gemm.hpp"
 #include "seedrl/cuda/blas.cuh"
@@ -49,8 +47,8 @@
 #endif
 #include "seedrl/cuda/detail/launch.cuh"
 #include "seedrl/cuda/error.cuh"
-#include "seedrl/cuda/impala_loss.cuh"
 #include "seedrl/cuda/memory.cuh"
+#include "seedrl/cuda/vtrace.cuh"
 #include "seedrl/detail/pinnable_cache.hpp"
 #include "seedrl/detail/vtrace_step.hpp"
 
@@ -88,17 +86,17 @@ static __global__ void scale_matrix_kernel(int m, int n, S beta, S* c, int ldc) 
 inline constexpr int sum_threads = 256;  ///< threads per block of both reduction passes
 inline constexpr unsigned int sum_max_blocks = 1024;  ///< partial sums of the first pass, at most
 
-/// First pass: block b writes the sum of x_i^2 (in double) over its grid-stride share. Each
-/// thread sums its elements in index order and the block combines them with a fixed tree, so
-/// for a given n (which fixes the grid) the result never varies.
-template <class S>
+/// First pass: block b writes the sum of x_i^2 (Square) or of x_i (in double) over its
+/// grid-stride share. Each thread sums its elements in index order and the block combines them
+/// with a fixed tree, so for a given n (which fixes the grid) the result never varies.
+template <class S, bool Square>
 static __global__ void __launch_bounds__(sum_threads)
-    sum_of_squares_partial_kernel(const S* x, std::size_t n, double* partial) {
+    sum_partial_kernel(const S* x, std::size_t n, double* partial) {
   __shared__ double s[sum_threads];
   double acc = 0.0;
   for (std::size_t i = global_index(); i < n; i += grid_stride()) {
     const double d = static_cast<double>(x[i]);
-    acc += d * d;
+    acc += Square ? d * d : d;
   }
   s[threadIdx.x] = acc;
   __syncthreads();
@@ -137,42 +135,7 @@ static __global__ void __launch_bounds__(sum_threads)
   }
 }
 
-/// A threshold as the kernels take it: empty (no clipping) is +infinity. Throws when set and not
-/// positive, as the CPU loss's constructor does.
-template <class S>
-S loss_threshold(const std::optional<S>& t, const char* name) {
-  if (!t) {
-    return std::numeric_limits<S>::infinity();
-  }
-  if (!(*t > S(0))) {
-    throw std::invalid_argument(std::string("seedrl::cuda::cuda_backend::impala_loss: ") + name +
-                                " must be positive, got " + std::to_string(*t) +
-                                " (use std::nullopt for none)");
-  }
-  return *t;
-}
-
 }  // namespace detail
-
-/// The IMPALA loss's hyper-parameters in the form the kernels take (thresholds and the reward
-/// clip as +infinity when off); validates what the kernels would otherwise trust.
-template <class S>
-impala_loss_coefficients<S> make_impala_loss_coefficients(const impala_loss_config<S>& c) {
-  if (!(c.lambda >= S(0) && c.lambda <= S(1))) {
-    throw std::invalid_argument(
-        "seedrl::cuda::cuda_backend::impala_loss: lambda must be in [0, 1], got " +
-        std::to_string(c.lambda));
-  }
-  impala_loss_coefficients<S> k;
-  k.discount = c.discount;
-  k.baseline_cost = c.baseline_cost;
-  k.entropy_cost = c.entropy_cost;
-  k.max_abs_reward = detail::loss_threshold(c.max_abs_reward, "max_abs_reward");
-  k.vtrace.rho_bar = detail::loss_threshold(c.clip_rho_threshold, "clip_rho_threshold");
-  k.vtrace.pg_rho_bar = detail::loss_threshold(c.clip_pg_rho_threshold, "clip_pg_rho_threshold");
-  k.vtrace.lambda = c.lambda;
-  return k;
-}
 
 /// Runs the ComputeBackend primitives on one CUDA stream; see the file comment.
 class cuda_backend {
@@ -310,45 +273,43 @@ class cuda_backend {
     if (n == 0) {
       return 0.0;
     }
-    if (partials_.size() == 0) {
-      partials_ = device_buffer<double>(detail::sum_max_blocks + 1);
-    }
-    const std::size_t wanted = (n + detail::sum_threads - 1) / detail::sum_threads;
-    const unsigned int blocks = static_cast<unsigned int>(
-        wanted < detail::sum_max_blocks ? wanted : detail::sum_max_blocks);
-    double* partial = partials_.data();
-    double* total = partial + detail::sum_max_blocks;
-    detail::sum_of_squares_partial_kernel<S>
-        <<<blocks, detail::sum_threads, 0, stream_.get()>>>(x, n, partial);
-    check_launch("seedrl::cuda::detail::sum_of_squares_partial_kernel");
-    detail::sum_partials_kernel<double>
-        <<<1, detail::sum_threads, 0, stream_.get()>>>(partial, blocks, total);
-    check_launch("seedrl::cuda::detail::sum_partials_kernel");
+    reserve_partials(1);
+    reduce<S, true>(x, n, 0);
     double result = 0.0;
-    SEEDRL_CUDA_CHECK(
-        cudaMemcpyAsync(&result, total, sizeof(double), cudaMemcpyDeviceToHost, stream_.get()));
+    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(&result, partials_.data() + detail::sum_max_blocks,
+                                      sizeof(double), cudaMemcpyDeviceToHost, stream_.get()));
     synchronize();
     return result;
   }
 
-  /// SEED's IMPALA loss on device arrays (cuda/impala_loss.cuh); writes both gradients, returns
-  /// the terms, waits for the stream. The kernels trust the actions of steps 0..T-1 to lie in
-  /// [0, A) and truncated steps to be done: check them on the host first (the CPU loss does).
+  /// out[a] = the sum of x[a*n .. a*n+n), a < arrays, in double; deterministic (see the file
+  /// comment). Waits for the stream.
+  void sums(const double* x, std::size_t arrays, std::size_t n, std::span<double> out) const {
+    if (out.size() < arrays) {
+      throw std::invalid_argument("seedrl::cuda::cuda_backend::sums: " + std::to_string(arrays) +
+                                  " sums into " + std::to_string(out.size()) + " places");
+    }
+    if (arrays == 0) {
+      return;
+    }
+    if (n == 0) {
+      std::fill_n(out.begin(), arrays, 0.0);
+      return;
+    }
+    reserve_partials(arrays);
+    for (std::size_t a = 0; a < arrays; ++a) {
+      reduce<double, false>(x + a * n, n, a);
+    }
+    SEEDRL_CUDA_CHECK(cudaMemcpyAsync(out.data(), partials_.data() + detail::sum_max_blocks,
+                                      arrays * sizeof(double), cudaMemcpyDeviceToHost,
+                                      stream_.get()));
+    synchronize();
+  }
+
+  /// V-trace (cuda/vtrace.cuh) on the stream; see compute_backend.hpp. Asynchronous.
   template <class S>
-  loss_terms impala_loss(const impala_loss_config<S>& config,
-                         const seedrl::impala_loss_operands<S>& op) const {
-    if (op.T <= 0 || op.B <= 0 || op.A <= 0) {
-      throw std::invalid_argument(
-          "seedrl::cuda::cuda_backend::impala_loss: T, B and A must be positive, got T = " +
-          std::to_string(op.T) + ", B = " + std::to_string(op.B) + ", A = " + std::to_string(op.A));
-    }
-    if (op.truncated == nullptr) {
-      throw std::invalid_argument(
-          "seedrl::cuda::cuda_backend::impala_loss: op.truncated is null; pass (T+1)*B flags, "
-          "all zeros when no step was truncated");
-    }
-    return impala_loss_forward_backward(make_impala_loss_coefficients(config), op, workspace<S>(),
-                                        stream_.get());
+  void vtrace(const seedrl::detail::vtrace_coefficients<S>& k, const vtrace_operands<S>& op) const {
+    cuda::vtrace(k, op, stream_.get());
   }
 
   /// y = conv(x, w) + bias on the stream; see compute_backend.hpp and the file comment.
@@ -408,6 +369,29 @@ class cuda_backend {
   }
 
  private:
+  /// Room for the first pass's partial sums and, after them, `results` totals.
+  void reserve_partials(std::size_t results) const {
+    if (partials_.size() < detail::sum_max_blocks + results) {
+      partials_ = device_buffer<double>(detail::sum_max_blocks + (results > 8 ? results : 8));
+    }
+  }
+
+  /// Both passes over x[0, n) (squared with Square): the total lands in
+  /// partials_[sum_max_blocks + slot]. Asynchronous.
+  template <class S, bool Square>
+  void reduce(const S* x, std::size_t n, std::size_t slot) const {
+    const std::size_t wanted = (n + detail::sum_threads - 1) / detail::sum_threads;
+    const unsigned int blocks = static_cast<unsigned int>(
+        wanted < detail::sum_max_blocks ? wanted : detail::sum_max_blocks);
+    double* partial = partials_.data();
+    detail::sum_partial_kernel<S, Square>
+        <<<blocks, detail::sum_threads, 0, stream_.get()>>>(x, n, partial);
+    check_launch("seedrl::cuda::detail::sum_partial_kernel");
+    detail::sum_partials_kernel<double><<<1, detail::sum_threads, 0, stream_.get()>>>(
+        partial, blocks, partial + detail::sum_max_blocks + slot);
+    check_launch("seedrl::cuda::detail::sum_partials_kernel");
+  }
+
   /// The stream, destroyed (after its work finishes) when owned.
   class stream_holder {
    public:
@@ -435,17 +419,6 @@ class cuda_backend {
   void set_math_mode() {
     // The default already; set anyway so that a changed cuBLAS default cannot bring TF32 in.
     SEEDRL_CUDA_CHECK(cublasSetMathMode(blas_.get(), CUBLAS_DEFAULT_MATH));
-  }
-
-  template <class S>
-  impala_loss_workspace<S>& workspace() const {
-    if constexpr (std::is_same_v<S, float>) {
-      return loss_float_;
-    } else {
-      static_assert(std::is_same_v<S, double>,
-                    "seedrl: cuda_backend::impala_loss supports float and double");
-      return loss_double_;
-    }
   }
 
 #if defined(SEEDRL_HAS_CUDNN)
@@ -513,8 +486,6 @@ class cuda_backend {
   blas_handle blas_;
   // Scratch grown on demand; mutable so that the primitives are const, as host_backend's are.
   mutable device_buffer<double> partials_;
-  mutable impala_loss_workspace<float> loss_float_;
-  mutable impala_loss_workspace<double> loss_double_;
   mutable int pinning_ = 0;  ///< live pin_scopes
 #if defined(SEEDRL_HAS_CUDNN)
   mutable conv_cache<float> convs_float_{max_convolutions};

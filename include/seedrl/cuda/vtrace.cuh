@@ -1,8 +1,8 @@
 #pragma once
 /// \file
-/// V-trace on the GPU as a batch-parallel reverse scan: one thread per column b walks t from
-/// T-1 down to 0, carrying (V_{t+1}, acc_{t+1}) in registers and running
-/// `detail::vtrace_step` (`seedrl/detail/vtrace_step.hpp`), the function the CPU `vtrace()`
+/// V-trace on the GPU as a batch-parallel reverse scan (cuda_backend's `vtrace` primitive): one
+/// thread per column b walks t from T-1 down to 0, carrying (V_{t+1}, acc_{t+1}) in registers and
+/// running `detail::vtrace_step` (`seedrl/detail/vtrace_step.hpp`), the function the CPU `vtrace()`
 /// runs, cut at time-limit truncations by `detail::vtrace_cut` as on the CPU. Arrays are time-major
 /// [T][B] as on the CPU, so consecutive threads read consecutive addresses of each row: every input
 /// is read once and every output written once, which makes the kernel bandwidth-bound by design (7
@@ -13,28 +13,17 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/cuda/detail/launch.cuh"
 #include "seedrl/cuda/error.cuh"
 #include "seedrl/detail/vtrace_step.hpp"
 
 namespace seedrl::cuda {
 
-/// Device pointers of one V-trace problem; [T*B] arrays time-major, bootstrap [B].
+/// Device pointers of one V-trace problem: the backend-neutral operands of
+/// seedrl/backend/compute_backend.hpp ([T*B] arrays time-major, bootstrap [B]).
 template <class S>
-struct vtrace_operands {
-  int T = 0;
-  int B = 0;
-  const S* log_rhos = nullptr;
-  const S* discounts = nullptr;
-  const S* rewards = nullptr;
-  const S* values = nullptr;
-  const S* bootstrap = nullptr;
-  /// [T*B] or null (none): nonzero where transition t ended its episode at a time limit; that
-  /// step is cut as on the CPU (`seedrl::detail::vtrace_cut`)
-  const std::uint8_t* truncated = nullptr;
-  S* vs = nullptr;             ///< out
-  S* pg_advantages = nullptr;  ///< out
-};
+using vtrace_operands = seedrl::vtrace_operands<S>;
 
 namespace detail {
 

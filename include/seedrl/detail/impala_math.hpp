@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// The per-element pieces of the IMPALA loss (`seedrl/algo/impala_loss.hpp`) that are not
-/// V-trace or categorical math, as `SEEDRL_HOST_DEVICE` functions without Eigen, so the CUDA
-/// loss kernel (`seedrl/cuda/impala_loss.cuh`) runs the arithmetic the CPU loss runs.
+/// V-trace or categorical math, as `SEEDRL_HOST_DEVICE` functions without Eigen, so that the
+/// loss's kernels (`impala_loss::compute`) run them on every backend.
 
 #include <concepts>
 #include <cstddef>

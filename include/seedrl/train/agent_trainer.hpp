@@ -45,6 +45,7 @@
 #include <utility>
 #include <vector>
 
+#include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/impala_loss_config.hpp"
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/core/config.hpp"
@@ -243,10 +244,8 @@ class backend_agent_trainer {
     impala_loss_operands<S> op;
     op.T = static_cast<int>(batch.T);
     op.B = static_cast<int>(B);
-    op.A = static_cast<int>(A_);
-    op.logits = logits_.data();
+    op.policy = policy_rows<S>{logits_.data(), A_, actions_.data()};
     op.values = values_.data();
-    op.actions = actions_.data();
     op.behaviour_log_probs = behaviour_.data();
     op.rewards = rewards_.data();
     op.dones = dones_.data();
@@ -254,7 +253,7 @@ class backend_agent_trainer {
     op.grad_logits = d_logits_.data();
     op.grad_values = d_values_.data();
     train_step_result r;
-    r.terms = be.impala_loss(loss, op);
+    r.terms = seedrl::impala_loss<S>(loss).compute(be, op, loss_workspace_);
     backward(steps, B);
     r.learning_rate = opt_.learning_rate();
     if (clip_gradients_on_backend(be, grads_.data(), num_parameters_, max_grad_norm, r))
@@ -526,6 +525,7 @@ class backend_agent_trainer {
   buffer<S> core_in_;  ///< [N, core_in_width]: torso features, reward, one-hot prev action
   std::vector<layer_buffers> layers_;
   buffer<S> logits_, values_, d_logits_, d_values_;
+  impala_loss_workspace<Backend, S> loss_workspace_;  ///< the loss's scratch, kept
   buffer<S> d_core_out_, d_core_in_, dz_, dh_next_, dc_next_;
 };
 
