@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/cuda/cuda_backend.cuh"
 #include "seedrl/cuda/device.cuh"
 #include "seedrl/cuda/lstm_backward.cuh"
@@ -316,6 +317,45 @@ loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, i
   op.grad_values = d_gv.data();
   seedrl::impala_loss_workspace<cuda::cuda_backend, float> ws;
   const loss_terms terms = seedrl::impala_loss<float>(config).compute(be, op, ws);
+  grad_logits = backend_down(be, d_gl);
+  grad_values = backend_down(be, d_gv);
+  return terms;
+}
+
+loss_terms backend_ppo_loss(const ppo_loss_config<float>& config, const ppo_arrays& batch,
+                            std::vector<float>& grad_logits, std::vector<float>& grad_values) {
+  cuda::cuda_backend be;
+  auto d_logits = backend_up(be, batch.logits);
+  auto d_values = backend_up(be, batch.values);
+  auto d_actions = backend_up(be, batch.actions);
+  auto d_blp = backend_up(be, batch.behaviour_log_probs);
+  auto d_rewards = backend_up(be, batch.rewards);
+  auto d_dones = backend_up(be, batch.dones);
+  auto d_truncated = backend_up(be, batch.truncated);
+  auto d_prox = backend_up(be, batch.proximal_logits);
+  auto d_old = backend_up(be, batch.old_values);
+  auto d_gl = be.allocate<float>(batch.logits.size());
+  auto d_gv = be.allocate<float>(batch.values.size());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  be.fill(d_gl.data(), d_gl.size(), nan);
+  be.fill(d_gv.data(), d_gv.size(), nan);
+  const auto A = static_cast<std::size_t>(batch.A);
+  seedrl::ppo_loss_operands<float> op;
+  op.T = batch.T;
+  op.B = batch.B;
+  op.policy = seedrl::policy_rows<float>{d_logits.data(), A, d_actions.data()};
+  if (!batch.proximal_logits.empty())
+    op.proximal = seedrl::policy_rows<float>{d_prox.data(), A, d_actions.data()};
+  op.values = d_values.data();
+  op.old_values = batch.old_values.empty() ? nullptr : d_old.data();
+  op.behaviour_log_probs = d_blp.data();
+  op.rewards = d_rewards.data();
+  op.dones = d_dones.data();
+  op.truncated = d_truncated.data();
+  op.grad_logits = d_gl.data();
+  op.grad_values = d_gv.data();
+  seedrl::ppo_loss_workspace<cuda::cuda_backend, float> ws;
+  const loss_terms terms = seedrl::ppo_loss<float>(config).compute(be, op, ws);
   grad_logits = backend_down(be, d_gl);
   grad_values = backend_down(be, d_gv);
   return terms;

@@ -10,6 +10,7 @@
 
 #include "seedrl/algo/impala_loss_config.hpp"
 #include "seedrl/algo/loss.hpp"
+#include "seedrl/algo/ppo_loss_config.hpp"
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/detail/optimizer_math.hpp"
@@ -101,6 +102,20 @@ loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, i
                                const std::vector<std::uint8_t>& dones,
                                const std::vector<std::uint8_t>& truncated,
                                std::vector<float>& grad_logits, std::vector<float>& grad_values);
+
+/// A PPO batch as host arrays, for `backend_ppo_loss`; empty proximal_logits / old_values mean
+/// none, as in seedrl::ppo_batch.
+struct ppo_arrays {
+  int T = 0, B = 0, A = 0;
+  std::vector<float> logits, values, behaviour_log_probs, rewards, proximal_logits, old_values;
+  std::vector<std::int32_t> actions;
+  std::vector<std::uint8_t> dones, truncated;
+};
+
+/// ppo_loss<float>(config).compute on cuda_backend, on device copies; gradients (NaN-filled
+/// first) written back.
+loss_terms backend_ppo_loss(const ppo_loss_config<float>& config, const ppo_arrays& batch,
+                            std::vector<float>& grad_logits, std::vector<float>& grad_values);
 
 /// What cuda_backend's convolutions give in `backend_conv2d`.
 template <class S>

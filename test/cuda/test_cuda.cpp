@@ -23,6 +23,7 @@
 
 #include "gpu_runners.hpp"
 #include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/algo/vtrace.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
@@ -585,6 +586,83 @@ TEST_CASE("impala_loss::compute on cuda_backend matches the CPU loss, with and w
     CHECK(got.baseline == Approx(want.baseline).epsilon(1e-4).margin(1e-6));
     CHECK(got.entropy == Approx(want.entropy).epsilon(1e-4).margin(1e-8));
     CHECK(got.total == Approx(want.total).epsilon(1e-4).margin(1e-6));
+  }
+}
+
+TEST_CASE("ppo_loss::compute on cuda_backend matches the CPU loss: GAE, V-trace, clips",
+          "[cuda][backend]") {
+  seedrl::test_gpu::ppo_arrays d;
+  d.T = 17;
+  d.B = 6;
+  d.A = 4;
+  const std::size_t steps = static_cast<std::size_t>(d.T + 1) * d.B;
+  seedrl::random_generator rng(91);
+  d.logits = random_floats(rng, steps * d.A, -3, 3);
+  d.proximal_logits = d.logits;
+  for (float& x : d.proximal_logits)  // the proximal policy a little apart
+    x += static_cast<float>(rng.uniform(-0.3, 0.3));
+  d.values = random_floats(rng, steps, -2, 2);
+  d.old_values = d.values;
+  for (float& x : d.old_values)
+    x += static_cast<float>(rng.uniform(-0.5, 0.5));
+  d.behaviour_log_probs = random_floats(rng, steps, -3, -0.1);
+  d.rewards = random_floats(rng, steps, -2, 2);
+  d.actions.resize(steps);
+  d.dones.resize(steps);
+  d.truncated.resize(steps);
+  for (std::size_t i = 0; i < steps; ++i) {
+    d.actions[i] = static_cast<std::int32_t>(rng() % d.A);
+    d.dones[i] = rng.uniform() < 0.15 ? 1 : 0;
+    d.truncated[i] = d.dones[i] != 0 && rng.uniform() < 0.5 ? 1 : 0;
+  }
+  seedrl::ppo_loss_config<float> gae;
+  gae.value_clip = 0.2f;
+  gae.normalize_advantages = true;
+  gae.entropy_cost = 0.01f;
+  seedrl::ppo_loss_config<float> vtrace = gae;
+  vtrace.advantage = seedrl::ppo_advantage::vtrace;
+  vtrace.value_clip.reset();
+  vtrace.proximal_weight_clip.reset();
+  for (const bool proximal : {true, false}) {
+    for (const auto& config : {gae, vtrace}) {
+      CAPTURE(proximal, static_cast<int>(config.advantage));
+      seedrl::test_gpu::ppo_arrays run = d;
+      if (!proximal) {
+        run.proximal_logits.clear();
+        if (!config.value_clip)
+          run.old_values.clear();
+      }
+      std::vector<float> want_gl(steps * d.A), want_gv(steps);
+      seedrl::ppo_batch<float> batch;
+      batch.T = static_cast<std::size_t>(run.T);
+      batch.B = static_cast<std::size_t>(run.B);
+      batch.num_actions = static_cast<std::size_t>(run.A);
+      batch.logits = run.logits;
+      batch.values = run.values;
+      batch.actions = run.actions;
+      batch.behaviour_log_probs = run.behaviour_log_probs;
+      batch.rewards = run.rewards;
+      batch.dones = run.dones;
+      batch.truncated = run.truncated;
+      batch.old_values = run.old_values;
+      batch.proximal_logits = run.proximal_logits;
+      seedrl::impala_gradients<float> grads{want_gl, want_gv};
+      const seedrl::loss_terms want = seedrl::ppo_loss<float>(config)(batch, grads);
+      std::vector<float> gl, gv;
+      const seedrl::loss_terms got = seedrl::test_gpu::backend_ppo_loss(config, run, gl, gv);
+      INFO(first_mismatch(gl, want_gl, 1e-7, 1e-4));
+      CHECK(first_mismatch(gl, want_gl, 1e-7, 1e-4).empty());
+      INFO(first_mismatch(gv, want_gv, 1e-7, 1e-4));
+      CHECK(first_mismatch(gv, want_gv, 1e-7, 1e-4).empty());
+      CHECK(got.policy == Approx(want.policy).epsilon(1e-4).margin(1e-6));
+      CHECK(got.baseline == Approx(want.baseline).epsilon(1e-4).margin(1e-6));
+      CHECK(got.entropy == Approx(want.entropy).epsilon(1e-4).margin(1e-8));
+      CHECK(got.approx_kl == Approx(want.approx_kl).epsilon(1e-4).margin(1e-7));
+      // A ratio within rounding of the clip edge may count on one side only: one step's worth.
+      const double step = 1.0 / static_cast<double>(steps);
+      CHECK(got.clip_fraction == Approx(want.clip_fraction).margin(1.5 * step));
+      CHECK(got.behaviour_clip_fraction == Approx(want.behaviour_clip_fraction).margin(1.5 * step));
+    }
   }
 }
 

@@ -116,20 +116,25 @@ struct impala_loss_operands {
   S* grad_values = nullptr;  ///< out [(T+1)*B]
 };
 
-/// The scratch `impala_loss::compute` uses on backend `Backend`, grown on demand: keep one to
-/// reuse it between calls.
-template <class Backend, class S>
-struct impala_loss_workspace {
-  typename Backend::template buffer<S> rows;        ///< 6 arrays of T*B
-  typename Backend::template buffer<double> terms;  ///< 3 arrays of T*B: each row's terms
+/// The scratch a loss's `compute` uses on backend `Backend`, grown on demand (keep one to reuse
+/// it between calls): `RowArrays` arrays of n = T*B scalars and `TermArrays` arrays of n
+/// doubles, each row's loss terms before they are summed.
+template <class Backend, class S, std::size_t RowArrays, std::size_t TermArrays>
+struct loss_workspace {
+  typename Backend::template buffer<S> rows;
+  typename Backend::template buffer<double> terms;
 
   void reserve(const Backend& be, std::size_t n) {
-    if (rows.size() < 6 * n) {
-      rows = be.template allocate<S>(6 * n);
-      terms = be.template allocate<double>(3 * n);
+    if (rows.size() < RowArrays * n) {
+      rows = be.template allocate<S>(RowArrays * n);
+      terms = be.template allocate<double>(TermArrays * n);
     }
   }
 };
+
+/// `impala_loss::compute`'s scratch: 6 arrays of scalars, 3 of terms.
+template <class Backend, class S>
+using impala_loss_workspace = loss_workspace<Backend, S, 6, 3>;
 
 namespace detail {
 

@@ -68,9 +68,13 @@
 ///   behaviour_clip_fraction = (1/|K|) #{t : |pi_t / mu_t - 1| > eps}, against the behaviour
 ///                   policy: what a PPO that clipped against mu would clip.
 ///
-/// Allocation: the loss keeps its scratch (9 * T * B scalars) between calls and allocates only
-/// when a batch is larger than every one before, so one object must not be called from two
-/// threads at once (the learner's trainer thread is its only caller).
+/// Allocation: the loss keeps its scratch (9 * T * B scalars, 7 * T * B doubles) between calls
+/// and allocates only when a batch is larger than every one before, so one object must not be
+/// called from two threads at once (the learner's trainer thread is its only caller).
+///
+/// Backends: `compute` runs the same loss on a ComputeBackend's arrays (per-row kernels with
+/// the policy's row math, GAE one column per kernel call, V-trace and the sums as backend
+/// primitives); operator() is `compute` on the host.
 
 #include <algorithm>
 #include <cmath>
@@ -82,6 +86,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -90,6 +95,9 @@
 #include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/algo/ppo_loss_config.hpp"
 #include "seedrl/algo/vtrace.hpp"
+#include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/backend/detail/host_primitives.hpp"
+#include "seedrl/core/config.hpp"
 #include "seedrl/detail/impala_math.hpp"
 #include "seedrl/net/categorical.hpp"
 
@@ -123,6 +131,221 @@ struct ppo_batch {
   /// policy; host_trainer fills them with old_values). Empty: `logits`, held constant.
   std::span<const S> proximal_logits = {};
 };
+
+/// Pointers of one `ppo_loss::compute` call, in a backend's memory: a time-major [(T+1)][B]
+/// batch as `ppo_batch` holds it and where the gradients go. `proximal.outputs` null means no
+/// proximal outputs (log prox = log pi, held constant), `old_values` null means `values`.
+/// The caller has checked the batch on the host: kernels trust it.
+template <class S>
+struct ppo_loss_operands {
+  int T = 0;
+  int B = 0;
+  policy_rows<S> policy;    ///< [(T+1)*B] rows: the learner's outputs and the actions taken
+  policy_rows<S> proximal;  ///< the same rows with the proximal outputs
+  const S* values = nullptr;
+  const S* old_values = nullptr;
+  const S* behaviour_log_probs = nullptr;
+  const S* rewards = nullptr;
+  const std::uint8_t* dones = nullptr;
+  const std::uint8_t* truncated = nullptr;  ///< required
+  S* grad_logits = nullptr;                 ///< out [(T+1)*B*A]
+  S* grad_values = nullptr;                 ///< out [(T+1)*B]
+};
+
+/// `ppo_loss::compute`'s scratch (impala_loss.hpp's loss_workspace): 9 arrays of scalars, 7 of
+/// terms.
+template <class Backend, class S>
+using ppo_loss_workspace = loss_workspace<Backend, S, 9, 7>;
+
+namespace detail {
+
+/// `b < a ? b : a`, std::min's choice, usable in kernels.
+template <class S>
+SEEDRL_HOST_DEVICE S ppo_min(S a, S b) {
+  return b < a ? b : a;
+}
+
+/// std::clamp(v, lo, hi), usable in kernels.
+template <class S>
+SEEDRL_HOST_DEVICE S ppo_clamp(S v, S lo, S hi) {
+  return v < lo ? lo : (hi < v ? hi : v);
+}
+
+/// Per row i < T*B: log pi, log pi - log prox, log prox - log mu, the truncated log weight,
+/// the reward and discount of transition t.
+template <class S, class Math>
+struct ppo_prepare_kernel {
+  Math math;
+  policy_rows<S> policy, proximal;
+  const S* behaviour_log_probs;
+  const S* rewards_in;
+  const std::uint8_t* dones;
+  S discount;
+  bool clip_weights;
+  S log_weight_clip;
+  std::size_t B;
+  S *log_pi, *log_ratio, *log_prox_mu, *log_weights, *rewards, *discounts;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    log_pi[i] = math.log_prob(policy, i);
+    const S log_prox = proximal.outputs != nullptr ? math.log_prob(proximal, i) : log_pi[i];
+    log_ratio[i] = log_pi[i] - log_prox;
+    log_prox_mu[i] = log_prox - behaviour_log_probs[i];
+    log_weights[i] = clip_weights ? ppo_min(log_prox_mu[i], log_weight_clip) : log_prox_mu[i];
+    rewards[i] = rewards_in[i + B];
+    discounts[i] = impala_discount(discount, dones[i + B]);
+  }
+};
+
+/// GAE(lambda) for column b, t from T-1 down to 0; a cut step restarts the recursion as an
+/// unroll end does. Advantages and targets R = Adv + U.
+template <class S>
+struct ppo_gae_kernel {
+  std::size_t T, B;
+  S lambda;
+  const S *discounts, *rewards, *values, *bootstrap;
+  const std::uint8_t* cut;
+  S *advantages, *targets;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t b) const {
+    for (std::size_t t = T; t-- > 0;) {
+      const bool last = t + 1 == T;
+      const std::size_t i = t * B + b;
+      const S next_value = last ? bootstrap[b] : values[i + B];
+      const S next_adv = last ? S(0) : advantages[i + B];
+      const S delta = rewards[i] + discounts[i] * next_value - values[i];
+      advantages[i] = cut[i] != 0 ? S(0) : delta + discounts[i] * lambda * next_adv;
+      targets[i] = advantages[i] + values[i];
+    }
+  }
+};
+
+/// V-trace advantages per row: r_t + gamma_t vs_{t+1} - U_t (vs_T = U_T), 0 where cut.
+template <class S>
+struct ppo_vtrace_advantage_kernel {
+  std::size_t n, B;
+  const S *targets, *bootstrap, *rewards, *discounts, *values;
+  const std::uint8_t* cut;
+  S* advantages;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    const S next_vs = i + B < n ? targets[i + B] : bootstrap[i % B];
+    advantages[i] = cut[i] != 0 ? S(0) : rewards[i] + discounts[i] * next_vs - values[i];
+  }
+};
+
+/// Advantage standardisation, pass 1 (which = 0: each kept row's 1 and advantage) or pass 2
+/// (which = 1: each kept row's squared deviation from `mean`), into `terms`; cut rows give 0.
+template <class S>
+struct ppo_advantage_moments_kernel {
+  int which;
+  std::size_t n;
+  const S* advantages;
+  const std::uint8_t* cut;
+  double mean;
+  double* terms;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    const bool kept = cut[i] == 0;
+    if (which == 0) {
+      terms[i] = kept ? 1.0 : 0.0;
+      terms[n + i] = kept ? static_cast<double>(advantages[i]) : 0.0;
+    } else {
+      const double d = static_cast<double>(advantages[i]) - mean;
+      terms[i] = kept ? d * d : 0.0;
+    }
+  }
+};
+
+/// Advantage standardisation, pass 3: (A - mean) * scale on kept rows.
+template <class S>
+struct ppo_advantage_scale_kernel {
+  double mean, scale;
+  const std::uint8_t* cut;
+  S* advantages;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    if (cut[i] == 0)
+      advantages[i] = static_cast<S>((static_cast<double>(advantages[i]) - mean) * scale);
+  }
+};
+
+/// Per row of the (T+1)*B: the outputs' gradients and the row's terms into terms[k*n + i]:
+/// k = 0 policy (w ratio A), 1 value error, 2 entropy, 3 the k3 KL estimate, 4 clipped against
+/// the proximal policy, 5 clipped against mu, 6 kept. Step T's rows get zero gradients.
+template <class S, class Math>
+struct ppo_gradient_kernel {
+  Math math;
+  policy_rows<S> policy;
+  const S *values, *base_values, *targets, *advantages, *log_ratio, *log_weights, *log_pi;
+  const S* behaviour_log_probs;
+  const std::uint8_t* cut;
+  S inv_n, entropy_coef, low, high, clip_epsilon, value_cost;
+  bool clip_values;
+  S value_clip;
+  std::size_t n;
+  S* grad_logits;
+  S* grad_values;
+  double* terms;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    using std::exp;
+    const std::size_t A = policy.num_outputs;
+    S* grad_row = grad_logits + i * A;
+    if (i >= n) {
+      for (std::size_t a = 0; a < A; ++a)
+        grad_row[a] = S(0);
+      grad_values[i] = S(0);
+      return;
+    }
+    S log_prob_coef = S(0);
+    S value_grad = S(0);
+    double policy_term = 0.0, value_term = 0.0, kl = 0.0, clipped = 0.0, behaviour_clipped = 0.0;
+    const bool kept = cut[i] == 0;
+    if (kept) {
+      const S adv = advantages[i];
+      const S ratio = exp(log_ratio[i]);
+      // The clipped term is the minimum and flat in the outputs exactly in these cases.
+      const bool clip_active = (adv > S(0) && ratio > high) || (adv < S(0) && ratio < low);
+      // w * ratio, or w * clip(ratio) where the clip is active.
+      const S weighted_ratio = clip_active ? exp(log_weights[i]) * ppo_clamp(ratio, low, high)
+                                           : exp(log_weights[i] + log_ratio[i]);
+      policy_term = static_cast<double>(weighted_ratio * adv);
+      log_prob_coef = clip_active ? S(0) : -weighted_ratio * adv * inv_n;
+      kl = static_cast<double>(ratio - S(1) - log_ratio[i]);
+      const S off = ratio - S(1);
+      clipped = (off < S(0) ? -off : off) > clip_epsilon ? 1.0 : 0.0;
+      const S behaviour_off = exp(log_pi[i] - behaviour_log_probs[i]) - S(1);
+      behaviour_clipped =
+          (behaviour_off < S(0) ? -behaviour_off : behaviour_off) > clip_epsilon ? 1.0 : 0.0;
+      const S err = values[i] - targets[i];
+      S square = err * err;
+      value_grad = value_cost * err * inv_n;
+      if (clip_values) {
+        const S old = base_values[i];
+        const S clipped_err =
+            old + ppo_clamp(values[i] - old, -value_clip, value_clip) - targets[i];
+        if (clipped_err * clipped_err > square) {
+          // Only possible with the clip active, where the clipped value is flat in V_t.
+          square = clipped_err * clipped_err;
+          value_grad = S(0);
+        }
+      }
+      value_term = static_cast<double>(square);
+    }
+    const S h = math.log_prob_entropy_gradient(policy, i, log_prob_coef, entropy_coef, grad_row);
+    grad_values[i] = value_grad;
+    terms[i] = policy_term;
+    terms[n + i] = value_term;
+    terms[2 * n + i] = static_cast<double>(h);
+    terms[3 * n + i] = kl;
+    terms[4 * n + i] = clipped;
+    terms[5 * n + i] = behaviour_clipped;
+    terms[6 * n + i] = kept ? 1.0 : 0.0;
+  }
+};
+
+}  // namespace detail
 
 /// PPO's clipped-surrogate loss; see the file comment for the formulas. `Dist` models
 /// PolicyDistribution (seedrl/algo/policy_distribution.hpp): categorical logits by default, or
@@ -203,137 +426,145 @@ class ppo_loss {
   /// Computes the loss terms on `batch` and writes their gradient to `grad`. Throws
   /// std::invalid_argument, before writing anything, on inconsistent sizes, an action of
   /// steps 0..T-1 outside [0, A), a step truncated but not done, gradient arrays that overlap
-  /// the batch's, or value_clip set without old_values.
+  /// the batch's, or value_clip set without old_values. Runs `compute` on the host.
   loss_terms operator()(const batch_type& batch, gradient_type& grad) const {
     detail::check_unroll_batch(who_, batch, grad, 9);
     dist_.check(who_, batch);
     check_proximal(batch, grad);
-    const std::size_t T = batch.T;
-    const std::size_t B = batch.B;
-    const std::size_t A = batch.num_actions;
-    const std::size_t n = T * B;
-
-    if (scratch_.size() < 9 * n) {
-      scratch_.resize(9 * n);
+    ppo_loss_operands<S> op;
+    op.T = static_cast<int>(batch.T);
+    op.B = static_cast<int>(batch.B);
+    op.policy = dist_.rows(batch);
+    if (!batch.proximal_logits.empty()) {
+      batch_type proximal = batch;
+      proximal.logits = batch.proximal_logits;
+      op.proximal = dist_.rows(proximal);
     }
-    const std::span<S> all(scratch_.data(), 9 * n);
-    const std::span<S> log_pi = all.subspan(0, n);
-    const std::span<S> log_ratio = all.subspan(n, n);        // log pi - log prox
-    const std::span<S> log_prox_mu = all.subspan(2 * n, n);  // log prox - log mu
-    const std::span<S> discounts = all.subspan(3 * n, n);
-    const std::span<S> rewards = all.subspan(4 * n, n);
-    const std::span<S> targets = all.subspan(5 * n, n);
-    const std::span<S> advantages = all.subspan(6 * n, n);
-    const std::span<S> spare = all.subspan(7 * n, n);  // V-trace's pg_advantages, unused
+    op.values = batch.values.data();
+    op.old_values = batch.old_values.empty() ? nullptr : batch.old_values.data();
+    op.behaviour_log_probs = batch.behaviour_log_probs.data();
+    op.rewards = batch.rewards.data();
+    op.dones = batch.dones.data();
+    op.truncated = batch.truncated.data();
+    op.grad_logits = grad.logits.data();
+    op.grad_values = grad.values.data();
+    return compute(detail::host_primitives{}, op, workspace_);
+  }
+
+  /// The loss on a ComputeBackend's arrays (seedrl/backend/compute_backend.hpp), as operator()
+  /// computes it on the host: per row, the log-probabilities and weights
+  /// (`ppo_prepare_kernel`, with the policy's row math); the advantages by GAE (one column per
+  /// call of `ppo_gae_kernel`) or V-trace (`be.vtrace`, then `ppo_vtrace_advantage_kernel`);
+  /// their standardisation from `be.sums`; per row, the gradients and terms
+  /// (`ppo_gradient_kernel`), summed by `be.sums` in double. `op` must be valid (see
+  /// ppo_loss_operands): nothing is checked here.
+  template <class Backend>
+  loss_terms compute(const Backend& be, const ppo_loss_operands<S>& op,
+                     ppo_loss_workspace<Backend, S>& ws) const {
+    const auto T = static_cast<std::size_t>(op.T), B = static_cast<std::size_t>(op.B);
+    const std::size_t n = T * B;
+    if (n == 0)
+      return {};
+    ws.reserve(be, n);
+    S* rows = ws.rows.data();
+    S* log_pi = rows;
+    S* log_ratio = rows + n;        // log pi - log prox
+    S* log_prox_mu = rows + 2 * n;  // log prox - log mu
+    S* discounts = rows + 3 * n;
+    S* rewards = rows + 4 * n;
+    S* targets = rows + 5 * n;
+    S* advantages = rows + 6 * n;
+    S* spare = rows + 7 * n;  // V-trace's pg_advantages, unused
     // log w_t: the weight is applied in log space, with the ratio, so that a weight that
     // underflows to 0 beside a ratio that overflows gives their finite product, not 0 * inf.
-    const std::span<S> log_weights = all.subspan(8 * n, n);
-    const std::optional<S> log_weight_clip =
-        config_.proximal_weight_clip ? std::optional<S>(std::log(*config_.proximal_weight_clip))
-                                     : std::nullopt;
-
-    batch_type proximal = batch;  // the proximal policy's rows, read by the distribution
-    const bool has_proximal = !batch.proximal_logits.empty();
-    if (has_proximal)
-      proximal.logits = batch.proximal_logits;
-    for (std::size_t i = 0; i < n; ++i) {  // i = t * B + b; i + B is step t+1
-      log_pi[i] = dist_.log_prob(batch, i);
-      const S log_prox = has_proximal ? dist_.log_prob(proximal, i) : log_pi[i];
-      log_ratio[i] = log_pi[i] - log_prox;
-      log_prox_mu[i] = log_prox - batch.behaviour_log_probs[i];
-      log_weights[i] =
-          log_weight_clip ? std::min(log_prox_mu[i], *log_weight_clip) : log_prox_mu[i];
-      rewards[i] = batch.rewards[i + B];
-      discounts[i] = detail::impala_discount(config_.discount, batch.dones[i + B]);
-    }
-    const std::span<const S> base = batch.old_values.empty() ? batch.values : batch.old_values;
-    const std::span<const S> base_values = base.subspan(0, n);
-    const std::span<const S> bootstrap = base.subspan(n, B);
+    S* log_weights = rows + 8 * n;
+    double* terms = ws.terms.data();
+    const auto math = dist_.row_math();
+    using math_type = std::remove_const_t<decltype(math)>;
+    const bool clip_weights = config_.proximal_weight_clip.has_value();
+    be.for_each(
+        n, detail::ppo_prepare_kernel<S, math_type>{
+               math, op.policy, op.proximal, op.behaviour_log_probs, op.rewards, op.dones,
+               config_.discount, clip_weights,
+               clip_weights ? static_cast<S>(std::log(*config_.proximal_weight_clip)) : S(0), B,
+               log_pi, log_ratio, log_prox_mu, log_weights, rewards, discounts});
+    const S* base = op.old_values != nullptr ? op.old_values : op.values;
+    const S* bootstrap = base + n;
     // Transition t is cut where step t+1's env output was a time-limit truncation.
-    const std::span<const std::uint8_t> cut = batch.truncated.subspan(B, n);
+    const std::uint8_t* cut = op.truncated + B;
     if (config_.advantage == ppo_advantage::gae) {
-      gae(T, B, discounts, rewards, base_values, bootstrap, cut, advantages, targets);
+      be.for_each(B, detail::ppo_gae_kernel<S>{T, B, config_.lambda, discounts, rewards, base,
+                                               bootstrap, cut, advantages, targets});
     } else {
-      vtrace<S>(T, B, log_prox_mu, discounts, rewards, base_values, bootstrap, cut,
-                to_vtrace_params(), targets, spare);
-      for (std::size_t i = 0; i < n; ++i) {
-        const S next_vs = i + B < n ? targets[i + B] : bootstrap[i % B];
-        advantages[i] = cut[i] != 0 ? S(0) : rewards[i] + discounts[i] * next_vs - base_values[i];
+      vtrace_operands<S> v;
+      v.T = op.T;
+      v.B = op.B;
+      v.log_rhos = log_prox_mu;
+      v.discounts = discounts;
+      v.rewards = rewards;
+      v.values = base;
+      v.bootstrap = bootstrap;
+      v.truncated = cut;
+      v.vs = targets;
+      v.pg_advantages = spare;
+      be.vtrace(detail::make_vtrace_coefficients(to_vtrace_params(), who_), v);
+      be.for_each(n, detail::ppo_vtrace_advantage_kernel<S>{n, B, targets, bootstrap, rewards,
+                                                            discounts, base, cut, advantages});
+    }
+    if (config_.normalize_advantages) {
+      // Mean and population deviation over the kept steps, in double.
+      double moments[2] = {};
+      be.for_each(n, detail::ppo_advantage_moments_kernel<S>{0, n, advantages, cut, 0.0, terms});
+      be.sums(terms, 2, n, std::span<double>(moments));
+      if (moments[0] > 0.0) {
+        const double mean = moments[1] / moments[0];
+        double squares = 0.0;
+        be.for_each(n, detail::ppo_advantage_moments_kernel<S>{1, n, advantages, cut, mean, terms});
+        be.sums(terms, 1, n, std::span<double>(&squares, 1));
+        const double scale = 1.0 / (std::sqrt(squares / moments[0]) +
+                                    static_cast<double>(config_.advantage_epsilon));
+        be.for_each(n, detail::ppo_advantage_scale_kernel<S>{mean, scale, cut, advantages});
       }
     }
-
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      kept += cut[i] == 0 ? 1 : 0;
-    }
-    if (config_.normalize_advantages && kept > 0) {
-      normalize(advantages, cut, kept);
-    }
-
-    const std::span<const S> values = batch.values.subspan(0, n);
     const S inv_n = S(1) / static_cast<S>(n);
-    const S entropy_coef = -config_.entropy_cost * inv_n;
-    const S low = S(1) - config_.clip_epsilon;
-    const S high = S(1) + config_.clip_epsilon;
-    // The terms are for logging only, so they are summed in double whatever S is.
-    double policy_sum = 0.0, value_sum = 0.0, entropy_sum = 0.0, kl_sum = 0.0;
-    std::size_t clipped = 0, behaviour_clipped = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      S log_prob_coef = S(0);
-      S value_grad = S(0);
-      if (cut[i] == 0) {
-        const S adv = advantages[i];
-        const S ratio = std::exp(log_ratio[i]);
-        // The clipped term is the minimum and flat in the logits exactly in these cases.
-        const bool clip_active = (adv > S(0) && ratio > high) || (adv < S(0) && ratio < low);
-        // w * ratio, or w * clip(ratio) where the clip is active.
-        const S weighted_ratio = clip_active
-                                     ? std::exp(log_weights[i]) * std::clamp(ratio, low, high)
-                                     : std::exp(log_weights[i] + log_ratio[i]);
-        policy_sum += static_cast<double>(weighted_ratio * adv);
-        log_prob_coef = clip_active ? S(0) : -weighted_ratio * adv * inv_n;
-        kl_sum += static_cast<double>(ratio - S(1) - log_ratio[i]);
-        clipped += std::abs(ratio - S(1)) > config_.clip_epsilon ? 1 : 0;
-        const S behaviour_ratio = std::exp(log_pi[i] - batch.behaviour_log_probs[i]);
-        behaviour_clipped += std::abs(behaviour_ratio - S(1)) > config_.clip_epsilon ? 1 : 0;
-
-        const S err = values[i] - targets[i];
-        S square = err * err;
-        value_grad = config_.value_cost * err * inv_n;
-        if (config_.value_clip) {
-          const S c = *config_.value_clip;
-          const S old = base_values[i];
-          const S clipped_err = old + std::clamp(values[i] - old, -c, c) - targets[i];
-          if (clipped_err * clipped_err > square) {
-            // Only possible with the clip active, where the clipped value is flat in V_t.
-            square = clipped_err * clipped_err;
-            value_grad = S(0);
-          }
-        }
-        value_sum += square;
-      }
-      const S h = dist_.log_prob_entropy_gradient(batch, i, log_prob_coef, entropy_coef,
-                                                  grad.logits.data() + i * A);
-      grad.values[i] = value_grad;
-      entropy_sum += h;
-    }
-    std::fill(grad.logits.begin() + static_cast<std::ptrdiff_t>(n * A), grad.logits.end(), S(0));
-    std::fill(grad.values.begin() + static_cast<std::ptrdiff_t>(n), grad.values.end(), S(0));
-
+    be.for_each(n + B, detail::ppo_gradient_kernel<S, math_type>{math,
+                                                                 op.policy,
+                                                                 op.values,
+                                                                 base,
+                                                                 targets,
+                                                                 advantages,
+                                                                 log_ratio,
+                                                                 log_weights,
+                                                                 log_pi,
+                                                                 op.behaviour_log_probs,
+                                                                 cut,
+                                                                 inv_n,
+                                                                 -config_.entropy_cost * inv_n,
+                                                                 S(1) - config_.clip_epsilon,
+                                                                 S(1) + config_.clip_epsilon,
+                                                                 config_.clip_epsilon,
+                                                                 config_.value_cost,
+                                                                 config_.value_clip.has_value(),
+                                                                 config_.value_clip.value_or(S(0)),
+                                                                 n,
+                                                                 op.grad_logits,
+                                                                 op.grad_values,
+                                                                 terms});
+    double sums[7] = {};
+    be.sums(terms, 7, n, std::span<double>(sums));
     const double dn = static_cast<double>(n);
-    loss_terms terms;
-    terms.policy = -policy_sum / dn;
-    terms.baseline = static_cast<double>(config_.value_cost) * 0.5 * value_sum / dn;
-    terms.entropy = -static_cast<double>(config_.entropy_cost) * entropy_sum / dn;
-    terms.policy_entropy = entropy_sum / dn;
-    terms.total = terms.policy + terms.baseline + terms.entropy;
-    if (kept > 0) {
-      const double dk = static_cast<double>(kept);
-      terms.approx_kl = kl_sum / dk;
-      terms.clip_fraction = static_cast<double>(clipped) / dk;
-      terms.behaviour_clip_fraction = static_cast<double>(behaviour_clipped) / dk;
+    loss_terms out;
+    out.policy = -sums[0] / dn;
+    out.baseline = static_cast<double>(config_.value_cost) * 0.5 * sums[1] / dn;
+    out.entropy = -static_cast<double>(config_.entropy_cost) * sums[2] / dn;
+    out.policy_entropy = sums[2] / dn;
+    out.total = out.policy + out.baseline + out.entropy;
+    if (sums[6] > 0.0) {
+      out.approx_kl = sums[3] / sums[6];
+      out.clip_fraction = sums[4] / sums[6];
+      out.behaviour_clip_fraction = sums[5] / sums[6];
     }
-    return terms;
+    return out;
   }
 
  private:
@@ -367,47 +598,6 @@ class ppo_loss {
     }
   }
 
-  /// GAE(lambda) backwards over t, b innermost; a cut step restarts the recursion as an
-  /// unroll end does. Writes advantages and targets R = Adv + V.
-  void gae(std::size_t T, std::size_t B, std::span<const S> discounts, std::span<const S> rewards,
-           std::span<const S> values, std::span<const S> bootstrap,
-           std::span<const std::uint8_t> cut, std::span<S> advantages, std::span<S> targets) const {
-    for (std::size_t t = T; t-- > 0;) {
-      const bool last = t + 1 == T;
-      for (std::size_t b = 0; b < B; ++b) {
-        const std::size_t i = t * B + b;
-        const S next_value = last ? bootstrap[b] : values[i + B];
-        const S next_adv = last ? S(0) : advantages[i + B];
-        const S delta = rewards[i] + discounts[i] * next_value - values[i];
-        advantages[i] = cut[i] != 0 ? S(0) : delta + discounts[i] * config_.lambda * next_adv;
-        targets[i] = advantages[i] + values[i];
-      }
-    }
-  }
-
-  /// Standardises the kept steps' advantages in place (mean and population deviation in
-  /// double, so float batches lose nothing there).
-  void normalize(std::span<S> advantages, std::span<const std::uint8_t> cut,
-                 std::size_t kept) const {
-    double sum = 0.0;
-    for (std::size_t i = 0; i < advantages.size(); ++i) {
-      sum += cut[i] == 0 ? static_cast<double>(advantages[i]) : 0.0;
-    }
-    const double mean = sum / static_cast<double>(kept);
-    double squares = 0.0;
-    for (std::size_t i = 0; i < advantages.size(); ++i) {
-      const double d = static_cast<double>(advantages[i]) - mean;
-      squares += cut[i] == 0 ? d * d : 0.0;
-    }
-    const double scale = 1.0 / (std::sqrt(squares / static_cast<double>(kept)) +
-                                static_cast<double>(config_.advantage_epsilon));
-    for (std::size_t i = 0; i < advantages.size(); ++i) {
-      if (cut[i] == 0) {
-        advantages[i] = static_cast<S>((static_cast<double>(advantages[i]) - mean) * scale);
-      }
-    }
-  }
-
   /// The V-trace part of the config; pg_advantages are not used, so their clip is off.
   vtrace_params<S> to_vtrace_params() const {
     return {config_.clip_rho_threshold, std::nullopt, config_.lambda};
@@ -415,7 +605,8 @@ class ppo_loss {
 
   config_type config_;
   Dist dist_;
-  mutable std::vector<S> scratch_;  ///< see the file comment: reused between calls
+  /// operator()'s scratch, reused between calls (see the file comment)
+  mutable ppo_loss_workspace<detail::host_primitives, S> workspace_;
 };
 
 static_assert(Loss<ppo_loss<float>>, "seedrl: ppo_loss<float> must model seedrl::Loss");
