@@ -156,8 +156,9 @@ TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[ap
   CHECK(algorithm_summary(defaults) ==
         "PPO (GAE advantages, lambda 0.95), 4 epochs x 4 minibatches, clip 0.2");
   CHECK_FALSE(by_default.ppo()->config().normalize_advantages);  // raw advantages by default
-  CHECK(make_run_loss<seedrl::loss_choice<float>>(defaults, recipe,
-                                                  seedrl::action_spec::continuous({1}, -1.0, 1.0))
+  using any_action_loss = seedrl::loss_choice<float, seedrl::spec_distribution<float>>;
+  CHECK(make_run_loss<any_action_loss>(defaults, recipe,
+                                       seedrl::action_spec::continuous({1}, -1.0, 1.0))
             .ppo()
             ->config()
             .entropy_cost == 0.01f);  // one bonus for every action kind
@@ -191,10 +192,14 @@ TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[ap
   CHECK(ppo.ppo()->config().discount == 0.97f);  // the recipe's
   CHECK(ppo.schedule() == seedrl::update_schedule{3, 2});
   CHECK(ppo.name() == "PPO (V-trace advantages)");
-  // A CUDA trainer's loss type is IMPALA's: --algo ppo is refused, saying why.
-  CHECK_THROWS_WITH(
-      (make_run_loss<seedrl::impala_loss<float>>(p, recipe, discrete)),
-      Catch::Contains("PPO (--algo ppo, the default for vector observations) trains on the CPU"));
+  // A CUDA trainer's loss type is loss_choice over categorical policies: PPO is taken,
+  // continuous actions are refused, saying why.
+  static_assert(std::same_as<run_loss_t<void, float>,  // any trainer but host_trainer
+                             seedrl::loss_choice<float>>);
+  CHECK(make_run_loss<seedrl::loss_choice<float>>(p, recipe, discrete).is_ppo());
+  CHECK_THROWS_WITH((make_run_loss<seedrl::loss_choice<float>>(
+                        p, recipe, seedrl::action_spec::continuous({1}, -2.0, 2.0))),
+                    Catch::Contains("continuous actions train on the CPU"));
   CHECK_NOTHROW(make_run_loss<seedrl::impala_loss<float>>(o, recipe, discrete));
 
   // --lr-decay counts optimizer steps: batches of T x B frames, times PPO's steps per batch.
@@ -241,7 +246,9 @@ TEST_CASE(
   CHECK_FALSE(clipped.impala()->distribution().gaussian.squash);
   CHECK(make_run_sampler<run_sampler_t<seedrl::host_trainer>>(c).bounds ==
         seedrl::bounds_handling::clip);
-  // A CUDA trainer's loss is categorical IMPALA: continuous actions are refused, saying why.
+  // A CUDA trainer's loss is over categorical policies: continuous actions are refused.
+  CHECK_THROWS_WITH((make_run_loss<run_loss_t<void, float>>(c, recipe, torque)),
+                    Catch::Contains("continuous actions train on the CPU"));
   CHECK_THROWS_WITH((make_run_loss<seedrl::impala_loss<float>>(c, recipe, torque)),
                     Catch::Contains("continuous actions train on the CPU"));
   CHECK(parse(c, {"local", "--action-bounds", "wrap"}));  // refused

@@ -14,6 +14,8 @@
 
 #include "backend_trainer_support.hpp"
 #include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/algo/loss_choice.hpp"
+#include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/activation.hpp"
@@ -548,4 +550,53 @@ TEST_CASE("host_backend gemm matches a float64 loop for every transpose and stri
                   std::invalid_argument);  // ldb 3 < k 4 (B stored [n, k])
   CHECK_THROWS_AS(b.gemm(false, false, 2, 3, 4, 1.0, x.data(), 4, x.data(), 3, 0.0, x.data(), 2),
                   std::invalid_argument);  // ldc 2 < n 3
+}
+
+TEST_CASE("backend trainer runs PPO's update schedule as host_trainer does", "[backend]") {
+  // 2 epochs x 2 minibatches on 4 unrolls, both trainers' generators seeded alike: the same
+  // minibatches, the same proximal outputs, ppo_loss::compute on the backend against the loss
+  // on the CPU network. Value clipping and standardised advantages on, so every branch runs.
+  using S = double;
+  const auto net_config = small_config();
+  seedrl::mlp_lstm_agent<S> net(net_config);
+  seedrl::adam<S> opt(adam_lr(3e-3));
+  seedrl::host_backend backend;
+  trainer_t<S> trainer(backend, net_config);
+  trainer.set_parameters(net.parameters());
+  trainer.set_optimizer(adam_lr(3e-3), 0);
+  trainer.seed_schedule(11);
+  seedrl::host_trainer reference(11);
+  seedrl::ppo_loss_config<S> config;
+  config.epochs = 2;
+  config.minibatches = 2;
+  config.value_clip = 0.2;
+  config.normalize_advantages = true;
+  config.entropy_cost = 0.01;
+  const seedrl::ppo_loss<S> loss(config);
+  seedrl::random_generator rng(5);
+  for (int step = 0; step < 3; ++step) {
+    CAPTURE(step);
+    const auto batch = make_batch<S>(net_config, trainer.state_size(), 5, 4, rng);
+    const auto want = reference.train_step(batch.view(), net, opt, loss, 0.5);
+    const auto got = trainer.train_step(batch.view(), loss, 0.5);
+    CHECK(got.applied == want.applied);
+    CHECK(relative(got.terms.total, want.terms.total) < 1e-9);
+    CHECK(relative(got.terms.approx_kl + 1.0, want.terms.approx_kl + 1.0) < 1e-9);
+    CHECK(got.terms.clip_fraction == want.terms.clip_fraction);
+    CHECK(relative(got.grad_norm, want.grad_norm) < 1e-9);
+    const auto params = parameters_of(trainer);
+    CHECK(max_difference<S>(params, net.parameters()) < 1e-9);
+  }
+  // The loss a learner picks at run time takes the same path.
+  const seedrl::loss_choice<S> choice(loss);
+  const auto batch = make_batch<S>(net_config, trainer.state_size(), 5, 4, rng);
+  const auto want = reference.train_step(batch.view(), net, opt, choice, 0.5);
+  const auto got = trainer.train_step(batch.view(), choice, 0.5);
+  CHECK(relative(got.terms.total, want.terms.total) < 1e-9);
+  CHECK(max_difference<S>(parameters_of(trainer), net.parameters()) < 1e-9);
+  // A schedule the batch cannot split is refused before any work.
+  seedrl::ppo_loss_config<S> three = config;
+  three.minibatches = 3;
+  CHECK_THROWS_AS(trainer.train_step(batch.view(), seedrl::ppo_loss<S>(three), 0.5),
+                  std::invalid_argument);
 }

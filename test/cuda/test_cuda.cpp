@@ -23,6 +23,7 @@
 
 #include "gpu_runners.hpp"
 #include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/algo/loss_choice.hpp"
 #include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/algo/vtrace.hpp"
 #include "seedrl/backend/host_backend.hpp"
@@ -884,14 +885,12 @@ void check_state(const seedrl::rmsprop<float>& got, const seedrl::rmsprop<float>
 // insensitive to rounding, but near g = 0 its sensitivity is lr / eps; the Adam tests use
 // eps = 1e-5 (not 1e-8) so that a rounding difference of 1e-8 in a vanishing gradient moves a
 // parameter by at most ~1e-6 instead of ~lr.
-template <class Opt>
-void compare_training(const seedrl::mlp_lstm_agent_config& config,
-                      const typename Opt::config_type& opt_config,
-                      const seedrl::impala_loss_config<float>& loss_config, std::size_t T,
-                      std::size_t B, double max_grad_norm, std::uint64_t seed) {
+template <class Opt, class Loss>
+void compare_training_with(const seedrl::mlp_lstm_agent_config& config,
+                           const typename Opt::config_type& opt_config, const Loss& loss,
+                           std::size_t T, std::size_t B, double max_grad_norm, std::uint64_t seed) {
   seedrl::mlp_lstm_agent<float> cpu_net(config), gpu_net(config);
   Opt cpu_opt(opt_config), gpu_opt(opt_config);
-  const seedrl::impala_loss<float> loss(loss_config);
   seedrl::host_trainer cpu;
   seedrl::cuda::mlp_lstm_trainer<float> gpu;
   const double p_abs = 1e-5, p_rel = 1e-4;
@@ -936,6 +935,16 @@ void compare_training(const seedrl::mlp_lstm_agent_config& config,
   check_state(gpu_opt, cpu_opt);
 }
 
+/// compare_training with IMPALA's loss.
+template <class Opt>
+void compare_training(const seedrl::mlp_lstm_agent_config& config,
+                      const typename Opt::config_type& opt_config,
+                      const seedrl::impala_loss_config<float>& loss_config, std::size_t T,
+                      std::size_t B, double max_grad_norm, std::uint64_t seed) {
+  compare_training_with<Opt>(config, opt_config, seedrl::impala_loss<float>(loss_config), T, B,
+                             max_grad_norm, seed);
+}
+
 seedrl::adam_config test_adam() {
   seedrl::adam_config c;
   c.learning_rate = 1e-3;
@@ -953,6 +962,22 @@ TEST_CASE("cuda mlp_lstm_trainer: CartPole-sized net with Adam matches host_trai
   seedrl::impala_loss_config<float> loss;
   loss.entropy_cost = 0.01f;
   compare_training<seedrl::adam<float>>(config, test_adam(), loss, 20, 8, 40.0, 1000);
+}
+
+TEST_CASE("cuda mlp_lstm_trainer: PPO's epochs x minibatches match host_trainer",
+          "[cuda][trainer]") {
+  // loss_choice, as a learner passes it: the same minibatches (both generators seeded 0), the
+  // proximal outputs of one evaluate pass, ppo_loss::compute on cuda_backend.
+  seedrl::mlp_lstm_agent_config config;  // obs 4, hidden 64,64, LSTM 64, 2 actions
+  config.seed = 9;
+  seedrl::ppo_loss_config<float> ppo;
+  ppo.epochs = 2;
+  ppo.minibatches = 2;
+  ppo.value_clip = 0.2f;
+  ppo.entropy_cost = 0.01f;
+  compare_training_with<seedrl::adam<float>>(
+      config, test_adam(), seedrl::loss_choice<float>(seedrl::ppo_loss<float>(ppo)), 20, 8, 40.0,
+      2000);
 }
 
 TEST_CASE("cuda mlp_lstm_trainer: 2-layer LSTM with RMSProp and momentum matches host_trainer",

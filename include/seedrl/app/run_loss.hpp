@@ -19,12 +19,13 @@
 
 namespace seedrl::app {
 
-/// The learner's loss type for `Trainer`: the CPU trainer takes the IMPALA or the PPO loss
-/// (--algo, picked at run time, one learner type) over categorical or Gaussian policies (by the
-/// action spec, at run time too); the CUDA trainers run the IMPALA loss on categorical ones.
+/// The learner's loss type for `Trainer`: the IMPALA or the PPO loss (--algo, picked at run
+/// time, one learner type), over categorical or Gaussian policies (by the action spec, at run
+/// time too) on the CPU trainer, over categorical ones on the CUDA trainers (whose networks
+/// have categorical heads only so far).
 template <class Trainer, class S>
 using run_loss_t = std::conditional_t<std::same_as<Trainer, host_trainer>,
-                                      loss_choice<S, spec_distribution<S>>, impala_loss<S>>;
+                                      loss_choice<S, spec_distribution<S>>, loss_choice<S>>;
 
 /// The learner's action sampler for `Trainer`: the one the action spec calls for on the CPU
 /// trainer, categorical on the CUDA trainers (which refuse continuous action specs so).
@@ -45,23 +46,19 @@ Sampler make_run_sampler(const run_options& o, action_selection how = action_sel
 /// (`recipe`: discount, reward clipping), with --entropy-cost and --discount. PPO takes the
 /// recipe's discount; it has no reward clipping. For continuous `actions` the policy is a
 /// diagonal Gaussian with --action-bounds' handling of the bounds (the sampler's). Throws
-/// std::invalid_argument for --algo ppo or continuous actions with a CUDA trainer, or settings
-/// the loss refuses.
+/// std::invalid_argument for continuous actions with a loss over categorical policies (the
+/// CUDA trainers'), or settings the loss refuses.
 template <class L, class S>
 L make_run_loss(const run_options& o, impala_loss_config<S> recipe, const action_spec& actions) {
   if (o.discount)
     recipe.discount = static_cast<S>(*o.discount);
+  if (!actions.is_discrete() &&
+      std::same_as<typename L::distribution_type, categorical_distribution>) {
+    throw std::invalid_argument(
+        "continuous actions train on the CPU (--device cpu): the CUDA trainers' networks have "
+        "categorical heads only so far");
+  }
   if constexpr (std::same_as<L, impala_loss<S>>) {
-    if (o.algorithm == "ppo") {
-      throw std::invalid_argument(
-          "PPO (--algo ppo, the default for vector observations) trains on the CPU (--device "
-          "cpu): the CUDA trainers run the IMPALA loss only so far; add --algo impala");
-    }
-    if (!actions.is_discrete()) {
-      throw std::invalid_argument(
-          "continuous actions train on the CPU (--device cpu): the CUDA trainers run categorical "
-          "policies only");
-    }
     recipe.entropy_cost = static_cast<S>(o.entropy_cost);
     return L(recipe);
   } else {

@@ -106,19 +106,12 @@ class agent_trainer_engine_impl final
 
   train_step_result step(const training_batch<S>& batch, const impala_loss_config<S>& loss,
                          double max_grad_norm, std::span<S> params_out) override {
-    use_agent_trainer_device(device_);
-    auto& m = model("step");
-    if (!params_out.empty() && params_out.size() != m.num_parameters()) {
-      throw std::invalid_argument(std::string(Recipe::name) + "::step: params_out holds " +
-                                  std::to_string(params_out.size()) + " values, the network has " +
-                                  std::to_string(m.num_parameters()));
-    }
-    train_step_result r = m.train_step(batch, loss, max_grad_norm);
-    if (channel_)
-      publish();  // after the optimizer's update on the stream; nothing waits for it
-    if (!params_out.empty())
-      m.get_parameters(params_out);  // waits for the step
-    return r;
+    return run_step(batch, loss, max_grad_norm, params_out);
+  }
+
+  train_step_result step(const training_batch<S>& batch, const loss_choice<S>& loss,
+                         double max_grad_norm, std::span<S> params_out) override {
+    return run_step(batch, loss, max_grad_norm, params_out);
   }
 
   std::shared_ptr<parameter_source<S>> publish_on_device() override {
@@ -149,6 +142,25 @@ class agent_trainer_engine_impl final
   std::size_t num_parameters() const override { return trainer_ ? trainer_->num_parameters() : 0; }
 
  private:
+  /// One step of the loss `loss` (IMPALA's config or the loss chosen at run time); see step.
+  template <class Loss>
+  train_step_result run_step(const training_batch<S>& batch, const Loss& loss, double max_grad_norm,
+                             std::span<S> params_out) {
+    use_agent_trainer_device(device_);
+    auto& m = model("step");
+    if (!params_out.empty() && params_out.size() != m.num_parameters()) {
+      throw std::invalid_argument(std::string(Recipe::name) + "::step: params_out holds " +
+                                  std::to_string(params_out.size()) + " values, the network has " +
+                                  std::to_string(m.num_parameters()));
+    }
+    train_step_result r = m.train_step(batch, loss, max_grad_norm);
+    if (channel_)
+      publish();  // after the optimizer's update on the stream; nothing waits for it
+    if (!params_out.empty())
+      m.get_parameters(params_out);  // waits for the step
+    return r;
+  }
+
   /// The parameters into the channel's write buffer, on the trainer's stream after the work
   /// given so far (the write waits for the last copy out of that buffer), then published.
   void publish() {

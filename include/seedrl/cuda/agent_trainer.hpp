@@ -66,6 +66,7 @@
 #include <vector>
 
 #include "seedrl/algo/impala_loss_config.hpp"
+#include "seedrl/algo/loss_choice.hpp"
 #include "seedrl/detail/optimizer_math.hpp"
 #include "seedrl/detail/type_traits.hpp"
 #include "seedrl/optim/adam.hpp"
@@ -94,6 +95,9 @@ class agent_trainer_engine {
   /// One step; downloads the new parameters into `params_out` unless it is empty; publishes
   /// them into the channel once publish_on_device made one.
   virtual train_step_result step(const training_batch<S>& batch, const impala_loss_config<S>& loss,
+                                 double max_grad_norm, std::span<S> params_out) = 0;
+  /// The same with the loss a learner chose at run time: IMPALA, or PPO's update schedule.
+  virtual train_step_result step(const training_batch<S>& batch, const loss_choice<S>& loss,
                                  double max_grad_norm, std::span<S> params_out) = 0;
   /// Makes the channel (once; needs upload_model first), publishes the parameters into it and
   /// returns it; upload_model and step publish into it from then on.
@@ -162,12 +166,14 @@ class agent_trainer {
   /// One training step on the GPU; afterwards `net.parameters()` holds the new parameters.
   /// The first call uploads `net` and `opt` (load_from_host). `Net` is a network the recipe
   /// trains, `Opt` an adam<S> or rmsprop<S>, `Loss` an impala_loss<S> (only its config is
-  /// used).
+  /// used) or a `loss_choice<S>` (IMPALA, or PPO with its update schedule: categorical
+  /// policies, the minibatches drawn as host_trainer draws them).
   template <class Net, class Opt, class Loss>
-  requires std::same_as<std::remove_cvref_t<decltype(std::declval<const Loss&>().config())>,
-                        impala_loss_config<S>>  // IMPALA's loss, one step per batch
-      train_step_result train_step(const training_batch<S>& batch, Net& net, Opt& opt,
-                                   const Loss& loss, double max_grad_norm) {
+  requires(std::same_as<std::remove_cvref_t<Loss>, loss_choice<S>> ||
+           std::same_as<std::remove_cvref_t<decltype(std::declval<const Loss&>().config())>,
+                        impala_loss_config<S>>) train_step_result
+      train_step(const training_batch<S>& batch, Net& net, Opt& opt, const Loss& loss,
+                 double max_grad_norm) {
     check_types<Net, Opt>();
     if (batch.action_dim != 0) {
       // The kernels implement the categorical loss only; training a Gaussian policy with it
@@ -184,8 +190,11 @@ class agent_trainer {
                              "passed; call load_from_host(net, opt) after switching optimizers");
     }
     // Publishing on the device: no download (the host gets the parameters at sync_to_host).
-    return step(batch, loss.config(), max_grad_norm,
-                publishing_ ? std::span<S>() : std::span<S>(net.parameters()));
+    const std::span<S> params_out = publishing_ ? std::span<S>() : std::span<S>(net.parameters());
+    if constexpr (std::same_as<std::remove_cvref_t<Loss>, loss_choice<S>>)
+      return engine().step(batch, loss, max_grad_norm, params_out);
+    else
+      return step(batch, loss.config(), max_grad_norm, params_out);
   }
 
   /// DevicePublishingTrainer (see the file comment): uploads `net` and `opt` unless done

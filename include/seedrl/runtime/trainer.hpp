@@ -50,6 +50,7 @@
 #include "seedrl/net/agent_io.hpp"
 #include "seedrl/optim/clip.hpp"
 #include "seedrl/runtime/detail/worker_pool.hpp"
+#include "seedrl/runtime/minibatch_schedule.hpp"
 #include "seedrl/runtime/parameter_source.hpp"
 #include "seedrl/runtime/training_batch.hpp"
 
@@ -136,57 +137,20 @@ class host_trainer {
     };
     if (plan == update_schedule{})  // one step: the proximal outputs are the step's own
       return step(batch, net, opt, loss, max_grad_norm, proximal_outputs<S>{});
-    if (plan.epochs == 0 || plan.minibatches == 0 || batch.B % plan.minibatches != 0) {
-      throw std::invalid_argument(
-          "seedrl::host_trainer: the loss's update schedule (" + std::to_string(plan.epochs) +
-          " epochs x " + std::to_string(plan.minibatches) +
-          " minibatches) needs at least one of each and a batch of unrolls that is a multiple of "
-          "the minibatch count; the batch has " +
-          std::to_string(batch.B) + " unrolls");
-    }
-    s.old_values.clear();
-    s.proximal_logits.clear();
+    check_update_schedule(plan, batch.B, "seedrl::host_trainer");
+    s.mb.old_values.clear();
+    s.mb.proximal_logits.clear();
     if constexpr (wants_proximal) {
       if (needs_proximal_outputs(loss)) {  // a whole forward pass: only when the loss reads them
         forward(batch, net, s);
-        s.old_values = s.values;
-        s.proximal_logits = s.logits;
+        s.mb.old_values = s.values;
+        s.mb.proximal_logits = s.logits;
       }
     }
-    const std::size_t per_minibatch = batch.B / plan.minibatches;
-    s.order.resize(batch.B);
-    for (std::size_t b = 0; b < batch.B; ++b)
-      s.order[b] = b;
-    train_step_result total;
-    total.terms = {};
-    std::size_t steps = 0, skipped = 0;
-    for (std::size_t e = 0; e < plan.epochs; ++e) {
-      for (std::size_t i = batch.B; i > 1; --i)  // Fisher-Yates
-        std::swap(s.order[i - 1], s.order[rng_.below(i)]);
-      for (std::size_t m = 0; m < plan.minibatches; ++m) {
-        const std::span<const std::size_t> columns(s.order.data() + m * per_minibatch,
-                                                   per_minibatch);
-        const training_batch<S> part = gather(batch, columns, s);
-        const auto r = step(part, net, opt, loss, max_grad_norm,
-                            proximal_outputs<S>{s.sub_old_values, s.sub_proximal_logits});
-        ++steps;
-        total.terms = total.terms + r.terms;
-        total.grad_norm += r.grad_norm;
-        total.learning_rate = r.learning_rate;
-        if (!r.applied) {
-          if (skipped++ == 0)
-            total.skipped = r.skipped;
-        }
-      }
-    }
-    total.terms = total.terms * (1.0 / static_cast<double>(steps));
-    total.grad_norm /= static_cast<double>(steps);
-    if (skipped > 0) {
-      total.applied = false;
-      total.skipped = std::to_string(skipped) + " of " + std::to_string(steps) +
-                      " minibatch steps skipped (the first: " + total.skipped + ")";
-    }
-    return total;
+    return run_update_schedule(batch, plan, rng_, s.mb,
+                               [&](const training_batch<S>& part, proximal_outputs<S> proximal) {
+                                 return step(part, net, opt, loss, max_grad_norm, proximal);
+                               });
   }
 
   template <class Net, class Opt>
@@ -196,23 +160,10 @@ class host_trainer {
   void load_from_host(Net&, Opt&) noexcept {}
 
  private:
-  /// The outputs of the parameters a batch arrived to, for one step's columns; empty: the
-  /// step's own outputs.
-  template <class S>
-  struct proximal_outputs {
-    std::span<const S> values, logits;
-  };
-
   template <class S>
   struct buffers {
-    std::vector<S> logits, values, d_logits, d_values, old_values, proximal_logits;
-    std::vector<std::size_t> order;
-    // One minibatch, gathered from the batch's columns.
-    std::vector<S> sub_observations, sub_rewards, sub_behaviour, sub_start, sub_old_values,
-        sub_proximal_logits;
-    std::vector<std::uint8_t> sub_dones, sub_truncated;
-    std::vector<std::int32_t> sub_prev_actions, sub_actions;
-    std::vector<S> sub_prev_env_actions, sub_raw_actions;  // continuous: D per row
+    std::vector<S> logits, values, d_logits, d_values;
+    minibatch_scratch<S> mb;  ///< the schedule's order and minibatch (or a lane's columns)
   };
 
   template <class S>
@@ -300,7 +251,7 @@ class host_trainer {
         std::copy(params.begin(), params.end(), lane.parameters().begin());
       auto& ws = r.bufs[w];
       const training_batch<S> part =
-          gather(batch, std::span<const std::size_t>(r.columns.data() + c0, n), ws);
+          gather_unrolls(batch, std::span<const std::size_t>(r.columns.data() + c0, n), ws.mb);
       ws.logits.resize(T1 * n * A);
       ws.values.resize(T1 * n);
       agent_unroll_output<S> out{ws.logits, ws.values};
@@ -403,69 +354,6 @@ class host_trainer {
       r.skipped = e.what();
     }
     return r;
-  }
-
-  /// The unrolls `columns` of `batch` (and of the proximal outputs, when filled), as a batch of
-  /// their own in s's minibatch buffers; time-major like the batch.
-  template <class S>
-  static training_batch<S> gather(const training_batch<S>& batch,
-                                  std::span<const std::size_t> columns, buffers<S>& s) {
-    const std::size_t T1 = batch.T + 1, B = batch.B, b = columns.size();
-    const std::size_t obs = batch.observations.size() / (T1 * B);
-    const std::size_t W = batch.start_state.size() / B;
-    s.sub_observations.resize(T1 * b * obs);
-    s.sub_rewards.resize(T1 * b);
-    s.sub_behaviour.resize(T1 * b);
-    s.sub_dones.resize(T1 * b);
-    s.sub_truncated.resize(T1 * b);
-    s.sub_prev_actions.resize(T1 * b);
-    s.sub_actions.resize(T1 * b);
-    s.sub_start.resize(b * W);
-    const std::size_t D = batch.action_dim;
-    s.sub_prev_env_actions.resize(T1 * b * D);
-    s.sub_raw_actions.resize(T1 * b * D);
-    s.sub_old_values.resize(s.old_values.empty() ? 0 : T1 * b);
-    const std::size_t A = batch.num_actions;
-    s.sub_proximal_logits.resize(s.proximal_logits.empty() ? 0 : T1 * b * A);
-    for (std::size_t j = 0; j < b; ++j) {
-      const std::size_t c = columns[j];
-      std::copy_n(batch.start_state.begin() + static_cast<std::ptrdiff_t>(c * W), W,
-                  s.sub_start.begin() + static_cast<std::ptrdiff_t>(j * W));
-      for (std::size_t t = 0; t < T1; ++t) {
-        const std::size_t from = t * B + c, to = t * b + j;
-        std::copy_n(batch.observations.begin() + static_cast<std::ptrdiff_t>(from * obs), obs,
-                    s.sub_observations.begin() + static_cast<std::ptrdiff_t>(to * obs));
-        s.sub_rewards[to] = batch.rewards[from];
-        s.sub_behaviour[to] = batch.behaviour_log_probs[from];
-        s.sub_dones[to] = batch.dones[from];
-        s.sub_truncated[to] = batch.truncated[from];
-        s.sub_prev_actions[to] = batch.prev_actions[from];
-        s.sub_actions[to] = batch.actions[from];
-        for (std::size_t i = 0; i < D; ++i) {
-          s.sub_prev_env_actions[to * D + i] = batch.prev_env_actions[from * D + i];
-          s.sub_raw_actions[to * D + i] = batch.raw_actions[from * D + i];
-        }
-        if (!s.old_values.empty())
-          s.sub_old_values[to] = s.old_values[from];
-        if (!s.proximal_logits.empty())
-          std::copy_n(s.proximal_logits.begin() + static_cast<std::ptrdiff_t>(from * A), A,
-                      s.sub_proximal_logits.begin() + static_cast<std::ptrdiff_t>(to * A));
-      }
-    }
-    return {batch.T,
-            b,
-            batch.num_actions,
-            s.sub_observations,
-            s.sub_rewards,
-            s.sub_dones,
-            s.sub_truncated,
-            s.sub_prev_actions,
-            s.sub_actions,
-            s.sub_behaviour,
-            s.sub_start,
-            D,
-            s.sub_prev_env_actions,
-            s.sub_raw_actions};
   }
 
   random_generator rng_;

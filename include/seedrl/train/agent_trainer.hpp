@@ -3,8 +3,10 @@
 /// `backend_agent_trainer<Backend, S, Torso>`: the one training step of every agent built from
 /// a torso part (seedrl/train/backend_torso.hpp), a core (an n-layer LSTM or none, optionally
 /// fed the clipped reward and the one-hot previous action) and policy and value heads: forward
-/// over the unrolls, SEED's IMPALA loss, back-propagation through time, global-norm clipping,
-/// Adam or RMSProp, written once against the ComputeBackend primitives
+/// over the unrolls, SEED's IMPALA loss or PPO's update (its epochs x minibatches by
+/// runtime/minibatch_schedule.hpp, as host_trainer runs them; both losses' `compute`),
+/// back-propagation through time, global-norm clipping, Adam or RMSProp, written once against
+/// the ComputeBackend primitives
 /// (seedrl/backend/compute_backend.hpp). On `host_backend` it runs on the CPU, which is how the
 /// tests check its data flow against `host_trainer` + the CPU agents; on a CUDA backend the
 /// same code keeps every array on the GPU (seedrl/cuda/agent_trainer.hpp wraps it as a
@@ -47,11 +49,15 @@
 
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/impala_loss_config.hpp"
+#include "seedrl/algo/loss_choice.hpp"
+#include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/core/config.hpp"
+#include "seedrl/core/random.hpp"
 #include "seedrl/detail/impala_math.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
+#include "seedrl/runtime/minibatch_schedule.hpp"
 #include "seedrl/runtime/training_batch.hpp"
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_optimizer.hpp"
@@ -232,10 +238,7 @@ class backend_agent_trainer {
   train_step_result train_step(const training_batch<S>& batch, const impala_loss_config<S>& loss,
                                double max_grad_norm) {
     opt_.require("train_step");
-    if (!(max_grad_norm > 0.0)) {
-      throw std::invalid_argument(std::string(who_) + "::train_step needs max_grad_norm > 0, got " +
-                                  std::to_string(max_grad_norm) + " (+infinity never clips)");
-    }
+    check_max_grad_norm(max_grad_norm);
     check_batch(batch, "train_step");
     const std::size_t B = batch.B, steps = batch.T + 1;
     upload(batch);
@@ -261,8 +264,90 @@ class backend_agent_trainer {
     return r;
   }
 
+  /// PPO's update on `batch` (seedrl/algo/ppo_loss.hpp, categorical policies): the loss's
+  /// epochs x minibatches gradient steps by `run_update_schedule`, the minibatches drawn from
+  /// this trainer's generator (`seed_schedule`) as host_trainer draws them, and first one
+  /// forward pass over the whole batch for the proximal outputs (`evaluate`). Each step runs
+  /// `ppo_loss::compute` on the backend. Checks and skipped steps as the IMPALA train_step;
+  /// the result is the steps' mean, applied only if every step was.
+  train_step_result train_step(const training_batch<S>& batch, const ppo_loss<S>& loss,
+                               double max_grad_norm) {
+    opt_.require("train_step");
+    check_max_grad_norm(max_grad_norm);
+    check_batch(batch, "train_step");
+    const update_schedule plan = loss.schedule();
+    if (plan == update_schedule{})  // one step: the proximal outputs are the step's own
+      return ppo_step(batch, loss, proximal_outputs<S>{}, max_grad_norm);
+    check_update_schedule(plan, batch.B, who_);
+    const std::size_t N = (batch.T + 1) * batch.B;
+    schedule_.old_values.resize(N);
+    schedule_.proximal_logits.resize(N * A_);
+    evaluate(batch, schedule_.proximal_logits, schedule_.old_values);
+    return run_update_schedule(batch, plan, rng_, schedule_,
+                               [&](const training_batch<S>& part, proximal_outputs<S> proximal) {
+                                 return ppo_step(part, loss, proximal, max_grad_norm);
+                               });
+  }
+
+  /// The loss a learner chose at run time (seedrl/algo/loss_choice.hpp): its IMPALA config or
+  /// its PPO update, on categorical policies.
+  train_step_result train_step(const training_batch<S>& batch, const loss_choice<S>& loss,
+                               double max_grad_norm) {
+    if (const auto* ppo = loss.ppo())
+      return train_step(batch, *ppo, max_grad_norm);
+    return train_step(batch, loss.impala()->config(), max_grad_norm);
+  }
+
+  /// Seeds the generator that orders an update's minibatches (host_trainer's `seed`).
+  void seed_schedule(std::uint64_t seed) { rng_ = random_generator(seed); }
+
  private:
   std::size_t layer_input(std::size_t l) const noexcept { return l == 0 ? core_in_width_ : H_; }
+
+  static void check_max_grad_norm(double max_grad_norm) {
+    if (!(max_grad_norm > 0.0)) {
+      throw std::invalid_argument(std::string(who_) + "::train_step needs max_grad_norm > 0, got " +
+                                  std::to_string(max_grad_norm) + " (+infinity never clips)");
+    }
+  }
+
+  /// One PPO gradient step on `batch` (the whole batch or a minibatch), with the proximal
+  /// outputs of its unrolls (empty: its own).
+  train_step_result ppo_step(const training_batch<S>& batch, const ppo_loss<S>& loss,
+                             proximal_outputs<S> proximal, double max_grad_norm) {
+    const std::size_t B = batch.B, steps = batch.T + 1;
+    upload(batch);
+    forward(steps, B);
+    Backend& be = *backend_;
+    ppo_loss_operands<S> op;
+    op.T = static_cast<int>(batch.T);
+    op.B = static_cast<int>(B);
+    op.policy = policy_rows<S>{logits_.data(), A_, actions_.data()};
+    if (!proximal.logits.empty()) {
+      backend_.grow(proximal_logits_, proximal.logits.size());
+      be.upload(proximal.logits, proximal_logits_.data());
+      op.proximal = policy_rows<S>{proximal_logits_.data(), A_, actions_.data()};
+    }
+    if (!proximal.values.empty()) {
+      backend_.grow(old_values_, proximal.values.size());
+      be.upload(proximal.values, old_values_.data());
+      op.old_values = old_values_.data();
+    }
+    op.values = values_.data();
+    op.behaviour_log_probs = behaviour_.data();
+    op.rewards = rewards_.data();
+    op.dones = dones_.data();
+    op.truncated = truncated_.data();
+    op.grad_logits = d_logits_.data();
+    op.grad_values = d_values_.data();
+    train_step_result r;
+    r.terms = loss.compute(be, op, ppo_workspace_);
+    backward(steps, B);
+    r.learning_rate = opt_.learning_rate();
+    if (clip_gradients_on_backend(be, grads_.data(), num_parameters_, max_grad_norm, r))
+      opt_.step(params_.data(), grads_.data());
+    return r;
+  }
 
   static void check_fits_int(const char* what, std::size_t n) {
     if (n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
@@ -525,7 +610,11 @@ class backend_agent_trainer {
   buffer<S> core_in_;  ///< [N, core_in_width]: torso features, reward, one-hot prev action
   std::vector<layer_buffers> layers_;
   buffer<S> logits_, values_, d_logits_, d_values_;
-  impala_loss_workspace<Backend, S> loss_workspace_;  ///< the loss's scratch, kept
+  impala_loss_workspace<Backend, S> loss_workspace_;  ///< the losses' scratch, kept
+  ppo_loss_workspace<Backend, S> ppo_workspace_;
+  buffer<S> proximal_logits_, old_values_;  ///< a PPO step's proximal outputs
+  minibatch_scratch<S> schedule_;           ///< PPO's minibatches and proximal outputs (host)
+  random_generator rng_{0};                 ///< orders the minibatches
   buffer<S> d_core_out_, d_core_in_, dz_, dh_next_, dc_next_;
 };
 

@@ -127,7 +127,7 @@ SEEDRL_APP_API void add_run_flags(CLI::App& cli, run_options& o, mode_set modes)
       ->check(CLI::IsMember({"squash", "clip"}));
   cli.add_option("--algo", o.algorithm,
                  "learning algorithm: impala (V-trace actor-critic) or ppo (clipped surrogate, "
-                 "--ppo-* flags; trains on the CPU)")
+                 "--ppo-* flags)")
       ->check(CLI::IsMember({"impala", "ppo"}));
   cli.add_option("--ppo-epochs", o.ppo.epochs, "PPO: passes over each training batch")
       ->check(positive_number);
