@@ -240,28 +240,11 @@ class backend_agent_trainer {
     opt_.require("train_step");
     check_max_grad_norm(max_grad_norm);
     check_batch(batch, "train_step");
-    const std::size_t B = batch.B, steps = batch.T + 1;
-    upload(batch);
-    forward(steps, B);
-    Backend& be = *backend_;
-    impala_loss_operands<S> op;
-    op.T = static_cast<int>(batch.T);
-    op.B = static_cast<int>(B);
-    op.policy = policy_rows<S>{logits_.data(), A_, actions_.data()};
-    op.values = values_.data();
-    op.behaviour_log_probs = behaviour_.data();
-    op.rewards = rewards_.data();
-    op.dones = dones_.data();
-    op.truncated = truncated_.data();
-    op.grad_logits = d_logits_.data();
-    op.grad_values = d_values_.data();
-    train_step_result r;
-    r.terms = seedrl::impala_loss<S>(loss).compute(be, op, loss_workspace_);
-    backward(steps, B);
-    r.learning_rate = opt_.learning_rate();
-    if (clip_gradients_on_backend(be, grads_.data(), num_parameters_, max_grad_norm, r))
-      opt_.step(params_.data(), grads_.data());
-    return r;
+    return gradient_step(batch, max_grad_norm, [&](Backend& be) {
+      impala_loss_operands<S> op;
+      fill_operands(op, batch);
+      return seedrl::impala_loss<S>(loss).compute(be, op, loss_workspace_);
+    });
   }
 
   /// PPO's update on `batch` (seedrl/algo/ppo_loss.hpp, categorical policies): the loss's
@@ -315,24 +298,47 @@ class backend_agent_trainer {
   /// outputs of its unrolls (empty: its own).
   train_step_result ppo_step(const training_batch<S>& batch, const ppo_loss<S>& loss,
                              proximal_outputs<S> proximal, double max_grad_norm) {
+    return gradient_step(batch, max_grad_norm, [&](Backend& be) {
+      ppo_loss_operands<S> op;
+      fill_operands(op, batch);
+      if (!proximal.logits.empty()) {
+        backend_.grow(proximal_logits_, proximal.logits.size());
+        be.upload(proximal.logits, proximal_logits_.data());
+        op.proximal = policy_rows<S>{proximal_logits_.data(), A_, actions_.data()};
+      }
+      if (!proximal.values.empty()) {
+        backend_.grow(old_values_, proximal.values.size());
+        be.upload(proximal.values, old_values_.data());
+        op.old_values = old_values_.data();
+      }
+      return loss.compute(be, op, ppo_workspace_);
+    });
+  }
+
+  /// Upload, forward, `loss(backend)` (the loss on the outputs: its terms, the output
+  /// gradients written), back-propagation, clipping and the optimizer step on `batch`.
+  template <class LossOnOutputs>
+  train_step_result gradient_step(const training_batch<S>& batch, double max_grad_norm,
+                                  LossOnOutputs&& loss) {
     const std::size_t B = batch.B, steps = batch.T + 1;
     upload(batch);
     forward(steps, B);
     Backend& be = *backend_;
-    ppo_loss_operands<S> op;
+    train_step_result r;
+    r.terms = loss(be);
+    backward(steps, B);
+    r.learning_rate = opt_.learning_rate();
+    if (clip_gradients_on_backend(be, grads_.data(), num_parameters_, max_grad_norm, r))
+      opt_.step(params_.data(), grads_.data());
+    return r;
+  }
+
+  /// The operand fields both losses share, pointing at the uploaded batch and the outputs.
+  template <class Operands>
+  void fill_operands(Operands& op, const training_batch<S>& batch) {
     op.T = static_cast<int>(batch.T);
-    op.B = static_cast<int>(B);
+    op.B = static_cast<int>(batch.B);
     op.policy = policy_rows<S>{logits_.data(), A_, actions_.data()};
-    if (!proximal.logits.empty()) {
-      backend_.grow(proximal_logits_, proximal.logits.size());
-      be.upload(proximal.logits, proximal_logits_.data());
-      op.proximal = policy_rows<S>{proximal_logits_.data(), A_, actions_.data()};
-    }
-    if (!proximal.values.empty()) {
-      backend_.grow(old_values_, proximal.values.size());
-      be.upload(proximal.values, old_values_.data());
-      op.old_values = old_values_.data();
-    }
     op.values = values_.data();
     op.behaviour_log_probs = behaviour_.data();
     op.rewards = rewards_.data();
@@ -340,13 +346,6 @@ class backend_agent_trainer {
     op.truncated = truncated_.data();
     op.grad_logits = d_logits_.data();
     op.grad_values = d_values_.data();
-    train_step_result r;
-    r.terms = loss.compute(be, op, ppo_workspace_);
-    backward(steps, B);
-    r.learning_rate = opt_.learning_rate();
-    if (clip_gradients_on_backend(be, grads_.data(), num_parameters_, max_grad_norm, r))
-      opt_.step(params_.data(), grads_.data());
-    return r;
   }
 
   static void check_fits_int(const char* what, std::size_t n) {
