@@ -282,83 +282,82 @@ std::vector<double> backend_sums(const std::vector<double>& x, std::size_t array
   return out;
 }
 
-loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, int B, int A,
-                               const std::vector<float>& logits, const std::vector<float>& values,
-                               const std::vector<std::int32_t>& actions,
-                               const std::vector<float>& behaviour_log_probs,
-                               const std::vector<float>& rewards,
-                               const std::vector<std::uint8_t>& dones,
-                               const std::vector<std::uint8_t>& truncated,
+namespace {
+
+/// A loss batch's arrays on the device, with NaN-filled gradients (every element must be
+/// written), and the operand fields both losses share.
+struct device_loss_batch {
+  cuda::device_buffer<float> logits, values, behaviour, rewards, proximal, old_values, gl, gv;
+  cuda::device_buffer<std::int32_t> actions;
+  cuda::device_buffer<std::uint8_t> dones, truncated;
+
+  device_loss_batch(const cuda::cuda_backend& be, const loss_arrays& b)
+      : logits(backend_up(be, b.logits)),
+        values(backend_up(be, b.values)),
+        behaviour(backend_up(be, b.behaviour_log_probs)),
+        rewards(backend_up(be, b.rewards)),
+        proximal(backend_up(be, b.proximal_logits)),
+        old_values(backend_up(be, b.old_values)),
+        gl(be.allocate<float>(b.logits.size())),
+        gv(be.allocate<float>(b.values.size())),
+        actions(backend_up(be, b.actions)),
+        dones(backend_up(be, b.dones)),
+        truncated(backend_up(be, b.truncated)) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    be.fill(gl.data(), gl.size(), nan);
+    be.fill(gv.data(), gv.size(), nan);
+  }
+
+  template <class Operands>
+  void fill(Operands& op, const loss_arrays& b) {
+    op.T = b.T;
+    op.B = b.B;
+    op.policy =
+        seedrl::policy_rows<float>{logits.data(), static_cast<std::size_t>(b.A), actions.data()};
+    op.values = values.data();
+    op.behaviour_log_probs = behaviour.data();
+    op.rewards = rewards.data();
+    op.dones = dones.data();
+    op.truncated = truncated.data();
+    op.grad_logits = gl.data();
+    op.grad_values = gv.data();
+  }
+
+  loss_terms finish(const cuda::cuda_backend& be, loss_terms terms, std::vector<float>& grad_logits,
+                    std::vector<float>& grad_values) const {
+    grad_logits = backend_down(be, gl);
+    grad_values = backend_down(be, gv);
+    return terms;
+  }
+};
+
+}  // namespace
+
+loss_terms backend_impala_loss(const impala_loss_config<float>& config, const loss_arrays& batch,
                                std::vector<float>& grad_logits, std::vector<float>& grad_values) {
   cuda::cuda_backend be;
-  auto d_logits = backend_up(be, logits);
-  auto d_values = backend_up(be, values);
-  auto d_actions = backend_up(be, actions);
-  auto d_blp = backend_up(be, behaviour_log_probs);
-  auto d_rewards = backend_up(be, rewards);
-  auto d_dones = backend_up(be, dones);
-  auto d_truncated = backend_up(be, truncated);
-  auto d_gl = be.allocate<float>(logits.size());
-  auto d_gv = be.allocate<float>(values.size());
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  be.fill(d_gl.data(), d_gl.size(), nan);
-  be.fill(d_gv.data(), d_gv.size(), nan);
+  device_loss_batch d(be, batch);
   seedrl::impala_loss_operands<float> op;
-  op.T = T;
-  op.B = B;
-  op.policy =
-      seedrl::policy_rows<float>{d_logits.data(), static_cast<std::size_t>(A), d_actions.data()};
-  op.values = d_values.data();
-  op.behaviour_log_probs = d_blp.data();
-  op.rewards = d_rewards.data();
-  op.dones = d_dones.data();
-  op.truncated = d_truncated.data();
-  op.grad_logits = d_gl.data();
-  op.grad_values = d_gv.data();
+  d.fill(op, batch);
   seedrl::impala_loss_workspace<cuda::cuda_backend, float> ws;
-  const loss_terms terms = seedrl::impala_loss<float>(config).compute(be, op, ws);
-  grad_logits = backend_down(be, d_gl);
-  grad_values = backend_down(be, d_gv);
-  return terms;
+  return d.finish(be, seedrl::impala_loss<float>(config).compute(be, op, ws), grad_logits,
+                  grad_values);
 }
 
-loss_terms backend_ppo_loss(const ppo_loss_config<float>& config, const ppo_arrays& batch,
+loss_terms backend_ppo_loss(const ppo_loss_config<float>& config, const loss_arrays& batch,
                             std::vector<float>& grad_logits, std::vector<float>& grad_values) {
   cuda::cuda_backend be;
-  auto d_logits = backend_up(be, batch.logits);
-  auto d_values = backend_up(be, batch.values);
-  auto d_actions = backend_up(be, batch.actions);
-  auto d_blp = backend_up(be, batch.behaviour_log_probs);
-  auto d_rewards = backend_up(be, batch.rewards);
-  auto d_dones = backend_up(be, batch.dones);
-  auto d_truncated = backend_up(be, batch.truncated);
-  auto d_prox = backend_up(be, batch.proximal_logits);
-  auto d_old = backend_up(be, batch.old_values);
-  auto d_gl = be.allocate<float>(batch.logits.size());
-  auto d_gv = be.allocate<float>(batch.values.size());
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  be.fill(d_gl.data(), d_gl.size(), nan);
-  be.fill(d_gv.data(), d_gv.size(), nan);
-  const auto A = static_cast<std::size_t>(batch.A);
+  device_loss_batch d(be, batch);
   seedrl::ppo_loss_operands<float> op;
-  op.T = batch.T;
-  op.B = batch.B;
-  op.policy = seedrl::policy_rows<float>{d_logits.data(), A, d_actions.data()};
-  if (!batch.proximal_logits.empty())
-    op.proximal = seedrl::policy_rows<float>{d_prox.data(), A, d_actions.data()};
-  op.values = d_values.data();
-  op.old_values = batch.old_values.empty() ? nullptr : d_old.data();
-  op.behaviour_log_probs = d_blp.data();
-  op.rewards = d_rewards.data();
-  op.dones = d_dones.data();
-  op.truncated = d_truncated.data();
-  op.grad_logits = d_gl.data();
-  op.grad_values = d_gv.data();
+  d.fill(op, batch);
+  if (!batch.proximal_logits.empty()) {
+    op.proximal = seedrl::policy_rows<float>{d.proximal.data(), static_cast<std::size_t>(batch.A),
+                                             d.actions.data()};
+  }
+  op.old_values = batch.old_values.empty() ? nullptr : d.old_values.data();
   seedrl::ppo_loss_workspace<cuda::cuda_backend, float> ws;
-  const loss_terms terms = seedrl::ppo_loss<float>(config).compute(be, op, ws);
-  grad_logits = backend_down(be, d_gl);
-  grad_values = backend_down(be, d_gv);
-  return terms;
+  return d.finish(be, seedrl::ppo_loss<float>(config).compute(be, op, ws), grad_logits,
+                  grad_values);
 }
 
 template <class S>

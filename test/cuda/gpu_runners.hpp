@@ -92,29 +92,22 @@ double backend_sum_of_squares(const std::vector<S>& x);
 /// backend.sums(x, arrays, n) on a device copy of x (arrays * n values).
 std::vector<double> backend_sums(const std::vector<double>& x, std::size_t arrays, std::size_t n);
 
-/// impala_loss<float>(config).compute on cuda_backend, on device copies; gradients (NaN-filled
-/// first) written back.
-loss_terms backend_impala_loss(const impala_loss_config<float>& config, int T, int B, int A,
-                               const std::vector<float>& logits, const std::vector<float>& values,
-                               const std::vector<std::int32_t>& actions,
-                               const std::vector<float>& behaviour_log_probs,
-                               const std::vector<float>& rewards,
-                               const std::vector<std::uint8_t>& dones,
-                               const std::vector<std::uint8_t>& truncated,
-                               std::vector<float>& grad_logits, std::vector<float>& grad_values);
-
-/// A PPO batch as host arrays, for `backend_ppo_loss`; empty proximal_logits / old_values mean
-/// none, as in seedrl::ppo_batch.
-struct ppo_arrays {
+/// A loss batch as host arrays, for `backend_impala_loss` and `backend_ppo_loss`; empty
+/// proximal_logits / old_values mean none (PPO only), as in seedrl::ppo_batch.
+struct loss_arrays {
   int T = 0, B = 0, A = 0;
   std::vector<float> logits, values, behaviour_log_probs, rewards, proximal_logits, old_values;
   std::vector<std::int32_t> actions;
   std::vector<std::uint8_t> dones, truncated;
 };
 
-/// ppo_loss<float>(config).compute on cuda_backend, on device copies; gradients (NaN-filled
+/// impala_loss<float>(config).compute on cuda_backend, on device copies; gradients (NaN-filled
 /// first) written back.
-loss_terms backend_ppo_loss(const ppo_loss_config<float>& config, const ppo_arrays& batch,
+loss_terms backend_impala_loss(const impala_loss_config<float>& config, const loss_arrays& batch,
+                               std::vector<float>& grad_logits, std::vector<float>& grad_values);
+
+/// ppo_loss<float>(config).compute on cuda_backend, likewise.
+loss_terms backend_ppo_loss(const ppo_loss_config<float>& config, const loss_arrays& batch,
                             std::vector<float>& grad_logits, std::vector<float>& grad_values);
 
 /// What cuda_backend's convolutions give in `backend_conv2d`.

@@ -524,26 +524,73 @@ TEST_CASE("cuda_backend sums matches host_backend's and is deterministic", "[cud
   }
 }
 
+namespace {
+
+/// Random loss inputs: logits in [-3, 3], values in [-2, 2], log mu in [-3, -0.1], rewards in
+/// [-2, 2], a done with probability `done_share`, half of the episode ends time limits.
+seedrl::test_gpu::loss_arrays random_loss_arrays(seedrl::random_generator& rng, int T, int B, int A,
+                                                 double done_share) {
+  seedrl::test_gpu::loss_arrays d;
+  d.T = T;
+  d.B = B;
+  d.A = A;
+  const std::size_t steps = static_cast<std::size_t>(T + 1) * B;
+  d.logits = random_floats(rng, steps * A, -3, 3);
+  d.values = random_floats(rng, steps, -2, 2);
+  d.behaviour_log_probs = random_floats(rng, steps, -3, -0.1);
+  d.rewards = random_floats(rng, steps, -2, 2);
+  d.actions.resize(steps);
+  d.dones.resize(steps);
+  d.truncated.resize(steps);
+  for (std::size_t i = 0; i < steps; ++i) {
+    d.actions[i] = static_cast<std::int32_t>(rng() % A);
+    d.dones[i] = rng.uniform() < done_share ? 1 : 0;
+    d.truncated[i] = d.dones[i] != 0 && rng.uniform() < 0.5 ? 1 : 0;
+  }
+  return d;
+}
+
+/// `d` as the CPU losses' batch: impala_batch's fields (ppo_batch has them too), then PPO's.
+template <class Batch>
+Batch cpu_batch(const seedrl::test_gpu::loss_arrays& d) {
+  Batch batch;
+  batch.T = static_cast<std::size_t>(d.T);
+  batch.B = static_cast<std::size_t>(d.B);
+  batch.num_actions = static_cast<std::size_t>(d.A);
+  batch.logits = d.logits;
+  batch.values = d.values;
+  batch.actions = d.actions;
+  batch.behaviour_log_probs = d.behaviour_log_probs;
+  batch.rewards = d.rewards;
+  batch.dones = d.dones;
+  batch.truncated = d.truncated;
+  if constexpr (requires { batch.old_values = d.old_values; }) {
+    batch.old_values = d.old_values;
+    batch.proximal_logits = d.proximal_logits;
+  }
+  return batch;
+}
+
+/// The GPU's gradients and terms against the CPU's: float rounding of other summation orders.
+void check_same_loss(const seedrl::loss_terms& got, const seedrl::loss_terms& want,
+                     const std::vector<float>& gl, const std::vector<float>& want_gl,
+                     const std::vector<float>& gv, const std::vector<float>& want_gv) {
+  INFO(first_mismatch(gl, want_gl, 1e-7, 1e-4));
+  CHECK(first_mismatch(gl, want_gl, 1e-7, 1e-4).empty());
+  INFO(first_mismatch(gv, want_gv, 1e-7, 1e-4));
+  CHECK(first_mismatch(gv, want_gv, 1e-7, 1e-4).empty());
+  CHECK(got.policy == Approx(want.policy).epsilon(1e-4).margin(1e-6));
+  CHECK(got.baseline == Approx(want.baseline).epsilon(1e-4).margin(1e-6));
+  CHECK(got.entropy == Approx(want.entropy).epsilon(1e-4).margin(1e-8));
+  CHECK(got.total == Approx(want.total).epsilon(1e-4).margin(1e-6));
+}
+
+}  // namespace
+
 TEST_CASE("impala_loss::compute on cuda_backend matches the CPU loss, with and without clipping",
           "[cuda][backend]") {
-  const int T = 19;
-  const int B = 7;
-  const int A = 5;
-  const std::size_t steps = static_cast<std::size_t>(T + 1) * B;
   seedrl::random_generator rng(77);
-  const auto logits = random_floats(rng, steps * A, -3, 3);
-  const auto values = random_floats(rng, steps, -2, 2);
-  const auto behaviour = random_floats(rng, steps, -3, -0.1);
-  const auto rewards = random_floats(rng, steps, -2, 2);
-  std::vector<std::int32_t> actions(steps);
-  std::vector<std::uint8_t> dones(steps), truncated(steps);
-  for (std::size_t i = 0; i < steps; ++i) {
-    actions[i] = static_cast<std::int32_t>(rng() % A);
-    dones[i] = rng.uniform() < 0.15 ? 1 : 0;
-  }
-  for (std::size_t i = 0; i < steps; ++i) {  // half the episode ends are time limits
-    truncated[i] = dones[i] != 0 && rng.uniform() < 0.5 ? 1 : 0;
-  }
+  const auto d = random_loss_arrays(rng, 19, 7, 5, 0.15);
   seedrl::impala_loss_config<float> clipped;
   clipped.entropy_cost = 0.01f;
   clipped.max_abs_reward = 1.0f;
@@ -562,60 +609,26 @@ TEST_CASE("impala_loss::compute on cuda_backend matches the CPU loss, with and w
     CAPTURE(which);
     const seedrl::impala_loss_config<float>& config = configs[which];
     // The CPU loss: the same impala_loss::compute on the host.
-    std::vector<float> want_gl(logits.size()), want_gv(values.size());
-    seedrl::impala_batch<float> batch;
-    batch.T = T;
-    batch.B = B;
-    batch.num_actions = A;
-    batch.logits = logits;
-    batch.values = values;
-    batch.actions = actions;
-    batch.behaviour_log_probs = behaviour;
-    batch.rewards = rewards;
-    batch.dones = dones;
-    batch.truncated = truncated;
+    std::vector<float> want_gl(d.logits.size()), want_gv(d.values.size());
     seedrl::impala_gradients<float> grads{want_gl, want_gv};
-    const seedrl::loss_terms want = seedrl::impala_loss<float>(config)(batch, grads);
+    const seedrl::loss_terms want =
+        seedrl::impala_loss<float>(config)(cpu_batch<seedrl::impala_batch<float>>(d), grads);
     std::vector<float> gl, gv;
-    const seedrl::loss_terms got = seedrl::test_gpu::backend_impala_loss(
-        config, T, B, A, logits, values, actions, behaviour, rewards, dones, truncated, gl, gv);
-    INFO(first_mismatch(gl, want_gl, 1e-7, 1e-4));
-    CHECK(first_mismatch(gl, want_gl, 1e-7, 1e-4).empty());
-    INFO(first_mismatch(gv, want_gv, 1e-7, 1e-4));
-    CHECK(first_mismatch(gv, want_gv, 1e-7, 1e-4).empty());
-    CHECK(got.policy == Approx(want.policy).epsilon(1e-4).margin(1e-6));
-    CHECK(got.baseline == Approx(want.baseline).epsilon(1e-4).margin(1e-6));
-    CHECK(got.entropy == Approx(want.entropy).epsilon(1e-4).margin(1e-8));
-    CHECK(got.total == Approx(want.total).epsilon(1e-4).margin(1e-6));
+    const seedrl::loss_terms got = seedrl::test_gpu::backend_impala_loss(config, d, gl, gv);
+    check_same_loss(got, want, gl, want_gl, gv, want_gv);
   }
 }
 
 TEST_CASE("ppo_loss::compute on cuda_backend matches the CPU loss: GAE, V-trace, clips",
           "[cuda][backend]") {
-  seedrl::test_gpu::ppo_arrays d;
-  d.T = 17;
-  d.B = 6;
-  d.A = 4;
-  const std::size_t steps = static_cast<std::size_t>(d.T + 1) * d.B;
   seedrl::random_generator rng(91);
-  d.logits = random_floats(rng, steps * d.A, -3, 3);
+  auto d = random_loss_arrays(rng, 17, 6, 4, 0.15);
   d.proximal_logits = d.logits;
   for (float& x : d.proximal_logits)  // the proximal policy a little apart
     x += static_cast<float>(rng.uniform(-0.3, 0.3));
-  d.values = random_floats(rng, steps, -2, 2);
   d.old_values = d.values;
   for (float& x : d.old_values)
     x += static_cast<float>(rng.uniform(-0.5, 0.5));
-  d.behaviour_log_probs = random_floats(rng, steps, -3, -0.1);
-  d.rewards = random_floats(rng, steps, -2, 2);
-  d.actions.resize(steps);
-  d.dones.resize(steps);
-  d.truncated.resize(steps);
-  for (std::size_t i = 0; i < steps; ++i) {
-    d.actions[i] = static_cast<std::int32_t>(rng() % d.A);
-    d.dones[i] = rng.uniform() < 0.15 ? 1 : 0;
-    d.truncated[i] = d.dones[i] != 0 && rng.uniform() < 0.5 ? 1 : 0;
-  }
   seedrl::ppo_loss_config<float> gae;
   gae.value_clip = 0.2f;
   gae.normalize_advantages = true;
@@ -624,43 +637,25 @@ TEST_CASE("ppo_loss::compute on cuda_backend matches the CPU loss: GAE, V-trace,
   vtrace.advantage = seedrl::ppo_advantage::vtrace;
   vtrace.value_clip.reset();
   vtrace.proximal_weight_clip.reset();
+  const double step = 1.0 / static_cast<double>(d.values.size());
   for (const bool proximal : {true, false}) {
     for (const auto& config : {gae, vtrace}) {
       CAPTURE(proximal, static_cast<int>(config.advantage));
-      seedrl::test_gpu::ppo_arrays run = d;
+      seedrl::test_gpu::loss_arrays run = d;
       if (!proximal) {
         run.proximal_logits.clear();
         if (!config.value_clip)
           run.old_values.clear();
       }
-      std::vector<float> want_gl(steps * d.A), want_gv(steps);
-      seedrl::ppo_batch<float> batch;
-      batch.T = static_cast<std::size_t>(run.T);
-      batch.B = static_cast<std::size_t>(run.B);
-      batch.num_actions = static_cast<std::size_t>(run.A);
-      batch.logits = run.logits;
-      batch.values = run.values;
-      batch.actions = run.actions;
-      batch.behaviour_log_probs = run.behaviour_log_probs;
-      batch.rewards = run.rewards;
-      batch.dones = run.dones;
-      batch.truncated = run.truncated;
-      batch.old_values = run.old_values;
-      batch.proximal_logits = run.proximal_logits;
+      std::vector<float> want_gl(d.logits.size()), want_gv(d.values.size());
       seedrl::impala_gradients<float> grads{want_gl, want_gv};
-      const seedrl::loss_terms want = seedrl::ppo_loss<float>(config)(batch, grads);
+      const seedrl::loss_terms want =
+          seedrl::ppo_loss<float>(config)(cpu_batch<seedrl::ppo_batch<float>>(run), grads);
       std::vector<float> gl, gv;
       const seedrl::loss_terms got = seedrl::test_gpu::backend_ppo_loss(config, run, gl, gv);
-      INFO(first_mismatch(gl, want_gl, 1e-7, 1e-4));
-      CHECK(first_mismatch(gl, want_gl, 1e-7, 1e-4).empty());
-      INFO(first_mismatch(gv, want_gv, 1e-7, 1e-4));
-      CHECK(first_mismatch(gv, want_gv, 1e-7, 1e-4).empty());
-      CHECK(got.policy == Approx(want.policy).epsilon(1e-4).margin(1e-6));
-      CHECK(got.baseline == Approx(want.baseline).epsilon(1e-4).margin(1e-6));
-      CHECK(got.entropy == Approx(want.entropy).epsilon(1e-4).margin(1e-8));
+      check_same_loss(got, want, gl, want_gl, gv, want_gv);
       CHECK(got.approx_kl == Approx(want.approx_kl).epsilon(1e-4).margin(1e-7));
       // A ratio within rounding of the clip edge may count on one side only: one step's worth.
-      const double step = 1.0 / static_cast<double>(steps);
       CHECK(got.clip_fraction == Approx(want.clip_fraction).margin(1.5 * step));
       CHECK(got.behaviour_clip_fraction == Approx(want.behaviour_clip_fraction).margin(1.5 * step));
     }
