@@ -209,6 +209,22 @@ void check_unroll_batch(const char* who, const Batch& batch, const Grad& grad,
   }
 }
 
+/// The loss terms from the sums over n rows of the policy term (`sums[0]`), the squared value
+/// error (`sums[1]`) and the entropy (`sums[2]`): policy = -sum / n, baseline = value_cost / 2
+/// * sum / n, entropy = -entropy_cost * sum / n, total their sum (both losses' definitions).
+template <class S>
+loss_terms policy_value_entropy_terms(const double* sums, std::size_t n, S value_cost,
+                                      S entropy_cost) {
+  const double dn = static_cast<double>(n);
+  loss_terms out;
+  out.policy = -sums[0] / dn;
+  out.baseline = static_cast<double>(value_cost) * 0.5 * sums[1] / dn;
+  out.entropy = -static_cast<double>(entropy_cost) * sums[2] / dn;
+  out.policy_entropy = sums[2] / dn;
+  out.total = out.policy + out.baseline + out.entropy;
+  return out;
+}
+
 /// Step 1 of the loss for row i < T*B (i + B is step t+1): log pi(a_t) by the policy's row
 /// math, log rho, the clipped reward and the discount.
 template <class S, class Math>
@@ -386,14 +402,7 @@ class impala_loss {
                            op.grad_logits, op.grad_values, terms});
     double sums[3] = {};
     be.sums(terms, 3, n, std::span<double>(sums));
-    const double dn = static_cast<double>(n);
-    loss_terms out;
-    out.policy = -sums[0] / dn;
-    out.baseline = static_cast<double>(config_.baseline_cost) * 0.5 * sums[1] / dn;
-    out.entropy = -static_cast<double>(config_.entropy_cost) * sums[2] / dn;
-    out.policy_entropy = sums[2] / dn;
-    out.total = out.policy + out.baseline + out.entropy;
-    return out;
+    return detail::policy_value_entropy_terms(sums, n, config_.baseline_cost, config_.entropy_cost);
   }
 
  private:

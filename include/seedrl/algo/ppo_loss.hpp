@@ -552,13 +552,8 @@ class ppo_loss {
                                                                  terms});
     double sums[7] = {};
     be.sums(terms, 7, n, std::span<double>(sums));
-    const double dn = static_cast<double>(n);
-    loss_terms out;
-    out.policy = -sums[0] / dn;
-    out.baseline = static_cast<double>(config_.value_cost) * 0.5 * sums[1] / dn;
-    out.entropy = -static_cast<double>(config_.entropy_cost) * sums[2] / dn;
-    out.policy_entropy = sums[2] / dn;
-    out.total = out.policy + out.baseline + out.entropy;
+    loss_terms out =
+        detail::policy_value_entropy_terms(sums, n, config_.value_cost, config_.entropy_cost);
     if (sums[6] > 0.0) {
       out.approx_kl = sums[3] / sums[6];
       out.clip_fraction = sums[4] / sums[6];
