@@ -383,17 +383,17 @@ class impala_loss {
                     math, op.policy, op.behaviour_log_probs, op.rewards, op.dones, config_.discount,
                     max_abs_reward, B, target_log_probs, log_rhos, rewards, discounts});
     // V_t for t < T are the first n values (time-major); the bootstrap is step T's row.
-    vtrace_operands<S> v;
-    v.T = op.T;
-    v.B = op.B;
-    v.log_rhos = log_rhos;
-    v.discounts = discounts;
-    v.rewards = rewards;
-    v.values = op.values;
-    v.bootstrap = op.values + n;
-    v.truncated = op.truncated + B;  // transition t is cut where step t+1 was truncated
-    v.vs = vs;
-    v.pg_advantages = pg_advantages;
+    // Transition t is cut where step t+1 was truncated.
+    const vtrace_operands<S> v{.T = op.T,
+                               .B = op.B,
+                               .log_rhos = log_rhos,
+                               .discounts = discounts,
+                               .rewards = rewards,
+                               .values = op.values,
+                               .bootstrap = op.values + n,
+                               .truncated = op.truncated + B,
+                               .vs = vs,
+                               .pg_advantages = pg_advantages};
     be.vtrace(detail::make_vtrace_coefficients(to_vtrace_params(), "seedrl::impala_loss"), v);
     const S inv_n = S(1) / static_cast<S>(n);
     be.for_each(n + B, detail::impala_gradient_kernel<S, math_type>{

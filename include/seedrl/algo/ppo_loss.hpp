@@ -496,17 +496,16 @@ class ppo_loss {
       be.for_each(B, detail::ppo_gae_kernel<S>{T, B, config_.lambda, discounts, rewards, base,
                                                bootstrap, cut, advantages, targets});
     } else {
-      vtrace_operands<S> v;
-      v.T = op.T;
-      v.B = op.B;
-      v.log_rhos = log_prox_mu;
-      v.discounts = discounts;
-      v.rewards = rewards;
-      v.values = base;
-      v.bootstrap = bootstrap;
-      v.truncated = cut;
-      v.vs = targets;
-      v.pg_advantages = spare;
+      const vtrace_operands<S> v{.T = op.T,
+                                 .B = op.B,
+                                 .log_rhos = log_prox_mu,
+                                 .discounts = discounts,
+                                 .rewards = rewards,
+                                 .values = base,
+                                 .bootstrap = bootstrap,
+                                 .truncated = cut,
+                                 .vs = targets,
+                                 .pg_advantages = spare};
       be.vtrace(detail::make_vtrace_coefficients(to_vtrace_params(), who_), v);
       be.for_each(n, detail::ppo_vtrace_advantage_kernel<S>{n, B, targets, bootstrap, rewards,
                                                             discounts, base, cut, advantages});
