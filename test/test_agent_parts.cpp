@@ -710,8 +710,8 @@ TEST_CASE("orthogonal init through the parts: torso sqrt(2), policy 0.01, value 
 
 TEST_CASE("a state-independent log-std pushed past the clamp comes back", "[parts][gaussian]") {
   // The distribution clamps log-stds into [-20, 2] and gives no gradient beyond. The head writes
-  // the vector clamped into its rows and passes the rows' gradient straight through, so a
-  // vector that the entropy bonus pushed past 2 still moves when the loss asks for less noise.
+  // the vector clamped into its rows and passes the rows' gradient through, so a vector that
+  // an update pushed past 2 still moves when the loss asks for less noise.
   constexpr std::ptrdiff_t D = 2, N = 3, in = 4;
   seedrl::gaussian_head<double> g({.action_size = D, .initial_log_std = 0.0}, in);
   std::vector<double> p(g.num_parameters()), grad(g.num_parameters(), 0.0);
@@ -750,4 +750,22 @@ TEST_CASE("a state-independent log-std pushed past the clamp comes back", "[part
   forward();
   CHECK(y[D] == Approx(0.5));
   CHECK(y[D + 1] == Approx(-13.0));
+  // Beyond an end, a gradient that would push the vector further out does not pass (else an
+  // entropy bonus drives it out for good, and the way back is as long as the way out), while
+  // inside the range every gradient does.
+  p[first_log_std] = 2.5;
+  p[first_log_std + 1] = -21.0;
+  std::fill(grad.begin(), grad.end(), 0.0);
+  for (std::ptrdiff_t r = 0; r < N; ++r) {
+    dy[r * 2 * D + D] = -1.0;     // descent would raise the first further
+    dy[r * 2 * D + D + 1] = 1.0;  // and lower the second further
+  }
+  g.backward(seedrl::cview(x.data(), N, in, in), seedrl::cview(dy.data(), N, 2 * D, 2 * D),
+             seedrl::view(dx.data(), N, in, in), false);
+  CHECK(grad[first_log_std] == 0.0);
+  CHECK(grad[first_log_std + 1] == 0.0);
+  p[first_log_std] = 1.5;
+  g.backward(seedrl::cview(x.data(), N, in, in), seedrl::cview(dy.data(), N, 2 * D, 2 * D),
+             seedrl::view(dx.data(), N, in, in), false);
+  CHECK(grad[first_log_std] == -N);
 }

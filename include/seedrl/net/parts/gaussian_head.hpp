@@ -8,9 +8,11 @@
 ///     means are a linear layer of the core's output; the log-stds are one parameter vector of
 ///     D values, written into every row clamped into diag_gaussian's range. Its gradient is the
 ///     sum over rows of the rows' log-std gradients, which diag_gaussian's shared-vector
-///     gradient also is, passed straight through the clamp: the distribution gives no
-///     gradient beyond the range, so a vector that an update (the entropy bonus) pushed past it
-///     would otherwise stay there for good;
+///     gradient also is, passed through the clamp: the distribution gives no gradient beyond
+///     the range, so a vector that an update pushed past it would otherwise stay there for
+///     good. Beyond an end only a gradient that moves it back passes; one pushing further out
+///     does not, so the vector never drifts past the range by more than a step's momentum and
+///     returns as soon as the loss asks (the gradient is always that at the clamped value);
 ///   - state-dependent: one linear layer writes the whole row.
 /// Models seedrl::PolicyHead (seedrl/net/parts/head.hpp) with num_actions() = D and 2D outputs.
 /// Parameters: the linear layer's (W [outputs, inputs] row-major, then b), then, when
@@ -96,15 +98,28 @@ class gaussian_head {
     else
       layer_.backward_input(d_layer, dx);
     if (independent()) {
-      // Straight through the clamp of forward (see the file comment).
-      for (std::ptrdiff_t r = 0; r < dy.rows(); ++r)
-        for (std::ptrdiff_t i = 0; i < D_; ++i)
-          log_std_grad_[i] += dy(r, D_ + i);
+      // Through the clamp of forward, but beyond it only towards the range (file comment).
+      for (std::ptrdiff_t i = 0; i < D_; ++i) {
+        S g = S(0);
+        for (std::ptrdiff_t r = 0; r < dy.rows(); ++r)
+          g += dy(r, D_ + i);
+        log_std_grad_[i] += clamp_pass_gradient(log_std_[i], g);
+      }
     }
   }
 
  private:
   bool independent() const noexcept { return !options_.state_dependent_log_std; }
+
+  /// The gradient `g` of a log-std at `value` as it passes the clamp: all of it inside the
+  /// range; beyond an end only a gradient whose descent step moves back towards the range.
+  static S clamp_pass_gradient(S value, S g) noexcept {
+    if (value > S(diag_gaussian_log_std_max))
+      return g > S(0) ? g : S(0);
+    if (value < S(diag_gaussian_log_std_min))
+      return g < S(0) ? g : S(0);
+    return g;
+  }
 
   static const options_type& checked(const options_type& o) {
     if (o.action_size <= 0)
