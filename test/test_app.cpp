@@ -161,14 +161,7 @@ TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[ap
                                        seedrl::action_spec::continuous({1}, -1.0, 1.0))
             .ppo()
             ->config()
-            .entropy_cost == 0.001f);  // a Gaussian's entropy sums over its dimensions
-  run_options given;
-  REQUIRE_FALSE(parse(given, {"local", "--entropy-cost", "0.02"}));
-  CHECK(
-      make_run_loss<any_action_loss>(given, recipe, seedrl::action_spec::continuous({1}, -1.0, 1.0))
-          .ppo()
-          ->config()
-          .entropy_cost == 0.02f);  // the flag, whatever the kind
+            .entropy_cost == 0.01f);  // one bonus for every action kind
 
   run_options o;
   REQUIRE_FALSE(parse(o, {"local", "--algo", "impala"}));

@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -40,8 +39,6 @@ struct gaussian_fixture {
   std::vector<double> outputs, shared_log_std, u, low, high, log_prob_coef, entropy_coef;
   std::vector<double> log_prob, entropy, action, d_log_prob_d_mean, d_log_prob_d_log_std,
       d_entropy_d_log_std, grad_outputs, grad_shared_log_std;
-  // When squashing: the action's entropy H(a), the losses' entropy, and its gradients.
-  std::vector<double> squashed_entropy, d_squashed_entropy_d_mean, d_squashed_entropy_d_log_std;
   tolerance value_tol[2];  // [0] float, [1] double
   tolerance gradient_tol[2];
 };
@@ -78,14 +75,6 @@ gaussian_fixture load_fixture(const std::filesystem::path& path) {
         std::pair{"grad_outputs", &f.grad_outputs},
         std::pair{"grad_shared_log_std", &f.grad_shared_log_std}}) {
     *field = e.at(key).get<std::vector<double>>();
-  }
-  if (f.squash) {
-    for (auto [key, field] :
-         {std::pair{"squashed_entropy", &f.squashed_entropy},
-          std::pair{"d_squashed_entropy_d_mean", &f.d_squashed_entropy_d_mean},
-          std::pair{"d_squashed_entropy_d_log_std", &f.d_squashed_entropy_d_log_std}}) {
-      *field = e.at(key).get<std::vector<double>>();
-    }
   }
   const json& t = j.at("tolerance");
   for (int k = 0; k < 2; ++k) {
@@ -133,9 +122,7 @@ std::string run_fixture(const gaussian_fixture& f) {
   const std::size_t width = f.dependent ? 2 * D : D;
 
   std::vector<S> log_prob(B), entropy(B), entropy2(B), action(B * D), d_mean(B * D),
-      d_log_std(B * D), d_entropy(B * D), combined_mean(B * D), combined_log_std(B * D),
-      squashed_entropy(f.squash ? B : 0), squashed_d_mean(f.squash ? B * D : 0),
-      squashed_d_log_std(f.squash ? B * D : 0);
+      d_log_std(B * D), d_entropy(B * D), combined_mean(B * D), combined_log_std(B * D);
   std::vector<double> expected_combined_mean(B * D), expected_combined_log_std(B * D);
   for (std::size_t b = 0; b < B; ++b) {
     const S* mean = outputs.data() + b * width;
@@ -158,15 +145,6 @@ std::string run_fixture(const gaussian_fixture& f) {
         combined_log_std.data() + b * D);
     if (h != entropy[b]) {
       return "log_prob_entropy_gradient's entropy differs from diag_gaussian_entropy";
-    }
-    if (f.squash) {
-      // H(a) through the function the losses call, with an entropy weight of 1 and buffers
-      // that start at 0 (it adds to them).
-      std::fill_n(squashed_d_mean.begin() + b * D, D, S(0));
-      std::fill_n(squashed_d_log_std.begin() + b * D, D, S(0));
-      squashed_entropy[b] = seedrl::squashed_diag_gaussian_entropy_gradient(
-          mean, log_std, low.data(), high.data(), d, S(1), squashed_d_mean.data() + b * D,
-          squashed_d_log_std.data() + b * D);
     }
     // The combination of the reference's own gradients (its d entropy / d mean is 0).
     for (std::size_t i = 0; i < D; ++i) {
@@ -202,11 +180,6 @@ std::string run_fixture(const gaussian_fixture& f) {
       first_mismatch("batch entropy", batch_entropy, f.entropy, vtol),
       first_mismatch("batch grad_outputs", grad_outputs, f.grad_outputs, gtol),
       first_mismatch("batch grad_shared_log_std", grad_shared, f.grad_shared_log_std, gtol),
-      first_mismatch("squashed_entropy", squashed_entropy, f.squashed_entropy, vtol),
-      first_mismatch("d_squashed_entropy_d_mean", squashed_d_mean, f.d_squashed_entropy_d_mean,
-                     gtol),
-      first_mismatch("d_squashed_entropy_d_log_std", squashed_d_log_std,
-                     f.d_squashed_entropy_d_log_std, gtol),
   };
   for (const auto& check : checks) {
     if (!check.empty()) {
@@ -339,36 +312,6 @@ TEMPLATE_TEST_CASE("the log-std clamp: values, and gradient 1 on [-20, 2] ends i
   // H = D (1 + log(2 pi)) / 2 + sum l: at l = 2 and D = 1.
   CHECK(seedrl::diag_gaussian_entropy(above, 1) ==
         Approx(0.5 * (1.0 + std::log(2.0 * 3.141592653589793)) + 2.0).epsilon(1e-6));
-}
-
-TEMPLATE_TEST_CASE("the squashed entropy peaks at a finite std, so its bonus pulls the std back",
-                   "[gaussian]", float, double) {
-  // H(u) grows with the std for ever; H(a) of the squashed action peaks near std 0.88 at mean
-  // 0 and falls beyond, where the mass piles up at the bounds, and it pulls the mean towards
-  // the box's middle. An entropy bonus on it cannot hold the std at the clamp.
-  using S = TestType;
-  const S low = -2, high = 2;
-  const auto gradient = [&](S mean, S log_std) {
-    S dm = 0, dl = 0;
-    const S h = seedrl::squashed_diag_gaussian_entropy_gradient(&mean, &log_std, &low, &high, 1,
-                                                                S(1), &dm, &dl);
-    return std::array<S, 3>{h, dm, dl};
-  };
-  CHECK(gradient(0, -1)[2] > 0);
-  CHECK(gradient(0, -0.3)[2] > 0);
-  CHECK(gradient(0, 0.05)[2] < 0);
-  CHECK(gradient(0, 1.5)[2] < -1);
-  CHECK(gradient(2, 0)[1] < 0);
-  CHECK(gradient(-2, 0)[1] > 0);
-  // Bounded by the uniform distribution's log 4, and below it.
-  CHECK(gradient(0, -0.13)[0] < std::log(S(4)));
-  CHECK(gradient(0, -0.13)[0] > std::log(S(4)) - S(0.1));
-  // The slope in the log-std is the derivative of the value (a central difference in double).
-  if constexpr (std::is_same_v<S, double>) {
-    const double h = 1e-5;
-    CHECK(gradient(0.3, 0.2)[2] ==
-          Approx((gradient(0.3, 0.2 + h)[0] - gradient(0.3, 0.2 - h)[0]) / (2 * h)).epsilon(1e-7));
-  }
 }
 
 TEMPLATE_TEST_CASE("the squashing correction stays finite where tanh saturates", "[gaussian]",

@@ -43,8 +43,7 @@ def policy_eval(c, inp, logits):
     w.r.t. the row's outputs [T+1, B, A]. Categorical: A logits. Gaussian (c["policy"]): A = 2D
     outputs, D means then D log-stds clamped to [-20, 2] (gradient 0 outside, ends included),
     evaluated at the pre-squash sample u (inp["raw_actions"]); with squashing the log-prob gains
-    -sum log(1 - tanh(u)^2) - sum log((high - low) / 2), constant in the outputs, and the
-    entropy is the squashed action's, H(a)."""
+    -sum log(1 - tanh(u)^2) - sum log((high - low) / 2), constant in the outputs."""
     T, B, A = c["T"], c["B"], c["A"]
     z = logits.reshape(T + 1, B, A)
     if c.get("policy", "categorical") == "categorical":
@@ -70,18 +69,6 @@ def policy_eval(c, inp, logits):
     H = np.sum(0.5 + 0.5 * np.log(2 * np.pi) + ls, axis=-1)
     d_logpi = np.concatenate([zz / np.exp(ls), (zz ** 2 - 1) * inside], axis=-1)
     d_H = np.concatenate([np.zeros_like(mean), inside], axis=-1)
-    if c["squash"]:
-        # The squashed action's entropy H(a) = H(u) + sum E[log(1 - tanh(u)^2)] + log half-range,
-        # the expectation by 16-point Gauss-Hermite quadrature (net/diag_gaussian.hpp).
-        x, w = np.polynomial.hermite.hermgauss(16)
-        w = w / np.sqrt(np.pi)
-        step = np.exp(ls)[..., None] * np.sqrt(2.0) * x          # [T+1, B, D, 16]
-        uk = mean[..., None] + step
-        g = -2.0 * (np.logaddexp(uk, -uk) - np.log(2.0))        # log(1 - tanh^2) = -2 log cosh
-        gp = -2.0 * np.tanh(uk)
-        H = H + np.sum(np.sum(w * g, axis=-1) + np.log((hi - lo) / 2), axis=-1)
-        d_H = np.concatenate([np.sum(w * gp, axis=-1),
-                              inside * (1.0 + np.sum(w * gp * step, axis=-1))], axis=-1)
     return log_n, H, d_logpi, d_H
 
 

@@ -85,8 +85,7 @@ struct categorical_row_math {
 };
 
 /// The per-row math of `diag_gaussian_distribution`: rows of D means then D log-stds at u;
-/// with `squash`, log pi carries the tanh correction for the rows' bounds and the entropy is
-/// the squashed action's (`squashed_diag_gaussian_entropy_gradient`).
+/// with `squash`, log pi carries the tanh correction for the rows' bounds.
 template <std::floating_point S>
 struct diag_gaussian_row_math {
   bool squash = false;
@@ -104,14 +103,8 @@ struct diag_gaussian_row_math {
                                                  S* grad_row) const {
     const std::size_t D = r.action_dim;
     const S* mean = r.outputs + i * 2 * D;
-    const int d = static_cast<int>(D);
-    // Squashed, the entropy is the action's, H(a), not the Gaussian's (net/diag_gaussian.hpp).
-    const S gaussian_entropy = diag_gaussian_log_prob_entropy_gradient(
-        mean, mean + D, r.raw_actions + i * D, d, log_prob_coef, squash ? S(0) : entropy_coef,
-        grad_row, grad_row + D);
-    if (!squash)
-      return gaussian_entropy;
-    return squashed_diag_gaussian_entropy_gradient(mean, mean + D, r.low, r.high, d, entropy_coef,
+    return diag_gaussian_log_prob_entropy_gradient(mean, mean + D, r.raw_actions + i * D,
+                                                   static_cast<int>(D), log_prob_coef, entropy_coef,
                                                    grad_row, grad_row + D);
   }
 };

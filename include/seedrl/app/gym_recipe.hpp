@@ -237,7 +237,7 @@ struct basic_gym_recipe {
         env.name.c_str(), command.c_str(), to_string(env.observations.type),
         env.observations.shape.to_string().c_str(), kind.c_str(), describe_actions(env).c_str(),
         network.c_str(), detail::format_number(lr).c_str(), algorithm_summary(o).c_str(),
-        detail::format_number(entropy_cost(o, env.actions)).c_str(), o.unroll_length, o.batch_size,
+        detail::format_number(o.entropy_cost).c_str(), o.unroll_length, o.batch_size,
         o.inference_batch, o.actors, o.envs_per_actor, static_cast<unsigned long long>(o.seed),
         stop_condition(o).c_str());
     std::fflush(stdout);

@@ -54,7 +54,7 @@ inline void use_pixel_defaults(run_options& o) {
   o.max_envs = 256;
   o.batch_size = o.inference_batch = 32;
   o.learning_rate = 4.8e-4;
-  o.entropy_cost = discrete_entropy_cost;
+  o.entropy_cost = 0.01;
   o.total_frames = 50'000'000;
   o.target_return.reset();
   o.checkpoint_every_steps = 0;

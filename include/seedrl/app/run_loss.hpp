@@ -59,7 +59,7 @@ L make_run_loss(const run_options& o, impala_loss_config<S> recipe, const action
         "categorical heads only so far");
   }
   if constexpr (std::same_as<L, impala_loss<S>>) {
-    recipe.entropy_cost = static_cast<S>(entropy_cost(o, actions));
+    recipe.entropy_cost = static_cast<S>(o.entropy_cost);
     return L(recipe);
   } else {
     using dist_type = typename L::distribution_type;
@@ -86,7 +86,7 @@ L make_run_loss(const run_options& o, impala_loss_config<S> recipe, const action
       if (p.value_clip)
         c.value_clip = static_cast<S>(*p.value_clip);
       c.value_cost = static_cast<S>(p.value_cost);
-      c.entropy_cost = static_cast<S>(entropy_cost(o, actions));
+      c.entropy_cost = static_cast<S>(o.entropy_cost);
       c.normalize_advantages = p.normalize_advantages;
       c.advantage_epsilon = static_cast<S>(p.advantage_epsilon);
       c.clip_rho_threshold.reset();
@@ -96,7 +96,7 @@ L make_run_loss(const run_options& o, impala_loss_config<S> recipe, const action
       c.minibatches = p.minibatches;
       return L(typename L::ppo_type(c, std::move(dist)));
     }
-    recipe.entropy_cost = static_cast<S>(entropy_cost(o, actions));
+    recipe.entropy_cost = static_cast<S>(o.entropy_cost);
     return L(typename L::impala_type(recipe, std::move(dist)));
   }
 }

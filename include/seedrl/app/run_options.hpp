@@ -5,8 +5,7 @@
 /// shows its default in `--help`), adds flags of its own, and parses (app/cli.hpp).
 ///
 /// The defaults are one set per observation kind, for every program: a `run_options` as
-/// constructed holds the vector-observation set (PPO, entropy 0.01 or 0.001 for continuous
-/// actions, rewards scaled; with
+/// constructed holds the vector-observation set (PPO, entropy 0.01, rewards scaled; with
 /// `mlp_recipe`'s Adam 1e-3 and 64-64 MLP), and `use_pixel_defaults` (app/pixel_recipe.hpp)
 /// turns it into the image set (SEED's IMPALA). docs/learning.md says how they were chosen and
 /// what they reach beside Stable-Baselines3.
@@ -29,7 +28,6 @@
 #include "seedrl/algo/ppo_loss_config.hpp"
 #include "seedrl/app/cli.hpp"
 #include "seedrl/app/compiled.hpp"
-#include "seedrl/core/spec.hpp"
 #include "seedrl/runtime/action_sampler.hpp"
 
 namespace seedrl::app {
@@ -61,9 +59,7 @@ struct run_options {
   /// reward scaling discounts with the agent's discount).
   bool normalize_observations = false;
   bool scale_rewards = true;
-  /// Entropy bonus weight; unset: by the action kind, `discrete_entropy_cost` or
-  /// `continuous_entropy_cost` (read it through entropy_cost()).
-  std::optional<double> entropy_cost;
+  double entropy_cost = 0.01;
   std::optional<double> discount;  ///< unset: the agent recipe's (IMPALA and PPO alike)
   /// Global gradient-norm clip (learner_config::max_grad_norm), for PPO and IMPALA alike: 40,
   /// SEED's. PPO's usual 0.5 starves a state-independent log-std's mean updates (Pendulum
@@ -110,20 +106,6 @@ struct run_options {
     bool normalize_observations = false, scale_rewards = false, action_bounds = false;
   } given;
 };
-
-/// The entropy bonus's default for a categorical policy: SEED's and SB3's discrete weight.
-inline constexpr double discrete_entropy_cost = 0.01;
-/// The default for a Gaussian policy. Its entropy is the squashed action's (a sum over the
-/// action's dimensions, net/diag_gaussian.hpp); at 0.01 it held HalfCheetah's six dimensions
-/// near uniform noise (return 1019 at 1M steps, 5 seeds), with none Pendulum's policy
-/// collapses (0 of 5 seeds), and 0.001 serves both (docs/learning.md).
-inline constexpr double continuous_entropy_cost = 0.001;
-
-/// --entropy-cost, else the default for `actions`' kind.
-inline double entropy_cost(const run_options& o, const action_spec& actions) {
-  return o.entropy_cost.value_or(actions.is_discrete() ? discrete_entropy_cost
-                                                       : continuous_entropy_cost);
-}
 
 /// Which modes a program offers; all four by default.
 struct mode_set {

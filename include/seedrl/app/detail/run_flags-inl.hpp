@@ -108,13 +108,7 @@ SEEDRL_APP_API void add_run_flags(CLI::App& cli, run_options& o, mode_set modes)
                "discounted return, clipped to +-10 (episode returns stay raw; =false turns off a "
                "program's default)")
       ->each([&o](const std::string&) { o.given.scale_rewards = true; });
-  cli.add_option_function<double>(
-         "--entropy-cost", [&o](double v) { o.entropy_cost = v; },
-         o.entropy_cost
-             ? "entropy bonus weight (default " + detail::format_number(*o.entropy_cost) + ")"
-             : "entropy bonus weight (default " + detail::format_number(discrete_entropy_cost) +
-                   " for discrete actions, " + detail::format_number(continuous_entropy_cost) +
-                   " continuous)")
+  cli.add_option("--entropy-cost", o.entropy_cost, "entropy bonus weight")
       ->check(non_negative_number);
   cli.add_option("--max-grad-norm", o.max_grad_norm, "clip the gradient's global norm to this")
       ->check(positive_number);
