@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "backend_trainer_support.hpp"
@@ -510,7 +511,9 @@ TEST_CASE("host_backend gemm matches a float64 loop for every transpose and stri
   const int m = 5, n = 4, k = 3, pad = 2;
   for (const bool ta : {false, true}) {
     for (const bool tb : {false, true}) {
-      for (const double beta : {0.0, 1.0, 0.5}) {
+      // (alpha 1, beta 0) is the forward pass's own path: one product, C never read.
+      for (const auto& [alpha, beta] : {std::pair{0.75, 0.0}, std::pair{0.75, 1.0},
+                                        std::pair{0.75, 0.5}, std::pair{1.0, 0.0}}) {
         // Stored A is [m, k] or [k, m], B [k, n] or [n, k]; each row padded by `pad`.
         const int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
         std::vector<double> a(static_cast<std::size_t>((ta ? k : m) * lda)),
@@ -532,11 +535,11 @@ TEST_CASE("host_backend gemm matches a float64 loop for every transpose and stri
               sum += x * y;
             }
             auto& w = want[static_cast<std::size_t>(i * ldc + j)];
-            w = 0.75 * sum + (beta == 0.0 ? 0.0 : beta * w);
+            w = alpha * sum + (beta == 0.0 ? 0.0 : beta * w);
           }
         }
-        b.gemm(ta, tb, m, n, k, 0.75, a.data(), lda, bm.data(), ldb, beta, c.data(), ldc);
-        INFO("trans_a " << ta << " trans_b " << tb << " beta " << beta);
+        b.gemm(ta, tb, m, n, k, alpha, a.data(), lda, bm.data(), ldb, beta, c.data(), ldc);
+        INFO("trans_a " << ta << " trans_b " << tb << " alpha " << alpha << " beta " << beta);
         for (std::size_t i = 0; i < c.size(); ++i)
           REQUIRE(c[i] == Approx(want[i]).margin(1e-14));
       }
@@ -550,6 +553,43 @@ TEST_CASE("host_backend gemm matches a float64 loop for every transpose and stri
                   std::invalid_argument);  // ldb 3 < k 4 (B stored [n, k])
   CHECK_THROWS_AS(b.gemm(false, false, 2, 3, 4, 1.0, x.data(), 4, x.data(), 3, 0.0, x.data(), 2),
                   std::invalid_argument);  // ldc 2 < n 3
+}
+
+namespace {
+/// The host's primitives without for_each_2d, so that seedrl::for_each_2d takes the path every
+/// backend without the member (CUDA's) takes: for_each over rows x cols, indices divided.
+struct for_each_only_backend {
+  template <class F>
+  void for_each(std::size_t n, const F& f) const {
+    seedrl::detail::host_primitives{}.for_each(n, f);
+  }
+};
+
+struct record_cell {
+  std::size_t cols;
+  int* visits;
+  SEEDRL_HOST_DEVICE void operator()(std::size_t r, std::size_t j) const {
+    visits[r * cols + j] += static_cast<int>(1 + r * 100 + j);
+  }
+};
+}  // namespace
+
+TEST_CASE("for_each_2d visits every cell once, with and without the backend's member",
+          "[backend]") {
+  const std::size_t rows = 7, cols = 5;
+  std::vector<int> host(rows * cols, 0), fallback(rows * cols, 0);
+  seedrl::for_each_2d(seedrl::host_backend{}, rows, cols, record_cell{cols, host.data()});
+  seedrl::for_each_2d(for_each_only_backend{}, rows, cols, record_cell{cols, fallback.data()});
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t j = 0; j < cols; ++j) {
+      CHECK(host[r * cols + j] == static_cast<int>(1 + r * 100 + j));
+      CHECK(fallback[r * cols + j] == static_cast<int>(1 + r * 100 + j));
+    }
+  }
+  std::vector<int> none(1, 0);
+  seedrl::for_each_2d(seedrl::host_backend{}, 0, cols, record_cell{cols, none.data()});
+  seedrl::for_each_2d(for_each_only_backend{}, rows, 0, record_cell{0, none.data()});
+  CHECK(none[0] == 0);
 }
 
 TEST_CASE("backend trainer runs PPO's update schedule as host_trainer does", "[backend]") {

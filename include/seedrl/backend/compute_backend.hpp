@@ -105,6 +105,14 @@ struct conv2d_shape {
 };
 
 namespace detail {
+/// The `for_each` body that runs a `for_each_2d` body: f(i / cols, i % cols).
+template <class F>
+struct index_2d_body {
+  F f;
+  std::size_t cols;
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const { f(i / cols, i % cols); }
+};
+
 /// A for_each body that does nothing, for the concept check.
 struct no_op_body {
   SEEDRL_HOST_DEVICE void operator()(std::size_t) const {}
@@ -134,5 +142,15 @@ concept ComputeBackend = requires(B& b, float* p, const float* cp, std::span<flo
   b.conv2d_backward(conv, cp, cp, cp, p, p, p);
   b.synchronize();
 };
+
+/// f(r, j) for every r < rows, j < cols on backend b: its `for_each_2d` member if it has one,
+/// otherwise `for_each` over rows x cols elements (see the file comment).
+template <class B, class F>
+void for_each_2d(const B& b, std::size_t rows, std::size_t cols, const F& f) {
+  if constexpr (requires { b.for_each_2d(rows, cols, f); })
+    b.for_each_2d(rows, cols, f);
+  else
+    b.for_each(rows * cols, detail::index_2d_body<F>{f, cols});
+}
 
 }  // namespace seedrl

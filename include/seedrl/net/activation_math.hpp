@@ -1,10 +1,12 @@
 #pragma once
 /// \file
 /// The per-element activations and their derivatives, without Eigen, so that CUDA kernels
-/// (`seedrl/cuda/`) include exactly the functions the CPU layers run. `activation.hpp` includes
-/// this header and adds the batched (Eigen) forms.
+/// (`seedrl/cuda/`) include exactly the functions the CPU layers run, and the activation
+/// policies (`relu_activation`, `tanh_activation`) that parts take as a template parameter.
+/// `activation.hpp` includes this header and adds the batched (Eigen) forms.
 
 #include <cmath>
+#include <concepts>
 
 #include "seedrl/core/config.hpp"
 
@@ -40,5 +42,47 @@ template <class S>
 SEEDRL_HOST_DEVICE S sigmoid_grad_from_output(S y) {
   return y * (S(1) - y);
 }
+
+/// ReLU as a policy for parts whose activation is a template parameter (`mlp_torso`,
+/// `dense_torso`): `name`, and per element `forward(x)` and `backward(grad, y)`, grad times the
+/// derivative, taken from the forward's output y (so no input needs to be kept), host and device
+/// functions so that one part runs on every backend. A type, not a run-time flag: a part
+/// instantiates only the nonlinearity it uses.
+struct relu_activation {
+  static constexpr const char* name = "relu";
+  /// x < 0 ? 0 : x, so that a NaN stays NaN and a diverged forward pass reaches the
+  /// gradient-norm check instead of being zeroed.
+  template <class S>
+  SEEDRL_HOST_DEVICE static S forward(S x) {
+    return x < S(0) ? S(0) : x;
+  }
+  /// y > 0 ? grad : 0 (a selection, so that an infinite grad where y = 0 gives 0, not NaN).
+  template <class S>
+  SEEDRL_HOST_DEVICE static S backward(S grad, S y) {
+    return y > S(0) ? grad : S(0);
+  }
+};
+
+/// tanh as a policy; see relu_activation.
+struct tanh_activation {
+  static constexpr const char* name = "tanh";
+  template <class S>
+  SEEDRL_HOST_DEVICE static S forward(S x) {
+    using std::tanh;  // float stays float
+    return tanh(x);
+  }
+  template <class S>
+  SEEDRL_HOST_DEVICE static S backward(S grad, S y) {
+    return grad * tanh_grad_from_output(y);
+  }
+};
+
+/// An activation policy for scalar type S (relu_activation, tanh_activation or your own, with
+/// both members SEEDRL_HOST_DEVICE where it should run on a GPU).
+template <class A, class S>
+concept Activation = requires(S x) {
+  { A::template forward<S>(x) } -> std::convertible_to<S>;
+  { A::template backward<S>(x, x) } -> std::convertible_to<S>;
+};
 
 }  // namespace seedrl

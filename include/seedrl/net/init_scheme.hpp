@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// How a linear layer's parameters start (`linear::init`):
+/// How a linear layer's parameters start (`linear::init`, `init_linear_parameters`):
 ///   - `init_scheme::pytorch_default`: weights and biases uniform in +-gain/sqrt(in), what
 ///     every part uses unless told otherwise (the fixtures were made with it);
 ///   - `init_scheme::orthogonal`: weights a (semi-)orthogonal matrix times gain, biases 0, as
@@ -13,6 +13,8 @@
 /// decomposition's sign convention. For W [rows, cols]: W^T W = gain^2 I when rows >= cols,
 /// W W^T = gain^2 I otherwise.
 
+#include <algorithm>
+#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <span>
@@ -55,6 +57,23 @@ void orthogonal_fill(random_generator& rng, std::span<S> w, std::ptrdiff_t rows,
   for (std::ptrdiff_t i = 0; i < rows; ++i)
     for (std::ptrdiff_t j = 0; j < cols; ++j)
       w[static_cast<std::size_t>(i * cols + j)] = static_cast<S>(gain * (wide ? q(j, i) : q(i, j)));
+}
+
+/// One linear layer's parameters, W [out, in] row-major then b [out], at `params`, as `scheme`
+/// says: PyTorch's default (weights and biases uniform in +-gain/sqrt(in), drawn in that order)
+/// or gain x an orthogonal W and zero biases.
+template <std::floating_point S>
+void init_linear_parameters(random_generator& rng, S* params, std::ptrdiff_t out, std::ptrdiff_t in,
+                            init_scheme scheme, S gain) {
+  const auto weights = static_cast<std::size_t>(out * in);
+  if (scheme == init_scheme::orthogonal) {
+    orthogonal_fill(rng, std::span<S>(params, weights), out, in, static_cast<double>(gain));
+    std::fill_n(params + weights, out, S(0));
+    return;
+  }
+  const double bound = static_cast<double>(gain) / std::sqrt(static_cast<double>(in));
+  for (std::size_t i = 0; i < weights + static_cast<std::size_t>(out); ++i)
+    params[i] = static_cast<S>(rng.uniform(-bound, bound));
 }
 
 }  // namespace seedrl

@@ -41,23 +41,12 @@ class linear {
   }
 
   /// PyTorch's default: weights and biases uniform in +-1/sqrt(in), scaled by `gain`.
-  void init(random_generator& rng, S gain = S(1)) {
-    const double bound = static_cast<double>(gain) / std::sqrt(static_cast<double>(in_));
-    for (std::size_t i = 0; i < num_parameters(); ++i) {
-      params_[i] = static_cast<S>(rng.uniform(-bound, bound));
-    }
-  }
+  void init(random_generator& rng, S gain = S(1)) { init(rng, init_scheme::pytorch_default, gain); }
 
   /// As `scheme` says (seedrl/net/init_scheme.hpp): PyTorch's default scaled by `gain`, as
   /// above, or gain x an orthogonal W and zero biases.
   void init(random_generator& rng, init_scheme scheme, S gain) {
-    if (scheme == init_scheme::pytorch_default) {
-      init(rng, gain);
-      return;
-    }
-    orthogonal_fill(rng, std::span<S>(params_, static_cast<std::size_t>(out_ * in_)), out_, in_,
-                    static_cast<double>(gain));
-    std::fill_n(params_ + out_ * in_, out_, S(0));
+    init_linear_parameters(rng, params_, out_, in_, scheme, gain);
   }
 
   const_matrix_view<S> weight() const { return cview(params_, out_, in_); }

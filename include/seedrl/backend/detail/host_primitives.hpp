@@ -58,6 +58,14 @@ class host_primitives {
       f(i);
   }
 
+  /// f(r, j) row by row: the inner loop over j is contiguous and divides nothing.
+  template <class F>
+  void for_each_2d(std::size_t rows, std::size_t cols, const F& f) const {
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t j = 0; j < cols; ++j)
+        f(r, j);
+  }
+
   template <class S>
   double sum_of_squares(const S* x, std::size_t n) const {
     double sum = 0.0;

@@ -79,7 +79,7 @@ class dense_torso {
     if (features_data_ == nullptr)
       throw std::logic_error("seedrl::dense_torso::backward: call forward first");
     const std::ptrdiff_t N = rows_, F = features_.output_size();
-    Act::backward(cview(y_, N, options_.size, y_stride_), dy);
+    activation_backward<Act>(cview(y_, N, options_.size, y_stride_), dy);
     const auto features = cview(features_data_, N, F);
     dense_.backward_params(features, cview(dy));
     if (d_features_.size() < static_cast<std::size_t>(N * F))
@@ -95,7 +95,7 @@ class dense_torso {
     // sizes (3136 x 512); the tiled product keeps inference off the heap.
     detail::gemm_stack_tiled(y, features, dense_.weight().transpose(), false);
     y.rowwise() += dense_.bias();
-    Act::forward(y);
+    activation_forward<Act>(y);
   }
 
   Features features_;

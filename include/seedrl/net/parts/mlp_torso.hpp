@@ -1,11 +1,13 @@
 #pragma once
 /// \file
 /// `mlp_torso<S, Act>`: fully connected layers of the given widths, each followed by the
-/// activation `Act` (`relu_activation`, the default, or `tanh_activation`; activation.hpp), over
-/// flat feature vectors. Models seedrl::Torso (seedrl/net/parts/torso.hpp). Parameters: each
-/// layer's W [out, in] row-major then b [out], first layer first; each layer initialised as
-/// `linear::init` in order: PyTorch's default, or orthogonal with a gain (sqrt(2) unless told;
-/// seedrl/net/init_scheme.hpp) when the options ask.
+/// activation `Act` (`relu_activation`, the default, `tanh_activation` or your own;
+/// activation_math.hpp), over flat feature vectors. Models seedrl::Torso
+/// (seedrl/net/parts/torso.hpp). Parameters: each layer's W [out, in] row-major then b [out],
+/// first layer first; each layer initialised as `linear::init` in order: PyTorch's default, or
+/// orthogonal with a gain (sqrt(2) unless told; seedrl/net/init_scheme.hpp) when the options
+/// ask. The layers are `detail::dense_stack`, run here on the host's primitives: the same code
+/// the backend trainers run (`backend_mlp_torso`).
 
 #include <algorithm>
 #include <concepts>
@@ -15,10 +17,11 @@
 #include <utility>
 #include <vector>
 
+#include "seedrl/backend/detail/host_dense_primitives.hpp"
 #include "seedrl/core/random.hpp"
-#include "seedrl/net/activation.hpp"
+#include "seedrl/net/activation_math.hpp"
+#include "seedrl/net/detail/dense_stack.hpp"
 #include "seedrl/net/init_scheme.hpp"
-#include "seedrl/net/linear.hpp"
 #include "seedrl/net/parts/preprocess.hpp"
 #include "seedrl/net/parts/torso.hpp"
 #include "seedrl/net/tensor.hpp"
@@ -37,127 +40,84 @@ struct mlp_torso_options {
 /// The MLP torso; see the file comment.
 template <std::floating_point S, Activation<S> Act = relu_activation>
 class mlp_torso {
+  using backend_type = detail::host_dense_primitives;
+  using stack_type = detail::dense_stack<S, Act>;
+
  public:
-  explicit mlp_torso(mlp_torso_options options) : options_(std::move(options)) {
-    if (options_.input_size <= 0 || options_.widths.empty() ||
-        std::any_of(options_.widths.begin(), options_.widths.end(),
-                    [](std::ptrdiff_t w) { return w <= 0; })) {
-      throw std::invalid_argument(
-          "seedrl::mlp_torso: input_size must be positive and widths a non-empty list of "
-          "positive sizes");
-    }
-    std::ptrdiff_t in = options_.input_size;
-    for (std::ptrdiff_t w : options_.widths) {
-      layers_.emplace_back(in, w);
-      in = w;
-    }
-  }
+  explicit mlp_torso(mlp_torso_options options)
+      : options_(std::move(options)), stack_(checked_stack(options_)) {}
 
   const mlp_torso_options& options() const noexcept { return options_; }
   std::ptrdiff_t input_size() const noexcept { return options_.input_size; }
   std::ptrdiff_t output_size() const noexcept { return options_.widths.back(); }
   feature_layout input_layout() const noexcept { return feature_layout::vector; }
 
-  std::size_t num_parameters() const noexcept {
-    std::size_t n = 0;
-    for (const auto& l : layers_)
-      n += l.num_parameters();
-    return n;
-  }
+  std::size_t num_parameters() const noexcept { return stack_.num_parameters(); }
   void bind(S* params, S* grads) noexcept {
-    for (auto& l : layers_) {
-      l.bind(params, grads);
-      params += l.num_parameters();
-      grads += l.num_parameters();
-    }
+    params_ = params;
+    grads_ = grads;
   }
   void init(random_generator& rng) {
     const bool orthogonal = options_.init == init_scheme::orthogonal;
-    for (auto& l : layers_)
-      l.init(rng, options_.init, static_cast<S>(orthogonal ? options_.orthogonal_gain : 1.0));
+    const auto gain = static_cast<S>(orthogonal ? options_.orthogonal_gain : 1.0);
+    std::ptrdiff_t in = options_.input_size;
+    for (std::size_t k = 0; k < stack_.num_layers(); ++k) {
+      const auto out = static_cast<std::ptrdiff_t>(stack_.width(k));
+      init_linear_parameters(rng, params_ + stack_.weight_offset(k), out, in, options_.init, gain);
+      in = out;
+    }
   }
 
-  void infer(const_matrix_view<S> x, matrix_view<S> y) { run(x, y, step_hidden_); }
+  void infer(const_matrix_view<S> x, matrix_view<S> y) {
+    stack_.forward(backend_type{}, step_, params_, x.data(), stride(x), rows(x), y.data(),
+                   stride(y));
+  }
 
   void forward(const_matrix_view<S> x, matrix_view<S> y) {
     x_ = x.data();
-    x_stride_ = x.outerStride();
+    x_stride_ = stride(x);
     y_ = y.data();
-    y_stride_ = y.outerStride();
-    rows_ = x.rows();
-    run(x, y, train_hidden_);
+    y_stride_ = stride(y);
+    rows_ = rows(x);
+    stack_.forward(backend_type{}, train_, params_, x_, x_stride_, rows_, y.data(), y_stride_);
   }
 
   void backward(matrix_view<S> dy) {
-    const std::ptrdiff_t N = rows_;
     if (x_ == nullptr)
       throw std::logic_error("seedrl::mlp_torso::backward: call forward first");
-    const auto last = static_cast<std::ptrdiff_t>(layers_.size()) - 1;
-    const std::ptrdiff_t widest = *std::max_element(options_.widths.begin(), options_.widths.end());
-    grow(d_a_, N * widest);
-    grow(d_b_, N * widest);
-    S* d = d_a_.data();
-    S* d_next = d_b_.data();
-    view(d, N, output_size()) = dy;
-    for (std::ptrdiff_t k = last; k >= 0; --k) {
-      auto& layer = layers_[static_cast<std::size_t>(k)];
-      auto dk = view(d, N, layer.out_features());
-      Act::backward(output(k, N), dk);
-      const auto input = k == 0 ? cview(x_, N, input_size(), x_stride_) : output(k - 1, N);
-      layer.backward_params(input, cview(dk));
-      if (k > 0) {
-        layer.backward_input(cview(dk), view(d_next, N, layer.in_features()));
-        std::swap(d, d_next);
-      }
-    }
+    stack_.backward(backend_type{}, train_, params_, grads_, x_, x_stride_, rows_, y_, y_stride_,
+                    dy.data(), stride(dy));
   }
 
  private:
-  /// Output of layer k of the last `forward`: a hidden buffer, or y for the last layer.
-  const_matrix_view<S> output(std::ptrdiff_t k, std::ptrdiff_t N) const {
-    const std::ptrdiff_t w = layers_[static_cast<std::size_t>(k)].out_features();
-    if (k == static_cast<std::ptrdiff_t>(layers_.size()) - 1)
-      return cview(y_, N, w, y_stride_);
-    return cview(train_hidden_[static_cast<std::size_t>(k)].data(), N, w);
-  }
-
-  /// Every layer; all but the last write to `hidden`, the last to y.
-  void run(const_matrix_view<S> x, matrix_view<S> y, std::vector<std::vector<S>>& hidden) const {
-    const std::ptrdiff_t N = x.rows();
-    const auto last = static_cast<std::ptrdiff_t>(layers_.size()) - 1;
-    hidden.resize(layers_.size() - 1);
-    const S* in = x.data();
-    std::ptrdiff_t in_width = x.cols(), in_stride = x.outerStride();
-    for (std::ptrdiff_t k = 0; k <= last; ++k) {
-      const auto& layer = layers_[static_cast<std::size_t>(k)];
-      S* out = y.data();
-      std::ptrdiff_t stride = y.outerStride();
-      if (k < last) {
-        grow(hidden[static_cast<std::size_t>(k)], N * layer.out_features());
-        out = hidden[static_cast<std::size_t>(k)].data();
-        stride = layer.out_features();
-      }
-      auto out_view = view(out, N, layer.out_features(), stride);
-      layer.forward(cview<S>(in, N, in_width, in_stride), out_view);
-      Act::forward(out_view);
-      in = out;
-      in_width = layer.out_features();
-      in_stride = stride;
+  static stack_type checked_stack(const mlp_torso_options& o) {
+    if (o.input_size <= 0 || o.widths.empty() ||
+        std::any_of(o.widths.begin(), o.widths.end(), [](std::ptrdiff_t w) { return w <= 0; })) {
+      throw std::invalid_argument(
+          "seedrl::mlp_torso: input_size must be positive and widths a non-empty list of "
+          "positive sizes");
     }
+    return stack_type(static_cast<std::size_t>(o.input_size),
+                      std::vector<std::size_t>(o.widths.begin(), o.widths.end()),
+                      "seedrl::mlp_torso");
   }
-
-  static void grow(std::vector<S>& v, std::ptrdiff_t n) {
-    if (v.size() < static_cast<std::size_t>(n))
-      v.resize(static_cast<std::size_t>(n));
+  template <class View>
+  static std::size_t stride(const View& v) noexcept {
+    return static_cast<std::size_t>(v.outerStride());
+  }
+  template <class View>
+  static std::size_t rows(const View& v) noexcept {
+    return static_cast<std::size_t>(v.rows());
   }
 
   mlp_torso_options options_;
-  std::vector<linear<S>> layers_;
-  std::vector<std::vector<S>> step_hidden_, train_hidden_;
-  std::vector<S> d_a_, d_b_;
+  stack_type stack_;
+  S* params_ = nullptr;
+  S* grads_ = nullptr;
+  typename stack_type::template workspace<backend_type> step_, train_;
   const S* x_ = nullptr;
   const S* y_ = nullptr;
-  std::ptrdiff_t x_stride_ = 0, y_stride_ = 0, rows_ = 0;
+  std::size_t x_stride_ = 0, y_stride_ = 0, rows_ = 0;
 };
 
 static_assert(Torso<mlp_torso<float>, float>);

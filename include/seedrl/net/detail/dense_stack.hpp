@@ -1,0 +1,201 @@
+#pragma once
+/// \file
+/// `detail::dense_stack<S, Act>`: fully connected layers X_k = Act(X_{k-1} W_k^T + b_k) over a
+/// backend's primitives (`gemm`, `for_each_2d`, `fill`, `allocate`; compute_backend.hpp). It is
+/// the one implementation of the MLP torso: the CPU agent's `mlp_torso` runs it on the host
+/// (detail::host_dense_primitives), `backend_mlp_torso` on any ComputeBackend, CUDA included.
+/// Parameters: per layer W [out, in] row-major, then b [out], first layer first. The stack
+/// holds only its shape; the activations and the gradient scratch live in a `workspace` that
+/// the caller keeps per use (the CPU torso keeps one for inference and one for training).
+/// No Eigen here, so that nvcc compiles it.
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/core/config.hpp"
+#include "seedrl/net/activation_math.hpp"
+
+namespace seedrl::detail {
+
+/// y[r, j] = Act(y[r, j] + bias[j]), in place.
+template <class S, class Act>
+struct bias_activation_kernel {
+  S* y;
+  std::size_t ld;
+  const S* bias;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t r, std::size_t j) const {
+    S& v = y[r * ld + j];
+    v = Act::forward(v + bias[j]);
+  }
+};
+
+/// dx[r, j] = Act::backward(dy[r, j], y[r, j]); dx is [rows, width] contiguous and may be dy
+/// itself (then ld_dy must be width).
+template <class S, class Act>
+struct activation_backward_kernel {
+  const S* dy;
+  std::size_t ld_dy;
+  const S* y;
+  std::size_t ld_y;
+  S* dx;
+  std::size_t width;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t r, std::size_t j) const {
+    dx[r * width + j] = Act::backward(dy[r * ld_dy + j], y[r * ld_y + j]);
+  }
+};
+
+/// The layers of an MLP; see the file comment.
+template <std::floating_point S, class Act>
+class dense_stack {
+ public:
+  /// What one use of the stack keeps: the outputs of all but the last layer (the last one
+  /// writes into the caller's y), two gradient arrays and a row of ones for the bias gradients.
+  template <class Backend>
+  struct workspace {
+    using buffer = typename Backend::template buffer<S>;
+    std::vector<buffer> hidden;
+    buffer d_a, d_b, ones;
+  };
+
+  dense_stack() = default;
+  /// `who` names the owner in error messages; widths must be positive and not empty.
+  dense_stack(std::size_t input_size, std::vector<std::size_t> widths, const std::string& who)
+      : input_(input_size), widths_(std::move(widths)) {
+    if (input_ == 0 || widths_.empty() ||
+        std::any_of(widths_.begin(), widths_.end(), [](std::size_t w) { return w == 0; }))
+      throw std::invalid_argument(who +
+                                  ": input_size must be positive and widths a non-empty list of "
+                                  "positive sizes");
+    std::size_t at = 0, in = input_;
+    for (const std::size_t w : widths_) {
+      weight_at_.push_back(at);
+      at += w * in;
+      bias_at_.push_back(at);
+      at += w;
+      in = w;
+      widest_ = std::max(widest_, w);
+    }
+    num_parameters_ = at;
+    if (widest_ + input_ > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+      throw std::invalid_argument(who + ": a layer width exceeds INT_MAX");
+  }
+
+  std::size_t input_size() const noexcept { return input_; }
+  std::size_t output_size() const noexcept { return widths_.back(); }
+  std::size_t num_layers() const noexcept { return widths_.size(); }
+  std::size_t width(std::size_t k) const noexcept { return widths_[k]; }
+  /// Layer k's W and b in the parameter array.
+  std::size_t weight_offset(std::size_t k) const noexcept { return weight_at_[k]; }
+  std::size_t bias_offset(std::size_t k) const noexcept { return bias_at_[k]; }
+  std::size_t num_parameters() const noexcept { return num_parameters_; }
+  /// The most rows the backends' int-indexed GEMMs take.
+  std::size_t max_rows() const noexcept {
+    return static_cast<std::size_t>(std::numeric_limits<int>::max()) / (widest_ + input_ + 1);
+  }
+
+  /// Sizes ws for N rows ahead of `forward` and `backward` (which otherwise grow it as they
+  /// go), for a caller that must not allocate inside them (a captured CUDA graph).
+  template <class Backend>
+  void reserve(const Backend& b, workspace<Backend>& ws, std::size_t N) const {
+    ws.hidden.resize(widths_.size() - 1);
+    for (std::size_t k = 0; k + 1 < widths_.size(); ++k)
+      grow(b, ws.hidden[k], N * widths_[k]);
+    grow(b, ws.d_a, N * widest_);
+    grow(b, ws.d_b, N * widest_);
+    grow(b, ws.ones, N);
+  }
+
+  /// Every layer on the N rows of x [N, input_size()] (row stride ldx); the last layer writes
+  /// y [N, output_size()] (row stride ldy), the others ws.hidden, which `backward` reads.
+  template <class Backend>
+  void forward(const Backend& b, workspace<Backend>& ws, const S* params, const S* x,
+               std::size_t ldx, std::size_t N, S* y, std::size_t ldy) const {
+    if (N > max_rows())
+      throw std::length_error("seedrl: " + std::to_string(N) +
+                              " rows exceed what a dense layer's int-indexed GEMM takes (" +
+                              std::to_string(max_rows()) + ")");
+    ws.hidden.resize(widths_.size() - 1);
+    const S* in = x;
+    std::size_t in_width = input_, ld_in = ldx;
+    for (std::size_t k = 0; k < widths_.size(); ++k) {
+      const std::size_t w = widths_[k];
+      const bool last = k + 1 == widths_.size();
+      if (!last)
+        grow(b, ws.hidden[k], N * w);
+      S* out = last ? y : ws.hidden[k].data();
+      const std::size_t ld_out = last ? ldy : w;
+      gemm(b, false, true, N, w, in_width, in, ld_in, params + weight_at_[k], in_width, S(0), out,
+           ld_out);
+      for_each_2d(b, N, w, bias_activation_kernel<S, Act>{out, ld_out, params + bias_at_[k]});
+      in = out;
+      in_width = w;
+      ld_in = ld_out;
+    }
+  }
+
+  /// After `forward` with the same ws, x and y: adds d loss / d parameters into grads, given
+  /// dy = d loss / d y (row stride ld_dy; left unchanged). The input gets no gradient.
+  template <class Backend>
+  void backward(const Backend& b, workspace<Backend>& ws, const S* params, S* grads, const S* x,
+                std::size_t ldx, std::size_t N, const S* y, std::size_t ldy, const S* dy,
+                std::size_t ld_dy) const {
+    grow(b, ws.d_a, N * widest_);
+    grow(b, ws.d_b, N * widest_);
+    grow(b, ws.ones, N);
+    b.fill(ws.ones.data(), N, S(1));
+    const S* g = dy;
+    std::size_t ld_g = ld_dy;
+    S* d = ws.d_a.data();
+    S* d_next = ws.d_b.data();
+    for (std::size_t k = widths_.size(); k-- > 0;) {
+      const std::size_t w = widths_[k];
+      const bool last = k + 1 == widths_.size();
+      const S* out = last ? y : static_cast<const S*>(ws.hidden[k].data());
+      for_each_2d(b, N, w, activation_backward_kernel<S, Act>{g, ld_g, out, last ? ldy : w, d, w});
+      const S* input = k == 0 ? x : static_cast<const S*>(ws.hidden[k - 1].data());
+      const std::size_t in_width = k == 0 ? input_ : widths_[k - 1];
+      const std::size_t ld_input = k == 0 ? ldx : in_width;
+      // dW += d^T input, db += ones^T d.
+      gemm(b, true, false, w, in_width, N, d, w, input, ld_input, S(1), grads + weight_at_[k],
+           in_width);
+      gemm(b, false, false, 1, w, N, ws.ones.data(), N, d, w, S(1), grads + bias_at_[k], w);
+      if (k > 0) {
+        gemm(b, false, false, N, in_width, w, d, w, params + weight_at_[k], in_width, S(0), d_next,
+             in_width);
+        g = d_next;
+        ld_g = in_width;
+        std::swap(d, d_next);  // the next activation's backward runs in place
+      }
+    }
+  }
+
+ private:
+  template <class Backend, class Buffer>
+  static void grow(const Backend& b, Buffer& buf, std::size_t n) {
+    if (buf.size() < n)
+      buf = b.template allocate<S>(n);
+  }
+
+  /// backend.gemm with alpha 1 and the sizes cast to int (checked against max_rows by callers).
+  template <class Backend>
+  static void gemm(const Backend& b, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k,
+                   const S* a, std::size_t lda, const S* bm, std::size_t ldb, S beta, S* c,
+                   std::size_t ldc) {
+    b.gemm(ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), S(1), a,
+           static_cast<int>(lda), bm, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  }
+
+  std::size_t input_ = 0, widest_ = 0, num_parameters_ = 0;
+  std::vector<std::size_t> widths_, weight_at_, bias_at_;
+};
+
+}  // namespace seedrl::detail
