@@ -17,6 +17,8 @@
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/loss_choice.hpp"
 #include "seedrl/algo/ppo_loss.hpp"
+#include "seedrl/backend/detail/activation_kernels.hpp"
+#include "seedrl/backend/detail/host_dense_primitives.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/activation.hpp"
@@ -590,6 +592,54 @@ TEST_CASE("for_each_2d visits every cell once, with and without the backend's me
   seedrl::for_each_2d(seedrl::host_backend{}, 0, cols, record_cell{cols, none.data()});
   seedrl::for_each_2d(for_each_only_backend{}, rows, 0, record_cell{0, none.data()});
   CHECK(none[0] == 0);
+}
+
+namespace {
+/// The host's Eigen path for a dense layer's kernels against the element functions every other
+/// backend runs (host_primitives' loop), for one activation.
+template <class S, class Act>
+void check_host_activation_kernels(double tolerance) {
+  const std::size_t rows = 5, cols = 7, ld = 9;
+  seedrl::random_generator rng(3);
+  std::vector<S> y(rows * ld), bias(cols), dy(rows * ld);
+  for (auto* v : {&y, &bias, &dy})
+    for (S& x : *v)
+      x = static_cast<S>(rng.uniform(-3.0, 3.0));
+  y[2] = std::numeric_limits<S>::quiet_NaN();  // a NaN stays NaN through either path
+  auto fast = y, loop = y;
+  const seedrl::detail::host_dense_primitives host;
+  const seedrl::detail::host_primitives elements;
+  using forward = seedrl::detail::bias_activation_kernel<S, Act>;
+  host.for_each_2d(rows, cols, forward{fast.data(), ld, bias.data()});
+  elements.for_each_2d(rows, cols, forward{loop.data(), ld, bias.data()});
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    INFO(Act::name << " forward element " << i);
+    if (std::isnan(loop[i]))
+      CHECK(std::isnan(fast[i]));
+    else
+      CHECK(static_cast<double>(fast[i]) == Approx(static_cast<double>(loop[i])).margin(tolerance));
+  }
+  std::vector<S> dx_fast(rows * cols, S(-7)), dx_loop(rows * cols, S(-7));
+  using backward = seedrl::detail::activation_backward_kernel<S, Act>;
+  host.for_each_2d(rows, cols, backward{dy.data(), ld, loop.data(), ld, dx_fast.data(), cols});
+  elements.for_each_2d(rows, cols, backward{dy.data(), ld, loop.data(), ld, dx_loop.data(), cols});
+  for (std::size_t i = 0; i < dx_loop.size(); ++i) {
+    INFO(Act::name << " backward element " << i);
+    if (std::isnan(dx_loop[i]))
+      CHECK(std::isnan(dx_fast[i]));
+    else
+      CHECK(static_cast<double>(dx_fast[i]) ==
+            Approx(static_cast<double>(dx_loop[i])).margin(tolerance));
+  }
+}
+}  // namespace
+
+TEST_CASE("the host's dense-layer kernels match the element functions", "[backend]") {
+  check_host_activation_kernels<float, seedrl::relu_activation>(0.0);
+  check_host_activation_kernels<double, seedrl::relu_activation>(0.0);
+  check_host_activation_kernels<float, seedrl::tanh_activation>(1e-6);
+  check_host_activation_kernels<double, seedrl::tanh_activation>(1e-14);
+  check_host_activation_kernels<float, seedrl::identity_activation>(0.0);
 }
 
 TEST_CASE("backend trainer runs PPO's update schedule as host_trainer does", "[backend]") {

@@ -77,6 +77,20 @@ struct tanh_activation {
   }
 };
 
+/// No nonlinearity: a linear layer (the heads) as a dense stack of one layer. Its backward is
+/// the gradient itself, so `detail::dense_stack` passes it on without a pass over it.
+struct identity_activation {
+  static constexpr const char* name = "identity";
+  template <class S>
+  SEEDRL_HOST_DEVICE static S forward(S x) {
+    return x;
+  }
+  template <class S>
+  SEEDRL_HOST_DEVICE static S backward(S grad, S) {
+    return grad;
+  }
+};
+
 /// An activation policy for scalar type S (relu_activation, tanh_activation or your own, with
 /// both members SEEDRL_HOST_DEVICE where it should run on a GPU).
 template <class A, class S>

@@ -33,6 +33,8 @@
 #include <vector>
 
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/net/activation_math.hpp"
+#include "seedrl/net/detail/dense_stack.hpp"
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_torso.hpp"
 #include "seedrl/train/detail/agent_layout.hpp"
@@ -137,6 +139,8 @@ class backend_agent_step {
                                   ": the torso keeps a state but has no next_state");
     layout_ = detail::agent_layout(torso_.num_parameters(), torso_.output_size(), core_);
     state_size_ = torso_.state_size() + 2 * layout_.L * layout_.H;
+    policy_head_ = head_type(layout_.core_out_width, {layout_.A}, who_);
+    value_head_ = head_type(layout_.core_out_width, {1}, who_);
   }
 
   /// The agent a recipe (its config types) describes, as backend_agent_trainer's constructor.
@@ -257,11 +261,9 @@ class backend_agent_step {
       ldx = 2 * H;
     }
     // Heads, from the last layer's h (or the core input without an LSTM).
-    const std::size_t C = layout_.core_out_width, A = layout_.A;
-    backend_.gemm(false, true, B, A, C, S(1), x, ldx, p + layout_.policy_w, C, S(0), op.logits, A);
-    be.for_each(B * A, detail::add_bias_kernel<S>{op.logits, p + layout_.policy_b, A, A});
-    backend_.gemm(false, true, B, 1, C, S(1), x, ldx, p + layout_.value_w, C, S(0), op.values, 1);
-    be.for_each(B, detail::add_bias_kernel<S>{op.values, p + layout_.value_b, 1, 1});
+    // One linear layer each, the CPU heads' code.
+    policy_head_.forward(be, heads_ws_, p + layout_.policy_w, x, ldx, B, op.logits, layout_.A);
+    value_head_.forward(be, heads_ws_, p + layout_.value_w, x, ldx, B, op.values, 1);
     if (W == 0)
       return;
     if constexpr (has_next_state)
@@ -282,6 +284,9 @@ class backend_agent_step {
   backend_core_config core_;
   LstmStep lstm_;
   detail::agent_layout layout_;
+  using head_type = detail::dense_stack<S, identity_activation>;
+  head_type policy_head_, value_head_;
+  typename head_type::template workspace<Backend> heads_ws_;  ///< forward only: nothing kept
   std::size_t state_size_ = 0, reserved_ = 0;
   buffer<S> core_in_, gates_, next_;
   buffer<S> widened_;  ///< [B, observation_size()] the uint8 frames as S

@@ -55,6 +55,8 @@
 #include "seedrl/core/config.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/impala_math.hpp"
+#include "seedrl/net/activation_math.hpp"
+#include "seedrl/net/detail/dense_stack.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/minibatch_schedule.hpp"
@@ -110,11 +112,12 @@ class backend_agent_trainer {
     lstm_w_ = layout.lstm_w;
     lstm_b_ = layout.lstm_b;
     policy_w_ = layout.policy_w;
-    policy_b_ = layout.policy_b;
     value_w_ = layout.value_w;
-    value_b_ = layout.value_b;
     num_parameters_ = layout.num_parameters;
     check_fits_int("a layer width", core_in_width_ + H_ + 4 * H_ + A_);
+    // The heads: one linear layer each (W then b from policy_w / value_w), the CPU heads' code.
+    policy_head_ = head_type(core_out_width_, {A_}, who_);
+    value_head_ = head_type(core_out_width_, {1}, who_);
     opt_ = backend_optimizer<Backend, S>(backend, who_, num_parameters_);
     params_ = backend_->template allocate<S>(num_parameters_);
     grads_ = backend_->template allocate<S>(num_parameters_);
@@ -473,6 +476,8 @@ class backend_agent_trainer {
     backend_.grow(d_logits_, N * A_);
     backend_.grow(d_values_, N);
     backend_.grow(d_core_out_, N * core_out_width_);
+    policy_head_.reserve(*backend_, policy_ws_, N);
+    value_head_.reserve(*backend_, value_ws_, N);
   }
 
   backend_torso_batch<S> torso_batch(std::size_t steps, std::size_t B) const {
@@ -525,12 +530,8 @@ class backend_agent_trainer {
     }
     // Heads.
     const std::size_t C = core_out_width_;
-    backend_.gemm(false, true, N, A_, C, S(1), core_out(), C, p + policy_w_, C, S(0),
-                  logits_.data(), A_);
-    be.for_each(N * A_, detail::add_bias_kernel<S>{logits_.data(), p + policy_b_, A_, A_});
-    backend_.gemm(false, true, N, 1, C, S(1), core_out(), C, p + value_w_, C, S(0), values_.data(),
-                  1);
-    be.for_each(N, detail::add_bias_kernel<S>{values_.data(), p + value_b_, 1, 1});
+    policy_head_.forward(be, policy_ws_, p + policy_w_, core_out(), C, N, logits_.data(), A_);
+    value_head_.forward(be, value_ws_, p + value_w_, core_out(), C, N, values_.data(), 1);
   }
 
   void backward(std::size_t steps, std::size_t B) {
@@ -539,17 +540,12 @@ class backend_agent_trainer {
     const S* p = params_.data();
     S* g = grads_.data();
     be.fill(g, num_parameters_, S(0));
-    // Heads: weight and bias gradients, then the gradient w.r.t. the core output.
-    backend_.gemm(true, false, A_, C, N, S(1), d_logits_.data(), A_, core_out(), C, S(1),
-                  g + policy_w_, C);
-    be.for_each(A_, detail::column_sum_add_kernel<S>{d_logits_.data(), N, A_, g + policy_b_});
-    backend_.gemm(true, false, 1, C, N, S(1), d_values_.data(), 1, core_out(), C, S(1),
-                  g + value_w_, C);
-    be.for_each(1, detail::column_sum_add_kernel<S>{d_values_.data(), N, 1, g + value_b_});
-    backend_.gemm(false, false, N, C, A_, S(1), d_logits_.data(), A_, p + policy_w_, C, S(0),
-                  d_core_out_.data(), C);
-    backend_.gemm(false, false, N, C, 1, S(1), d_values_.data(), 1, p + value_w_, C, S(1),
-                  d_core_out_.data(), C);
+    // Heads: weight and bias gradients, and the gradient w.r.t. the core output (the value
+    // head's added to the policy head's).
+    policy_head_.backward(be, policy_ws_, p + policy_w_, g + policy_w_, core_out(), C, N, nullptr,
+                          0, d_logits_.data(), A_, d_core_out_.data(), C, S(0));
+    value_head_.backward(be, value_ws_, p + value_w_, g + value_w_, core_out(), C, N, nullptr, 0,
+                         d_values_.data(), 1, d_core_out_.data(), C, S(1));
     // LSTM layers from the top; d_core_out_ holds the gradient w.r.t. the current layer's h.
     for (std::size_t l = L_; l-- > 0;) {
       auto& c = layers_[l];
@@ -597,7 +593,10 @@ class backend_agent_trainer {
   std::size_t core_in_width_ = 0, core_out_width_ = 0;
   std::size_t num_parameters_ = 0;
   std::vector<std::size_t> lstm_w_, lstm_b_;
-  std::size_t policy_w_ = 0, policy_b_ = 0, value_w_ = 0, value_b_ = 0;
+  std::size_t policy_w_ = 0, value_w_ = 0;
+  using head_type = detail::dense_stack<S, identity_activation>;
+  head_type policy_head_, value_head_;
+  typename head_type::template workspace<Backend> policy_ws_, value_ws_;
   buffer<S> params_, grads_;
 
   backend_optimizer<Backend, S> opt_;  ///< Adam or RMSProp state

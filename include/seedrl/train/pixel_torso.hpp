@@ -26,6 +26,8 @@
 #include <type_traits>
 
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/net/activation_math.hpp"
+#include "seedrl/net/detail/dense_stack.hpp"
 #include "seedrl/net/frame_stack_config.hpp"
 #include "seedrl/net/impala_resnet_config.hpp"
 #include "seedrl/net/nature_cnn_config.hpp"
@@ -65,8 +67,8 @@ class backend_pixel_torso {
     input_size_ = D_ * frame_;
     features_ = conv_.output_size();
     dense_w_ = conv_.num_parameters();
-    dense_b_ = dense_w_ + dense_ * features_;
-    num_parameters_ = dense_b_ + dense_;
+    dense_layer_ = dense_type(features_, {dense_}, who_);
+    num_parameters_ = dense_w_ + dense_layer_.num_parameters();
     if (dense_ + features_ + input_size_ >
         static_cast<std::size_t>(std::numeric_limits<int>::max()))
       throw std::invalid_argument(std::string(who_) + ": a layer width exceeds INT_MAX");
@@ -103,7 +105,7 @@ class backend_pixel_torso {
     backend_.grow(input_, rows * input_size_);
     conv_.reserve(rows);
     backend_.grow(d_features_, rows * features_);
-    backend_.grow(d_dense_, rows * dense_);
+    dense_layer_.reserve(*backend_, dense_ws_, rows);
   }
 
   void forward(const backend_torso_batch<S>& batch, const S* params, S* out, std::size_t ld) {
@@ -119,10 +121,8 @@ class backend_pixel_torso {
                     static_cast<std::size_t>(agent_.height * agent_.width), agent_.channels_last,
                     static_cast<S>(agent_.observation_scale)});
     features_data_ = conv_.forward(params, input_.data(), N);
-    // Dense + ReLU into out (the core input's first columns).
-    backend_.gemm(false, true, N, dense_, features_, S(1), features_data_, features_,
-                  params + dense_w_, features_, S(0), out, ld);
-    be.for_each(N * dense_, detail::bias_relu_kernel<S>{out, params + dense_b_, dense_, ld});
+    // Dense + ReLU into out (the core input's first columns): the MLP torso's code.
+    dense_layer_.forward(be, dense_ws_, params + dense_w_, features_data_, features_, N, out, ld);
   }
 
   /// For one-step inference (batch.steps == 1): each row's frame history after the step, as
@@ -140,14 +140,8 @@ class backend_pixel_torso {
                 const S* d_out, std::size_t ld) {
     Backend& be = *backend_;
     const std::size_t N = batch.rows();
-    be.for_each(N * dense_,
-                detail::relu_backward_kernel<S>{d_out, ld, out, ld, d_dense_.data(), dense_});
-    backend_.gemm(true, false, dense_, features_, N, S(1), d_dense_.data(), dense_, features_data_,
-                  features_, S(1), grads + dense_w_, features_);
-    be.for_each(dense_,
-                detail::column_sum_add_kernel<S>{d_dense_.data(), N, dense_, grads + dense_b_});
-    backend_.gemm(false, false, N, features_, dense_, S(1), d_dense_.data(), dense_,
-                  params + dense_w_, features_, S(0), d_features_.data(), features_);
+    dense_layer_.backward(be, dense_ws_, params + dense_w_, grads + dense_w_, features_data_,
+                          features_, N, out, ld, d_out, ld, d_features_.data(), features_, S(0));
     conv_.backward(params, grads, d_features_.data(), N);
   }
 
@@ -187,9 +181,12 @@ class backend_pixel_torso {
   conv_type conv_;
   const S* features_data_ = nullptr;  ///< the convolutions' output of the last forward
   std::size_t frame_ = 0, D_ = 0, history_ = 0, dense_ = 0, input_size_ = 0, features_ = 0;
-  std::size_t num_parameters_ = 0, dense_w_ = 0, dense_b_ = 0;
+  std::size_t num_parameters_ = 0, dense_w_ = 0;
+  using dense_type = detail::dense_stack<S, relu_activation>;
+  dense_type dense_layer_;  ///< the dense layer and its ReLU, W then b after the convolutions
+  typename dense_type::template workspace<Backend> dense_ws_;
   buffer<S> input_;  ///< [N, C*H*W] every step's scaled stack
-  buffer<S> d_features_, d_dense_;
+  buffer<S> d_features_;
 };
 
 }  // namespace seedrl

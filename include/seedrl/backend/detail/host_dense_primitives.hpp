@@ -1,22 +1,73 @@
 #pragma once
 /// \file
 /// `detail::host_dense_primitives`: the host primitives a dense part needs (detail::
-/// host_primitives plus a row-major GEMM on Eigen), without the convolutions that
+/// host_primitives plus a row-major GEMM on Eigen, and the dense layers' pointwise kernels for
+/// the library's activations as vectorised Eigen expressions), without the convolutions that
 /// `host_backend` (seedrl/backend/host_backend.hpp) adds, so that a part with no convolution
 /// (`mlp_torso`) runs on the host without including oneDNN.
 
 #include <algorithm>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
+#include "seedrl/backend/detail/activation_kernels.hpp"
 #include "seedrl/backend/detail/host_primitives.hpp"
 #include "seedrl/detail/eigen_core.hpp"
+#include "seedrl/net/activation_math.hpp"
 
 namespace seedrl::detail {
 
 /// host_primitives and GEMM; see the file comment.
 class host_dense_primitives : public host_primitives {
  public:
+  using host_primitives::for_each_2d;
+
+  /// A dense layer's bias and activation (activation_kernels.hpp): ReLU, tanh and the identity
+  /// as Eigen expressions, vectorised (tanh by Eigen's float approximation, as the CPU layers
+  /// always ran it); any other activation element by element.
+  template <class S, class Act>
+  void for_each_2d(std::size_t rows, std::size_t cols,
+                   const bias_activation_kernel<S, Act>& k) const {
+    if constexpr (eigen_activation<Act>) {
+      if (rows == 0 || cols == 0)
+        return;
+      map<S> y(k.y, static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols),
+               Eigen::OuterStride<>(static_cast<Eigen::Index>(k.ld)));
+      y.rowwise() += Eigen::Map<const Eigen::Matrix<S, 1, Eigen::Dynamic>>(
+          k.bias, static_cast<Eigen::Index>(cols));
+      if constexpr (std::is_same_v<Act, relu_activation>)
+        y = (y.array() < S(0)).select(S(0), y.array()).matrix();  // a NaN stays NaN
+      else if constexpr (std::is_same_v<Act, tanh_activation>)
+        y = y.array().tanh().matrix();
+    } else {
+      host_primitives::for_each_2d(rows, cols, k);
+    }
+  }
+
+  /// An activation's backward (activation_kernels.hpp), as above.
+  template <class S, class Act>
+  void for_each_2d(std::size_t rows, std::size_t cols,
+                   const activation_backward_kernel<S, Act>& k) const {
+    if constexpr (eigen_activation<Act>) {
+      if (rows == 0 || cols == 0)
+        return;
+      const auto r = static_cast<Eigen::Index>(rows), c = static_cast<Eigen::Index>(cols);
+      const cmap<S> dy(k.dy, r, c, Eigen::OuterStride<>(static_cast<Eigen::Index>(k.ld_dy)));
+      const cmap<S> y(k.y, r, c, Eigen::OuterStride<>(static_cast<Eigen::Index>(k.ld_y)));
+      map<S> dx(k.dx, r, c, Eigen::OuterStride<>(static_cast<Eigen::Index>(k.width)));
+      if constexpr (std::is_same_v<Act, relu_activation>)
+        dx = (y.array() > S(0)).select(dy.array(), S(0)).matrix();
+      else if constexpr (std::is_same_v<Act, tanh_activation>)
+        dx = (dy.array() * (S(1) - y.array().square())).matrix();
+      else
+        dx = dy;
+    } else {
+      host_primitives::for_each_2d(rows, cols, k);
+    }
+  }
+
   /// Row-major C[m, n] = alpha op(A) op(B) + beta C; see compute_backend.hpp.
   template <class S>
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, S alpha, const S* a, int lda,
@@ -77,6 +128,18 @@ class host_dense_primitives : public host_primitives {
     if (ldc < std::max(1, n))
       fail("ldc = " + std::to_string(ldc) + " is shorter than a row of C");
   }
+
+ private:
+  template <class Act>
+  static constexpr bool eigen_activation =
+      std::is_same_v<Act, relu_activation> || std::is_same_v<Act, tanh_activation> ||
+      std::is_same_v<Act, identity_activation>;
+  template <class S>
+  using map = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
+                         Eigen::OuterStride<>>;
+  template <class S>
+  using cmap = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>,
+                          0, Eigen::OuterStride<>>;
 };
 
 }  // namespace seedrl::detail

@@ -15,43 +15,16 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/backend/detail/activation_kernels.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/net/activation_math.hpp"
 
 namespace seedrl::detail {
-
-/// y[r, j] = Act(y[r, j] + bias[j]), in place.
-template <class S, class Act>
-struct bias_activation_kernel {
-  S* y;
-  std::size_t ld;
-  const S* bias;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t r, std::size_t j) const {
-    S& v = y[r * ld + j];
-    v = Act::forward(v + bias[j]);
-  }
-};
-
-/// dx[r, j] = Act::backward(dy[r, j], y[r, j]); dx is [rows, width] contiguous and may be dy
-/// itself (then ld_dy must be width).
-template <class S, class Act>
-struct activation_backward_kernel {
-  const S* dy;
-  std::size_t ld_dy;
-  const S* y;
-  std::size_t ld_y;
-  S* dx;
-  std::size_t width;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t r, std::size_t j) const {
-    dx[r * width + j] = Act::backward(dy[r * ld_dy + j], y[r * ld_y + j]);
-  }
-};
 
 /// The layers of an MLP; see the file comment.
 template <std::floating_point S, class Act>
@@ -143,37 +116,57 @@ class dense_stack {
   }
 
   /// After `forward` with the same ws, x and y: adds d loss / d parameters into grads, given
-  /// dy = d loss / d y (row stride ld_dy; left unchanged). The input gets no gradient.
+  /// dy = d loss / d y (row stride ld_dy; left unchanged). With dx, also the gradient w.r.t. the
+  /// input: dx [N, input_size()] (row stride ld_dx) = dx_beta dx + that gradient (dx_beta 0
+  /// overwrites, 1 adds, as two heads reading the same input do). Without an activation
+  /// (identity_activation) y is not read.
   template <class Backend>
   void backward(const Backend& b, workspace<Backend>& ws, const S* params, S* grads, const S* x,
                 std::size_t ldx, std::size_t N, const S* y, std::size_t ldy, const S* dy,
-                std::size_t ld_dy) const {
-    grow(b, ws.d_a, N * widest_);
-    grow(b, ws.d_b, N * widest_);
+                std::size_t ld_dy, S* dx = nullptr, std::size_t ld_dx = 0, S dx_beta = S(0)) const {
+    constexpr bool linear = std::is_same_v<Act, identity_activation>;
+    if (!linear || widths_.size() > 1) {
+      grow(b, ws.d_a, N * widest_);
+      grow(b, ws.d_b, N * widest_);
+    }
     grow(b, ws.ones, N);
     b.fill(ws.ones.data(), N, S(1));
     const S* g = dy;
     std::size_t ld_g = ld_dy;
-    S* d = ws.d_a.data();
-    S* d_next = ws.d_b.data();
+    S* scratch = ws.d_a.data();
+    S* scratch_next = ws.d_b.data();
     for (std::size_t k = widths_.size(); k-- > 0;) {
       const std::size_t w = widths_[k];
       const bool last = k + 1 == widths_.size();
-      const S* out = last ? y : static_cast<const S*>(ws.hidden[k].data());
-      for_each_2d(b, N, w, activation_backward_kernel<S, Act>{g, ld_g, out, last ? ldy : w, d, w});
+      // d: the gradient w.r.t. layer k's pre-activation, and its row stride.
+      const S* d = g;
+      std::size_t ld_d = ld_g;
+      if constexpr (!linear) {
+        const S* out = last ? y : static_cast<const S*>(ws.hidden[k].data());
+        for_each_2d(b, N, w,
+                    activation_backward_kernel<S, Act>{g, ld_g, out, last ? ldy : w, scratch, w});
+        d = scratch;
+        ld_d = w;
+      }
       const S* input = k == 0 ? x : static_cast<const S*>(ws.hidden[k - 1].data());
       const std::size_t in_width = k == 0 ? input_ : widths_[k - 1];
       const std::size_t ld_input = k == 0 ? ldx : in_width;
       // dW += d^T input, db += ones^T d.
-      gemm(b, true, false, w, in_width, N, d, w, input, ld_input, S(1), grads + weight_at_[k],
+      gemm(b, true, false, w, in_width, N, d, ld_d, input, ld_input, S(1), grads + weight_at_[k],
            in_width);
-      gemm(b, false, false, 1, w, N, ws.ones.data(), N, d, w, S(1), grads + bias_at_[k], w);
+      gemm(b, false, false, 1, w, N, ws.ones.data(), N, d, ld_d, S(1), grads + bias_at_[k], w);
       if (k > 0) {
-        gemm(b, false, false, N, in_width, w, d, w, params + weight_at_[k], in_width, S(0), d_next,
+        // The gradient w.r.t. layer k-1's output, into the scratch array d does not use.
+        S* next = d == scratch ? scratch_next : scratch;
+        gemm(b, false, false, N, in_width, w, d, ld_d, params + weight_at_[k], in_width, S(0), next,
              in_width);
-        g = d_next;
+        g = next;
         ld_g = in_width;
-        std::swap(d, d_next);  // the next activation's backward runs in place
+        if (next == scratch_next)
+          std::swap(scratch, scratch_next);  // the next activation's backward runs in place
+      } else if (dx != nullptr) {
+        gemm(b, false, false, N, in_width, w, d, ld_d, params + weight_at_[k], in_width, dx_beta,
+             dx, ld_dx);
       }
     }
   }

@@ -13,9 +13,11 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "seedrl/backend/detail/host_dense_primitives.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/net/activation_math.hpp"
+#include "seedrl/net/detail/dense_stack.hpp"
 #include "seedrl/net/init_scheme.hpp"
-#include "seedrl/net/linear.hpp"
 #include "seedrl/net/parts/head.hpp"
 #include "seedrl/net/tensor.hpp"
 
@@ -24,34 +26,63 @@ namespace seedrl {
 namespace detail {
 
 /// A linear layer as a head, initialised as PyTorch's default scaled by `gain`, or orthogonal
-/// with `orthogonal_gain`.
+/// with `orthogonal_gain`: a `dense_stack` of one layer without activation on the host's
+/// primitives, the code the backend trainers run for their heads.
 template <std::floating_point S>
 class linear_head {
+  using backend_type = host_dense_primitives;
+  using stack_type = dense_stack<S, identity_activation>;
+
  public:
   linear_head(std::ptrdiff_t in, std::ptrdiff_t out, S gain, init_scheme scheme,
               double orthogonal_gain)
-      : layer_(in, out),
+      : stack_(checked_size(in), {checked_size(out)}, "seedrl::linear_head"),
         gain_(scheme == init_scheme::orthogonal ? static_cast<S>(orthogonal_gain) : gain),
         scheme_(scheme) {}
 
-  std::ptrdiff_t output_size() const noexcept { return layer_.out_features(); }
-  std::size_t num_parameters() const noexcept { return layer_.num_parameters(); }
-  void bind(S* params, S* grads) noexcept { layer_.bind(params, grads); }
-  void init(random_generator& rng) { layer_.init(rng, scheme_, gain_); }
-  void forward(const_matrix_view<S> x, matrix_view<S> y) const { layer_.forward(x, y); }
+  std::ptrdiff_t output_size() const noexcept {
+    return static_cast<std::ptrdiff_t>(stack_.output_size());
+  }
+  std::size_t num_parameters() const noexcept { return stack_.num_parameters(); }
+  void bind(S* params, S* grads) noexcept {
+    params_ = params;
+    grads_ = grads;
+  }
+  void init(random_generator& rng) {
+    init_linear_parameters(rng, params_, output_size(),
+                           static_cast<std::ptrdiff_t>(stack_.input_size()), scheme_, gain_);
+  }
+  void forward(const_matrix_view<S> x, matrix_view<S> y) const {
+    stack_.forward(backend_type{}, ws_, params_, x.data(), stride(x), rows(x), y.data(), stride(y));
+  }
   void backward(const_matrix_view<S> x, const_matrix_view<S> dy, matrix_view<S> dx,
                 bool accumulate) {
-    layer_.backward_params(x, dy);
-    if (accumulate)
-      dx.noalias() += dy * layer_.weight();
-    else
-      layer_.backward_input(dy, dx);
+    stack_.backward(backend_type{}, ws_, params_, grads_, x.data(), stride(x), rows(x), nullptr, 0,
+                    dy.data(), stride(dy), dx.data(), stride(dx), accumulate ? S(1) : S(0));
   }
 
  private:
-  linear<S> layer_;
+  static std::size_t checked_size(std::ptrdiff_t n) {
+    if (n <= 0)
+      throw std::invalid_argument("seedrl::linear_head: sizes must be positive");
+    return static_cast<std::size_t>(n);
+  }
+  template <class View>
+  static std::size_t stride(const View& v) noexcept {
+    return static_cast<std::size_t>(v.outerStride());
+  }
+  template <class View>
+  static std::size_t rows(const View& v) noexcept {
+    return static_cast<std::size_t>(v.rows());
+  }
+
+  stack_type stack_;
   S gain_;
   init_scheme scheme_;
+  S* params_ = nullptr;
+  S* grads_ = nullptr;
+  // The row of ones for the bias gradient; mutable because a head's forward is const.
+  mutable typename stack_type::template workspace<backend_type> ws_;
 };
 
 }  // namespace detail

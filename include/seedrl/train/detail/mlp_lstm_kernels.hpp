@@ -19,37 +19,6 @@
 
 namespace seedrl::detail {
 
-/// y[r, j] = max(y[r, j] + bias[j], 0) over rows x `width` (i = r * width + j).
-template <class S>
-struct bias_relu_kernel {
-  S* y;
-  const S* bias;
-  std::size_t width;
-  std::size_t ld;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
-    const std::size_t r = i / width, j = i % width;
-    const S x = y[r * ld + j] + bias[j];
-    // std::max(x, 0) (Eigen's cwiseMax in the CPU agent), not seedrl::relu: a NaN stays NaN,
-    // so a diverged forward pass reaches the gradient-norm check instead of being zeroed.
-    y[r * ld + j] = x < S(0) ? S(0) : x;
-  }
-};
-
-/// y[r, j] += bias[j] over rows x `width` (i = r * width + j).
-template <class S>
-struct add_bias_kernel {
-  S* y;
-  const S* bias;
-  std::size_t width;
-  std::size_t ld;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
-    const std::size_t r = i / width, j = i % width;
-    y[r * ld + j] += bias[j];
-  }
-};
-
 /// Writes the reward (clipped to +-max_abs_reward when `clip`) and the one-hot previous action
 /// into columns [first_col, first_col + 1 + num_actions) of the core input; i = r * (1 + A) + k.
 /// A row with `dones` (an episode start) gets zeros in all of them, as in actor_critic_agent.

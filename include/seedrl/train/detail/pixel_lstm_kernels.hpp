@@ -75,7 +75,7 @@ struct frame_stack_input_kernel {
   }
 };
 
-/// x[i] = max(x[i], 0) in place; a NaN stays NaN (as bias_relu_kernel).
+/// x[i] = max(x[i], 0) in place; a NaN stays NaN (as relu_activation).
 template <class S>
 struct relu_kernel {
   S* x;
