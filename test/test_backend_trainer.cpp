@@ -17,7 +17,7 @@
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/loss_choice.hpp"
 #include "seedrl/algo/ppo_loss.hpp"
-#include "seedrl/backend/detail/activation_kernels.hpp"
+#include "seedrl/backend/detail/dense_kernels.hpp"
 #include "seedrl/backend/detail/host_dense_primitives.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
@@ -635,6 +635,25 @@ void check_host_activation_kernels(double tolerance) {
 }  // namespace
 
 TEST_CASE("the host's dense-layer kernels match the element functions", "[backend]") {
+  {  // the bias gradient: column sums added to what is there
+    const std::size_t rows = 6, cols = 5, ld = 8;
+    seedrl::random_generator rng(4);
+    std::vector<float> x(rows * ld);
+    for (float& v : x)
+      v = static_cast<float>(rng.uniform(-2.0, 2.0));
+    std::vector<float> fast(cols, 0.5f), loop(cols, 0.5f);
+    seedrl::detail::host_dense_primitives{}.for_each(
+        cols, seedrl::detail::column_sum_add_kernel<float>{x.data(), rows, ld, fast.data()});
+    seedrl::detail::host_primitives{}.for_each(
+        cols, seedrl::detail::column_sum_add_kernel<float>{x.data(), rows, ld, loop.data()});
+    for (std::size_t j = 0; j < cols; ++j) {
+      double want = 0.5;
+      for (std::size_t r = 0; r < rows; ++r)
+        want += static_cast<double>(x[r * ld + j]);
+      CHECK(static_cast<double>(fast[j]) == Approx(want).margin(1e-5));
+      CHECK(static_cast<double>(loop[j]) == Approx(want).margin(1e-5));
+    }
+  }
   check_host_activation_kernels<float, seedrl::relu_activation>(0.0);
   check_host_activation_kernels<double, seedrl::relu_activation>(0.0);
   check_host_activation_kernels<float, seedrl::tanh_activation>(1e-6);

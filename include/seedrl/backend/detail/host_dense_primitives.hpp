@@ -12,7 +12,7 @@
 #include <string>
 #include <type_traits>
 
-#include "seedrl/backend/detail/activation_kernels.hpp"
+#include "seedrl/backend/detail/dense_kernels.hpp"
 #include "seedrl/backend/detail/host_primitives.hpp"
 #include "seedrl/detail/eigen_core.hpp"
 #include "seedrl/net/activation_math.hpp"
@@ -22,7 +22,20 @@ namespace seedrl::detail {
 /// host_primitives and GEMM; see the file comment.
 class host_dense_primitives : public host_primitives {
  public:
+  using host_primitives::for_each;
   using host_primitives::for_each_2d;
+
+  /// out[j] += the sum of column j over the rows (dense_kernels.hpp): a bias gradient, as
+  /// Eigen's column sums.
+  template <class S>
+  void for_each(std::size_t n, const column_sum_add_kernel<S>& k) const {
+    if (n == 0 || k.rows == 0)
+      return;
+    const cmap<S> x(k.x, static_cast<Eigen::Index>(k.rows), static_cast<Eigen::Index>(n),
+                    Eigen::OuterStride<>(static_cast<Eigen::Index>(k.ld)));
+    Eigen::Map<Eigen::Matrix<S, 1, Eigen::Dynamic>>(k.out, static_cast<Eigen::Index>(n)) +=
+        x.colwise().sum();
+  }
 
   /// A dense layer's bias and activation (activation_kernels.hpp): ReLU, tanh and the identity
   /// as Eigen expressions, vectorised (tanh by Eigen's float approximation, as the CPU layers
@@ -38,7 +51,7 @@ class host_dense_primitives : public host_primitives {
       y.rowwise() += Eigen::Map<const Eigen::Matrix<S, 1, Eigen::Dynamic>>(
           k.bias, static_cast<Eigen::Index>(cols));
       if constexpr (std::is_same_v<Act, relu_activation>)
-        y = (y.array() < S(0)).select(S(0), y.array()).matrix();  // a NaN stays NaN
+        y = y.cwiseMax(S(0));  // vectorised; std::max(x, 0), so a NaN stays NaN
       else if constexpr (std::is_same_v<Act, tanh_activation>)
         y = y.array().tanh().matrix();
     } else {

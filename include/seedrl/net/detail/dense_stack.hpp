@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// `detail::dense_stack<S, Act>`: fully connected layers X_k = Act(X_{k-1} W_k^T + b_k) over a
-/// backend's primitives (`gemm`, `for_each_2d`, `fill`, `allocate`; compute_backend.hpp). It is
+/// backend's primitives (`gemm`, `for_each`, `for_each_2d`, `allocate`; compute_backend.hpp). It is
 /// the one implementation of the MLP torso: the CPU agent's `mlp_torso` runs it on the host
 /// (detail::host_dense_primitives), `backend_mlp_torso` on any ComputeBackend, CUDA included.
 /// Parameters: per layer W [out, in] row-major, then b [out], first layer first. The stack
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "seedrl/backend/compute_backend.hpp"
-#include "seedrl/backend/detail/activation_kernels.hpp"
+#include "seedrl/backend/detail/dense_kernels.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/net/activation_math.hpp"
 
@@ -31,12 +31,12 @@ template <std::floating_point S, class Act>
 class dense_stack {
  public:
   /// What one use of the stack keeps: the outputs of all but the last layer (the last one
-  /// writes into the caller's y), two gradient arrays and a row of ones for the bias gradients.
+  /// writes into the caller's y) and two gradient arrays.
   template <class Backend>
   struct workspace {
     using buffer = typename Backend::template buffer<S>;
     std::vector<buffer> hidden;
-    buffer d_a, d_b, ones;
+    buffer d_a, d_b;
   };
 
   dense_stack() = default;
@@ -84,7 +84,6 @@ class dense_stack {
       grow(b, ws.hidden[k], N * widths_[k]);
     grow(b, ws.d_a, N * widest_);
     grow(b, ws.d_b, N * widest_);
-    grow(b, ws.ones, N);
   }
 
   /// Every layer on the N rows of x [N, input_size()] (row stride ldx); the last layer writes
@@ -129,8 +128,6 @@ class dense_stack {
       grow(b, ws.d_a, N * widest_);
       grow(b, ws.d_b, N * widest_);
     }
-    grow(b, ws.ones, N);
-    b.fill(ws.ones.data(), N, S(1));
     const S* g = dy;
     std::size_t ld_g = ld_dy;
     S* scratch = ws.d_a.data();
@@ -151,10 +148,10 @@ class dense_stack {
       const S* input = k == 0 ? x : static_cast<const S*>(ws.hidden[k - 1].data());
       const std::size_t in_width = k == 0 ? input_ : widths_[k - 1];
       const std::size_t ld_input = k == 0 ? ldx : in_width;
-      // dW += d^T input, db += ones^T d.
+      // dW += d^T input, db += the column sums of d.
       gemm(b, true, false, w, in_width, N, d, ld_d, input, ld_input, S(1), grads + weight_at_[k],
            in_width);
-      gemm(b, false, false, 1, w, N, ws.ones.data(), N, d, ld_d, S(1), grads + bias_at_[k], w);
+      b.for_each(w, column_sum_add_kernel<S>{d, N, ld_d, grads + bias_at_[k]});
       if (k > 0) {
         // The gradient w.r.t. layer k-1's output, into the scratch array d does not use.
         S* next = d == scratch ? scratch_next : scratch;

@@ -81,7 +81,8 @@ class linear_head {
   init_scheme scheme_;
   S* params_ = nullptr;
   S* grads_ = nullptr;
-  // The row of ones for the bias gradient; mutable because a head's forward is const.
+  // The stack's work arrays (none used by one layer without activation); mutable because a
+  // head's forward is const.
   mutable typename stack_type::template workspace<backend_type> ws_;
 };
 

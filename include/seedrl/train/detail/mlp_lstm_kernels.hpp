@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "seedrl/backend/detail/dense_kernels.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/detail/lstm_math.hpp"
 #include "seedrl/detail/optimizer_math.hpp"
@@ -148,23 +149,6 @@ struct lstm_backward_step_kernel {
     z[2 * H + j] = g.dzg;
     z[3 * H + j] = g.dzo;
     dc_next[i] = g.dc_prev;
-  }
-};
-
-/// out[j] += sum over r of x[r, j] for `rows` rows; one call per column j (deterministic: each
-/// column is summed in row order by one thread).
-template <class S>
-struct column_sum_add_kernel {
-  const S* x;
-  std::size_t rows;
-  std::size_t ld;
-  S* out;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t j) const {
-    S sum = S(0);
-    for (std::size_t r = 0; r < rows; ++r)
-      sum += x[r * ld + j];
-    out[j] += sum;
   }
 };
 
