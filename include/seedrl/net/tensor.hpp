@@ -43,4 +43,14 @@ const_matrix_view<S> cview(const matrix_view<S>& m) {
   return cview(m.data(), m.rows(), m.cols(), m.outerStride());
 }
 
+/// A view's rows and row stride as std::size_t: what the backend primitives take with its data.
+template <class View>
+std::size_t view_rows(const View& v) noexcept {
+  return static_cast<std::size_t>(v.rows());
+}
+template <class View>
+std::size_t view_stride(const View& v) noexcept {
+  return static_cast<std::size_t>(v.outerStride());
+}
+
 }  // namespace seedrl

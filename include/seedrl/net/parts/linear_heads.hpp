@@ -53,12 +53,14 @@ class linear_head {
                            static_cast<std::ptrdiff_t>(stack_.input_size()), scheme_, gain_);
   }
   void forward(const_matrix_view<S> x, matrix_view<S> y) const {
-    stack_.forward(backend_type{}, ws_, params_, x.data(), stride(x), rows(x), y.data(), stride(y));
+    stack_.forward(backend_type{}, ws_, params_, x.data(), view_stride(x), view_rows(x), y.data(),
+                   view_stride(y));
   }
   void backward(const_matrix_view<S> x, const_matrix_view<S> dy, matrix_view<S> dx,
                 bool accumulate) {
-    stack_.backward(backend_type{}, ws_, params_, grads_, x.data(), stride(x), rows(x), nullptr, 0,
-                    dy.data(), stride(dy), dx.data(), stride(dx), accumulate ? S(1) : S(0));
+    stack_.backward(backend_type{}, ws_, params_, grads_, x.data(), view_stride(x), view_rows(x),
+                    nullptr, 0, dy.data(), view_stride(dy), dx.data(), view_stride(dx),
+                    accumulate ? S(1) : S(0));
   }
 
  private:
@@ -66,14 +68,6 @@ class linear_head {
     if (n <= 0)
       throw std::invalid_argument("seedrl::linear_head: sizes must be positive");
     return static_cast<std::size_t>(n);
-  }
-  template <class View>
-  static std::size_t stride(const View& v) noexcept {
-    return static_cast<std::size_t>(v.outerStride());
-  }
-  template <class View>
-  static std::size_t rows(const View& v) noexcept {
-    return static_cast<std::size_t>(v.rows());
   }
 
   stack_type stack_;

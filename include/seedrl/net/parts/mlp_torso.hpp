@@ -69,16 +69,16 @@ class mlp_torso {
   }
 
   void infer(const_matrix_view<S> x, matrix_view<S> y) {
-    stack_.forward(backend_type{}, step_, params_, x.data(), stride(x), rows(x), y.data(),
-                   stride(y));
+    stack_.forward(backend_type{}, step_, params_, x.data(), view_stride(x), view_rows(x), y.data(),
+                   view_stride(y));
   }
 
   void forward(const_matrix_view<S> x, matrix_view<S> y) {
     x_ = x.data();
-    x_stride_ = stride(x);
+    x_stride_ = view_stride(x);
     y_ = y.data();
-    y_stride_ = stride(y);
-    rows_ = rows(x);
+    y_stride_ = view_stride(y);
+    rows_ = view_rows(x);
     stack_.forward(backend_type{}, train_, params_, x_, x_stride_, rows_, y.data(), y_stride_);
   }
 
@@ -86,7 +86,7 @@ class mlp_torso {
     if (x_ == nullptr)
       throw std::logic_error("seedrl::mlp_torso::backward: call forward first");
     stack_.backward(backend_type{}, train_, params_, grads_, x_, x_stride_, rows_, y_, y_stride_,
-                    dy.data(), stride(dy));
+                    dy.data(), view_stride(dy));
   }
 
  private:
@@ -100,14 +100,6 @@ class mlp_torso {
     return stack_type(static_cast<std::size_t>(o.input_size),
                       std::vector<std::size_t>(o.widths.begin(), o.widths.end()),
                       "seedrl::mlp_torso");
-  }
-  template <class View>
-  static std::size_t stride(const View& v) noexcept {
-    return static_cast<std::size_t>(v.outerStride());
-  }
-  template <class View>
-  static std::size_t rows(const View& v) noexcept {
-    return static_cast<std::size_t>(v.rows());
   }
 
   mlp_torso_options options_;

@@ -107,9 +107,9 @@ class backend_conv_relu_stack {
     const S* dy = d_features;
     for (std::size_t l = layers_.size(); l-- > 0;) {
       const layer& L = layers_[l];
-      backend_->for_each(N * L.out_size,
-                         relu_backward_kernel<S>{dy, L.out_size, act_[l].data(), L.out_size,
-                                                 d_pre_.data(), L.out_size});
+      for_each_2d(*backend_, N, L.out_size,
+                  activation_backward_kernel<S, relu_activation>{
+                      dy, L.out_size, act_[l].data(), L.out_size, d_pre_.data(), L.out_size});
       const S* in = l == 0 ? input_ : act_[l - 1].data();
       // d_in_ may be what dy pointed at: the ReLU backward above has read it into d_pre_.
       backend_->conv2d_backward(L.at(N), in, params + L.w, d_pre_.data(),

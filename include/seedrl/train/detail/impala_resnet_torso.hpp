@@ -34,6 +34,10 @@
 
 namespace seedrl::detail {
 
+/// A ReLU's backward, dx = y > 0 ? dy : 0 (the dense layers' kernel).
+template <class S>
+using relu_backward_body = activation_backward_kernel<S, relu_activation>;
+
 /// Max pooling of NCHW planes (H x W in, OH x OW out, kernel K, stride St, padding Pd) writing
 /// the maxima and their argmax (ih * W + iw). i = (n*C + c) * OH*OW + oh*OW + ow.
 template <class S>
@@ -245,7 +249,7 @@ class backend_impala_resnet_torso {
   void backward(const S* params, S* grads, const S* d_features, std::size_t N) {
     Backend& be = *backend_;
     const std::size_t F = output_size();
-    be.for_each(N * F, relu_backward_kernel<S>{d_features, F, out_.data(), F, dz_.data(), F});
+    for_each_2d(be, N, F, relu_backward_body<S>{d_features, F, out_.data(), F, dz_.data(), F});
     for (std::size_t si = stacks_.size(); si-- > 0;) {
       stack& s = stacks_[si];
       const std::size_t P = s.pooled_size(), blocks = s.blocks.size() / 2;
@@ -255,12 +259,12 @@ class backend_impala_resnet_torso {
         const conv_layer& b = s.blocks[2 * j + 1];
         be.conv2d_backward(b.at(N), s.r2[j].data(), params + b.w, dz_.data(), da_.data(),
                            grads + b.w, grads + b.b);
-        be.for_each(N * P,
-                    relu_backward_kernel<S>{da_.data(), P, s.r2[j].data(), P, da_.data(), P});
+        for_each_2d(be, N, P,
+                    relu_backward_body<S>{da_.data(), P, s.r2[j].data(), P, da_.data(), P});
         be.conv2d_backward(a.at(N), s.r1[j].data(), params + a.w, da_.data(), db_.data(),
                            grads + a.w, grads + a.b);
-        be.for_each(N * P,
-                    relu_backward_kernel<S>{db_.data(), P, s.r1[j].data(), P, db_.data(), P});
+        for_each_2d(be, N, P,
+                    relu_backward_body<S>{db_.data(), P, s.r1[j].data(), P, db_.data(), P});
         be.for_each(N * P, add_kernel<S>{db_.data(), dz_.data()});
       }
       be.for_each(N * s.conv_size(),

@@ -152,23 +152,6 @@ struct lstm_backward_step_kernel {
   }
 };
 
-/// dx[r, j] = dy[r, j] where the ReLU's output y[r, j] > 0, else 0; dx is [rows, width]
-/// contiguous and may be dy itself (then ld_dy must be width); i = r * width + j.
-template <class S>
-struct relu_backward_kernel {
-  const S* dy;
-  std::size_t ld_dy;
-  const S* y;
-  std::size_t ld_y;
-  S* dx;
-  std::size_t width;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
-    const std::size_t r = i / width, j = i % width;
-    dx[i] = y[r * ld_y + j] > S(0) ? dy[r * ld_dy + j] : S(0);
-  }
-};
-
 /// x[i] *= factor.
 template <class S>
 struct scale_kernel {
