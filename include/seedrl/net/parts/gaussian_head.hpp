@@ -18,7 +18,9 @@
 /// Parameters: the linear layer's (W [outputs, inputs] row-major, then b), then, when
 /// state-independent, the D log-stds. The layer is initialised with gain 0.01 (means near 0,
 /// as the categorical head's near-uniform logits), or orthogonally when the options ask
-/// (seedrl/net/init_scheme.hpp), and the log-stds to `initial_log_std`.
+/// (seedrl/net/init_scheme.hpp), and the log-stds to `initial_log_std`. The layer is the
+/// heads' `detail::linear_head` (a one-layer `dense_stack`) and the log-std rows and their
+/// gradient are backend kernels (below), so that the code is the one any backend runs.
 
 #include <algorithm>
 #include <concepts>
@@ -26,14 +28,60 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/backend/detail/host_dense_primitives.hpp"
+#include "seedrl/core/config.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/diag_gaussian.hpp"
 #include "seedrl/net/init_scheme.hpp"
-#include "seedrl/net/linear.hpp"
 #include "seedrl/net/parts/head.hpp"
+#include "seedrl/net/parts/linear_heads.hpp"
 #include "seedrl/net/tensor.hpp"
 
 namespace seedrl {
+
+namespace detail {
+
+/// y[r, D + i] = clamp_log_std(log_std[i]): the state-independent vector written into row r's
+/// log-std columns (a `for_each_2d` body over rows x D).
+template <class S>
+struct log_std_rows_kernel {
+  S* y;
+  std::size_t ld;
+  std::size_t D;
+  const S* log_std;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t r, std::size_t i) const {
+    y[r * ld + D + i] = clamp_log_std(log_std[i]);
+  }
+};
+
+/// grad[i] += the sum over rows of dy[r, D + i], passed through the clamp at log_std[i]: all of
+/// it inside the range; beyond an end only a gradient whose descent step moves the vector back
+/// (a `for_each` body over D; each element summed in row order by one thread).
+template <class S>
+struct log_std_gradient_kernel {
+  const S* dy;
+  std::size_t rows;
+  std::size_t ld;
+  std::size_t D;
+  const S* log_std;
+  S* grad;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    S g = S(0);
+    for (std::size_t r = 0; r < rows; ++r)
+      g += dy[r * ld + D + i];
+    const S v = log_std[i];
+    if (v > S(diag_gaussian_log_std_max))
+      g = g > S(0) ? g : S(0);
+    else if (v < S(diag_gaussian_log_std_min))
+      g = g < S(0) ? g : S(0);
+    grad[i] += g;
+  }
+};
+
+}  // namespace detail
 
 /// See the file comment.
 template <std::floating_point S>
@@ -51,7 +99,8 @@ class gaussian_head {
   gaussian_head(const options_type& options, std::ptrdiff_t input_size)
       : options_(checked(options)),
         D_(options.action_size),
-        layer_(input_size, options.state_dependent_log_std ? 2 * D_ : D_) {}
+        layer_(input_size, options.state_dependent_log_std ? 2 * D_ : D_, S(0.01), options.init,
+               options.orthogonal_gain) {}
 
   std::int32_t num_actions() const noexcept { return static_cast<std::int32_t>(D_); }
   std::ptrdiff_t output_size() const noexcept { return 2 * D_; }
@@ -68,10 +117,7 @@ class gaussian_head {
   }
 
   void init(random_generator& rng) {
-    if (options_.init == init_scheme::orthogonal)
-      layer_.init(rng, init_scheme::orthogonal, static_cast<S>(options_.orthogonal_gain));
-    else
-      layer_.init(rng, S(0.01));
+    layer_.init(rng);
     if (independent())
       std::fill_n(log_std_, D_, static_cast<S>(options_.initial_log_std));
   }
@@ -83,43 +129,27 @@ class gaussian_head {
     }
     const std::ptrdiff_t N = x.rows();
     layer_.forward(x, view(y.data(), N, D_, y.outerStride()));
-    for (std::ptrdiff_t r = 0; r < N; ++r)
-      for (std::ptrdiff_t i = 0; i < D_; ++i)
-        y(r, D_ + i) = clamp_log_std(log_std_[i]);
+    for_each_2d(backend_type{}, view_rows(y), static_cast<std::size_t>(D_),
+                detail::log_std_rows_kernel<S>{y.data(), view_stride(y),
+                                               static_cast<std::size_t>(D_), log_std_});
   }
 
   void backward(const_matrix_view<S> x, const_matrix_view<S> dy, matrix_view<S> dx,
                 bool accumulate) {
     // The layer sees only its own columns: all of dy, or the means' when state-independent.
     const auto d_layer = independent() ? cview(dy.data(), dy.rows(), D_, dy.outerStride()) : dy;
-    layer_.backward_params(x, d_layer);
-    if (accumulate)
-      dx.noalias() += d_layer * layer_.weight();
-    else
-      layer_.backward_input(d_layer, dx);
+    layer_.backward(x, d_layer, dx, accumulate);
     if (independent()) {
       // Through the clamp of forward, but beyond it only towards the range (file comment).
-      for (std::ptrdiff_t i = 0; i < D_; ++i) {
-        S g = S(0);
-        for (std::ptrdiff_t r = 0; r < dy.rows(); ++r)
-          g += dy(r, D_ + i);
-        log_std_grad_[i] += clamp_pass_gradient(log_std_[i], g);
-      }
+      backend_type{}.for_each(static_cast<std::size_t>(D_),
+                              detail::log_std_gradient_kernel<S>{
+                                  dy.data(), view_rows(dy), view_stride(dy),
+                                  static_cast<std::size_t>(D_), log_std_, log_std_grad_});
     }
   }
 
  private:
   bool independent() const noexcept { return !options_.state_dependent_log_std; }
-
-  /// The gradient `g` of a log-std at `value` as it passes the clamp: all of it inside the
-  /// range; beyond an end only a gradient whose descent step moves back towards the range.
-  static S clamp_pass_gradient(S value, S g) noexcept {
-    if (value > S(diag_gaussian_log_std_max))
-      return g > S(0) ? g : S(0);
-    if (value < S(diag_gaussian_log_std_min))
-      return g < S(0) ? g : S(0);
-    return g;
-  }
 
   static const options_type& checked(const options_type& o) {
     if (o.action_size <= 0)
@@ -127,9 +157,11 @@ class gaussian_head {
     return o;
   }
 
+  using backend_type = detail::host_dense_primitives;
+
   options_type options_;
   std::ptrdiff_t D_;
-  linear<S> layer_;
+  detail::linear_head<S> layer_;
   S* log_std_ = nullptr;       // the state-independent vector, in the parameter buffer
   S* log_std_grad_ = nullptr;  // its gradient
 };
