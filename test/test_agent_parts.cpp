@@ -317,6 +317,22 @@ TEST_CASE("a user's own torso composes, infers and its gradients match central d
   check_inference_matches_unroll(copy, d);
 }
 
+/// One dense layer of a plain-loop reference: act(W x + b) with W [n_out, x.size()] row-major at
+/// `p`, then b; moves `p` past both (a part's parameters, layer after layer).
+template <class Act>
+std::vector<double> plain_dense(const double*& p, const std::vector<double>& x, std::size_t n_out,
+                                Act act) {
+  std::vector<double> y(n_out);
+  for (std::size_t o = 0; o < n_out; ++o) {
+    double s = p[n_out * x.size() + o];
+    for (std::size_t i = 0; i < x.size(); ++i)
+      s += p[o * x.size() + i] * x[i];
+    y[o] = act(s);
+  }
+  p += n_out * (x.size() + 1);
+  return y;
+}
+
 TEST_CASE("a tanh MLP with no core matches a plain-loop forward and central differences",
           "[parts][gradcheck]") {
   tanh_mlp_agent net({.num_actions = 2, .reward_and_action_inputs = false, .seed = 11},
@@ -332,15 +348,7 @@ TEST_CASE("a tanh MLP with no core matches a plain-loop forward and central diff
   // Layout: W1 [5,3] b1, W2 [4,5] b2, policy W [2,4] b, value W [1,4] b.
   const double* p = net.parameters().data();
   const auto dense = [&p](const std::vector<double>& x, std::size_t n_out, bool squash) {
-    std::vector<double> y(n_out);
-    for (std::size_t o = 0; o < n_out; ++o) {
-      double s = p[n_out * x.size() + o];
-      for (std::size_t i = 0; i < x.size(); ++i)
-        s += p[o * x.size() + i] * x[i];
-      y[o] = squash ? std::tanh(s) : s;
-    }
-    p += n_out * (x.size() + 1);
-    return y;
+    return plain_dense(p, x, n_out, [squash](double v) { return squash ? std::tanh(v) : v; });
   };
   for (std::size_t r = 0; r < 6; ++r) {
     p = net.parameters().data();
@@ -355,6 +363,106 @@ TEST_CASE("a tanh MLP with no core matches a plain-loop forward and central diff
   }
   check_gradients(net, d, rng);
   check_inference_matches_unroll(net, d);
+}
+
+TEST_CASE(
+    "separate policy and value networks: two towers sharing nothing, each head on its own, "
+    "against a plain-loop forward and central differences",
+    "[parts][gradcheck][separate]") {
+  // mlp_lstm_agent with separate_value_network: a two-tower ReLU MLP (the value's first), no
+  // core, the value head on the first tower, a Gaussian head with one log-std vector on the
+  // second tower's features followed by the reward and the previous action.
+  seedrl::mlp_lstm_agent_config c;
+  c.observation_size = 3;
+  c.continuous_action_size = 2;
+  c.num_actions = 4;
+  c.hidden_sizes = {8, 6};
+  c.lstm_size = 0;
+  c.log_std_init = -0.5;
+  c.separate_value_network = true;
+  c.seed = 21;
+  REQUIRE(c.reward_and_action_inputs);
+  seedrl::mlp_lstm_agent<double> net(c);
+  // Two towers of (3*8+8) + (8*6+6); the means' layer [2, 6+1+2] + 2; two log-stds; the value
+  // layer [1, 6] + 1.
+  constexpr std::size_t tower = 86;
+  REQUIRE(net.parameters().size() == 2 * tower + 20 + 2 + 7);
+  spread_parameters(net, 22);
+  seedrl::random_generator rng(23);
+  // Positive hidden biases, so that every ReLU unit is live on some row (tiny towers with
+  // biases in +-0.5 leave a third of the weights without gradient).
+  for (std::size_t t = 0; t < 2; ++t) {
+    const auto tower_params = net.parameters().subspan(t * tower);
+    for (std::size_t i = 24; i < 32; ++i)
+      tower_params[i] = rng.uniform(0.2, 0.6);
+    for (std::size_t i = 80; i < 86; ++i)
+      tower_params[i] = rng.uniform(0.2, 0.6);
+  }
+  constexpr std::size_t N = 12;
+  auto d = make_unroll(net, 4, 3, false, rng);
+  d.prev_continuous = random_vector(N * 2, rng, 1.0);
+  std::vector<double> outputs(N * 4), values(N);
+  seedrl::agent_unroll_output<double> out{outputs, values};
+  net.forward_unroll(d.input(), out);
+  const double* p = nullptr;
+  const auto dense = [&p](const std::vector<double>& x, std::size_t n_out, bool relu) {
+    return plain_dense(p, x, n_out, [relu](double v) { return relu ? std::max(v, 0.0) : v; });
+  };
+  for (std::size_t r = 0; r < N; ++r) {
+    p = net.parameters().data();
+    const std::vector<double> x(d.obs.begin() + static_cast<std::ptrdiff_t>(3 * r),
+                                d.obs.begin() + static_cast<std::ptrdiff_t>(3 * r + 3));
+    const auto value_features = dense(dense(x, 8, true), 6, true);
+    auto policy_input = dense(dense(x, 8, true), 6, true);
+    // Episode starts feed reward 0 and no previous action.
+    const bool start = d.dones[r] != 0;
+    policy_input.push_back(start ? 0.0 : d.rewards[r]);
+    for (std::size_t i = 0; i < 2; ++i)
+      policy_input.push_back(start ? 0.0 : d.prev_continuous[2 * r + i]);
+    const auto means = dense(policy_input, 2, false);
+    const double* log_std = p;
+    p += 2;
+    const auto v = dense(value_features, 1, false);
+    for (std::size_t i = 0; i < 2; ++i) {
+      CHECK(outputs[4 * r + i] == Approx(means[i]).margin(1e-12));
+      CHECK(outputs[4 * r + 2 + i] == log_std[i]);
+    }
+    CHECK(values[r] == Approx(v[0]).margin(1e-12));
+  }
+  check_gradients(net, d, rng);
+  check_inference_matches_unroll(net, d);
+  // Nothing is shared: the value's gradient reaches only the value tower and head, the
+  // policy's only the policy tower and head.
+  const std::size_t n = net.parameters().size();
+  const auto gradients_of = [&](double logit_grad, double value_grad) {
+    const std::vector<double> g_logits(N * 4, logit_grad), g_values(N, value_grad);
+    net.forward_unroll(d.input(), out);
+    net.zero_gradients();
+    net.backward_unroll({g_logits, g_values});
+    return std::vector<double>(net.gradients().begin(), net.gradients().end());
+  };
+  const auto nonzero = [](const std::vector<double>& g, std::size_t from, std::size_t to) {
+    return std::any_of(g.begin() + static_cast<std::ptrdiff_t>(from),
+                       g.begin() + static_cast<std::ptrdiff_t>(to),
+                       [](double x) { return x != 0.0; });
+  };
+  const auto value_only = gradients_of(0.0, 1.0);
+  CHECK(nonzero(value_only, 0, tower));
+  CHECK_FALSE(nonzero(value_only, tower, n - 7));
+  CHECK(nonzero(value_only, n - 7, n));
+  const auto policy_only = gradients_of(1.0, 0.0);
+  CHECK_FALSE(nonzero(policy_only, 0, tower));
+  CHECK(nonzero(policy_only, tower, n - 7));
+  CHECK_FALSE(nonzero(policy_only, n - 7, n));
+  // A description round trip keeps the layout; an LSTM with it is refused.
+  const std::string text = seedrl::describe(c);
+  CHECK(text.ends_with(" value_network=separate"));
+  CHECK(seedrl::parse_mlp_lstm_agent_description(text).separate_value_network);
+  CHECK_FALSE(
+      seedrl::parse_mlp_lstm_agent_description(seedrl::describe({})).separate_value_network);
+  auto with_lstm = c;
+  with_lstm.lstm_size = 4;
+  CHECK_THROWS_AS(seedrl::mlp_lstm_agent<double>(with_lstm), std::invalid_argument);
 }
 
 /// Logits and values of `forward_unroll` and of step-by-step `infer` (with the state after the

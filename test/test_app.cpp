@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <span>
@@ -22,6 +23,8 @@
 #include "seedrl/app/checkpoint_network.hpp"
 #include "seedrl/app/checkpoint_settings.hpp"
 #include "seedrl/app/cli.hpp"
+#include "seedrl/app/gym_recipe.hpp"
+#include "seedrl/app/mlp_recipe.hpp"
 #include "seedrl/app/pixel_recipe.hpp"
 #include "seedrl/app/python_actor.hpp"
 #include "seedrl/app/run_eval.hpp"
@@ -161,7 +164,12 @@ TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[ap
                                        seedrl::action_spec::continuous({1}, -1.0, 1.0))
             .ppo()
             ->config()
-            .entropy_cost == 0.01f);  // one bonus for every action kind
+            .entropy_cost == 0.01f);  // one bonus for every action kind...
+  CHECK(make_run_loss<any_action_loss>(defaults, recipe,
+                                       seedrl::action_spec::continuous({6}, -1.0, 1.0))
+            .ppo()
+            ->config()
+            .entropy_cost == Approx(0.01f / 6));  // ...per action dimension
 
   run_options o;
   REQUIRE_FALSE(parse(o, {"local", "--algo", "impala"}));
@@ -429,9 +437,11 @@ TEST_CASE("parse_python_env_spec reads a Box action space with per-element bound
 
 namespace {
 
-/// Parses `args` with the shared flags and `recipe`'s; returns parse_command_line's result.
+/// Parses `args` with the shared flags and `recipe`'s, then (when that succeeded) calls
+/// `after_parse` with the command line; returns parse_command_line's result.
 template <class Recipe>
-std::optional<int> parse_with(Recipe& recipe, run_options& o, std::vector<std::string> args) {
+std::optional<int> parse_with(Recipe& recipe, run_options& o, std::vector<std::string> args,
+                              const std::function<void(const CLI::App&)>& after_parse = {}) {
   CLI::App cli("test", "seedrl_test");
   seedrl::app::add_run_flags(cli, o);
   recipe.add_flags(cli);
@@ -439,13 +449,102 @@ std::optional<int> parse_with(Recipe& recipe, run_options& o, std::vector<std::s
   std::vector<const char*> argv;
   for (const auto& a : args)
     argv.push_back(a.c_str());
-  return seedrl::app::parse_command_line(cli, static_cast<int>(argv.size()), argv.data());
+  const auto rc = seedrl::app::parse_command_line(cli, static_cast<int>(argv.size()), argv.data());
+  if (!rc && after_parse)
+    after_parse(cli);
+  return rc;
 }
 
 template <class TorsoConfig>
 using named_gpu_trainer = std::vector<TorsoConfig>;  // stands for a GPU trainer of TorsoConfig
 
 }  // namespace
+
+TEST_CASE("a continuous action space changes the vector defaults where the command line left them",
+          "[app][continuous]") {
+  // What mlp_recipe's programs and seedrl_gym do once the spec is known.
+  const auto settle = [](std::vector<std::string> args, const seedrl::action_spec& actions,
+                         run_options& o, seedrl::app::mlp_recipe& recipe) {
+    REQUIRE_FALSE(parse_with(recipe, o, std::move(args), [&](const CLI::App& cli) {
+      recipe.use_action_kind_defaults(o, actions, cli);
+    }));
+  };
+  const auto box = seedrl::action_spec::continuous({6}, -1.0, 1.0);
+  const seedrl::observation_spec obs{seedrl::dtype::float32, seedrl::tensor_shape({17})};
+
+  run_options o;
+  seedrl::app::mlp_recipe r;
+  settle({"local"}, box, o, r);
+  CHECK(o.unroll_length == 64);
+  CHECK(o.batch_size == 32);
+  CHECK(o.ppo.epochs == 10);
+  CHECK(o.ppo.minibatches == 32);
+  CHECK(o.ppo.normalize_advantages);
+  CHECK(o.lr_decay);
+  CHECK(o.normalize_observations);
+  CHECK(o.scale_rewards);
+  CHECK(o.max_grad_norm == 0.5);
+  CHECK(o.action_bounds == seedrl::bounds_handling::clip);
+  CHECK(r.learning_rate == r.continuous_learning_rate);
+  const auto shape = r.shape(o, obs, box);
+  CHECK(shape.separate_value_network);
+  CHECK(shape.orthogonal_init);
+  REQUIRE(shape.log_std_init);
+  CHECK(*shape.log_std_init == -0.5);
+  CHECK(shape.lstm_size == 0);
+
+  // Every flag given keeps its value; --ppo-minibatches follows a given batch size.
+  run_options g;
+  seedrl::app::mlp_recipe rg;
+  settle({"local", "--unroll-length", "20", "--batch-size", "8", "--lr-decay=false",
+          "--normalize-observations=false", "--max-grad-norm", "40", "--action-bounds", "squash",
+          "--orthogonal-init=false", "--log-std-init", "0", "--separate-value-network=false",
+          "--ppo-epochs", "4", "--ppo-normalize-advantages=false"},
+         box, g, rg);
+  CHECK_FALSE(g.ppo.normalize_advantages);
+  CHECK(g.unroll_length == 20);
+  CHECK(g.batch_size == 8);
+  CHECK(g.ppo.minibatches == 8);
+  CHECK(g.ppo.epochs == 4);
+  CHECK_FALSE(g.lr_decay);
+  CHECK_FALSE(g.normalize_observations);
+  CHECK(g.max_grad_norm == 40.0);
+  CHECK(g.action_bounds == seedrl::bounds_handling::squash);
+  const auto given = rg.shape(g, obs, box);
+  CHECK_FALSE(given.separate_value_network);
+  CHECK(given.reward_and_action_inputs);
+  CHECK_FALSE(given.orthogonal_init);
+  CHECK(*given.log_std_init == 0.0);
+  // --lstm keeps one network (the LSTM feeds both heads); --learning-rate wins in make().
+  run_options l;
+  seedrl::app::mlp_recipe rl;
+  settle({"local", "--lstm", "--learning-rate", "1e-3"}, box, l, rl);
+  CHECK_FALSE(rl.shape(l, obs, box).separate_value_network);
+  // seedrl_gym's recipe registers the same flags (its own --hidden-sizes besides) and applies
+  // the same changes to vector observations, none to images.
+  {
+    run_options go;
+    seedrl::app::gym_recipe gym;
+    REQUIRE_FALSE(parse_with(gym, go, {"local", "--max-grad-norm", "2"}, [&](const CLI::App& cli) {
+      gym.use_kind_defaults(go, obs, box, cli);
+    }));
+    CHECK(go.ppo.epochs == 10);
+    CHECK(go.max_grad_norm == 2.0);
+    CHECK(gym.vector.shape(go, obs, box).separate_value_network);
+  }
+  // Discrete actions keep the vector set as constructed.
+  run_options d;
+  seedrl::app::mlp_recipe rd;
+  settle({"local"}, seedrl::action_spec::discrete(2), d, rd);
+  CHECK(d.unroll_length == 20);
+  CHECK(d.batch_size == 16);
+  CHECK(d.ppo.epochs == 4);
+  CHECK_FALSE(d.ppo.normalize_advantages);
+  CHECK_FALSE(d.normalize_observations);
+  CHECK(d.max_grad_norm == 40.0);
+  CHECK(rd.learning_rate == 1e-3);
+  CHECK_FALSE(rd.shape(d, obs, seedrl::action_spec::discrete(2)).separate_value_network);
+}
 
 TEST_CASE("pixel_recipe builds the network its flags name, sized by the frames", "[app]") {
   using recipe_t = seedrl::app::pixel_recipe<named_gpu_trainer>;

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "seedrl_gym: %s cannot be trained (see above)\n", python.env_id.c_str());
       return 2;
     }
-    recipe.use_kind_defaults(o, spec->observations, cli);
+    recipe.use_kind_defaults(o, spec->observations, spec->actions, cli);
     app::environment_info env;
     env.name = env.actor_kind = python.env_id;
     env.observations = spec->observations;

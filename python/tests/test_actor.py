@@ -1086,7 +1086,8 @@ class CppGaussianLearnerTests(unittest.TestCase):
         # gymnasium's Pendulum-v1 has the spec of the C++ Pendulum (float32 [3], one torque in
         # [-2, 2]): the learner accepts the Box hello, samples torques for it and trains.
         learner = LearnerProcess(None, binary=PENDULUM_BIN, extra=[
-            "--batch-size", "2", "--inference-batch", "2", "--ppo-minibatches", "2"])
+            "--unroll-length", "20", "--batch-size", "2", "--inference-batch", "2",
+            "--ppo-minibatches", "2"])
         self.addCleanup(learner.stop)
         r = run_cli(["--learner", f"127.0.0.1:{learner.port}", "--env", "Pendulum-v1", "--envs",
                      "2", "--seed", "3", "--max-steps", "600"], secret=None, timeout=120)

@@ -89,6 +89,7 @@ struct basic_gym_recipe {
     cli.add_flag("--orthogonal-init", vector.orthogonal_init,
                  "vector observations: orthogonal initialization (gains sqrt(2) hidden, 0.01 "
                  "policy, 1 value) instead of PyTorch's default");
+    vector.add_value_network_flag(cli);
     vector.add_log_std_flags(cli);
     cli.add_option("--torso", torso,
                    "images: nature (Nature CNN), impala (IMPALA ResNet) or small (3x3 "
@@ -104,17 +105,22 @@ struct basic_gym_recipe {
     cli.add_option("--lstm-size", lstm_size, "images: LSTM width")->check(positive_number);
     if (auto* lr = cli.get_option_no_throw("--learning-rate"))
       lr->description("Adam learning rate (default " + detail::format_number(vector.learning_rate) +
-                      " for vector observations, " + detail::format_number(image_learning_rate) +
+                      " for vector observations, " +
+                      detail::format_number(vector.continuous_learning_rate) +
+                      " with continuous actions, " + detail::format_number(image_learning_rate) +
                       " for images)");
   }
 
-  /// The run's settings for `observations`' kind where the command line left them: vectors
-  /// keep run_options' own (PPO, rewards scaled); images train with IMPALA on rewards as they
-  /// are, SEED's setting. Call after parsing, once the spec is known.
-  static void use_kind_defaults(run_options& o, const observation_spec& observations,
-                                const CLI::App& cli) {
-    if (!is_image(observations))
+  /// The run's settings for the spec's kind where the command line left them: vectors keep
+  /// run_options' own (PPO, rewards scaled), with the continuous-action changes for a
+  /// continuous action space (mlp_recipe::use_action_kind_defaults); images train with IMPALA
+  /// on rewards as they are, SEED's setting. Call after parsing, once the spec is known.
+  void use_kind_defaults(run_options& o, const observation_spec& observations,
+                         const action_spec& actions, const CLI::App& cli) {
+    if (!is_image(observations)) {
+      vector.use_action_kind_defaults(o, actions, cli);
       return;
+    }
     if (cli.count("--algo") == 0)
       o.algorithm = "impala";
     if (!o.given.scale_rewards)
@@ -230,14 +236,15 @@ struct basic_gym_recipe {
         "  actions         %s\n"
         "  network         %s\n"
         "  optimizer       Adam, learning rate %s\n"
-        "  loss            %s, entropy cost %s\n"
+        "  loss            %s, entropy cost %s%s\n"
         "  unrolls         length %zu, batch %zu, inference batch %zu\n"
         "  actors          %d x %zu envs, seed %llu\n"
         "  stop            %s\n",
         env.name.c_str(), command.c_str(), to_string(env.observations.type),
         env.observations.shape.to_string().c_str(), kind.c_str(), describe_actions(env).c_str(),
         network.c_str(), detail::format_number(lr).c_str(), algorithm_summary(o).c_str(),
-        detail::format_number(o.entropy_cost).c_str(), o.unroll_length, o.batch_size,
+        detail::format_number(o.entropy_cost).c_str(),
+        env.actions.is_discrete() ? "" : " per action dimension", o.unroll_length, o.batch_size,
         o.inference_batch, o.actors, o.envs_per_actor, static_cast<unsigned long long>(o.seed),
         stop_condition(o).c_str());
     std::fflush(stdout);

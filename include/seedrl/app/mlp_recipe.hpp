@@ -47,11 +47,24 @@ struct mlp_recipe {
   bool orthogonal_init = false;
   double learning_rate = 1e-3;
   double lstm_learning_rate = 5e-4;
+  /// Continuous actions' rate (use_action_kind_defaults), with the learning rate decayed.
+  double continuous_learning_rate = 3e-4;
   /// Continuous actions: the state-independent log-std's start; unset: state-dependent log-stds.
   std::optional<double> log_std_init = 0.0;
 
-  /// --lstm, --orthogonal-init and the log-std flags (continuous actions).
+  /// --lstm, --orthogonal-init, --separate-value-network and the log-std flags (continuous
+  /// actions).
   SEEDRL_APP_API void add_flags(CLI::App& cli);
+
+  /// A continuous action space's settings, where the command line (`cli`, parsed) left them:
+  /// run_options' (`use_continuous_action_defaults`) and the network's: Adam 3e-4, orthogonal
+  /// initialization, the log-std vector from -0.5, and separate policy and value MLPs (not with
+  /// --lstm). Nothing for discrete actions. Call after parsing, once the spec is known.
+  SEEDRL_APP_API void use_action_kind_defaults(run_options& o, const action_spec& act,
+                                               const CLI::App& cli);
+
+  /// --separate-value-network.
+  SEEDRL_APP_API void add_value_network_flag(CLI::App& cli);
 
   /// --log-std-init and --state-dependent-log-std (continuous actions).
   SEEDRL_APP_API void add_log_std_flags(CLI::App& cli);
@@ -84,8 +97,9 @@ struct mlp_recipe {
   SEEDRL_APP_API void use_checkpoint_network(const std::string& held);
 
   std::string checkpoint_hint() const {
-    return std::string("(was it trained with") + (lstm ? "out" : "") +
-           " --lstm, or, for continuous actions, with " +
+    return std::string("(was it trained with") + (lstm ? "out" : "") + " --lstm, with" +
+           (network.separate_value_network ? "out" : "") +
+           " --separate-value-network, or, for continuous actions, with " +
            (log_std_init ? "--state-dependent-log-std" : "a state-independent log-std") + "?)";
   }
 

@@ -54,6 +54,12 @@ int run_program(const program_setup& setup, Recipe& recipe, int argc, char** arg
   finish_run_options(options);
   install_stop_handlers();
   try {
+    // A recipe with settings by action kind (mlp_recipe: continuous actions) applies them
+    // where the command line left them; actors train nothing and skip it.
+    if constexpr (requires { recipe.use_action_kind_defaults(options, action_spec{}, cli); }) {
+      if (options.mode != run_mode::actor)
+        recipe.use_action_kind_defaults(options, setup.specs(options.seed).actions, cli);
+    }
     if (options.mode == run_mode::eval) {
       const environment_specs specs = setup.specs(options.seed);
       // A recipe that can rebuild its network from a checkpoint's description does so.

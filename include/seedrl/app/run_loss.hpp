@@ -43,7 +43,8 @@ Sampler make_run_sampler(const run_options& o, action_selection how = action_sel
 }
 
 /// The loss a run trains with: --algo and its flags over the recipe's IMPALA settings
-/// (`recipe`: discount, reward clipping), with --entropy-cost and --discount. PPO takes the
+/// (`recipe`: discount, reward clipping), with --entropy-cost (per action dimension for
+/// continuous actions: `loss_entropy_cost`) and --discount. PPO takes the
 /// recipe's discount; it has no reward clipping. For continuous `actions` the policy is a
 /// diagonal Gaussian with --action-bounds' handling of the bounds (the sampler's). Throws
 /// std::invalid_argument for continuous actions with a loss over categorical policies (the
@@ -59,7 +60,7 @@ L make_run_loss(const run_options& o, impala_loss_config<S> recipe, const action
         "categorical heads only so far");
   }
   if constexpr (std::same_as<L, impala_loss<S>>) {
-    recipe.entropy_cost = static_cast<S>(o.entropy_cost);
+    recipe.entropy_cost = static_cast<S>(loss_entropy_cost(o, continuous_action_size(actions)));
     return L(recipe);
   } else {
     using dist_type = typename L::distribution_type;
@@ -86,7 +87,7 @@ L make_run_loss(const run_options& o, impala_loss_config<S> recipe, const action
       if (p.value_clip)
         c.value_clip = static_cast<S>(*p.value_clip);
       c.value_cost = static_cast<S>(p.value_cost);
-      c.entropy_cost = static_cast<S>(o.entropy_cost);
+      c.entropy_cost = static_cast<S>(loss_entropy_cost(o, continuous_action_size(actions)));
       c.normalize_advantages = p.normalize_advantages;
       c.advantage_epsilon = static_cast<S>(p.advantage_epsilon);
       c.clip_rho_threshold.reset();
@@ -96,7 +97,7 @@ L make_run_loss(const run_options& o, impala_loss_config<S> recipe, const action
       c.minibatches = p.minibatches;
       return L(typename L::ppo_type(c, std::move(dist)));
     }
-    recipe.entropy_cost = static_cast<S>(o.entropy_cost);
+    recipe.entropy_cost = static_cast<S>(loss_entropy_cost(o, continuous_action_size(actions)));
     return L(typename L::impala_type(recipe, std::move(dist)));
   }
 }

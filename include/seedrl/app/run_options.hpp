@@ -7,7 +7,9 @@
 /// The defaults are one set per observation kind, for every program: a `run_options` as
 /// constructed holds the vector-observation set (PPO, entropy 0.01, rewards scaled; with
 /// `mlp_recipe`'s Adam 1e-3 and 64-64 MLP), and `use_pixel_defaults` (app/pixel_recipe.hpp)
-/// turns it into the image set (SEED's IMPALA). docs/learning.md says how they were chosen and
+/// turns it into the image set (SEED's IMPALA). A continuous action space changes a few of the
+/// vector set's settings once the spec is known (`use_continuous_action_defaults`, with
+/// `mlp_recipe::use_action_kind_defaults`). docs/learning.md says how they were chosen and
 /// what they reach beside Stable-Baselines3.
 ///
 ///   local    a learner plus --actors actor processes on loopback
@@ -59,6 +61,8 @@ struct run_options {
   /// reward scaling discounts with the agent's discount).
   bool normalize_observations = false;
   bool scale_rewards = true;
+  /// The entropy bonus's weight; for continuous actions per action dimension (the bonus is the
+  /// mean of the D dimensions' entropies: `loss_entropy_cost`).
   double entropy_cost = 0.01;
   std::optional<double> discount;  ///< unset: the agent recipe's (IMPALA and PPO alike)
   /// Global gradient-norm clip (learner_config::max_grad_norm), for PPO and IMPALA alike: 40,
@@ -113,6 +117,12 @@ struct mode_set {
 };
 
 namespace detail {
+/// Whether `flag` is one of `cli`'s options and was given (a program may lack some flags).
+inline bool flag_given(const CLI::App& cli, const std::string& flag) {
+  const CLI::Option* o = cli.get_option_no_throw(flag);
+  return o != nullptr && o->count() > 0;
+}
+
 inline std::string format_number(double v) {
   std::string s = std::to_string(v);
   s.erase(s.find_last_not_of('0') + 1);
@@ -173,6 +183,49 @@ inline std::string algorithm_summary(const run_options& o) {
   if (p.normalize_advantages)
     s += ", advantages standardised";
   return s;
+}
+
+/// The entropy cost the loss gets: --entropy-cost, divided by D for a continuous action space of
+/// D elements. The sum of D entropies grows with D while the policy term does not, so a weight
+/// that keeps Pendulum's one log-std exploring drove HalfCheetah's six to the clamp
+/// (docs/learning.md); per dimension, one weight serves both.
+inline double loss_entropy_cost(const run_options& o, std::size_t continuous_dimensions) {
+  return continuous_dimensions > 0 ? o.entropy_cost / static_cast<double>(continuous_dimensions)
+                                   : o.entropy_cost;
+}
+
+/// The vector set's settings for continuous actions, each where the command line (`cli`, parsed)
+/// left it: unrolls of 64 in batches of 32, PPO's 10 epochs over minibatches of one unroll with
+/// standardised advantages, the learning rate decayed to 0, observations normalised, the
+/// gradient norm clipped to 0.5 and Gaussian samples clipped into the bounds (the network's
+/// part is
+/// `mlp_recipe::use_action_kind_defaults`). These are the usual settings of PPO for continuous
+/// control (CleanRL's, Tianshou's); docs/learning.md has what each did. Call after parsing,
+/// once the action spec is known, before the learner starts.
+inline void use_continuous_action_defaults(run_options& o, const CLI::App& cli) {
+  const auto left = [&cli](const char* flag) { return !detail::flag_given(cli, flag); };
+  if (left("--unroll-length"))
+    o.unroll_length = 64;
+  if (left("--batch-size"))
+    o.batch_size = 32;
+  if (left("--ppo-epochs"))
+    o.ppo.epochs = 10;
+  if (left("--ppo-minibatches"))
+    o.ppo.minibatches = o.batch_size;  // one unroll each, whatever the batch
+  // Raw advantages let the bonus outgrow a converging policy's shrinking advantages (the
+  // log-std rose late in HalfCheetah runs, and Pendulum took 5x the frames). The discrete set
+  // keeps them raw for Acrobot's return-less plateau (docs/learning.md); a continuous task
+  // with such a plateau may want =false.
+  if (left("--ppo-normalize-advantages"))
+    o.ppo.normalize_advantages = true;
+  if (left("--lr-decay"))
+    o.lr_decay = true;
+  if (!o.given.normalize_observations)
+    o.normalize_observations = true;
+  if (left("--max-grad-norm"))
+    o.max_grad_norm = 0.5;
+  if (!o.given.action_bounds)
+    o.action_bounds = bounds_handling::clip;
 }
 
 /// Settles what depends on more than one flag, after parsing: local mode (and eval, which

@@ -73,6 +73,13 @@ struct agent_options {
   /// D > 0: a continuous action space of D elements, whose previous action enters the core as
   /// its D values instead of a one-hot over num_actions. 0: discrete.
   std::int32_t continuous_action_size = 0;
+  /// n > 0: separate policy and value networks. The value head reads the core output's first n
+  /// columns and the policy head the others (the rest of the torso's features, then the reward
+  /// and previous action when they are fed), so that a torso with a value tower and a policy
+  /// tower side by side (mlp_torso's `towers = 2`) shares no weights between the two. Needs a
+  /// core that passes its input through (no state, output = input). 0: both heads read the
+  /// whole core output (SEED's shared network).
+  std::ptrdiff_t value_features = 0;
 };
 
 /// An agent composed of parts; see the file comment.
@@ -113,8 +120,8 @@ class actor_critic_agent {
         torso_(std::move(torso)),
         core_in_width_(checked_core_input_width()),
         core_(core, core_in_width_),
-        policy_(policy, core_.output_size()),
-        value_(value, core_.output_size()) {
+        policy_(policy, core_.output_size() - checked_value_features()),
+        value_(value, options_.value_features > 0 ? options_.value_features : core_.output_size()) {
     if (policy_.num_actions() != options_.num_actions) {
       throw std::invalid_argument(
           prefix() + "the policy head has " + std::to_string(policy_.num_actions()) +
@@ -242,8 +249,15 @@ class actor_critic_agent {
     const auto core_out = cview(core_out_, N, C, core_out_stride_);
     grow(ws.d_core_out, N * C);
     auto d_core_out = view(ws.d_core_out.data(), N, C);
-    policy_.backward(core_out, cview(grad.logits.data(), N, P), d_core_out, false);
-    value_.backward(core_out, cview(grad.values.data(), N, 1), d_core_out, true);
+    if (options_.value_features > 0) {  // each head its own columns, written
+      policy_.backward(policy_columns(core_out), cview(grad.logits.data(), N, P),
+                       policy_columns(d_core_out), false);
+      value_.backward(value_columns(core_out), cview(grad.values.data(), N, 1),
+                      value_columns(d_core_out), false);
+    } else {
+      policy_.backward(core_out, cview(grad.logits.data(), N, P), d_core_out, false);
+      value_.backward(core_out, cview(grad.values.data(), N, 1), d_core_out, true);
+    }
     auto d_core_in = core_.backward_unroll(d_core_out);
     // The torso's columns of the core input; the reward and action columns have no weights.
     torso_.backward(view(d_core_in.data(), N, torso_.output_size(), d_core_in.outerStride()));
@@ -293,6 +307,26 @@ class actor_critic_agent {
     take(core_);
     take(policy_);
     take(value_);
+  }
+
+  /// agent_options::value_features, checked against the parts (the core is built by now).
+  std::ptrdiff_t checked_value_features() const {
+    const std::ptrdiff_t n = options_.value_features;
+    if (n == 0)
+      return 0;
+    if (n < 0 || n >= torso_.output_size()) {
+      throw std::invalid_argument(prefix() + "value_features = " + std::to_string(n) +
+                                  " must leave the policy some of the torso's " +
+                                  std::to_string(torso_.output_size()) + " features");
+    }
+    if (core_.state_size() != 0 || core_.output_size() != core_in_width_) {
+      throw std::invalid_argument(
+          prefix() +
+          "separate policy and value networks (value_features > 0) need a core that passes "
+          "the torso's features through (no recurrent state), such as no_core or an lstm_core "
+          "without LSTM");
+    }
+    return n;
   }
 
   /// Core input columns for the previous action: D values, or a one-hot over the actions.
@@ -372,8 +406,25 @@ class actor_critic_agent {
   void forward_heads(const_matrix_view<S> core_out, std::span<S> logits,
                      std::span<S> values) const {
     const std::ptrdiff_t N = core_out.rows();
+    if (options_.value_features > 0) {
+      policy_.forward(policy_columns(core_out), view(logits.data(), N, policy_size()));
+      value_.forward(value_columns(core_out), view(values.data(), N, 1));
+      return;
+    }
     policy_.forward(core_out, view(logits.data(), N, policy_size()));
     value_.forward(core_out, view(values.data(), N, 1));
+  }
+
+  /// The policy head's and the value head's columns of a core output (or its gradient) when
+  /// the networks are separate (agent_options::value_features): the value's first.
+  template <class View>
+  auto policy_columns(View v) const {
+    return View(v.data() + options_.value_features, v.rows(), v.cols() - options_.value_features,
+                Eigen::OuterStride<>(v.outerStride()));
+  }
+  template <class View>
+  auto value_columns(View v) const {
+    return View(v.data(), v.rows(), options_.value_features, Eigen::OuterStride<>(v.outerStride()));
   }
 
   static void grow(std::vector<S>& v, std::ptrdiff_t n) {

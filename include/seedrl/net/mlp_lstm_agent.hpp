@@ -4,7 +4,11 @@
 /// SEED RL's: an MLP torso with ReLU, then the torso's output concatenated with the reward and
 /// the one-hot previous action, then an optional LSTM core, then a policy head (logits; for
 /// continuous actions a Gaussian's means and log-stds, the log-stds state-dependent or one
-/// state-independent vector: `log_std_init`) and a value head. Models seedrl::Network.
+/// state-independent vector: `log_std_init`) and a value head. With
+/// `separate_value_network` the torso is two MLPs side by side (mlp_torso's `towers = 2`, the
+/// value network's first) and each head reads its own (agent_options::value_features), the
+/// policy head with the reward and previous action after its features; no LSTM then. Models
+/// seedrl::Network.
 ///
 /// It is a name for a composition (seedrl/net/actor_critic_agent.hpp):
 ///
@@ -64,11 +68,15 @@ class mlp_lstm_agent : public mlp_lstm_composition<S> {
                           .max_abs_input_reward = config.max_abs_input_reward,
                           .seed = config.seed,
                           .name = "mlp_lstm_agent",
-                          .continuous_action_size = config.continuous_action_size},
+                          .continuous_action_size = config.continuous_action_size,
+                          .value_features = config.separate_value_network
+                                                ? config.hidden_sizes.back()
+                                                : std::ptrdiff_t{0}},
             vector_observations{config.observation_size},
             mlp_torso<S>(mlp_torso_options{.input_size = config.observation_size,
                                            .widths = config.hidden_sizes,
-                                           .init = scheme(config)}),
+                                           .init = scheme(config),
+                                           .towers = config.separate_value_network ? 2 : 1}),
             lstm_core_options{.hidden_size = config.lstm_size,
                               .num_layers = config.lstm_layers,
                               .forget_bias = config.forget_bias},
@@ -94,6 +102,11 @@ class mlp_lstm_agent : public mlp_lstm_composition<S> {
           "seedrl::mlp_lstm_agent: observation_size, num_actions, lstm_layers must be positive, "
           "hidden_sizes non-empty, lstm_size and continuous_action_size >= 0, log_std_init "
           "finite and only with continuous actions");
+    }
+    if (c.separate_value_network && c.lstm_size > 0) {
+      throw std::invalid_argument(
+          "seedrl::mlp_lstm_agent: separate policy and value networks need lstm_size 0 (the "
+          "heads read the two MLPs' features directly)");
     }
     return c;
   }

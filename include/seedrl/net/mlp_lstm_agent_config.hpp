@@ -42,6 +42,12 @@ struct mlp_lstm_agent_config {
   /// the torso's layers, 0.01 for the policy head, 1 for the value head. The LSTM keeps its
   /// own. Off: PyTorch's default, as always. Like the seed, not part of `describe`.
   bool orthogonal_init = false;
+  /// Separate policy and value networks: two MLPs of `hidden_sizes` side by side, the policy
+  /// head on one and the value head on the other (Stable-Baselines3's and CleanRL's layout for
+  /// continuous control), instead of one MLP both heads share (SEED's). Needs lstm_size 0; the
+  /// reward and previous action, when fed, go to the policy head. Part of `describe`
+  /// (" value_network=separate").
+  bool separate_value_network = false;
 };
 
 /// The architecture as one line, e.g. "mlp_lstm_agent obs=4 actions=2 hidden=64,64 lstm=64
@@ -49,7 +55,8 @@ struct mlp_lstm_agent_config {
 /// evaluation program can rebuild the network. Initialisation (seed, forget bias) is left out:
 /// a restored network gets its parameters from the checkpoint. A continuous-action network adds
 /// " continuous_actions=D", and " log_std=independent" when its log-std is one vector (discrete
-/// ones keep the line they always had).
+/// ones keep the line they always had), and " value_network=separate" for separate policy and
+/// value networks.
 inline std::string describe(const mlp_lstm_agent_config& c) {
   std::string hidden;
   for (std::size_t i = 0; i < c.hidden_sizes.size(); ++i) {
@@ -68,7 +75,8 @@ inline std::string describe(const mlp_lstm_agent_config& c) {
          (c.continuous_action_size > 0
               ? " continuous_actions=" + std::to_string(c.continuous_action_size)
               : std::string()) +
-         (c.continuous_action_size > 0 && c.log_std_init ? " log_std=independent" : "");
+         (c.continuous_action_size > 0 && c.log_std_init ? " log_std=independent" : "") +
+         (c.separate_value_network ? " value_network=separate" : "");
 }
 
 /// Reads what `describe` wrote; throws std::invalid_argument naming the bad field.
@@ -90,7 +98,7 @@ inline mlp_lstm_agent_config parse_mlp_lstm_agent_description(std::string_view t
   mlp_lstm_agent_config c;
   c.hidden_sizes.clear();
   int seen = 0;
-  bool continuous = false, independent = false;  // the optional fields
+  bool continuous = false, independent = false, separate = false;  // the optional fields
   std::size_t at = kind.size();
   while (at < text.size()) {
     if (text[at] == ' ') {
@@ -143,6 +151,12 @@ inline mlp_lstm_agent_config parse_mlp_lstm_agent_description(std::string_view t
         throw fail("log_std is not \"independent\"");
       c.log_std_init = 0.0;  // the kind; the value is in the parameters
       independent = true;
+      --seen;
+    } else if (key == "value_network" && !separate) {
+      if (value != "separate")
+        throw fail("value_network is not \"separate\"");
+      c.separate_value_network = true;
+      separate = true;
       --seen;
     } else {
       throw fail("unknown field \"" + std::string(key) + "\"");

@@ -43,6 +43,12 @@ class backend_mlp_torso {
                                   ": observation_size, num_actions, lstm_layers must be "
                                   "positive, hidden_sizes non-empty and lstm_size >= 0");
     }
+    if (config_.separate_value_network) {
+      throw std::invalid_argument(
+          who +
+          ": separate policy and value networks train on the CPU so far (--device cpu, "
+          "or --separate-value-network=false)");
+    }
     obs_ = static_cast<std::size_t>(config_.observation_size);
     if (std::any_of(config_.hidden_sizes.begin(), config_.hidden_sizes.end(),
                     [](std::ptrdiff_t h) { return h <= 0; }))

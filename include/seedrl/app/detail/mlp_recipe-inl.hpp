@@ -18,12 +18,22 @@ SEEDRL_APP_API void mlp_recipe::add_flags(CLI::App& cli) {
   flags_.push_back(cli.add_flag("--lstm", lstm, "use the MLP+LSTM network instead of the MLP"));
   cli.add_flag("--orthogonal-init", orthogonal_init,
                "orthogonal initialization (gains sqrt(2) hidden, 0.01 policy, 1 value) instead "
-               "of PyTorch's default");
+               "of PyTorch's default (the default for continuous actions; =false turns it off)");
+  add_value_network_flag(cli);
   add_log_std_flags(cli);
   if (auto* lr = cli.get_option_no_throw("--learning-rate")) {
-    lr->description("Adam learning rate (default " + detail::format_number(learning_rate) +
-                    ", or " + detail::format_number(lstm_learning_rate) + " with --lstm)");
+    lr->description("Adam learning rate (default " + detail::format_number(learning_rate) + ", " +
+                    detail::format_number(continuous_learning_rate) +
+                    " for continuous actions, or " + detail::format_number(lstm_learning_rate) +
+                    " with --lstm)");
   }
+}
+
+SEEDRL_APP_API void mlp_recipe::add_value_network_flag(CLI::App& cli) {
+  flags_.push_back(cli.add_flag(
+      "--separate-value-network", network.separate_value_network,
+      "separate policy and value MLPs instead of one both heads share (the default for "
+      "continuous actions without --lstm; =false shares one)"));
 }
 
 SEEDRL_APP_API void mlp_recipe::add_log_std_flags(CLI::App& cli) {
@@ -37,6 +47,21 @@ SEEDRL_APP_API void mlp_recipe::add_log_std_flags(CLI::App& cli) {
       "--state-dependent-log-std", [this] { log_std_init.reset(); },
       "continuous actions: the policy layer outputs the log-stds (per state) instead of one "
       "vector"));
+}
+
+SEEDRL_APP_API void mlp_recipe::use_action_kind_defaults(run_options& o, const action_spec& act,
+                                                         const CLI::App& cli) {
+  if (act.is_discrete())
+    return;
+  use_continuous_action_defaults(o, cli);
+  const auto left = [&cli](const char* flag) { return !detail::flag_given(cli, flag); };
+  learning_rate = continuous_learning_rate;  // --learning-rate, when given, still wins in make()
+  if (left("--orthogonal-init"))
+    orthogonal_init = true;
+  if (left("--log-std-init") && left("--state-dependent-log-std"))
+    log_std_init = -0.5;
+  if (left("--separate-value-network"))
+    network.separate_value_network = !lstm;
 }
 
 SEEDRL_APP_API agent_parts<mlp_recipe::network_type> mlp_recipe::make(
@@ -61,6 +86,7 @@ SEEDRL_APP_API void mlp_recipe::use_checkpoint_network(const std::string& held) 
     network.lstm_layers = c.lstm_layers;
     network.reward_and_action_inputs = c.reward_and_action_inputs;
     network.max_abs_input_reward = c.max_abs_input_reward;
+    network.separate_value_network = c.separate_value_network;
     lstm = c.lstm_size > 0;
     if (lstm)
       network.lstm_size = c.lstm_size;
