@@ -609,8 +609,9 @@ TEST_CASE("pixel_recipe takes a checkpoint's network unless network flags are gi
       "stacks=4,8 blocks=1 dense=64 lstm=32 max_abs_input_reward=1 scale=0.00392156862745098";
   seedrl::app::pixel_recipe<> plain;
   run_options o;
-  REQUIRE_FALSE(parse_with(plain, o, {"eval", "--checkpoint-dir", "d"}));
-  plain.use_checkpoint_network(held);
+  // Inside the parse: the recipe reads its flags' counts, which live in the CLI::App.
+  REQUIRE_FALSE(parse_with(plain, o, {"eval", "--checkpoint-dir", "d"},
+                           [&](const CLI::App&) { plain.use_checkpoint_network(held); }));
   CHECK(plain.network == "resnet");
   CHECK(plain.conv_channels == std::vector<std::ptrdiff_t>{4, 8});
   CHECK(plain.resnet_blocks == 1);
@@ -628,13 +629,14 @@ TEST_CASE("pixel_recipe takes a checkpoint's network unless network flags are gi
 
   seedrl::app::pixel_recipe<> flagged;
   run_options o2;
-  REQUIRE_FALSE(parse_with(flagged, o2, {"eval", "--frame-stack", "3"}));
-  flagged.use_checkpoint_network(held);
+  REQUIRE_FALSE(parse_with(flagged, o2, {"eval", "--frame-stack", "3"},
+                           [&](const CLI::App&) { flagged.use_checkpoint_network(held); }));
   CHECK(flagged.network == "nature");  // the flags name the network: eval compares
   CHECK(flagged.frame_stack == 3);
   seedrl::app::pixel_recipe<> other;
-  REQUIRE_FALSE(parse_with(other, o2, {"eval"}));
-  other.use_checkpoint_network("mlp_lstm_agent observation_size=4 actions=2");
+  REQUIRE_FALSE(parse_with(other, o2, {"eval"}, [&](const CLI::App&) {
+    other.use_checkpoint_network("mlp_lstm_agent observation_size=4 actions=2");
+  }));
   CHECK(other.network == "nature");  // not a pixel agent: left for eval to refuse
   CHECK(other.conv_channels.empty());
 }
