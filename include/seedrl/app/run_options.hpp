@@ -66,8 +66,9 @@ struct run_options {
   double entropy_cost = 0.01;
   std::optional<double> discount;  ///< unset: the agent recipe's (IMPALA and PPO alike)
   /// Global gradient-norm clip (learner_config::max_grad_norm), for PPO and IMPALA alike: 40,
-  /// SEED's. PPO's usual 0.5 starves a state-independent log-std's mean updates (Pendulum
-  /// stopped learning; docs/learning.md).
+  /// SEED's. With raw advantages PPO's usual 0.5 starved a state-independent log-std's mean
+  /// updates (Pendulum stopped learning; docs/learning.md); continuous actions, whose
+  /// advantages are standardised, take 0.5 (use_continuous_action_defaults).
   double max_grad_norm = 40.0;
   /// Continuous actions: tanh squashing into the bounds, or clipping (gaussian_sampler).
   bounds_handling action_bounds = bounds_handling::squash;
@@ -198,10 +199,9 @@ inline double loss_entropy_cost(const run_options& o, std::size_t continuous_dim
 /// left it: unrolls of 64 in batches of 32, PPO's 10 epochs over minibatches of one unroll with
 /// standardised advantages, the learning rate decayed to 0, observations normalised, the
 /// gradient norm clipped to 0.5 and Gaussian samples clipped into the bounds (the network's
-/// part is
-/// `mlp_recipe::use_action_kind_defaults`). These are the usual settings of PPO for continuous
-/// control (CleanRL's, Tianshou's); docs/learning.md has what each did. Call after parsing,
-/// once the action spec is known, before the learner starts.
+/// part is `mlp_recipe::use_action_kind_defaults`). These are the usual settings of PPO for
+/// continuous control (CleanRL's, Tianshou's); docs/learning.md has what each did. Call after
+/// parsing, once the action spec is known, before the learner starts.
 inline void use_continuous_action_defaults(run_options& o, const CLI::App& cli) {
   const auto left = [&cli](const char* flag) { return !detail::flag_given(cli, flag); };
   if (left("--unroll-length"))
