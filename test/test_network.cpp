@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -74,6 +75,43 @@ TEST_CASE("relu and tanh gradients match central differences", "[network][gradch
       seedrl::tanh_backward(cview(y.data(), N, W), view(dx.data(), N, W));
     INFO((which == 0 ? "relu" : "tanh"));
     require_close(gradcheck(x, dx, loss));
+  }
+}
+
+TEMPLATE_TEST_CASE("relu backward over strided rows keeps dy where y > 0, in packets and tails",
+                   "[network][relu]", float, double) {
+  using S = TestType;
+  seedrl::random_generator rng(7);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // Widths around every packet size (4, 8, 16 floats; 2, 4, 8 doubles) and their tails.
+  for (std::size_t cols = 1; cols <= 37; ++cols) {
+    const std::size_t rows = 3, ld_y = cols + 3, ld_dy = cols + 1, ld_dx = cols + 5;
+    std::vector<S> y(rows * ld_y), dy(rows * ld_dy), dx(rows * ld_dx, S(-7));
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      const auto u = rng.uniform();
+      y[i] = static_cast<S>(u < 0.1 ? nan : u < 0.2 ? 0.0 : u < 0.3 ? -0.0 : u - 0.6);
+    }
+    for (auto& v : dy)
+      v = static_cast<S>(rng.uniform() - 0.5);
+    const auto want = [&](std::size_t r, std::size_t j) {
+      return y[r * ld_y + j] > S(0) ? dy[r * ld_dy + j] : S(0);
+    };
+    seedrl::detail::relu_backward_rows(rows, cols, y.data(), ld_y, dy.data(), ld_dy, dx.data(),
+                                       ld_dx);
+    auto in_place = dy;
+    seedrl::detail::relu_backward_rows(rows, cols, y.data(), ld_y, in_place.data(), ld_dy,
+                                       in_place.data(), ld_dy);
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t j = 0; j < ld_dx; ++j) {
+        INFO("cols " << cols << " row " << r << " col " << j);
+        if (j < cols) {
+          REQUIRE(dx[r * ld_dx + j] == want(r, j));
+          REQUIRE(in_place[r * ld_dy + j] == want(r, j));
+        } else {
+          REQUIRE(dx[r * ld_dx + j] == S(-7));  // the stride's padding is not written
+        }
+      }
+    }
   }
 }
 

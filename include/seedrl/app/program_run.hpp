@@ -54,14 +54,17 @@ int run_program(const program_setup& setup, Recipe& recipe, int argc, char** arg
   finish_run_options(options);
   install_stop_handlers();
   try {
+    const std::string env_name =
+        setup.environment_name.empty() ? setup.name : setup.environment_name;
+    if (options.mode == run_mode::actor)  // actors train nothing: no specs, no defaults
+      return run_actor(options, load_secret(options), setup.batches(options.seed),
+                       env_name + "-actor");
+    const environment_specs specs = setup.specs(options.seed);
     // A recipe with settings by action kind (mlp_recipe: continuous actions) applies them
-    // where the command line left them; actors train nothing and skip it.
-    if constexpr (requires { recipe.use_action_kind_defaults(options, action_spec{}, cli); }) {
-      if (options.mode != run_mode::actor)
-        recipe.use_action_kind_defaults(options, setup.specs(options.seed).actions, cli);
-    }
+    // where the command line left them.
+    if constexpr (requires { recipe.use_action_kind_defaults(options, action_spec{}, cli); })
+      recipe.use_action_kind_defaults(options, specs.actions, cli);
     if (options.mode == run_mode::eval) {
-      const environment_specs specs = setup.specs(options.seed);
       // A recipe that can rebuild its network from a checkpoint's description does so.
       if constexpr (requires { recipe.use_checkpoint_network(std::string()); }) {
         if (const auto held = eval_checkpoint_network(options))
@@ -82,13 +85,7 @@ int run_program(const program_setup& setup, Recipe& recipe, int argc, char** arg
           });
     }
     secret_ptr secret = load_secret(options);
-    const std::string env_name =
-        setup.environment_name.empty() ? setup.name : setup.environment_name;
-    if (options.mode == run_mode::actor)
-      return run_actor(options, std::move(secret), setup.batches(options.seed),
-                       env_name + "-actor");
-    const environment_info env =
-        detail::learner_side_info(setup, setup.specs(options.seed), recipe);
+    const environment_info env = detail::learner_side_info(setup, specs, recipe);
     return with_recipe_agent<GpuTrainer>(
         recipe, options, env.observations, env.actions, [&](const auto& parts, auto gpu) {
           using gpu_trainer = typename decltype(gpu)::type;

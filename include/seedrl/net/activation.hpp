@@ -7,7 +7,9 @@
 
 #include <cmath>
 #include <concepts>
+#include <cstddef>
 
+#include "seedrl/detail/relu_backward_rows.hpp"
 #include "seedrl/net/activation_math.hpp"
 #include "seedrl/net/tensor.hpp"
 
@@ -22,7 +24,10 @@ void relu_forward(matrix_view<S> x) {
 /// Multiplies `grad` (d loss / d output) in place by ReLU's derivative, given the output `y`.
 template <std::floating_point S>
 void relu_backward(const_matrix_view<S> y, matrix_view<S> grad) {
-  grad = (y.array() > S(0)).select(grad, S(0));
+  detail::relu_backward_rows(static_cast<std::size_t>(y.rows()), static_cast<std::size_t>(y.cols()),
+                             y.data(), static_cast<std::size_t>(y.outerStride()), grad.data(),
+                             static_cast<std::size_t>(grad.outerStride()), grad.data(),
+                             static_cast<std::size_t>(grad.outerStride()));
 }
 
 /// tanh in place.

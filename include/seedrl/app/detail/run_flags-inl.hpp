@@ -53,8 +53,11 @@ SEEDRL_APP_API void add_run_flags(CLI::App& cli, run_options& o, mode_set modes)
   cli.add_option("--max-envs", o.max_envs,
                  "environments the learner holds state for (local mode: at least actors x envs)")
       ->check(positive_number);
-  cli.add_option("--unroll-length", o.unroll_length, "steps per unroll")->check(positive_number);
-  cli.add_option("--batch-size", o.batch_size, "unrolls per training step")->check(positive_number);
+  cli.add_option("--unroll-length", o.unroll_length, "steps per unroll (64 for continuous actions)")
+      ->check(positive_number);
+  cli.add_option("--batch-size", o.batch_size,
+                 "unrolls per training step (32 for continuous actions)")
+      ->check(positive_number);
   cli.add_option("--inference-batch", o.inference_batch, "largest inference batch, in envs")
       ->check(positive_number);
   // A positive count, or "auto" (stored as 0); a transform, since a check sees a copy.
@@ -97,11 +100,12 @@ SEEDRL_APP_API void add_run_flags(CLI::App& cli, run_options& o, mode_set modes)
       ->check(positive_number);
   cli.add_flag("--lr-decay", o.lr_decay,
                "decay the learning rate linearly to 0 by --total-frames (counted in optimizer "
-               "steps: frames / (unroll length x batch size), times PPO's epochs x minibatches)");
+               "steps: frames / (unroll length x batch size), times PPO's epochs x minibatches; on "
+               "for continuous actions)");
   cli.add_flag("--normalize-observations", o.normalize_observations,
                "normalize observations on the learner by their running mean and variance, "
                "clipped to +-10 (float observations; the statistics are saved in checkpoints; "
-               "=false turns off a program's default)")
+               "on for continuous actions; =false turns off a program's default)")
       ->each([&o](const std::string&) { o.given.normalize_observations = true; });
   cli.add_flag("--scale-rewards", o.scale_rewards,
                "divide rewards on the learner by the running standard deviation of the "
@@ -110,7 +114,8 @@ SEEDRL_APP_API void add_run_flags(CLI::App& cli, run_options& o, mode_set modes)
       ->each([&o](const std::string&) { o.given.scale_rewards = true; });
   cli.add_option("--entropy-cost", o.entropy_cost, "entropy bonus weight")
       ->check(non_negative_number);
-  cli.add_option("--max-grad-norm", o.max_grad_norm, "clip the gradient's global norm to this")
+  cli.add_option("--max-grad-norm", o.max_grad_norm,
+                 "clip the gradient's global norm to this (0.5 for continuous actions)")
       ->check(positive_number);
   cli.add_option_function<double>(
          "--discount", [&o](double v) { o.discount = v; },
@@ -122,17 +127,19 @@ SEEDRL_APP_API void add_run_flags(CLI::App& cli, run_options& o, mode_set modes)
            o.action_bounds = v == "clip" ? bounds_handling::clip : bounds_handling::squash;
            o.given.action_bounds = true;
          },
-         std::string("continuous actions: squash (tanh into the bounds) or clip (default ") +
-             (o.action_bounds == bounds_handling::clip ? "clip" : "squash") + ")")
+         "continuous actions: clip the Gaussian's samples into the bounds (the default, set "
+         "once the action spec is known) or squash them with tanh")
       ->check(CLI::IsMember({"squash", "clip"}));
   cli.add_option("--algo", o.algorithm,
                  "learning algorithm: impala (V-trace actor-critic) or ppo (clipped surrogate, "
                  "--ppo-* flags)")
       ->check(CLI::IsMember({"impala", "ppo"}));
-  cli.add_option("--ppo-epochs", o.ppo.epochs, "PPO: passes over each training batch")
+  cli.add_option("--ppo-epochs", o.ppo.epochs,
+                 "PPO: passes over each training batch (10 for continuous actions)")
       ->check(positive_number);
   cli.add_option("--ppo-minibatches", o.ppo.minibatches,
-                 "PPO: minibatches of whole unrolls per pass (must divide --batch-size)")
+                 "PPO: minibatches of whole unrolls per pass (must divide --batch-size; continuous "
+                 "actions: --batch-size, one unroll each)")
       ->check(positive_number);
   cli.add_option("--ppo-clip", o.ppo.clip_epsilon, "PPO: probability ratio clip epsilon")
       ->check(CLI::Range(0.0, 1.0).description("in (0, 1)"));
@@ -151,8 +158,10 @@ SEEDRL_APP_API void add_run_flags(CLI::App& cli, run_options& o, mode_set modes)
       ->check(CLI::IsMember({"gae", "vtrace"}));
   cli.add_option("--ppo-lambda", o.ppo.lambda, "PPO: GAE (or V-trace) lambda")
       ->check(CLI::Range(0.0, 1.0));
-  cli.add_flag("--ppo-normalize-advantages", o.ppo.normalize_advantages,
-               "PPO: standardise each minibatch's advantages (=false: use them as they are)");
+  cli.add_flag(
+      "--ppo-normalize-advantages", o.ppo.normalize_advantages,
+      "PPO: standardise each minibatch's advantages (on for continuous actions; =false: use "
+      "them as they are)");
   cli.add_option("--total-frames", o.total_frames, "stop after this many env frames")
       ->check(positive_number);
   cli.add_option_function<double>(

@@ -15,6 +15,7 @@
 #include "seedrl/backend/detail/dense_kernels.hpp"
 #include "seedrl/backend/detail/host_primitives.hpp"
 #include "seedrl/detail/eigen_core.hpp"
+#include "seedrl/detail/relu_backward_rows.hpp"
 #include "seedrl/net/activation_math.hpp"
 
 namespace seedrl::detail {
@@ -71,7 +72,7 @@ class host_dense_primitives : public host_primitives {
       const cmap<S> y(k.y, r, c, Eigen::OuterStride<>(static_cast<Eigen::Index>(k.ld_y)));
       map<S> dx(k.dx, r, c, Eigen::OuterStride<>(static_cast<Eigen::Index>(k.width)));
       if constexpr (std::is_same_v<Act, relu_activation>)
-        dx = (y.array() > S(0)).select(dy.array(), S(0)).matrix();
+        relu_backward_rows(rows, cols, k.y, k.ld_y, k.dy, k.ld_dy, k.dx, k.width);
       else if constexpr (std::is_same_v<Act, tanh_activation>)
         dx = (dy.array() * (S(1) - y.array().square())).matrix();
       else
