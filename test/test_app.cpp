@@ -492,6 +492,7 @@ TEST_CASE("a continuous action space changes the vector defaults where the comma
   REQUIRE(shape.log_std_init);
   CHECK(*shape.log_std_init == -0.5);
   CHECK(shape.lstm_size == 0);
+  CHECK(shape.hidden_sizes == std::vector<std::ptrdiff_t>{128, 128});
 
   // Every flag given keeps its value; --ppo-minibatches follows a given batch size.
   run_options g;
@@ -531,6 +532,15 @@ TEST_CASE("a continuous action space changes the vector defaults where the comma
     CHECK(go.ppo.epochs == 10);
     CHECK(go.max_grad_norm == 2.0);
     CHECK(gym.vector.shape(go, obs, box).separate_value_network);
+    CHECK(gym.vector.shape(go, obs, box).hidden_sizes == std::vector<std::ptrdiff_t>{128, 128});
+    // A given --hidden-sizes keeps its widths.
+    run_options gw;
+    seedrl::app::gym_recipe given_widths;
+    REQUIRE_FALSE(parse_with(
+        given_widths, gw, {"local", "--hidden-sizes", "32,16"},
+        [&](const CLI::App& cli) { given_widths.use_kind_defaults(gw, obs, box, cli); }));
+    CHECK(given_widths.vector.shape(gw, obs, box).hidden_sizes ==
+          std::vector<std::ptrdiff_t>{32, 16});
   }
   // Discrete actions keep the vector set as constructed.
   run_options d;
@@ -544,6 +554,8 @@ TEST_CASE("a continuous action space changes the vector defaults where the comma
   CHECK(d.max_grad_norm == 40.0);
   CHECK(rd.learning_rate == 1e-3);
   CHECK_FALSE(rd.shape(d, obs, seedrl::action_spec::discrete(2)).separate_value_network);
+  CHECK(rd.shape(d, obs, seedrl::action_spec::discrete(2)).hidden_sizes ==
+        std::vector<std::ptrdiff_t>{64, 64});
 }
 
 TEST_CASE("pixel_recipe builds the network its flags name, sized by the frames", "[app]") {

@@ -81,8 +81,9 @@ struct basic_gym_recipe {
   double image_learning_rate = 4.8e-4;
 
   void add_flags(CLI::App& cli) {
-    cli.add_option("--hidden-sizes", vector.network.hidden_sizes,
-                   "vector observations: MLP widths (ReLU after each)")
+    cli.add_option(
+           "--hidden-sizes", vector.network.hidden_sizes,
+           "vector observations: MLP widths (ReLU after each; 128,128 for continuous actions)")
         ->delimiter(',')
         ->check(positive_number);
     cli.add_flag("--lstm", vector.lstm, "vector observations: add an LSTM core (64) to the MLP");

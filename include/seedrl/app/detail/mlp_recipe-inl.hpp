@@ -56,6 +56,8 @@ SEEDRL_APP_API void mlp_recipe::use_action_kind_defaults(run_options& o, const a
   use_continuous_action_defaults(o, cli);
   const auto left = [&cli](const char* flag) { return !detail::flag_given(cli, flag); };
   learning_rate = continuous_learning_rate;  // --learning-rate, when given, still wins in make()
+  if (left("--hidden-sizes"))                // seedrl_gym's flag; the C++ programs set the field
+    network.hidden_sizes = continuous_hidden_sizes;
   if (left("--orthogonal-init"))
     orthogonal_init = true;
   if (left("--log-std-init") && left("--state-dependent-log-std"))
