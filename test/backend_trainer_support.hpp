@@ -31,9 +31,12 @@ struct random_batch {
   std::vector<S> obs, rewards, behaviour, start;
   std::vector<std::uint8_t> dones, truncated;
   std::vector<std::int32_t> prev_actions, actions;
+  std::size_t D = 0;                     ///< continuous actions: elements per action
+  std::vector<S> prev_env_actions, raw;  ///< continuous actions: [(T+1)*B*D] each
 
   seedrl::training_batch<S> view() const {
-    return {T, B, A, obs, rewards, dones, truncated, prev_actions, actions, behaviour, start};
+    return {T,       B,         A,     obs, rewards,          dones, truncated, prev_actions,
+            actions, behaviour, start, D,   prev_env_actions, raw};
   }
 };
 

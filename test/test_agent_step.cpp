@@ -34,7 +34,7 @@ constexpr std::size_t max_envs = 11, max_batch = 6;
 template <class Net, class Step>
 void compare(Net& net, Step& step, double obs_lo, double obs_hi, std::uint64_t seed, int batches) {
   using S = double;
-  const std::size_t A = step.num_actions();
+  const std::size_t A = step.num_actions(), D = step.continuous_action_size();
   const std::size_t W = step.state_size(), obs = step.observation_size();
   REQUIRE(W == static_cast<std::size_t>(net.state_size()));
   REQUIRE(obs == static_cast<std::size_t>(net.observation_size()));
@@ -63,8 +63,11 @@ void compare(Net& net, Step& step, double obs_lo, double obs_hi, std::uint64_t s
     std::vector<S> o(B * obs), rewards(B);
     std::vector<std::uint8_t> resets(B);
     std::vector<std::int32_t> prev(B);
+    std::vector<S> prev_continuous(B * D);
     for (auto& x : o)
       x = rng.uniform(obs_lo, obs_hi);
+    for (auto& x : prev_continuous)
+      x = rng.uniform(-1.5, 1.5);
     for (std::size_t r = 0; r < B; ++r) {
       rewards[r] = rng.uniform(-2.0, 2.0);
       resets[r] = k == 0 || rng.uniform() < 0.2 ? 1 : 0;
@@ -77,13 +80,14 @@ void compare(Net& net, Step& step, double obs_lo, double obs_hi, std::uint64_t s
     op.rewards = rewards.data();
     op.resets = resets.data();
     op.prev_actions = prev.data();
+    op.prev_continuous_actions = D > 0 ? prev_continuous.data() : nullptr;
     op.params = params.data();
     op.table = table.data();
     op.before = before.data();
     op.logits = logits.data();
     op.values = values.data();
     step.step(op);
-    engine.infer(slots, {o, rewards, resets, prev},
+    engine.infer(slots, {o, rewards, resets, prev, prev_continuous},
                  {std::span(want_logits).first(B * A), std::span(want_values).first(B)});
     for (std::size_t i = 0; i < B * A; ++i)
       CHECK(logits[i] == Approx(want_logits[i]).margin(1e-9));
@@ -103,7 +107,8 @@ void compare(Net& net, Step& step, double obs_lo, double obs_hi, std::uint64_t s
     std::vector<S> o(n * obs, S(1)), rw(n, S(0));
     std::vector<std::uint8_t> no_reset(n, 0);
     std::vector<std::int32_t> pv(n, 0);
-    engine.infer(std::span(every).subspan(s, n), {o, rw, no_reset, pv},
+    std::vector<S> pc(n * D, S(0));
+    engine.infer(std::span(every).subspan(s, n), {o, rw, no_reset, pv, pc},
                  {std::span(zeros_out).first(n * A), std::span(zero_values).first(n)});
     for (std::size_t r = 0; r < n; ++r) {
       const auto want = engine.state_before(r);
@@ -125,6 +130,37 @@ seedrl::mlp_lstm_agent_config mlp_config(std::ptrdiff_t lstm, std::ptrdiff_t lay
 }
 
 }  // namespace
+
+TEST_CASE("backend_agent_step matches the CPU engine: Gaussian heads, separate networks",
+          "[agent_step]") {
+  // Continuous actions (D = 2) with a state-independent log-std behind an LSTM, and a
+  // state-dependent one on separate policy and value networks; a discrete policy on separate
+  // networks; D = 3 without reward/action inputs.
+  using torso = seedrl::backend_mlp_torso<seedrl::host_backend, double>;
+  struct shape {
+    std::int32_t D;
+    bool independent, separate, inputs;
+    std::ptrdiff_t lstm;
+  };
+  for (const shape& k : {shape{2, true, false, true, 6}, shape{2, false, true, true, 0},
+                         shape{0, false, true, true, 0}, shape{3, true, true, false, 0}}) {
+    CAPTURE(k.D, k.independent, k.separate, k.inputs, k.lstm);
+    auto c = mlp_config(k.lstm, 1);
+    if (k.D > 0) {
+      c.continuous_action_size = k.D;
+      c.num_actions = 2 * k.D;
+      if (k.independent)
+        c.log_std_init = -0.3;
+    }
+    c.separate_value_network = k.separate;
+    c.reward_and_action_inputs = k.inputs;
+    seedrl::mlp_lstm_agent<double> net(c);
+    seedrl::host_backend backend;
+    seedrl::backend_agent_step<seedrl::host_backend, double, torso> step(backend, c);
+    REQUIRE(step.continuous_action_size() == static_cast<std::size_t>(k.D));
+    compare(net, step, -1.0, 1.0, 21 + static_cast<std::uint64_t>(k.D), 6);
+  }
+}
 
 TEST_CASE("backend_agent_step matches the CPU engine: MLP with 0, 1 and 2 LSTM layers",
           "[agent_step]") {

@@ -709,3 +709,150 @@ TEST_CASE("backend trainer runs PPO's update schedule as host_trainer does", "[b
   CHECK_THROWS_AS(trainer.train_step(batch.view(), seedrl::ppo_loss<S>(three), 0.5),
                   std::invalid_argument);
 }
+
+namespace {
+
+/// make_batch's batch with continuous actions of D elements: the previous actions the envs got
+/// and the pre-squash samples, each uniform in [-1.5, 1.5].
+template <class S>
+random_batch<S> make_continuous_batch(const seedrl::mlp_lstm_agent_config& c,
+                                      std::size_t state_size, std::size_t T, std::size_t B,
+                                      seedrl::random_generator& rng) {
+  random_batch<S> d = make_batch<S>(c, state_size, T, B, rng);
+  d.D = static_cast<std::size_t>(c.continuous_action_size);
+  const std::size_t n = (T + 1) * B * d.D;
+  append_uniform(d.prev_env_actions, n, -1.5, 1.5, rng);
+  append_uniform(d.raw, n, -1.5, 1.5, rng);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("backend trainer trains Gaussian heads and separate networks as host_trainer does",
+          "[backend_trainer]") {
+  // The heads of continuous control and of SB3's layout on the backend: a diagonal Gaussian
+  // with a state-independent log-std (its clamped vector) or a state-dependent one, tanh
+  // squashing, separate policy and value networks, the previous continuous action fed to the
+  // core; IMPALA and PPO's schedule over spec_distribution, and a discrete policy on separate
+  // networks. Each against host_trainer + mlp_lstm_agent for three steps.
+  using S = double;
+  struct shape {
+    std::int32_t D;
+    bool independent, separate, inputs, squash, ppo;
+    std::ptrdiff_t lstm;
+  };
+  for (const shape& k :
+       {shape{2, true, true, true, false, true, 0}, shape{2, false, false, true, true, false, 6},
+        shape{3, true, false, false, false, false, 5}, shape{2, true, true, true, true, false, 0},
+        shape{0, false, true, true, false, true, 0},
+        shape{1, false, true, false, false, true, 0}}) {
+    CAPTURE(k.D, k.independent, k.separate, k.inputs, k.squash, k.ppo, k.lstm);
+    auto c = small_config();
+    c.lstm_size = k.lstm;
+    c.separate_value_network = k.separate;
+    c.reward_and_action_inputs = k.inputs;
+    if (k.D > 0) {
+      c.continuous_action_size = k.D;
+      c.num_actions = 2 * k.D;
+      if (k.independent)
+        c.log_std_init = -0.4;
+    }
+    seedrl::mlp_lstm_agent<S> net(c);
+    seedrl::adam<S> opt(adam_lr(3e-3));
+    seedrl::host_backend backend;
+    trainer_t<S> trainer(backend, c);
+    REQUIRE(trainer.num_parameters() == net.parameters().size());
+    trainer.set_parameters(net.parameters());
+    trainer.set_optimizer(adam_lr(3e-3), 0);
+    trainer.seed_schedule(7);
+    seedrl::host_trainer reference(7);
+    seedrl::spec_distribution<S> dist;
+    dist.gaussian.squash = k.squash;
+    for (std::int32_t i = 0; k.squash && i < k.D; ++i) {
+      dist.gaussian.low.push_back(S(-1) - S(i));
+      dist.gaussian.high.push_back(S(2) + S(i));
+    }
+    using choice = seedrl::loss_choice<S, seedrl::spec_distribution<S>>;
+    seedrl::ppo_loss_config<S> ppo_config;
+    ppo_config.epochs = 2;
+    ppo_config.minibatches = 2;
+    ppo_config.value_clip = 0.2;
+    ppo_config.normalize_advantages = true;
+    ppo_config.entropy_cost = 0.01;
+    const choice loss = k.ppo ? choice(choice::ppo_type(ppo_config, dist))
+                              : choice(choice::impala_type(loss_config(), dist));
+    seedrl::random_generator rng(9);
+    const std::vector<S> initial(net.parameters().begin(), net.parameters().end());
+    for (int step = 0; step < 3; ++step) {
+      CAPTURE(step);
+      const auto batch = make_continuous_batch<S>(c, trainer.state_size(), 4, 4, rng);
+      const auto want = reference.train_step(batch.view(), net, opt, loss, 0.5);
+      const auto got = trainer.train_step(batch.view(), loss, 0.5);
+      REQUIRE(want.applied);
+      CHECK(got.applied);
+      CHECK(relative(got.terms.total, want.terms.total) < 1e-9);
+      CHECK(relative(got.terms.entropy, want.terms.entropy) < 1e-9);
+      CHECK(relative(got.grad_norm, want.grad_norm) < 1e-9);
+      CHECK(max_difference<S>(parameters_of(trainer), net.parameters()) < 1e-9);
+    }
+    double moved = 0.0;  // the steps trained every block, the log-std vector included
+    for (std::size_t i = 0; i < initial.size(); ++i)
+      moved = std::max(moved, std::abs(net.parameters()[i] - initial[i]));
+    CHECK(moved > 1e-4);
+    if (k.independent) {  // the log-std vector: the D parameters before the value head's
+      const std::size_t D = static_cast<std::size_t>(k.D), h = 8;  // small_config's width
+      const std::size_t core_in = h * (k.separate ? 2 : 1) + (k.inputs ? 1 + D : 0);
+      const std::size_t value_in = k.separate ? h : (k.lstm > 0 ? std::size_t(k.lstm) : core_in);
+      const std::size_t end = initial.size() - (value_in + 1);
+      for (std::size_t i = end - D; i < end; ++i) {
+        CAPTURE(i);
+        CHECK(std::abs(net.parameters()[i] - initial[i]) > 1e-4);
+        CHECK(initial[i] == S(-0.4));
+      }
+    }
+  }
+}
+
+TEST_CASE("backend trainer refuses a loss or batch of the other action kind", "[backend_trainer]") {
+  using S = double;
+  auto c = small_config();
+  c.continuous_action_size = 2;
+  c.num_actions = 4;
+  c.log_std_init = 0.0;
+  seedrl::host_backend backend;
+  trainer_t<S> trainer(backend, c);
+  const seedrl::mlp_lstm_agent<S> net(c);
+  trainer.set_parameters(net.parameters());
+  trainer.set_optimizer(adam_lr(1e-3), 0);
+  seedrl::random_generator rng(3);
+  auto batch = make_continuous_batch<S>(c, trainer.state_size(), 3, 2, rng);
+  const seedrl::impala_loss<S, seedrl::spec_distribution<S>> gaussian(loss_config());
+  // A categorical loss cannot read Gaussian rows.
+  CHECK_THROWS_AS(trainer.train_step(batch.view(), loss_config(), 1.0), std::invalid_argument);
+  // A discrete batch, a missing sample, a missing previous action, squashing without bounds.
+  auto discrete = batch;
+  discrete.D = 0;
+  discrete.raw.clear();
+  discrete.prev_env_actions.clear();
+  CHECK_THROWS_AS(trainer.train_step(discrete.view(), gaussian, 1.0), std::invalid_argument);
+  auto no_raw = batch;
+  no_raw.raw.pop_back();
+  CHECK_THROWS_AS(trainer.train_step(no_raw.view(), gaussian, 1.0), std::invalid_argument);
+  auto no_prev = batch;
+  no_prev.prev_env_actions.clear();
+  CHECK_THROWS_AS(trainer.train_step(no_prev.view(), gaussian, 1.0), std::invalid_argument);
+  seedrl::spec_distribution<S> squash;
+  squash.gaussian.squash = true;
+  const seedrl::impala_loss<S, seedrl::spec_distribution<S>> unbounded(loss_config(), squash);
+  CHECK_THROWS_AS(trainer.train_step(batch.view(), unbounded, 1.0), std::invalid_argument);
+  // Nothing moved; the right batch then trains.
+  CHECK(parameters_of(trainer) == std::vector<S>(net.parameters().begin(), net.parameters().end()));
+  CHECK(trainer.train_step(batch.view(), gaussian, 1.0).applied);
+  // Shapes the layout refuses: Gaussian outputs that are not 2D, separate networks with an LSTM.
+  auto odd = c;
+  odd.num_actions = 3;
+  CHECK_THROWS_AS(trainer_t<S>(backend, odd), std::invalid_argument);
+  auto lstm_separate = small_config();
+  lstm_separate.separate_value_network = true;
+  CHECK_THROWS_AS(trainer_t<S>(backend, lstm_separate), std::invalid_argument);
+}

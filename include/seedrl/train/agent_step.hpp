@@ -13,10 +13,11 @@
 ///   gather:  before [B, W] = table[slots] (the state each row starts from, before resets; the
 ///            unroll builder's state_before);
 ///   torso:   one step (steps = 1) with `before` as the start state and the resets as dones,
-///            into the core input, then the reward and one-hot previous-action columns (zero
-///            at a reset row);
+///            into the core input, then the reward and previous-action columns (a one-hot, or
+///            a continuous action's values; zero at a reset row);
 ///   LSTM l:  (h, c) of `before` (zero at a reset row), one step by `LstmStep` into [B, 2H];
-///   heads:   logits [B, A] and values [B];
+///   heads:   policy outputs [B, A] (logits, or a Gaussian's means then log-stds; the CPU
+///            heads' detail::policy_layer) and values [B];
 ///   state:   the torso's next state (frame history, Torso::next_state) and each layer's (h, c)
 ///            into next [B, W], scattered back to table[slots].
 /// `LstmStep` runs one LSTM layer's step (`void operator()(Backend&, const
@@ -35,6 +36,7 @@
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/net/activation_math.hpp"
 #include "seedrl/net/detail/dense_stack.hpp"
+#include "seedrl/net/detail/policy_layer.hpp"
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_torso.hpp"
 #include "seedrl/train/detail/agent_layout.hpp"
@@ -97,11 +99,14 @@ struct agent_step_operands {
   const S* rewards = nullptr;                  ///< [B]
   const std::uint8_t* resets = nullptr;        ///< [B] nonzero: the row starts from zeros
   const std::int32_t* prev_actions = nullptr;  ///< [B] (read when the core takes them)
-  const S* params = nullptr;                   ///< [num_parameters()]
-  S* table = nullptr;                          ///< [slots, state_size()], updated in place
-  S* before = nullptr;                         ///< [B, state_size()] out: gathered rows
-  S* logits = nullptr;                         ///< [B, A] out
-  S* values = nullptr;                         ///< [B] out
+  /// [B, D] continuous actions: the action each env got before this step (read instead of
+  /// prev_actions when the core takes them)
+  const S* prev_continuous_actions = nullptr;
+  const S* params = nullptr;  ///< [num_parameters()]
+  S* table = nullptr;         ///< [slots, state_size()], updated in place
+  S* before = nullptr;        ///< [B, state_size()] out: gathered rows
+  S* logits = nullptr;        ///< [B, A] out: the policy outputs
+  S* values = nullptr;        ///< [B] out
 };
 
 /// One inference step of the agent `Torso` + core + heads over a state table; see the file
@@ -128,19 +133,15 @@ class backend_agent_step {
   backend_agent_step(Backend& backend, Torso torso, const backend_core_config& core,
                      LstmStep lstm = {})
       : backend_(backend), torso_(std::move(torso)), core_(core), lstm_(std::move(lstm)) {
-    if (core_.num_actions <= 0 || core_.lstm_size < 0 || core_.lstm_layers < 0)
-      throw std::invalid_argument(std::string(who_) +
-                                  ": num_actions must be positive, lstm_size and lstm_layers "
-                                  "non-negative");
     if (torso_.output_size() == 0)
       throw std::invalid_argument(std::string(who_) + ": the torso has no output");
     if (!has_next_state && torso_.state_size() > 0)
       throw std::invalid_argument(std::string(who_) +
                                   ": the torso keeps a state but has no next_state");
-    layout_ = detail::agent_layout(torso_.num_parameters(), torso_.output_size(), core_);
+    layout_ = detail::agent_layout(torso_.num_parameters(), torso_.output_size(), core_, who_);
     state_size_ = torso_.state_size() + 2 * layout_.L * layout_.H;
-    policy_head_ = head_type(layout_.core_out_width, {layout_.A}, who_);
-    value_head_ = head_type(layout_.core_out_width, {1}, who_);
+    policy_head_ = policy_type(layout_.policy_in, layout_.A, layout_.log_std, who_);
+    value_head_ = value_type(layout_.value_in, {1}, who_);
   }
 
   /// The agent a recipe (its config types) describes, as backend_agent_trainer's constructor.
@@ -158,7 +159,10 @@ class backend_agent_step {
   ~backend_agent_step() = default;
 
   std::size_t num_parameters() const noexcept { return layout_.num_parameters; }
+  /// The policy's outputs per row (2D for D continuous action elements).
   std::size_t num_actions() const noexcept { return layout_.A; }
+  /// D of a continuous action, 0 for discrete actions.
+  std::size_t continuous_action_size() const noexcept { return layout_.D; }
   /// Elements of one row's observation (one frame where the torso stacks frames).
   std::size_t observation_size() const noexcept { return torso_.observation_size(); }
   /// A state table row: the torso's state, then (h, c) per LSTM layer (the CPU network's).
@@ -195,7 +199,8 @@ class backend_agent_step {
   }
 
   /// One step; see the file comment. Asynchronous where the backend is. Throws
-  /// std::invalid_argument when B exceeds what reserve() sized.
+  /// std::invalid_argument when B exceeds what reserve() sized, or when a continuous-action
+  /// network that takes the previous action gets no prev_continuous_actions.
   void step(const agent_step_operands<S>& op) {
     const std::size_t B = op.B, W = state_size_, H = layout_.H;
     if (B == 0)
@@ -203,6 +208,10 @@ class backend_agent_step {
     if (B > reserved_)
       throw std::invalid_argument(std::string(who_) + "::step: " + std::to_string(B) +
                                   " rows, reserved for " + std::to_string(reserved_));
+    if (layout_.D > 0 && core_.reward_and_action_inputs && op.prev_continuous_actions == nullptr)
+      throw std::invalid_argument(std::string(who_) +
+                                  "::step: this network takes the previous continuous action; "
+                                  "prev_continuous_actions is null");
     Backend& be = *backend_;
     const S* p = op.params;
     if (W > 0)
@@ -224,10 +233,11 @@ class backend_agent_step {
     torso_.forward(tb, p, core_in_.data(), ci);
     if (core_.reward_and_action_inputs) {
       const bool clip = core_.max_abs_input_reward.has_value();
-      be.for_each(B * (1 + layout_.A),
+      be.for_each(B * (1 + layout_.action_inputs),
                   detail::reward_action_inputs_kernel<S>{
-                      core_in_.data(), ci, layout_.features, layout_.A, op.rewards, op.resets,
-                      op.prev_actions, clip, clip ? *core_.max_abs_input_reward : 0.0});
+                      core_in_.data(), ci, layout_.features, layout_.action_inputs, op.rewards,
+                      op.resets, op.prev_actions, clip, clip ? *core_.max_abs_input_reward : 0.0,
+                      layout_.D > 0 ? op.prev_continuous_actions : nullptr});
     }
     const S* x = core_in_.data();
     std::size_t ldx = ci;
@@ -260,10 +270,11 @@ class backend_agent_step {
       x = c.hc.data();
       ldx = 2 * H;
     }
-    // Heads, from the last layer's h (or the core input without an LSTM).
-    // One linear layer each, the CPU heads' code.
-    policy_head_.forward(be, heads_ws_, p + layout_.policy_w, x, ldx, B, op.logits, layout_.A);
-    value_head_.forward(be, heads_ws_, p + layout_.value_w, x, ldx, B, op.values, 1);
+    // Heads, from the last layer's h (or the core input without an LSTM; each head its own
+    // columns when the networks are separate): the CPU heads' code.
+    policy_head_.forward(be, policy_ws_, p + layout_.policy_w, x + layout_.policy_col, ldx, B,
+                         op.logits, layout_.A);
+    value_head_.forward(be, value_ws_, p + layout_.value_w, x, ldx, B, op.values, 1);
     if (W == 0)
       return;
     if constexpr (has_next_state)
@@ -284,9 +295,13 @@ class backend_agent_step {
   backend_core_config core_;
   LstmStep lstm_;
   detail::agent_layout layout_;
-  using head_type = detail::dense_stack<S, identity_activation>;
-  head_type policy_head_, value_head_;
-  typename head_type::template workspace<Backend> heads_ws_;  ///< forward only: nothing kept
+  using policy_type = detail::policy_layer<S>;
+  using value_type = detail::dense_stack<S, identity_activation>;
+  policy_type policy_head_;
+  value_type value_head_;
+  // Forward only: nothing kept.
+  typename policy_type::template workspace<Backend> policy_ws_;
+  typename value_type::template workspace<Backend> value_ws_;
   std::size_t state_size_ = 0, reserved_ = 0;
   buffer<S> core_in_, gates_, next_;
   buffer<S> widened_;  ///< [B, observation_size()] the uint8 frames as S

@@ -2,7 +2,9 @@
 /// \file
 /// `backend_agent_trainer<Backend, S, Torso>`: the one training step of every agent built from
 /// a torso part (seedrl/train/backend_torso.hpp), a core (an n-layer LSTM or none, optionally
-/// fed the clipped reward and the one-hot previous action) and policy and value heads: forward
+/// fed the clipped reward and the previous action: a one-hot, or a continuous action's values)
+/// and policy and value heads (categorical or diagonal Gaussian, one network or separate
+/// policy and value networks; backend_core_config): forward
 /// over the unrolls, SEED's IMPALA loss or PPO's update (its epochs x minibatches by
 /// runtime/minibatch_schedule.hpp, as host_trainer runs them; both losses' `compute`),
 /// back-propagation through time, global-norm clipping, Adam or RMSProp, written once against
@@ -15,9 +17,10 @@
 /// `backend_mlp_lstm_trainer` (the MLP torso) and `backend_pixel_lstm_trainer` (frame stacks,
 /// Nature CNN or IMPALA ResNet, dense layer) are this class with the library's torsos.
 ///
-/// The arithmetic is the CPU agents': the same parameter layout (the torso's parameters, then
-/// per LSTM layer W [4H, I + H] and b [4H], policy W [A, C] and b [A], value W [1, C] and b
-/// [1]), the same per-element functions (detail::lstm_unit, detail::lstm_unit_grad,
+/// The arithmetic is the CPU agents': the same parameter layout (detail::agent_layout: the
+/// torso's parameters, then per LSTM layer W [4H, I + H] and b [4H], the policy head's, the
+/// value head's), the same heads (detail::policy_layer, a one-layer dense_stack), the same
+/// per-element functions (detail::lstm_unit, detail::lstm_unit_grad,
 /// detail::adam_update, ...), the same reset semantics (an environment's state is zeroed before
 /// a step marked done and no gradient crosses it) and the same clipping rule as
 /// `clip_by_global_norm`. Only the order of some sums differs (GEMMs are split into input and
@@ -29,7 +32,9 @@
 ///            episode start reads reward 0 and no action, as in actor_critic_agent);
 ///   LSTM l:  G = X W_ih^T for all rows at once, then per step t: G_t += h_prev_t W_hh^T and a
 ///            pointwise pass (gates, c, tanh c, h, and step t+1's incoming state);
-///   heads:   logits = Y W_p^T + b_p, values = Y W_v^T + b_v;
+///   heads:   policy outputs = Y W_p^T + b_p (then the log-std columns of a state-independent
+///            Gaussian), values = Y W_v^T + b_v (each head its own columns of Y when the
+///            networks are separate);
 ///   backward mirrors it: per step only the pointwise pass and dh_prev = dz_t W_hh; the input
 ///            gradient dX = dZ W_ih and the weight gradients dZ^T [X | H_prev] are one GEMM each
 ///            per layer after the loop; then the torso's backward from dX's feature columns.
@@ -50,6 +55,7 @@
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/impala_loss_config.hpp"
 #include "seedrl/algo/loss_choice.hpp"
+#include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/core/config.hpp"
@@ -57,6 +63,7 @@
 #include "seedrl/detail/impala_math.hpp"
 #include "seedrl/net/activation_math.hpp"
 #include "seedrl/net/detail/dense_stack.hpp"
+#include "seedrl/net/detail/policy_layer.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/minibatch_schedule.hpp"
@@ -91,19 +98,18 @@ class backend_agent_trainer {
   using torso_type = Torso;      ///< the part before the core
 
   /// The agent `torso` + `core`; throws std::invalid_argument on a core that cannot work (no
-  /// actions, negative sizes) and allocates the parameter and gradient arrays. `torso` must
-  /// use `backend`.
+  /// actions, negative sizes, Gaussian outputs that are not 2D, separate networks with an
+  /// LSTM) and allocates the parameter and gradient arrays. `torso` must use `backend`.
   backend_agent_trainer(Backend& backend, Torso torso, const backend_core_config& core)
       : backend_(backend), torso_(std::move(torso)), core_(core), opt_(backend, who_, 0) {
-    if (core_.num_actions <= 0 || core_.lstm_size < 0 || core_.lstm_layers < 0) {
-      throw std::invalid_argument(std::string(who_) +
-                                  ": num_actions must be positive, lstm_size and lstm_layers "
-                                  "non-negative");
-    }
     if (torso_.output_size() == 0)
       throw std::invalid_argument(std::string(who_) + ": the torso has no output");
-    const detail::agent_layout layout(torso_.num_parameters(), torso_.output_size(), core_);
+    const detail::agent_layout layout(torso_.num_parameters(), torso_.output_size(), core_, who_);
     A_ = layout.A;
+    D_ = layout.D;
+    action_inputs_ = layout.action_inputs;
+    value_in_ = layout.value_in;
+    policy_col_ = layout.policy_col;
     H_ = layout.H;
     L_ = layout.L;
     features_ = layout.features;
@@ -115,9 +121,9 @@ class backend_agent_trainer {
     value_w_ = layout.value_w;
     num_parameters_ = layout.num_parameters;
     check_fits_int("a layer width", core_in_width_ + H_ + 4 * H_ + A_);
-    // The heads: one linear layer each (W then b from policy_w / value_w), the CPU heads' code.
-    policy_head_ = head_type(core_out_width_, {A_}, who_);
-    value_head_ = head_type(core_out_width_, {1}, who_);
+    // The heads, the CPU heads' code: the policy layer and one linear value layer.
+    policy_head_ = policy_type(layout.policy_in, A_, layout.log_std, who_);
+    value_head_ = value_type(value_in_, {1}, who_);
     opt_ = backend_optimizer<Backend, S>(backend, who_, num_parameters_);
     params_ = backend_->template allocate<S>(num_parameters_);
     grads_ = backend_->template allocate<S>(num_parameters_);
@@ -219,7 +225,7 @@ class backend_agent_trainer {
   /// The learning rate the next step will use; throws std::logic_error before set_optimizer.
   double learning_rate() const { return opt_.learning_rate(); }
 
-  /// The forward pass alone over `batch` (checked as by train_step): copies the logits
+  /// The forward pass alone over `batch` (checked as by train_step): copies the policy outputs
   /// [(T+1)*B*A] and values [(T+1)*B] into `logits` and `values` (std::invalid_argument on
   /// other sizes). Changes no parameter and no gradient.
   void evaluate(const training_batch<S>& batch, std::span<S> logits, std::span<S> values) {
@@ -237,30 +243,41 @@ class backend_agent_trainer {
   /// set_optimizer, std::invalid_argument (before any work) when max_grad_norm is not > 0, when
   /// the batch's sizes do not fit the network, or on an action or previous action outside
   /// [0, A). A gradient with a non-finite norm skips the update (`applied` false, `skipped`
-  /// says why, grad_norm 0 as host_trainer reports it) and changes no parameter.
+  /// says why, grad_norm 0 as host_trainer reports it) and changes no parameter. The config
+  /// overload trains a categorical policy; the loss overload any policy distribution the
+  /// network's head has (spec_distribution<S> for either kind).
   train_step_result train_step(const training_batch<S>& batch, const impala_loss_config<S>& loss,
                                double max_grad_norm) {
+    return train_step(batch, seedrl::impala_loss<S>(loss), max_grad_norm);
+  }
+
+  template <class Dist>
+  train_step_result train_step(const training_batch<S>& batch,
+                               const seedrl::impala_loss<S, Dist>& loss, double max_grad_norm) {
     opt_.require("train_step");
     check_max_grad_norm(max_grad_norm);
     check_batch(batch, "train_step");
+    check_distribution(loss.distribution(), batch);
     return gradient_step(batch, max_grad_norm, [&](Backend& be) {
       impala_loss_operands<S> op;
       fill_operands(op, batch);
-      return seedrl::impala_loss<S>(loss).compute(be, op, loss_workspace_);
+      return loss.compute(be, op, loss_workspace_);
     });
   }
 
-  /// PPO's update on `batch` (seedrl/algo/ppo_loss.hpp, categorical policies): the loss's
+  /// PPO's update on `batch` (seedrl/algo/ppo_loss.hpp, any policy distribution): the loss's
   /// epochs x minibatches gradient steps by `run_update_schedule`, the minibatches drawn from
   /// this trainer's generator (`seed_schedule`) as host_trainer draws them, and first one
   /// forward pass over the whole batch for the proximal outputs (`evaluate`). Each step runs
   /// `ppo_loss::compute` on the backend. Checks and skipped steps as the IMPALA train_step;
   /// the result is the steps' mean, applied only if every step was.
-  train_step_result train_step(const training_batch<S>& batch, const ppo_loss<S>& loss,
+  template <class Dist>
+  train_step_result train_step(const training_batch<S>& batch, const ppo_loss<S, Dist>& loss,
                                double max_grad_norm) {
     opt_.require("train_step");
     check_max_grad_norm(max_grad_norm);
     check_batch(batch, "train_step");
+    check_distribution(loss.distribution(), batch);
     const update_schedule plan = loss.schedule();
     if (plan == update_schedule{})  // one step: the proximal outputs are the step's own
       return ppo_step(batch, loss, proximal_outputs<S>{}, max_grad_norm);
@@ -275,13 +292,14 @@ class backend_agent_trainer {
                                });
   }
 
-  /// The loss a learner chose at run time (seedrl/algo/loss_choice.hpp): its IMPALA config or
-  /// its PPO update, on categorical policies.
-  train_step_result train_step(const training_batch<S>& batch, const loss_choice<S>& loss,
+  /// The loss a learner chose at run time (seedrl/algo/loss_choice.hpp): its IMPALA loss or
+  /// its PPO update.
+  template <class Dist>
+  train_step_result train_step(const training_batch<S>& batch, const loss_choice<S, Dist>& loss,
                                double max_grad_norm) {
     if (const auto* ppo = loss.ppo())
       return train_step(batch, *ppo, max_grad_norm);
-    return train_step(batch, loss.impala()->config(), max_grad_norm);
+    return train_step(batch, *loss.impala(), max_grad_norm);
   }
 
   /// Seeds the generator that orders an update's minibatches (host_trainer's `seed`).
@@ -299,7 +317,8 @@ class backend_agent_trainer {
 
   /// One PPO gradient step on `batch` (the whole batch or a minibatch), with the proximal
   /// outputs of its unrolls (empty: its own).
-  train_step_result ppo_step(const training_batch<S>& batch, const ppo_loss<S>& loss,
+  template <class Dist>
+  train_step_result ppo_step(const training_batch<S>& batch, const ppo_loss<S, Dist>& loss,
                              proximal_outputs<S> proximal, double max_grad_norm) {
     return gradient_step(batch, max_grad_norm, [&](Backend& be) {
       ppo_loss_operands<S> op;
@@ -307,7 +326,7 @@ class backend_agent_trainer {
       if (!proximal.logits.empty()) {
         backend_.grow(proximal_logits_, proximal.logits.size());
         be.upload(proximal.logits, proximal_logits_.data());
-        op.proximal = policy_rows<S>{proximal_logits_.data(), A_, actions_.data()};
+        op.proximal = rows_of(proximal_logits_.data());
       }
       if (!proximal.values.empty()) {
         backend_.grow(old_values_, proximal.values.size());
@@ -341,7 +360,7 @@ class backend_agent_trainer {
   void fill_operands(Operands& op, const training_batch<S>& batch) {
     op.T = static_cast<int>(batch.T);
     op.B = static_cast<int>(batch.B);
-    op.policy = policy_rows<S>{logits_.data(), A_, actions_.data()};
+    op.policy = rows_of(logits_.data());
     op.values = values_.data();
     op.behaviour_log_probs = behaviour_.data();
     op.rewards = rewards_.data();
@@ -349,6 +368,57 @@ class backend_agent_trainer {
     op.truncated = truncated_.data();
     op.grad_logits = d_logits_.data();
     op.grad_values = d_values_.data();
+  }
+
+  /// The policy rows of `outputs` as the losses read them: the batch's actions, and for a
+  /// Gaussian its pre-squash samples and (when squashing) the bounds check_distribution
+  /// uploaded.
+  policy_rows<S> rows_of(const S* outputs) const {
+    policy_rows<S> r{outputs, A_, actions_.data()};
+    if (D_ > 0) {
+      r.raw_actions = raw_actions_.data();
+      r.action_dim = D_;
+      if (squash_) {
+        r.low = bounds_.data();
+        r.high = bounds_.data() + D_;
+      }
+    }
+    return r;
+  }
+
+  /// Throws std::invalid_argument unless `dist` reads this network's policy rows (a categorical
+  /// distribution reads no Gaussian's) and the batch, as the host losses check it; uploads a
+  /// squashing Gaussian's bounds for rows_of.
+  template <class Dist>
+  void check_distribution(const Dist& dist, const training_batch<S>& batch) {
+    const std::string where = std::string(who_) + "::train_step";
+    squash_ = false;
+    if constexpr (std::same_as<Dist, categorical_distribution>) {
+      if (D_ > 0)
+        throw std::invalid_argument(where +
+                                    ": a categorical loss cannot train a Gaussian policy head; "
+                                    "use diag_gaussian_distribution or spec_distribution");
+    } else {
+      dist.check(where.c_str(), batch);
+      if constexpr (requires { dist.gaussian; })
+        upload_bounds(dist.gaussian);
+      else
+        upload_bounds(dist);
+    }
+  }
+
+  /// A squashing Gaussian's bounds into bounds_ (low, then high); others have none.
+  template <class Dist>
+  void upload_bounds(const Dist& g) {
+    if constexpr (requires { g.squash, g.low.data(), g.high.data(); }) {
+      if (D_ > 0 && g.squash) {
+        bounds_host_.assign(g.low.begin(), g.low.end());
+        bounds_host_.insert(bounds_host_.end(), g.high.begin(), g.high.end());
+        backend_.grow(bounds_, 2 * D_);
+        backend_->upload(std::span<const S>(bounds_host_), bounds_.data());
+        squash_ = true;
+      }
+    }
   }
 
   static void check_fits_int(const char* what, std::size_t n) {
@@ -401,7 +471,18 @@ class backend_agent_trainer {
     size("rewards", batch.rewards.size(), N, "(T+1)*B");
     size("dones", batch.dones.size(), N, "(T+1)*B");
     size("truncated", batch.truncated.size(), N, "(T+1)*B");
-    size("prev_actions", batch.prev_actions.size(), N, "(T+1)*B");
+    if (batch.action_dim != D_) {
+      fail("batch.action_dim is " + std::to_string(batch.action_dim) + ", the network's " +
+           (D_ > 0 ? "continuous actions have " + std::to_string(D_) + " elements"
+                   : std::string("actions are discrete (0)")));
+    }
+    if (D_ > 0) {
+      size("raw_actions", batch.raw_actions.size(), N * D_, "(T+1)*B*action_dim");
+      if (core_.reward_and_action_inputs)
+        size("prev_env_actions", batch.prev_env_actions.size(), N * D_, "(T+1)*B*action_dim");
+    } else {
+      size("prev_actions", batch.prev_actions.size(), N, "(T+1)*B");
+    }
     size("actions", batch.actions.size(), N, "(T+1)*B");
     size("behaviour_log_probs", batch.behaviour_log_probs.size(), N, "(T+1)*B");
     size("start_state", batch.start_state.size(), B * state_size(), "B*state_size()");
@@ -410,7 +491,7 @@ class backend_agent_trainer {
     const auto in_range = [&](std::int32_t a) {
       return a >= 0 && static_cast<std::size_t>(a) < A_;
     };
-    if (core_.reward_and_action_inputs) {
+    if (core_.reward_and_action_inputs && D_ == 0) {
       for (std::size_t i = 0; i < N; ++i) {
         if (!in_range(batch.prev_actions[i])) {
           fail("prev_actions[" + std::to_string(i) + "] is " +
@@ -437,8 +518,13 @@ class backend_agent_trainer {
     be.upload(batch.truncated, truncated_.data());
     be.upload(batch.actions, actions_.data());
     be.upload(batch.behaviour_log_probs, behaviour_.data());
-    if (core_.reward_and_action_inputs)
+    if (D_ > 0) {
+      be.upload(batch.raw_actions, raw_actions_.data());
+      if (core_.reward_and_action_inputs)
+        be.upload(batch.prev_env_actions, prev_env_actions_.data());
+    } else if (core_.reward_and_action_inputs) {
       be.upload(batch.prev_actions, prev_actions_.data());
+    }
     if (state_size() > 0)
       be.upload(batch.start_state, start_state_.data());
   }
@@ -453,6 +539,11 @@ class backend_agent_trainer {
     backend_.grow(actions_, N);
     if (core_.reward_and_action_inputs)
       backend_.grow(prev_actions_, N);
+    if (D_ > 0) {
+      backend_.grow(raw_actions_, N * D_);
+      if (core_.reward_and_action_inputs)
+        backend_.grow(prev_env_actions_, N * D_);
+    }
     if (state_size() > 0)
       backend_.grow(start_state_, B * state_size());
     torso_.reserve(N);
@@ -503,10 +594,12 @@ class backend_agent_trainer {
     torso_.forward(torso_batch(steps, B), p, core_in_.data(), core_in_width_);
     if (core_.reward_and_action_inputs) {
       const bool clip = core_.max_abs_input_reward.has_value();
-      be.for_each(N * (1 + A_), detail::reward_action_inputs_kernel<S>{
-                                    core_in_.data(), core_in_width_, features_, A_, rewards_.data(),
-                                    dones_.data(), prev_actions_.data(), clip,
-                                    clip ? *core_.max_abs_input_reward : 0.0});
+      be.for_each(
+          N * (1 + action_inputs_),
+          detail::reward_action_inputs_kernel<S>{
+              core_in_.data(), core_in_width_, features_, action_inputs_, rewards_.data(),
+              dones_.data(), prev_actions_.data(), clip, clip ? *core_.max_abs_input_reward : 0.0,
+              D_ > 0 ? static_cast<const S*>(prev_env_actions_.data()) : nullptr});
     }
     // LSTM layers, one after another over the whole unroll; layer l's (h, c) sit after the
     // torso's state in a start state row.
@@ -530,7 +623,8 @@ class backend_agent_trainer {
     }
     // Heads.
     const std::size_t C = core_out_width_;
-    policy_head_.forward(be, policy_ws_, p + policy_w_, core_out(), C, N, logits_.data(), A_);
+    policy_head_.forward(be, policy_ws_, p + policy_w_, core_out() + policy_col_, C, N,
+                         logits_.data(), A_);
     value_head_.forward(be, value_ws_, p + value_w_, core_out(), C, N, values_.data(), 1);
   }
 
@@ -541,11 +635,12 @@ class backend_agent_trainer {
     S* g = grads_.data();
     be.fill(g, num_parameters_, S(0));
     // Heads: weight and bias gradients, and the gradient w.r.t. the core output (the value
-    // head's added to the policy head's).
-    policy_head_.backward(be, policy_ws_, p + policy_w_, g + policy_w_, core_out(), C, N, nullptr,
-                          0, d_logits_.data(), A_, d_core_out_.data(), C, S(0));
+    // head's added to the policy head's; each head its own columns when the networks are
+    // separate).
+    policy_head_.backward(be, policy_ws_, p + policy_w_, g + policy_w_, core_out() + policy_col_, C,
+                          N, d_logits_.data(), A_, d_core_out_.data() + policy_col_, C, S(0));
     value_head_.backward(be, value_ws_, p + value_w_, g + value_w_, core_out(), C, N, nullptr, 0,
-                         d_values_.data(), 1, d_core_out_.data(), C, S(1));
+                         d_values_.data(), 1, d_core_out_.data(), C, policy_col_ > 0 ? S(0) : S(1));
     // LSTM layers from the top; d_core_out_ holds the gradient w.r.t. the current layer's h.
     for (std::size_t l = L_; l-- > 0;) {
       auto& c = layers_[l];
@@ -589,14 +684,18 @@ class backend_agent_trainer {
   detail::backend_ref<Backend> backend_;
   Torso torso_;
   backend_core_config core_;
-  std::size_t A_ = 0, H_ = 0, L_ = 0, features_ = 0;
+  std::size_t A_ = 0, D_ = 0, H_ = 0, L_ = 0, features_ = 0, action_inputs_ = 0;
+  std::size_t value_in_ = 0, policy_col_ = 0;  ///< the heads' columns of the core output
   std::size_t core_in_width_ = 0, core_out_width_ = 0;
   std::size_t num_parameters_ = 0;
   std::vector<std::size_t> lstm_w_, lstm_b_;
   std::size_t policy_w_ = 0, value_w_ = 0;
-  using head_type = detail::dense_stack<S, identity_activation>;
-  head_type policy_head_, value_head_;
-  typename head_type::template workspace<Backend> policy_ws_, value_ws_;
+  using policy_type = detail::policy_layer<S>;
+  using value_type = detail::dense_stack<S, identity_activation>;
+  policy_type policy_head_;
+  value_type value_head_;
+  typename policy_type::template workspace<Backend> policy_ws_;
+  typename value_type::template workspace<Backend> value_ws_;
   buffer<S> params_, grads_;
 
   backend_optimizer<Backend, S> opt_;  ///< Adam or RMSProp state
@@ -605,6 +704,10 @@ class backend_agent_trainer {
   buffer<std::uint8_t> dones_;
   buffer<std::uint8_t> truncated_;  ///< per step: ended by a time limit (read by the loss only)
   buffer<std::int32_t> actions_, prev_actions_;
+  buffer<S> raw_actions_, prev_env_actions_;  ///< continuous: [N, D] each
+  buffer<S> bounds_;                          ///< a squashing Gaussian's low then high [2D]
+  std::vector<S> bounds_host_;
+  bool squash_ = false;
   buffer<S> core_in_;  ///< [N, core_in_width]: torso features, reward, one-hot prev action
   std::vector<layer_buffers> layers_;
   buffer<S> logits_, values_, d_logits_, d_values_;

@@ -4,13 +4,16 @@
 /// part (seedrl/train/backend_torso.hpp): dense layers X_k = act(X_{k-1} W_k^T + b_k), the last
 /// one writing straight into the core input: `detail::dense_stack`, the code the CPU agent's
 /// `mlp_torso<S, Act>` runs, so it trains those compositions (`Act`: `relu_activation`, the
-/// default, `tanh_activation` or your own; net/activation_math.hpp). Parameters in the CPU
-/// agent's order: per layer W [out, in] then b [out]. Built from an
+/// default, `tanh_activation` or your own; net/activation_math.hpp). With separate policy and
+/// value networks (`separate_value_network`) it is two such stacks side by side, the value's
+/// first, as `mlp_torso` with two towers. Parameters in the CPU agent's order: per layer
+/// W [out, in] then b [out] (per tower). Built from an
 /// `mlp_lstm_agent_config`, which also gives the core (`core_config`), so
 /// `backend_agent_trainer<Backend, S, backend_mlp_torso<Backend, S>>` (alias
 /// `backend_mlp_lstm_trainer`) is constructed from the agent's config alone.
 
 #include <algorithm>
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <stdexcept>
@@ -43,12 +46,14 @@ class backend_mlp_torso {
                                   ": observation_size, num_actions, lstm_layers must be "
                                   "positive, hidden_sizes non-empty and lstm_size >= 0");
     }
-    if (config_.separate_value_network) {
-      throw std::invalid_argument(
-          who +
-          ": separate policy and value networks train on the CPU so far (--device cpu, "
-          "or --separate-value-network=false)");
-    }
+    if (config_.separate_value_network && config_.lstm_size > 0)
+      throw std::invalid_argument(who + ": separate policy and value networks need lstm_size 0");
+    if (config_.continuous_action_size < 0 ||
+        (config_.log_std_init && config_.continuous_action_size == 0))
+      throw std::invalid_argument(who +
+                                  ": continuous_action_size must be >= 0, and log_std_init set "
+                                  "only with continuous actions");
+    towers_ = config_.separate_value_network ? 2 : 1;
     obs_ = static_cast<std::size_t>(config_.observation_size);
     if (std::any_of(config_.hidden_sizes.begin(), config_.hidden_sizes.end(),
                     [](std::ptrdiff_t h) { return h <= 0; }))
@@ -62,6 +67,9 @@ class backend_mlp_torso {
   static backend_core_config core_config(const mlp_lstm_agent_config& config) {
     backend_core_config c;
     c.num_actions = config.num_actions;
+    c.continuous_action_size = config.continuous_action_size;
+    c.independent_log_std = config.continuous_action_size > 0 && config.log_std_init.has_value();
+    c.value_features = config.separate_value_network ? config.hidden_sizes.back() : 0;
     c.lstm_size = config.lstm_size;
     c.lstm_layers = config.lstm_layers;
     c.reward_and_action_inputs = config.reward_and_action_inputs;
@@ -72,33 +80,43 @@ class backend_mlp_torso {
   /// The agent's shape.
   const mlp_lstm_agent_config& config() const noexcept { return config_; }
 
-  std::size_t num_parameters() const noexcept { return stack_.num_parameters(); }
-  std::size_t output_size() const noexcept { return stack_.output_size(); }
+  std::size_t num_parameters() const noexcept { return towers_ * stack_.num_parameters(); }
+  std::size_t output_size() const noexcept { return towers_ * stack_.output_size(); }
   std::size_t observation_size() const noexcept { return obs_; }
   std::size_t state_size() const noexcept { return 0; }
   std::size_t max_rows() const noexcept { return stack_.max_rows(); }
 
   /// Sizes the hidden activations and gradients for `rows` rows; reallocates only to grow.
-  void reserve(std::size_t rows) { stack_.reserve(*backend_, ws_, rows); }
+  void reserve(std::size_t rows) {
+    for (std::size_t t = 0; t < towers_; ++t)
+      stack_.reserve(*backend_, ws_[t], rows);
+  }
 
-  /// Every layer on all rows; the last one writes into out (row stride ld).
+  /// Every layer on all rows; each tower's last one writes into its columns of out (row
+  /// stride ld).
   void forward(const backend_torso_batch<S>& batch, const S* params, S* out, std::size_t ld) {
-    stack_.forward(*backend_, ws_, params, batch.observations, obs_, batch.rows(), out, ld);
+    for (std::size_t t = 0; t < towers_; ++t)
+      stack_.forward(*backend_, ws_[t], params + t * stack_.num_parameters(), batch.observations,
+                     obs_, batch.rows(), out + t * stack_.output_size(), ld);
   }
 
   /// Adds the layers' gradients into grads, from d_out (row stride ld).
   void backward(const backend_torso_batch<S>& batch, const S* params, S* grads, const S* out,
                 const S* d_out, std::size_t ld) {
-    stack_.backward(*backend_, ws_, params, grads, batch.observations, obs_, batch.rows(), out, ld,
-                    d_out, ld);
+    for (std::size_t t = 0; t < towers_; ++t) {
+      const std::size_t p = t * stack_.num_parameters(), c = t * stack_.output_size();
+      stack_.backward(*backend_, ws_[t], params + p, grads + p, batch.observations, obs_,
+                      batch.rows(), out + c, ld, d_out + c, ld);
+    }
   }
 
  private:
   Backend* backend_;
   mlp_lstm_agent_config config_;
   std::size_t obs_ = 0;
+  std::size_t towers_ = 1;  ///< 2: the value network, then the policy network
   stack_type stack_;
-  typename stack_type::template workspace<Backend> ws_;
+  std::array<typename stack_type::template workspace<Backend>, 2> ws_;
 };
 
 }  // namespace seedrl

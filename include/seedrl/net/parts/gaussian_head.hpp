@@ -18,9 +18,9 @@
 /// Parameters: the linear layer's (W [outputs, inputs] row-major, then b), then, when
 /// state-independent, the D log-stds. The layer is initialised with gain 0.01 (means near 0,
 /// as the categorical head's near-uniform logits), or orthogonally when the options ask
-/// (seedrl/net/init_scheme.hpp), and the log-stds to `initial_log_std`. The layer is the
-/// heads' `detail::linear_head` (a one-layer `dense_stack`) and the log-std rows and their
-/// gradient are backend kernels (below), so that the code is the one any backend runs.
+/// (seedrl/net/init_scheme.hpp), and the log-stds to `initial_log_std`. The arithmetic is
+/// `detail::policy_layer` (seedrl/net/detail/policy_layer.hpp) on the host's primitives: the
+/// code the backend trainer and inference step run for their policy heads.
 
 #include <algorithm>
 #include <concepts>
@@ -32,56 +32,13 @@
 #include "seedrl/backend/detail/host_dense_primitives.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/net/detail/policy_layer.hpp"
 #include "seedrl/net/diag_gaussian.hpp"
 #include "seedrl/net/init_scheme.hpp"
 #include "seedrl/net/parts/head.hpp"
-#include "seedrl/net/parts/linear_heads.hpp"
 #include "seedrl/net/tensor.hpp"
 
 namespace seedrl {
-
-namespace detail {
-
-/// y[r, D + i] = clamp_log_std(log_std[i]): the state-independent vector written into row r's
-/// log-std columns (a `for_each_2d` body over rows x D).
-template <class S>
-struct log_std_rows_kernel {
-  S* y;
-  std::size_t ld;
-  std::size_t D;
-  const S* log_std;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t r, std::size_t i) const {
-    y[r * ld + D + i] = clamp_log_std(log_std[i]);
-  }
-};
-
-/// grad[i] += the sum over rows of dy[r, D + i], passed through the clamp at log_std[i]: all of
-/// it inside the range; beyond an end only a gradient whose descent step moves the vector back
-/// (a `for_each` body over D; each element summed in row order by one thread).
-template <class S>
-struct log_std_gradient_kernel {
-  const S* dy;
-  std::size_t rows;
-  std::size_t ld;
-  std::size_t D;
-  const S* log_std;
-  S* grad;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
-    S g = S(0);
-    for (std::size_t r = 0; r < rows; ++r)
-      g += dy[r * ld + D + i];
-    const S v = log_std[i];
-    if (v > S(diag_gaussian_log_std_max))
-      g = g > S(0) ? g : S(0);
-    else if (v < S(diag_gaussian_log_std_min))
-      g = g < S(0) ? g : S(0);
-    grad[i] += g;
-  }
-};
-
-}  // namespace detail
 
 /// See the file comment.
 template <std::floating_point S>
@@ -99,53 +56,41 @@ class gaussian_head {
   gaussian_head(const options_type& options, std::ptrdiff_t input_size)
       : options_(checked(options)),
         D_(options.action_size),
-        layer_(input_size, options.state_dependent_log_std ? 2 * D_ : D_, S(0.01), options.init,
-               options.orthogonal_gain) {}
+        layer_(checked_input(input_size), 2 * static_cast<std::size_t>(D_),
+               options.state_dependent_log_std ? 0 : static_cast<std::size_t>(D_),
+               "seedrl::gaussian_head") {}
 
   std::int32_t num_actions() const noexcept { return static_cast<std::int32_t>(D_); }
   std::ptrdiff_t output_size() const noexcept { return 2 * D_; }
   bool state_dependent_log_std() const noexcept { return options_.state_dependent_log_std; }
 
-  std::size_t num_parameters() const noexcept {
-    return layer_.num_parameters() + (independent() ? static_cast<std::size_t>(D_) : 0);
-  }
+  std::size_t num_parameters() const noexcept { return layer_.num_parameters(); }
 
   void bind(S* params, S* grads) noexcept {
-    layer_.bind(params, grads);
-    log_std_ = params + layer_.num_parameters();
-    log_std_grad_ = grads + layer_.num_parameters();
+    params_ = params;
+    grads_ = grads;
   }
 
   void init(random_generator& rng) {
-    layer_.init(rng);
+    const bool orthogonal = options_.init == init_scheme::orthogonal;
+    init_linear_parameters(rng, params_, static_cast<std::ptrdiff_t>(layer_.layer_outputs()),
+                           static_cast<std::ptrdiff_t>(layer_.input_size()), options_.init,
+                           orthogonal ? static_cast<S>(options_.orthogonal_gain) : S(0.01));
     if (independent())
-      std::fill_n(log_std_, D_, static_cast<S>(options_.initial_log_std));
+      std::fill_n(params_ + layer_.layer_parameters(), D_,
+                  static_cast<S>(options_.initial_log_std));
   }
 
   void forward(const_matrix_view<S> x, matrix_view<S> y) const {
-    if (!independent()) {
-      layer_.forward(x, y);
-      return;
-    }
-    const std::ptrdiff_t N = x.rows();
-    layer_.forward(x, view(y.data(), N, D_, y.outerStride()));
-    for_each_2d(backend_type{}, view_rows(y), static_cast<std::size_t>(D_),
-                detail::log_std_rows_kernel<S>{y.data(), view_stride(y),
-                                               static_cast<std::size_t>(D_), log_std_});
+    layer_.forward(backend_type{}, ws_, params_, x.data(), view_stride(x), view_rows(x), y.data(),
+                   view_stride(y));
   }
 
   void backward(const_matrix_view<S> x, const_matrix_view<S> dy, matrix_view<S> dx,
                 bool accumulate) {
-    // The layer sees only its own columns: all of dy, or the means' when state-independent.
-    const auto d_layer = independent() ? cview(dy.data(), dy.rows(), D_, dy.outerStride()) : dy;
-    layer_.backward(x, d_layer, dx, accumulate);
-    if (independent()) {
-      // Through the clamp of forward, but beyond it only towards the range (file comment).
-      backend_type{}.for_each(static_cast<std::size_t>(D_),
-                              detail::log_std_gradient_kernel<S>{
-                                  dy.data(), view_rows(dy), view_stride(dy),
-                                  static_cast<std::size_t>(D_), log_std_, log_std_grad_});
-    }
+    layer_.backward(backend_type{}, ws_, params_, grads_, x.data(), view_stride(x), view_rows(x),
+                    dy.data(), view_stride(dy), dx.data(), view_stride(dx),
+                    accumulate ? S(1) : S(0));
   }
 
  private:
@@ -156,14 +101,22 @@ class gaussian_head {
       throw std::invalid_argument("seedrl::gaussian_head: action_size must be positive");
     return o;
   }
+  static std::size_t checked_input(std::ptrdiff_t n) {
+    if (n <= 0)
+      throw std::invalid_argument("seedrl::gaussian_head: input_size must be positive");
+    return static_cast<std::size_t>(n);
+  }
 
   using backend_type = detail::host_dense_primitives;
+  using layer_type = detail::policy_layer<S>;
 
   options_type options_;
   std::ptrdiff_t D_;
-  detail::linear_head<S> layer_;
-  S* log_std_ = nullptr;       // the state-independent vector, in the parameter buffer
-  S* log_std_grad_ = nullptr;  // its gradient
+  layer_type layer_;
+  S* params_ = nullptr;  // the layer's W and b, then the state-independent log-stds
+  S* grads_ = nullptr;
+  // The layer's (unused) scratch; mutable because a head's forward is const.
+  mutable typename layer_type::template workspace<backend_type> ws_;
 };
 
 static_assert(PolicyHead<gaussian_head<float>, float>);

@@ -20,23 +20,26 @@
 
 namespace seedrl::detail {
 
-/// Writes the reward (clipped to +-max_abs_reward when `clip`) and the one-hot previous action
-/// into columns [first_col, first_col + 1 + num_actions) of the core input; i = r * (1 + A) + k.
+/// Writes the reward (clipped to +-max_abs_reward when `clip`) and the previous action into
+/// columns [first_col, first_col + 1 + action_inputs) of the core input; i = r * (1 + cols) + k.
+/// The previous action is a one-hot over `action_inputs` actions (prev_actions), or, with
+/// `prev_continuous` set, its `action_inputs` values (row r's at prev_continuous[r * cols]).
 /// A row with `dones` (an episode start) gets zeros in all of them, as in actor_critic_agent.
 template <class S>
 struct reward_action_inputs_kernel {
   S* core_in;
   std::size_t ld;
   std::size_t first_col;
-  std::size_t num_actions;
+  std::size_t action_inputs;
   const S* rewards;
   const std::uint8_t* dones;
   const std::int32_t* prev_actions;
   bool clip;
   double max_abs_reward;
+  const S* prev_continuous = nullptr;
 
   SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
-    const std::size_t cols = 1 + num_actions;
+    const std::size_t cols = 1 + action_inputs;
     const std::size_t r = i / cols, k = i % cols;
     S* row = core_in + r * ld + first_col;
     if (dones[r] != 0) {
@@ -46,6 +49,8 @@ struct reward_action_inputs_kernel {
       if (clip)
         x = x < -max_abs_reward ? -max_abs_reward : (max_abs_reward < x ? max_abs_reward : x);
       row[0] = static_cast<S>(x);
+    } else if (prev_continuous != nullptr) {
+      row[k] = prev_continuous[r * action_inputs + (k - 1)];
     } else {
       row[k] = prev_actions[r] == static_cast<std::int32_t>(k - 1) ? S(1) : S(0);
     }
