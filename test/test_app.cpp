@@ -200,14 +200,16 @@ TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[ap
   CHECK(ppo.ppo()->config().discount == 0.97f);  // the recipe's
   CHECK(ppo.schedule() == seedrl::update_schedule{3, 2});
   CHECK(ppo.name() == "PPO (V-trace advantages)");
-  // A CUDA trainer's loss type is loss_choice over categorical policies: PPO is taken,
-  // continuous actions are refused, saying why.
-  static_assert(std::same_as<run_loss_t<void, float>,  // any trainer but host_trainer
-                             seedrl::loss_choice<float>>);
+  // Every trainer's loss type is loss_choice over the action spec's distribution (the CUDA
+  // trainers run the same losses); a loss over categorical policies refuses continuous
+  // actions, saying why.
+  static_assert(std::same_as<run_loss_t<void, float>,  // any trainer, host_trainer or not
+                             seedrl::loss_choice<float, seedrl::spec_distribution<float>>>);
+  static_assert(std::same_as<run_sampler_t<void>, seedrl::spec_sampler>);
   CHECK(make_run_loss<seedrl::loss_choice<float>>(p, recipe, discrete).is_ppo());
   CHECK_THROWS_WITH((make_run_loss<seedrl::loss_choice<float>>(
                         p, recipe, seedrl::action_spec::continuous({1}, -2.0, 2.0))),
-                    Catch::Contains("continuous actions train on the CPU"));
+                    Catch::Contains("continuous actions need a loss over their distribution"));
   CHECK_NOTHROW(make_run_loss<seedrl::impala_loss<float>>(o, recipe, discrete));
 
   // --lr-decay counts optimizer steps: batches of T x B frames, times PPO's steps per batch.
@@ -254,11 +256,13 @@ TEST_CASE(
   CHECK_FALSE(clipped.impala()->distribution().gaussian.squash);
   CHECK(make_run_sampler<run_sampler_t<seedrl::host_trainer>>(c).bounds ==
         seedrl::bounds_handling::clip);
-  // A CUDA trainer's loss is over categorical policies: continuous actions are refused.
-  CHECK_THROWS_WITH((make_run_loss<run_loss_t<void, float>>(c, recipe, torque)),
-                    Catch::Contains("continuous actions train on the CPU"));
+  // A CUDA trainer's loss is the same; only a loss over categorical policies refuses.
+  CHECK_FALSE((make_run_loss<run_loss_t<void, float>>(c, recipe, torque))
+                  .impala()
+                  ->distribution()
+                  .gaussian.squash);
   CHECK_THROWS_WITH((make_run_loss<seedrl::impala_loss<float>>(c, recipe, torque)),
-                    Catch::Contains("continuous actions train on the CPU"));
+                    Catch::Contains("continuous actions need a loss over their distribution"));
   CHECK(parse(c, {"local", "--action-bounds", "wrap"}));  // refused
   CHECK(parse(c, {"local", "--discount", "1.5"}));
 }

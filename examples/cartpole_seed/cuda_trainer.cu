@@ -1,4 +1,5 @@
-// The GPU side of `--device cuda`: the one nvcc translation unit of seedrl_cartpole_seed, where
+// The GPU side of `--device cuda`: the one nvcc translation unit of seedrl_cartpole_seed and
+// seedrl_pendulum (an object library of examples/CMakeLists.txt), where
 // the CUDA trainer's kernels (seedrl/cuda/mlp_lstm_trainer.hpp says why) and the CUDA inference
 // engine's (--inference-device cuda; seedrl/cuda/inference_engine.hpp) are instantiated.
 #include "seedrl/cuda/inference_engine.cuh"

@@ -13,6 +13,13 @@
 #include "seedrl/app/mlp_recipe.hpp"
 #include "seedrl/app/program.hpp"
 #include "seedrl/env/pendulum.hpp"
+#if defined(SEEDRL_HAS_CUDA)
+#include "seedrl/app/program_run.hpp"        // a GPU trainer: the program is compiled here
+#include "seedrl/cuda/mlp_lstm_trainer.hpp"  // instantiated in cartpole_seed/cuda_trainer.cu
+using gpu_trainer = seedrl::cuda::mlp_lstm_trainer<float>;
+#else
+using gpu_trainer = void;  // --device cuda says how to build with CUDA
+#endif
 
 int main(int argc, char** argv) {
   seedrl::app::program<seedrl::pendulum> p(
@@ -20,5 +27,5 @@ int main(int argc, char** argv) {
   p.environment_name = "pendulum";
   p.options.target_return = -250.0;  // the mean of the last 100 episodes (200 steps each)
   p.options.total_frames = 2'000'000;
-  return p.run(argc, argv, seedrl::app::mlp_recipe{});
+  return p.run<gpu_trainer>(argc, argv, seedrl::app::mlp_recipe{});
 }

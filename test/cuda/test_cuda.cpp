@@ -797,6 +797,7 @@ struct owned_batch {
   std::vector<float> observations, rewards, behaviour_log_probs, start_state;
   std::vector<std::uint8_t> dones, truncated;
   std::vector<std::int32_t> prev_actions, actions;
+  std::vector<float> prev_env_actions, raw_actions;  // continuous actions: D per row
   seedrl::training_batch<float> view;
 
   owned_batch(const seedrl::mlp_lstm_agent<float>& net, std::size_t T, std::size_t B,
@@ -832,6 +833,14 @@ struct owned_batch {
     view.actions = actions;
     view.behaviour_log_probs = behaviour_log_probs;
     view.start_state = start_state;
+    const auto D = static_cast<std::size_t>(net.config().continuous_action_size);
+    if (D > 0) {  // drawn last: a discrete batch's draws stay what they were
+      prev_env_actions = random_floats(rng, rows * D, -1.5, 1.5);
+      raw_actions = random_floats(rng, rows * D, -1.5, 1.5);
+      view.action_dim = D;
+      view.prev_env_actions = prev_env_actions;
+      view.raw_actions = raw_actions;
+    }
   }
 };
 
@@ -973,6 +982,41 @@ TEST_CASE("cuda mlp_lstm_trainer: PPO's epochs x minibatches match host_trainer"
   compare_training_with<seedrl::adam<float>>(
       config, test_adam(), seedrl::loss_choice<float>(seedrl::ppo_loss<float>(ppo)), 20, 8, 40.0,
       2000);
+}
+
+TEST_CASE("cuda mlp_lstm_trainer: Gaussian policies and separate networks match host_trainer",
+          "[cuda][trainer]") {
+  // Continuous control's shape (SB3's layout: separate 64-64 policy and value networks, a
+  // state-independent log-std, tanh squashing, PPO) and a state-dependent log-std behind an
+  // LSTM with IMPALA; the losses over spec_distribution, as a learner passes them.
+  using choice = seedrl::loss_choice<float, seedrl::spec_distribution<float>>;
+  seedrl::spec_distribution<float> squash;
+  squash.gaussian.squash = true;
+  squash.gaussian.low = {-2.0f, -1.0f};
+  squash.gaussian.high = {2.0f, 0.5f};
+  seedrl::mlp_lstm_agent_config config;
+  config.observation_size = 5;
+  config.continuous_action_size = 2;
+  config.num_actions = 4;
+  config.lstm_size = 0;
+  config.separate_value_network = true;
+  config.log_std_init = -0.5;
+  config.seed = 12;
+  seedrl::ppo_loss_config<float> ppo;
+  ppo.epochs = 2;
+  ppo.minibatches = 2;
+  ppo.normalize_advantages = true;
+  ppo.entropy_cost = 0.001f;
+  compare_training_with<seedrl::adam<float>>(
+      config, test_adam(), choice(choice::ppo_type(ppo, squash)), 16, 8, 0.5, 4000);
+  config.lstm_size = 32;
+  config.separate_value_network = false;
+  config.log_std_init.reset();
+  seedrl::impala_loss_config<float> impala;
+  impala.entropy_cost = 0.001f;
+  compare_training_with<seedrl::adam<float>>(
+      config, test_adam(), choice(choice::impala_type(impala, seedrl::spec_distribution<float>{})),
+      10, 6, 40.0, 4100);
 }
 
 TEST_CASE("cuda mlp_lstm_trainer: 2-layer LSTM with RMSProp and momentum matches host_trainer",

@@ -76,6 +76,9 @@ void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_
   seedrl::random_generator rng(seed);
   std::vector<float> g_logits(max_batch * A), g_values(max_batch);
   std::vector<float> c_logits(max_batch * A), c_values(max_batch);
+  std::size_t D = 0;  // continuous actions: their previous values go up too, no device sampling
+  if constexpr (requires { net.config().continuous_action_size; })
+    D = static_cast<std::size_t>(net.config().continuous_action_size);
   for (int k = 0; k < 8; ++k) {
     if (k == 4) {  // new parameters, published as the trainer does
       std::vector<float> p(net.parameters().begin(), net.parameters().end());
@@ -121,7 +124,10 @@ void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_
       resets[r] = k == 0 || rng.uniform() < 0.2 ? 1 : 0;
       prev[r] = static_cast<std::int32_t>(rng.below(A));
     }
-    const seedrl::agent_step_input<float> in{o, rewards, resets, prev};
+    std::vector<float> prev_continuous(B * D);
+    for (auto& x : prev_continuous)
+      x = static_cast<float>(rng.uniform(-1.5, 1.5));
+    const seedrl::agent_step_input<float> in{o, rewards, resets, prev, prev_continuous};
     seedrl::agent_step_input<float> gpu_in = in;
     if (frames) {
       gpu_in.observations = {};
@@ -130,7 +136,7 @@ void compare(Net& net, std::size_t A, double obs_lo, double obs_hi, std::uint64_
     gpu_in.keep_state = keep;
     // Every other batch samples on the device: actions as the CPU reference of the counter
     // generator draws them from the CPU engine's logits.
-    const bool sample = k % 2 == 1;
+    const bool sample = k % 2 == 1 && D == 0;
     std::vector<std::int32_t> actions(B);
     std::vector<float> log_probs(B);
     const seedrl::agent_step_output<float> g_out{std::span(g_logits).first(B * A),
@@ -341,6 +347,40 @@ TEST_CASE("cuda inference_engine matches the CPU engine: MLP + 1- and 2-layer LS
     // uint8 frames through the graph-captured step (a graph per observation type).
     compare<seedrl::cuda::mlp_lstm_recipe>(net, 4, 0.0, 255.0, 10, true);
   }
+}
+
+TEST_CASE("cuda inference_engine matches the CPU engine: Gaussian heads, separate networks",
+          "[cuda][inference]") {
+  // Continuous actions (their previous values uploaded with the batch) on separate policy and
+  // value networks with a state-independent log-std, and behind an LSTM with a state-dependent
+  // one; infer_and_sample refuses them (the host samples Gaussians).
+  seedrl::mlp_lstm_agent_config c;
+  c.observation_size = 6;
+  c.continuous_action_size = 3;
+  c.num_actions = 6;
+  c.hidden_sizes = {64, 64};
+  c.lstm_size = 0;
+  c.separate_value_network = true;
+  c.log_std_init = -0.5;
+  c.seed = 8;
+  seedrl::mlp_lstm_agent<float> separate(c);
+  compare<seedrl::cuda::mlp_lstm_recipe>(separate, 6, -1.0, 1.0, 13);
+  c.lstm_size = 32;
+  c.separate_value_network = false;
+  c.log_std_init.reset();
+  seedrl::mlp_lstm_agent<float> recurrent(c);
+  compare<seedrl::cuda::mlp_lstm_recipe>(recurrent, 6, -1.0, 1.0, 14);
+  seedrl::cuda::inference_engine<float, seedrl::cuda::mlp_lstm_recipe> gpu(
+      recurrent, seedrl::inference_engine_config{4, 4, 6, 1});
+  const std::vector<std::uint32_t> slots{0};
+  const std::vector<float> o(6, 0.5f), r(1, 0.0f), pc(3, 0.1f);
+  const std::vector<std::uint8_t> resets(1, 1);
+  const std::vector<std::int32_t> prev(1, 0);
+  std::vector<float> logits(6), values(1), lp(1);
+  std::vector<std::int32_t> actions(1);
+  CHECK_THROWS_AS(
+      gpu.infer_and_sample(slots, {o, r, resets, prev, pc}, {logits, values}, 1, 0, actions, lp),
+      std::logic_error);
 }
 
 TEST_CASE("cuda inference_engine matches the CPU engine: frame-stacked Nature CNN + LSTM",

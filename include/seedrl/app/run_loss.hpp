@@ -19,19 +19,17 @@
 
 namespace seedrl::app {
 
-/// The learner's loss type for `Trainer`: the IMPALA or the PPO loss (--algo, picked at run
-/// time, one learner type), over categorical or Gaussian policies (by the action spec, at run
-/// time too) on the CPU trainer, over categorical ones on the CUDA trainers (whose networks
-/// have categorical heads only so far).
+/// The learner's loss type: the IMPALA or the PPO loss (--algo, picked at run time, one learner
+/// type), over categorical or Gaussian policies (by the action spec, at run time too), on every
+/// trainer (`Trainer`: host_trainer or a CUDA trainer, which run the same losses).
 template <class Trainer, class S>
-using run_loss_t = std::conditional_t<std::same_as<Trainer, host_trainer>,
-                                      loss_choice<S, spec_distribution<S>>, loss_choice<S>>;
+using run_loss_t = loss_choice<S, spec_distribution<S>>;
 
-/// The learner's action sampler for `Trainer`: the one the action spec calls for on the CPU
-/// trainer, categorical on the CUDA trainers (which refuse continuous action specs so).
+/// The learner's action sampler: the one the action spec calls for, on every trainer (a GPU
+/// inference engine samples discrete actions on the device, continuous ones are sampled on
+/// the host).
 template <class Trainer>
-using run_sampler_t =
-    std::conditional_t<std::same_as<Trainer, host_trainer>, spec_sampler, categorical_sampler>;
+using run_sampler_t = spec_sampler;
 
 /// The sampler a run chooses actions with: --action-bounds, and `how` (greedy in eval).
 template <class Sampler>
@@ -47,8 +45,8 @@ Sampler make_run_sampler(const run_options& o, action_selection how = action_sel
 /// continuous actions: `loss_entropy_cost`) and --discount. PPO takes the
 /// recipe's discount; it has no reward clipping. For continuous `actions` the policy is a
 /// diagonal Gaussian with --action-bounds' handling of the bounds (the sampler's). Throws
-/// std::invalid_argument for continuous actions with a loss over categorical policies (the
-/// CUDA trainers'), or settings the loss refuses.
+/// std::invalid_argument for continuous actions with a loss over categorical policies, or
+/// settings the loss refuses.
 template <class L, class S>
 L make_run_loss(const run_options& o, impala_loss_config<S> recipe, const action_spec& actions) {
   if (o.discount)
@@ -56,8 +54,8 @@ L make_run_loss(const run_options& o, impala_loss_config<S> recipe, const action
   if (!actions.is_discrete() &&
       std::same_as<typename L::distribution_type, categorical_distribution>) {
     throw std::invalid_argument(
-        "continuous actions train on the CPU (--device cpu): the CUDA trainers' networks have "
-        "categorical heads only so far");
+        "continuous actions need a loss over their distribution (spec_distribution or "
+        "diag_gaussian_distribution), not a categorical one");
   }
   if constexpr (std::same_as<L, impala_loss<S>>) {
     recipe.entropy_cost = static_cast<S>(loss_entropy_cost(o, continuous_action_size(actions)));

@@ -114,6 +114,12 @@ class agent_trainer_engine_impl final
     return run_step(batch, loss, max_grad_norm, params_out);
   }
 
+  train_step_result step(const training_batch<S>& batch,
+                         const loss_choice<S, spec_distribution<S>>& loss, double max_grad_norm,
+                         std::span<S> params_out) override {
+    return run_step(batch, loss, max_grad_norm, params_out);
+  }
+
   std::shared_ptr<parameter_source<S>> publish_on_device() override {
     use_agent_trainer_device(device_);
     const auto& m = model("publish_on_device");

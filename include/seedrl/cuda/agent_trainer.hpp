@@ -67,6 +67,7 @@
 
 #include "seedrl/algo/impala_loss_config.hpp"
 #include "seedrl/algo/loss_choice.hpp"
+#include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/detail/optimizer_math.hpp"
 #include "seedrl/detail/type_traits.hpp"
 #include "seedrl/optim/adam.hpp"
@@ -96,8 +97,12 @@ class agent_trainer_engine {
   /// them into the channel once publish_on_device made one.
   virtual train_step_result step(const training_batch<S>& batch, const impala_loss_config<S>& loss,
                                  double max_grad_norm, std::span<S> params_out) = 0;
-  /// The same with the loss a learner chose at run time: IMPALA, or PPO's update schedule.
+  /// The same with the loss a learner chose at run time: IMPALA, or PPO's update schedule, over
+  /// categorical policies or over the action spec's (a Gaussian for continuous actions).
   virtual train_step_result step(const training_batch<S>& batch, const loss_choice<S>& loss,
+                                 double max_grad_norm, std::span<S> params_out) = 0;
+  virtual train_step_result step(const training_batch<S>& batch,
+                                 const loss_choice<S, spec_distribution<S>>& loss,
                                  double max_grad_norm, std::span<S> params_out) = 0;
   /// Makes the channel (once; needs upload_model first), publishes the parameters into it and
   /// returns it; upload_model and step publish into it from then on.
@@ -108,6 +113,15 @@ class agent_trainer_engine {
   virtual double learning_rate() const = 0;
   virtual std::size_t num_parameters() const = 0;
 };
+
+/// The losses agent_trainer::train_step takes: IMPALA's (its config alone for categorical
+/// policies) and PPO's, and the run-time choice of either, over categorical policies or the
+/// action spec's distribution.
+template <class L, class S>
+concept gpu_loss =
+    std::same_as<L, loss_choice<S>> || std::same_as<L, loss_choice<S, spec_distribution<S>>> ||
+    std::same_as<L, impala_loss<S>> || std::same_as<L, impala_loss<S, spec_distribution<S>>> ||
+    std::same_as<L, ppo_loss<S>> || std::same_as<L, ppo_loss<S, spec_distribution<S>>>;
 
 template <class R>
 concept recipe_has_name = requires {
@@ -165,23 +179,16 @@ class agent_trainer {
 
   /// One training step on the GPU; afterwards `net.parameters()` holds the new parameters.
   /// The first call uploads `net` and `opt` (load_from_host). `Net` is a network the recipe
-  /// trains, `Opt` an adam<S> or rmsprop<S>, `Loss` an impala_loss<S> (only its config is
-  /// used) or a `loss_choice<S>` (IMPALA, or PPO with its update schedule: categorical
-  /// policies, the minibatches drawn as host_trainer draws them).
+  /// trains, `Opt` an adam<S> or rmsprop<S>, `Loss` IMPALA's or PPO's loss or the run-time
+  /// choice of them (`loss_choice`, as host_trainer takes them; PPO's minibatches drawn as
+  /// host_trainer draws them), over categorical policies or `spec_distribution<S>` (a
+  /// Gaussian for continuous actions; a categorical loss on a Gaussian network is refused).
   template <class Net, class Opt, class Loss>
-  requires(std::same_as<std::remove_cvref_t<Loss>, loss_choice<S>> ||
-           std::same_as<std::remove_cvref_t<decltype(std::declval<const Loss&>().config())>,
-                        impala_loss_config<S>>) train_step_result
-      train_step(const training_batch<S>& batch, Net& net, Opt& opt, const Loss& loss,
-                 double max_grad_norm) {
+  requires detail::gpu_loss<Loss, S> train_step_result train_step(const training_batch<S>& batch,
+                                                                  Net& net, Opt& opt,
+                                                                  const Loss& loss,
+                                                                  double max_grad_norm) {
     check_types<Net, Opt>();
-    if (batch.action_dim != 0) {
-      // The kernels implement the categorical loss only; training a Gaussian policy with it
-      // would be silently wrong.
-      throw std::invalid_argument(std::string(Recipe::name) +
-                                  "::train_step: continuous actions (a Gaussian policy) are not "
-                                  "supported on the GPU yet; train them with host_trainer");
-    }
     if (!loaded_) {
       load_from_host(net, opt);
     } else if (loaded_kind_ != kind_of<Opt>()) {
@@ -191,10 +198,15 @@ class agent_trainer {
     }
     // Publishing on the device: no download (the host gets the parameters at sync_to_host).
     const std::span<S> params_out = publishing_ ? std::span<S>() : std::span<S>(net.parameters());
-    if constexpr (std::same_as<std::remove_cvref_t<Loss>, loss_choice<S>>)
-      return engine().step(batch, loss, max_grad_norm, params_out);
-    else
+    using spec_choice = loss_choice<S, spec_distribution<S>>;
+    if constexpr (std::same_as<Loss, impala_loss<S>>)
       return step(batch, loss.config(), max_grad_norm, params_out);
+    else if constexpr (std::same_as<Loss, loss_choice<S>> || std::same_as<Loss, spec_choice>)
+      return engine().step(batch, loss, max_grad_norm, params_out);
+    else if constexpr (std::same_as<Loss, ppo_loss<S>>)
+      return engine().step(batch, loss_choice<S>(loss), max_grad_norm, params_out);
+    else
+      return engine().step(batch, spec_choice(loss), max_grad_norm, params_out);
   }
 
   /// DevicePublishingTrainer (see the file comment): uploads `net` and `opt` unless done

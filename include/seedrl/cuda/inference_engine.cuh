@@ -168,18 +168,20 @@ struct download_layout {
 /// slots. Every offset up to the observations' depends on B alone, so a captured step reads
 /// the same addresses whatever the observations' type.
 struct upload_layout {
-  std::size_t rewards = 0, slots = 0, prev = 0, resets = 0, keep = 0, obs = 0, reset_slots = 0,
-              bytes = 0;
+  std::size_t rewards = 0, slots = 0, prev = 0, prev_continuous = 0, resets = 0, keep = 0, obs = 0,
+              reset_slots = 0, bytes = 0;
 
+  /// `D` elements of a continuous previous action per row (0: discrete actions).
   template <class S>
   static upload_layout of(std::size_t B, std::size_t obs_size, std::size_t n_reset,
-                          bool frames = false) {
+                          bool frames = false, std::size_t D = 0) {
     const auto up = [](std::size_t n) { return (n + 15) / 16 * 16; };
     upload_layout l;
     l.rewards = 0;
     l.slots = up(l.rewards + B * sizeof(S));
     l.prev = up(l.slots + B * sizeof(std::uint32_t));
-    l.resets = up(l.prev + B * sizeof(std::int32_t));
+    l.prev_continuous = up(l.prev + B * sizeof(std::int32_t));
+    l.resets = up(l.prev_continuous + B * D * sizeof(S));
     l.keep = up(l.resets + B);
     l.obs = up(l.keep + B * sizeof(std::uint32_t));
     l.reset_slots = up(l.obs + B * obs_size * (frames ? 1 : sizeof(S)));
@@ -206,13 +208,13 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     backend_ = std::make_unique<cuda_backend>();
     step_ = Recipe::template make_trainer<step_type>(*backend_, shape);
     A_ = step_->num_actions();
+    D_ = step_->continuous_action_size();
     W_ = step_->state_size();
     obs_ = step_->observation_size();
     P_ = step_->num_parameters();
     if (c.policy_width != A_) {
       throw std::invalid_argument(std::string(who) + ": the network writes " + std::to_string(A_) +
-                                  " policy outputs per row (a categorical policy), the engine was "
-                                  "asked for " +
+                                  " policy outputs per row, the engine was asked for " +
                                   std::to_string(c.policy_width));
     }
     if (params.size() != P_) {
@@ -232,7 +234,7 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     kept_[1].assign(max_batch_, not_kept);
     params_[0] = backend_->template allocate<S>(P_);
     params_[1] = backend_->template allocate<S>(P_);
-    const std::size_t in_bytes = upload_layout::of<S>(max_batch_, obs_, max_envs_).bytes;
+    const std::size_t in_bytes = upload_layout::of<S>(max_batch_, obs_, max_envs_, false, D_).bytes;
     const std::size_t out_bytes = download_layout::of<S>(max_batch_, A_, W_).bytes;
     // Two of each host-side buffer and of the device input: batch k+1 uploads while batch k
     // computes. One device output suffices: steps and downloads are ordered on one stream.
@@ -331,6 +333,10 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     if (actions.size() != slots.size() || log_probs.size() != slots.size())
       throw std::invalid_argument(std::string(who) +
                                   "::infer_and_sample: actions and log_probs must hold B values");
+    if (D_ > 0)  // the device samples categorical policies; the loop samples Gaussians itself
+      throw std::logic_error(std::string(who) +
+                             "::infer_and_sample: the network's actions are continuous; "
+                             "infer() and sample on the host");
     const sample_request r{seed, counter, actions, log_probs};
     submit(slots, in, out, &r);
   }
@@ -515,7 +521,7 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     // As a graph, the step runs on a bucket's rows: every offset below depends on them only.
     const std::size_t bucket = graphs_enabled_ ? graph_bucket(B, max_batch_) : 0;
     const std::size_t rows = bucket > 0 ? bucket : B;
-    const auto l = upload_layout::of<S>(rows, obs_, n_reset, frames);
+    const auto l = upload_layout::of<S>(rows, obs_, n_reset, frames, D_);
     unsigned char* h = in_host_[io].data();
     if (frames)
       std::memcpy(h + l.obs, in.observations_u8.data(), B * obs_);
@@ -524,6 +530,10 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     std::memcpy(h + l.rewards, in.rewards.data(), B * sizeof(S));
     std::memcpy(h + l.slots, slots.data(), B * sizeof(std::uint32_t));
     std::memcpy(h + l.prev, in.prev_actions.data(), B * sizeof(std::int32_t));
+    if (!in.prev_continuous_actions.empty())
+      std::memcpy(h + l.prev_continuous, in.prev_continuous_actions.data(), B * D_ * sizeof(S));
+    else if (D_ > 0)  // a network that does not read them: finite zeros all the same
+      std::memset(h + l.prev_continuous, 0, B * D_ * sizeof(S));
     std::memcpy(h + l.resets, in.dones.data(), B);
     const std::size_t obs_bytes = obs_ * (frames ? 1 : sizeof(S));
     if (rows > B)  // padded rows read finite zeros, whatever the last batch left there
@@ -576,6 +586,8 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
     op.rewards = reinterpret_cast<const S*>(d + l.rewards);
     op.resets = reinterpret_cast<const std::uint8_t*>(d + l.resets);
     op.prev_actions = reinterpret_cast<const std::int32_t*>(d + l.prev);
+    if (D_ > 0)
+      op.prev_continuous_actions = reinterpret_cast<const S*>(d + l.prev_continuous);
     op.params = params_[current_].data();
     op.table = table_.data();
     op.logits = reinterpret_cast<S*>(od + o.logits);
@@ -638,8 +650,10 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
         (!in.keep_state.empty() && in.keep_state.size() != B) || out.logits.size() != B * A_ ||
         out.values.size() != B)
       fail("the inputs or outputs do not hold B = " + std::to_string(B) + " rows");
-    if (!in.prev_continuous_actions.empty())
-      fail("continuous actions are not supported on the GPU yet");
+    if (!in.prev_continuous_actions.empty() && in.prev_continuous_actions.size() != B * D_)
+      fail("prev_continuous_actions holds " + std::to_string(in.prev_continuous_actions.size()) +
+           " values, expected B * D = " + std::to_string(B * D_) +
+           (D_ == 0 ? " (the network's actions are discrete)" : ""));
   }
 
   /// Refuses a configuration whose buffers do not fit in the device's free memory, naming the
@@ -647,7 +661,7 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
   void check_memory() const {
     std::size_t free_bytes = 0, total = 0;
     SEEDRL_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
-    const std::size_t in_bytes = upload_layout::of<S>(max_batch_, obs_, max_envs_).bytes;
+    const std::size_t in_bytes = upload_layout::of<S>(max_batch_, obs_, max_envs_, false, D_).bytes;
     const std::size_t need =
         ((max_envs_ + 1) * W_ + 2 * P_ + max_batch_ * (step_->work_elements_per_row() + W_)) *
             sizeof(S) +
@@ -666,7 +680,7 @@ class inference_engine_device_impl final : public inference_engine_device<S> {
   }
 
   int device_ = 0;
-  std::size_t max_envs_ = 0, max_batch_ = 0, A_ = 0, W_ = 0, obs_ = 0, P_ = 0;
+  std::size_t max_envs_ = 0, max_batch_ = 0, A_ = 0, D_ = 0, W_ = 0, obs_ = 0, P_ = 0;
   std::unique_ptr<cuda_backend> backend_;  ///< behind a pointer: the step keeps its address
   std::unique_ptr<step_type> step_;
   cuda_backend::buffer<S> table_;

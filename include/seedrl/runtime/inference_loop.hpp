@@ -710,9 +710,11 @@ class inference_loop {
   std::int64_t dropped_steps_ = 0;    // inference thread only; copied into the counters
   std::int64_t clipped_actions_ = 0;  // inference thread only; copied into the counters
   std::int64_t frames_ = 0;           // inference thread only: steps answered so far
-  /// Engines that sample on their device get the learner's seed and the batch index.
+  /// Engines that sample on their device get the learner's seed and the batch index; they
+  /// sample categorical policies (spec_sampler's too, when the actions are discrete).
   static constexpr bool engine_samples =
-      SamplingInferenceEngine<Engine> && std::same_as<Sampler, categorical_sampler>;
+      SamplingInferenceEngine<Engine> &&
+      (std::same_as<Sampler, categorical_sampler> || std::same_as<Sampler, spec_sampler>);
   std::uint64_t sample_seed_ = 0;
   std::uint64_t batches_ = 0;  // inference thread only: batches inferred so far
   std::uint64_t version_ =
@@ -720,8 +722,11 @@ class inference_loop {
   /// Engines that can have two batches in flight (PipelinedInferenceEngine).
   static constexpr bool engine_pipelines = PipelinedInferenceEngine<Engine>;
 
-  /// Whether a sampling engine samples in this run (any_inference_engine decides at run time).
+  /// Whether a sampling engine samples in this run (any_inference_engine decides at run time;
+  /// continuous actions are sampled on the host).
   bool engine_samples_now() const {
+    if (action_dim_ > 0)
+      return false;
     if constexpr (requires(const Engine& e) {
                     { e.samples() } -> std::convertible_to<bool>;
                   })
