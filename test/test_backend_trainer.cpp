@@ -24,10 +24,12 @@
 #include "seedrl/net/activation.hpp"
 #include "seedrl/net/actor_critic_agent.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/net/parts/backend_part_torso.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/trainer.hpp"
 #include "seedrl/train/mlp_lstm_trainer.hpp"
+#include "softsign_torso.hpp"
 
 namespace {
 
@@ -855,4 +857,69 @@ TEST_CASE("backend trainer refuses a loss or batch of the other action kind", "[
   auto lstm_separate = small_config();
   lstm_separate.separate_value_network = true;
   CHECK_THROWS_AS(trainer_t<S>(backend, lstm_separate), std::invalid_argument);
+}
+
+TEST_CASE(
+    "a user's torso written once over the backend trains the CPU agent and the backend "
+    "trainer alike",
+    "[backend_trainer]") {
+  // The CPU agent: actor_critic_agent with the part behind backend_part_torso (host_backend),
+  // an LSTM, categorical and value heads, trained by host_trainer; the backend trainer: the
+  // same part type on host_backend, as a CUDA trainer would take it on cuda_backend.
+  using S = double;
+  using seedrl_test::softsign_config;
+  using seedrl_test::softsign_torso;
+  using cpu_torso = seedrl::backend_part_torso<softsign_torso, S, softsign_config>;
+  static_assert(seedrl::Torso<cpu_torso, S>);
+  using agent = seedrl::actor_critic_agent<S, seedrl::vector_observations, cpu_torso,
+                                           seedrl::lstm_core<S>, seedrl::categorical_head<S>>;
+  const softsign_config part{4, 6};
+  for (const std::ptrdiff_t lstm : {std::ptrdiff_t{5}, std::ptrdiff_t{0}}) {
+    CAPTURE(lstm);
+    agent net(seedrl::agent_options{.num_actions = 3, .seed = 4}, seedrl::vector_observations{4},
+              cpu_torso(part), seedrl::lstm_core_options{.hidden_size = lstm},
+              seedrl::categorical_head<S>::options_type{.num_actions = 3});
+    // The draws are the part's own: its init wrote the torso's block.
+    bool drawn = false;
+    for (std::size_t i = 0; i < part.outputs * (part.inputs + 1); ++i)
+      drawn = drawn || net.parameters()[i] != S(0);
+    CHECK(drawn);
+    seedrl::host_backend backend;
+    seedrl::backend_core_config core;
+    core.num_actions = 3;
+    core.lstm_size = lstm;
+    seedrl::backend_agent_trainer<seedrl::host_backend, S, softsign_torso<seedrl::host_backend, S>>
+        trainer(backend, softsign_torso<seedrl::host_backend, S>(backend, part), core);
+    REQUIRE(trainer.num_parameters() == net.parameters().size());
+    trainer.set_parameters(net.parameters());
+    trainer.set_optimizer(adam_lr(3e-3), 0);
+    seedrl::adam<S> opt(adam_lr(3e-3));
+    run_options o;
+    seedrl_test::train_side_by_side(
+        net, opt, trainer, loss_config(), o,
+        [&](std::size_t T, std::size_t B, seedrl::random_generator& rng) {
+          random_batch<S> d;
+          d.T = T;
+          d.B = B;
+          d.A = 3;
+          const std::size_t rows = (T + 1) * B;
+          append_uniform(d.obs, rows * part.inputs, -2.0, 2.0, rng);
+          append_uniform(d.rewards, rows, -2.0, 2.0, rng);
+          append_uniform(d.start, B * trainer.state_size(), -0.5, 0.5, rng);
+          seedrl_test::draw_steps(d, rng);
+          return d;
+        });
+    // A copy of the agent has its own parts and infers as the original.
+    agent copy(net);
+    std::vector<S> x(2 * part.inputs, S(0.3)), r(2, S(0));
+    std::vector<std::uint8_t> dones(2, 1);
+    std::vector<std::int32_t> prev(2, 0);
+    auto s1 = net.initial_state(2), s2 = copy.initial_state(2);
+    std::vector<S> l1(6), v1(2), l2(6), v2(2);
+    seedrl::agent_step_output<S> o1{l1, v1}, o2{l2, v2};
+    net.infer({x, r, dones, prev}, s1, o1);
+    copy.infer({x, r, dones, prev}, s2, o2);
+    CHECK(l1 == l2);
+    CHECK(v1 == v2);
+  }
 }

@@ -10,3 +10,9 @@ template class seedrl::cuda::mlp_lstm_trainer<float>;
 #include "seedrl/cuda/inference_engine.cuh"
 
 template class seedrl::cuda::inference_engine<float, seedrl::cuda::mlp_lstm_recipe>;
+
+// A user's torso written once over the backend (test/softsign_torso.hpp) on the GPU trainer.
+#include "../softsign_torso.hpp"
+#include "seedrl/cuda/agent_trainer.cuh"
+
+template class seedrl::cuda::agent_trainer<float, seedrl_test::softsign_recipe>;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "../softsign_torso.hpp"
 #include "gpu_runners.hpp"
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/loss_choice.hpp"
@@ -32,11 +33,13 @@
 #include "seedrl/cuda/mlp_lstm_trainer.hpp"
 #include "seedrl/cuda/pixel_lstm_trainer.hpp"
 #include "seedrl/detail/lstm_math.hpp"
+#include "seedrl/net/actor_critic_agent.hpp"
 #include "seedrl/net/frame_stack.hpp"
 #include "seedrl/net/impala_resnet_lstm_agent.hpp"
 #include "seedrl/net/lstm.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/net/nature_cnn_lstm_agent.hpp"
+#include "seedrl/net/parts/backend_part_torso.hpp"
 #include "seedrl/net/small_conv_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
@@ -1017,6 +1020,55 @@ TEST_CASE("cuda mlp_lstm_trainer: Gaussian policies and separate networks match 
   compare_training_with<seedrl::adam<float>>(
       config, test_adam(), choice(choice::impala_type(impala, seedrl::spec_distribution<float>{})),
       10, 6, 40.0, 4100);
+}
+
+TEST_CASE("cuda agent_trainer: a user's torso written once over the backend matches host_trainer",
+          "[cuda][trainer]") {
+  // The part (test/softsign_torso.hpp) behind backend_part_torso in the CPU agent, trained by
+  // host_trainer, and on cuda_backend by cuda::agent_trainer with its recipe.
+  using part = seedrl_test::softsign_config;
+  using cpu_torso = seedrl::backend_part_torso<seedrl_test::softsign_torso, float, part>;
+  using agent =
+      seedrl::actor_critic_agent<float, seedrl::vector_observations, cpu_torso,
+                                 seedrl::lstm_core<float>, seedrl::categorical_head<float>>;
+  const part shape{5, 16};
+  const auto make = [&] {
+    return agent(seedrl::agent_options{.num_actions = 3, .seed = 2}, seedrl::vector_observations{5},
+                 cpu_torso(shape), seedrl::lstm_core_options{.hidden_size = 12},
+                 seedrl::categorical_head<float>::options_type{.num_actions = 3});
+  };
+  agent cpu_net = make(), gpu_net = make();
+  seedrl::adam<float> cpu_opt(test_adam()), gpu_opt(test_adam());
+  seedrl::host_trainer cpu;
+  seedrl::cuda::agent_trainer<float, seedrl_test::softsign_recipe> gpu;
+  seedrl::impala_loss_config<float> loss;
+  loss.entropy_cost = 0.01f;
+  const seedrl::impala_loss<float> impala(loss);
+  seedrl::random_generator rng(31);
+  const std::size_t T = 8, B = 4, rows = (T + 1) * B;
+  for (int step = 0; step < 3; ++step) {
+    CAPTURE(step);
+    const auto obs = random_floats(rng, rows * 5, -2, 2), rewards = random_floats(rng, rows, -1, 1);
+    const auto behaviour = random_floats(rng, rows, -2.0, -0.1);
+    const auto start =
+        random_floats(rng, B * static_cast<std::size_t>(cpu_net.state_size()), -0.5, 0.5);
+    std::vector<std::uint8_t> dones(rows), truncated(rows, 0);
+    std::vector<std::int32_t> prev(rows), actions(rows);
+    for (std::size_t i = 0; i < rows; ++i) {
+      dones[i] = rng.uniform() < 0.1 ? 1 : 0;
+      prev[i] = static_cast<std::int32_t>(rng() % 3);
+      actions[i] = static_cast<std::int32_t>(rng() % 3);
+    }
+    const seedrl::training_batch<float> batch{T,         B,    3,       obs,       rewards, dones,
+                                              truncated, prev, actions, behaviour, start};
+    const auto want = cpu.train_step(batch, cpu_net, cpu_opt, impala, 40.0);
+    const auto got = gpu.train_step(batch, gpu_net, gpu_opt, impala, 40.0);
+    CHECK(got.terms.total == Approx(want.terms.total).epsilon(1e-4).margin(1e-6));
+    CHECK(got.grad_norm == Approx(want.grad_norm).epsilon(1e-4));
+    CHECK(
+        first_mismatch(to_vector(gpu_net.parameters()), to_vector(cpu_net.parameters()), 1e-5, 1e-4)
+            .empty());
+  }
 }
 
 TEST_CASE("cuda mlp_lstm_trainer: 2-layer LSTM with RMSProp and momentum matches host_trainer",
