@@ -12,10 +12,12 @@
 #include "gradcheck.hpp"
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/vtrace.hpp"
+#include "seedrl/backend/detail/host_dense_primitives.hpp"
+#include "seedrl/backend/detail/host_tiled_primitives.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/activation.hpp"
 #include "seedrl/net/categorical.hpp"
-#include "seedrl/net/linear.hpp"
+#include "seedrl/net/detail/dense_stack.hpp"
 #include "seedrl/net/lstm.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 
@@ -31,25 +33,57 @@ using seedrl_test::require_close;
 
 }  // namespace
 
-TEST_CASE("linear layer gradients match central differences", "[network][gradcheck]") {
+TEST_CASE("dense layers' gradients match central differences", "[network][gradcheck]") {
+  // detail::dense_stack, the one dense-layer implementation (MLP torsos, heads, the pixel
+  // torsos' dense layer): one linear layer, and tanh/ReLU stacks of two layers, on the host's
+  // primitives and on the tiled ones (the pixel torsos'), with strided input, output and input
+  // gradient, the input gradient overwritten and accumulated.
   seedrl::random_generator rng(1);
-  const std::ptrdiff_t N = 5, in = 4, out = 3;
-  seedrl::linear<double> layer(in, out);
-  std::vector<double> params(layer.num_parameters()), grads(layer.num_parameters(), 0.0);
-  layer.bind(params.data(), grads.data());
-  layer.init(rng);
-  auto x = random_vector(N * in, rng);
-  const auto g = random_vector(N * out, rng);
-  std::vector<double> y(N * out), dx(N * in);
-  auto loss = [&] {
-    layer.forward(cview(x.data(), N, in), view(y.data(), N, out));
-    return dot(y, g);
+  const std::size_t N = 5, in = 4, ldx = 6, ldy = 5, lddx = 7;
+  const auto check = [&](auto backend, auto stack, double dx_beta) {
+    using stack_type = decltype(stack);
+    const std::size_t out = stack.output_size();
+    std::vector<double> params(stack.num_parameters()), grads(params.size(), 0.0);
+    for (auto& p : params)
+      p = rng.uniform(-0.8, 0.8);
+    auto x = random_vector(static_cast<std::ptrdiff_t>(N * ldx), rng);
+    const auto g = random_vector(static_cast<std::ptrdiff_t>(N * ldy), rng);
+    std::vector<double> y(N * ldy, 0.0), dx(N * lddx, 0.25);
+    typename stack_type::template workspace<decltype(backend)> ws;
+    auto loss = [&] {
+      stack.forward(backend, ws, params.data(), x.data(), ldx, N, y.data(), ldy);
+      double l = 0.0;
+      for (std::size_t r = 0; r < N; ++r)
+        for (std::size_t c = 0; c < out; ++c)
+          l += y[r * ldy + c] * g[r * ldy + c];
+      return l;
+    };
+    loss();
+    stack.backward(backend, ws, params.data(), grads.data(), x.data(), ldx, N, y.data(), ldy,
+                   g.data(), ldy, dx.data(), lddx, dx_beta);
+    require_close(gradcheck(params, grads, loss));
+    // The input gradient in dx's columns (what was there scaled by dx_beta), the gaps left.
+    for (std::size_t r = 0; r < N; ++r) {
+      for (std::size_t c = 0; c < in; ++c) {
+        const double h = 1e-6, keep = x[r * ldx + c];
+        x[r * ldx + c] = keep + h;
+        const double up = loss();
+        x[r * ldx + c] = keep - h;
+        const double down = loss();
+        x[r * ldx + c] = keep;
+        CHECK(dx[r * lddx + c] == Approx((up - down) / (2 * h) + 0.25 * dx_beta).margin(1e-6));
+      }
+      for (std::size_t c = in; c < lddx; ++c)
+        CHECK(dx[r * lddx + c] == 0.25);
+    }
   };
-  loss();
-  layer.backward_params(cview(x.data(), N, in), cview(g.data(), N, out));
-  layer.backward_input(cview(g.data(), N, out), view(dx.data(), N, in));
-  require_close(gradcheck(params, grads, loss));
-  require_close(gradcheck(x, dx, loss));
+  using seedrl::detail::dense_stack;
+  const seedrl::detail::host_dense_primitives host;
+  const seedrl::detail::host_tiled_primitives tiled;
+  check(host, dense_stack<double, seedrl::identity_activation>(in, {3}, "test"), 0.0);
+  check(tiled, dense_stack<double, seedrl::identity_activation>(in, {3}, "test"), 1.0);
+  check(host, dense_stack<double, seedrl::tanh_activation>(in, {6, 5}, "test"), 1.0);
+  check(tiled, dense_stack<double, seedrl::relu_activation>(in, {6, 4}, "test"), 0.0);
 }
 
 TEST_CASE("relu and tanh gradients match central differences", "[network][gradcheck]") {

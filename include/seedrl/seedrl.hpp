@@ -17,7 +17,6 @@
 #include "seedrl/net/agent_io.hpp"
 #include "seedrl/net/categorical.hpp"
 #include "seedrl/net/diag_gaussian.hpp"
-#include "seedrl/net/linear.hpp"
 #include "seedrl/net/lstm.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/net/network.hpp"

@@ -4,7 +4,10 @@
 /// over C x H x W images, then a dense layer with the activation `Act` (`relu_activation`, the
 /// default and SEED RL's choice, or `tanh_activation`; activation.hpp). Models
 /// seedrl::Torso. Parameters: the stack's, then the dense W [D, F] row-major and b [D]; the stack
-/// is initialised first, then the dense layer (`linear::init`).
+/// is initialised first, then the dense layer (PyTorch's default). The dense layer is
+/// `detail::dense_stack`, the code the backend pixel torso runs, here on the host's primitives
+/// with its forward product in stack-sized tiles (detail::host_tiled_primitives), so that
+/// inference stays off the heap at 3136 x 512.
 ///
 /// Ready torsos:
 ///   - `nature_cnn_torso<S>`: the Nature DQN convolutions (seedrl/net/nature_cnn.hpp);
@@ -17,11 +20,12 @@
 #include <utility>
 #include <vector>
 
+#include "seedrl/backend/detail/host_tiled_primitives.hpp"
 #include "seedrl/core/random.hpp"
-#include "seedrl/detail/gemm_tiled.hpp"
-#include "seedrl/net/activation.hpp"
+#include "seedrl/net/activation_math.hpp"
+#include "seedrl/net/detail/dense_stack.hpp"
 #include "seedrl/net/impala_resnet.hpp"
-#include "seedrl/net/linear.hpp"
+#include "seedrl/net/init_scheme.hpp"
 #include "seedrl/net/nature_cnn.hpp"
 #include "seedrl/net/parts/preprocess.hpp"
 #include "seedrl/net/parts/small_conv.hpp"
@@ -38,12 +42,16 @@ struct dense_torso_options {
 /// A feature stack plus a dense layer; see the file comment.
 template <std::floating_point S, FeatureStack<S> Features, Activation<S> Act = relu_activation>
 class dense_torso {
+  using backend_type = detail::host_tiled_primitives;
+  using stack_type = detail::dense_stack<S, Act>;
+
  public:
   dense_torso(Features features, dense_torso_options options)
       : features_(std::move(features)), options_(options) {
     if (options_.size <= 0)
       throw std::invalid_argument("seedrl::dense_torso: the dense size must be positive");
-    dense_ = linear<S>(features_.output_size(), options_.size);
+    dense_ = stack_type(static_cast<std::size_t>(features_.output_size()),
+                        {static_cast<std::size_t>(options_.size)}, "seedrl::dense_torso");
   }
 
   const Features& features() const noexcept { return features_; }
@@ -57,54 +65,58 @@ class dense_torso {
   void bind(S* params, S* grads) noexcept {
     features_.bind(params, grads);
     const std::size_t n = features_.num_parameters();
-    dense_.bind(params + n, grads + n);
+    dense_params_ = params + n;
+    dense_grads_ = grads + n;
   }
   void init(random_generator& rng) {
     features_.init(rng);
-    dense_.init(rng);
+    init_linear_parameters(rng, dense_params_, options_.size, features_.output_size(),
+                           init_scheme::pytorch_default, S(1));
   }
 
-  void infer(const_matrix_view<S> x, matrix_view<S> y) { apply_dense(features_.infer(x), y); }
+  void infer(const_matrix_view<S> x, matrix_view<S> y) {
+    const auto f = features_.infer(x);
+    dense_.forward(backend_type{}, step_ws_, dense_params_, f.data(), view_stride(f), view_rows(f),
+                   y.data(), view_stride(y));
+  }
 
   void forward(const_matrix_view<S> x, matrix_view<S> y) {
     const auto f = features_.forward(x);
     features_data_ = f.data();
-    rows_ = f.rows();
+    features_stride_ = view_stride(f);
+    rows_ = view_rows(f);
     y_ = y.data();
-    y_stride_ = y.outerStride();
-    apply_dense(f, y);
+    y_stride_ = view_stride(y);
+    dense_.forward(backend_type{}, train_ws_, dense_params_, features_data_, features_stride_,
+                   rows_, y.data(), y_stride_);
   }
 
   void backward(matrix_view<S> dy) {
     if (features_data_ == nullptr)
       throw std::logic_error("seedrl::dense_torso::backward: call forward first");
-    const std::ptrdiff_t N = rows_, F = features_.output_size();
-    activation_backward<Act>(cview(y_, N, options_.size, y_stride_), dy);
-    const auto features = cview(features_data_, N, F);
-    dense_.backward_params(features, cview(dy));
-    if (d_features_.size() < static_cast<std::size_t>(N * F))
-      d_features_.resize(static_cast<std::size_t>(N * F));
-    auto d_features = view(d_features_.data(), N, F);
-    dense_.backward_input(cview(dy), d_features);
-    features_.backward(d_features);
+    const std::size_t F = dense_.input_size();
+    if (d_features_.size() < rows_ * F)
+      d_features_.resize(rows_ * F);
+    dense_.backward(backend_type{}, train_ws_, dense_params_, dense_grads_, features_data_,
+                    features_stride_, rows_, y_, y_stride_, dy.data(), view_stride(dy),
+                    d_features_.data(), F, S(0));
+    features_.backward(view(d_features_.data(), static_cast<std::ptrdiff_t>(rows_),
+                            static_cast<std::ptrdiff_t>(F)));
   }
 
  private:
-  void apply_dense(const_matrix_view<S> features, matrix_view<S> y) const {
-    // linear::forward's plain product would let Eigen malloc its packing buffers at these
-    // sizes (3136 x 512); the tiled product keeps inference off the heap.
-    detail::gemm_stack_tiled(y, features, dense_.weight().transpose(), false);
-    y.rowwise() += dense_.bias();
-    activation_forward<Act>(y);
-  }
-
   Features features_;
   dense_torso_options options_;
-  linear<S> dense_;
+  stack_type dense_;
+  S* dense_params_ = nullptr;
+  S* dense_grads_ = nullptr;
+  // Inference's and training's work arrays (a ReLU backward's scratch), kept apart so that
+  // infer never disturbs what forward kept.
+  typename stack_type::template workspace<backend_type> step_ws_, train_ws_;
   std::vector<S> d_features_;
   const S* features_data_ = nullptr;
   const S* y_ = nullptr;
-  std::ptrdiff_t y_stride_ = 0, rows_ = 0;
+  std::size_t features_stride_ = 0, y_stride_ = 0, rows_ = 0;
 };
 
 /// The Nature CNN with its dense layer (512 and ReLU in the paper).
