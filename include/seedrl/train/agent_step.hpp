@@ -35,10 +35,9 @@
 
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/net/activation_math.hpp"
-#include "seedrl/net/detail/dense_stack.hpp"
-#include "seedrl/net/detail/policy_layer.hpp"
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_torso.hpp"
+#include "seedrl/train/detail/agent_heads.hpp"
 #include "seedrl/train/detail/agent_layout.hpp"
 #include "seedrl/train/detail/agent_step_kernels.hpp"
 #include "seedrl/train/detail/backend_ops.hpp"
@@ -140,8 +139,7 @@ class backend_agent_step {
                                   ": the torso keeps a state but has no next_state");
     layout_ = detail::agent_layout(torso_.num_parameters(), torso_.output_size(), core_, who_);
     state_size_ = torso_.state_size() + 2 * layout_.L * layout_.H;
-    policy_head_ = policy_type(layout_.policy_in, layout_.A, layout_.log_std, who_);
-    value_head_ = value_type(layout_.value_in, {1}, who_);
+    heads_ = detail::agent_heads<S>(layout_, who_);
   }
 
   /// The agent a recipe (its config types) describes, as backend_agent_trainer's constructor.
@@ -272,9 +270,7 @@ class backend_agent_step {
     }
     // Heads, from the last layer's h (or the core input without an LSTM; each head its own
     // columns when the networks are separate): the CPU heads' code.
-    policy_head_.forward(be, policy_ws_, p + layout_.policy_w, x + layout_.policy_col, ldx, B,
-                         op.logits, layout_.A);
-    value_head_.forward(be, value_ws_, p + layout_.value_w, x, ldx, B, op.values, 1);
+    heads_.forward(be, heads_ws_, p, x, ldx, B, op.logits, op.values);
     if (W == 0)
       return;
     if constexpr (has_next_state)
@@ -295,13 +291,8 @@ class backend_agent_step {
   backend_core_config core_;
   LstmStep lstm_;
   detail::agent_layout layout_;
-  using policy_type = detail::policy_layer<S>;
-  using value_type = detail::dense_stack<S, identity_activation>;
-  policy_type policy_head_;
-  value_type value_head_;
-  // Forward only: nothing kept.
-  typename policy_type::template workspace<Backend> policy_ws_;
-  typename value_type::template workspace<Backend> value_ws_;
+  detail::agent_heads<S> heads_;
+  typename detail::agent_heads<S>::template workspace<Backend> heads_ws_;  ///< nothing kept
   std::size_t state_size_ = 0, reserved_ = 0;
   buffer<S> core_in_, gates_, next_;
   buffer<S> widened_;  ///< [B, observation_size()] the uint8 frames as S

@@ -62,8 +62,6 @@
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/impala_math.hpp"
 #include "seedrl/net/activation_math.hpp"
-#include "seedrl/net/detail/dense_stack.hpp"
-#include "seedrl/net/detail/policy_layer.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/minibatch_schedule.hpp"
@@ -71,6 +69,7 @@
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_optimizer.hpp"
 #include "seedrl/train/backend_torso.hpp"
+#include "seedrl/train/detail/agent_heads.hpp"
 #include "seedrl/train/detail/agent_layout.hpp"
 #include "seedrl/train/detail/backend_ops.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
@@ -108,8 +107,6 @@ class backend_agent_trainer {
     A_ = layout.A;
     D_ = layout.D;
     action_inputs_ = layout.action_inputs;
-    value_in_ = layout.value_in;
-    policy_col_ = layout.policy_col;
     H_ = layout.H;
     L_ = layout.L;
     features_ = layout.features;
@@ -117,13 +114,10 @@ class backend_agent_trainer {
     core_out_width_ = layout.core_out_width;
     lstm_w_ = layout.lstm_w;
     lstm_b_ = layout.lstm_b;
-    policy_w_ = layout.policy_w;
-    value_w_ = layout.value_w;
     num_parameters_ = layout.num_parameters;
     check_fits_int("a layer width", core_in_width_ + H_ + 4 * H_ + A_);
     // The heads, the CPU heads' code: the policy layer and one linear value layer.
-    policy_head_ = policy_type(layout.policy_in, A_, layout.log_std, who_);
-    value_head_ = value_type(value_in_, {1}, who_);
+    heads_ = detail::agent_heads<S>(layout, who_);
     opt_ = backend_optimizer<Backend, S>(backend, who_, num_parameters_);
     params_ = backend_->template allocate<S>(num_parameters_);
     grads_ = backend_->template allocate<S>(num_parameters_);
@@ -567,8 +561,7 @@ class backend_agent_trainer {
     backend_.grow(d_logits_, N * A_);
     backend_.grow(d_values_, N);
     backend_.grow(d_core_out_, N * core_out_width_);
-    policy_head_.reserve(*backend_, policy_ws_, N);
-    value_head_.reserve(*backend_, value_ws_, N);
+    heads_.reserve(*backend_, heads_ws_, N);
   }
 
   backend_torso_batch<S> torso_batch(std::size_t steps, std::size_t B) const {
@@ -623,9 +616,7 @@ class backend_agent_trainer {
     }
     // Heads.
     const std::size_t C = core_out_width_;
-    policy_head_.forward(be, policy_ws_, p + policy_w_, core_out() + policy_col_, C, N,
-                         logits_.data(), A_);
-    value_head_.forward(be, value_ws_, p + value_w_, core_out(), C, N, values_.data(), 1);
+    heads_.forward(be, heads_ws_, p, core_out(), C, N, logits_.data(), values_.data());
   }
 
   void backward(std::size_t steps, std::size_t B) {
@@ -637,10 +628,8 @@ class backend_agent_trainer {
     // Heads: weight and bias gradients, and the gradient w.r.t. the core output (the value
     // head's added to the policy head's; each head its own columns when the networks are
     // separate).
-    policy_head_.backward(be, policy_ws_, p + policy_w_, g + policy_w_, core_out() + policy_col_, C,
-                          N, d_logits_.data(), A_, d_core_out_.data() + policy_col_, C, S(0));
-    value_head_.backward(be, value_ws_, p + value_w_, g + value_w_, core_out(), C, N, nullptr, 0,
-                         d_values_.data(), 1, d_core_out_.data(), C, policy_col_ > 0 ? S(0) : S(1));
+    heads_.backward(be, heads_ws_, p, g, core_out(), C, N, d_logits_.data(), d_values_.data(),
+                    d_core_out_.data());
     // LSTM layers from the top; d_core_out_ holds the gradient w.r.t. the current layer's h.
     for (std::size_t l = L_; l-- > 0;) {
       auto& c = layers_[l];
@@ -685,17 +674,11 @@ class backend_agent_trainer {
   Torso torso_;
   backend_core_config core_;
   std::size_t A_ = 0, D_ = 0, H_ = 0, L_ = 0, features_ = 0, action_inputs_ = 0;
-  std::size_t value_in_ = 0, policy_col_ = 0;  ///< the heads' columns of the core output
   std::size_t core_in_width_ = 0, core_out_width_ = 0;
   std::size_t num_parameters_ = 0;
   std::vector<std::size_t> lstm_w_, lstm_b_;
-  std::size_t policy_w_ = 0, value_w_ = 0;
-  using policy_type = detail::policy_layer<S>;
-  using value_type = detail::dense_stack<S, identity_activation>;
-  policy_type policy_head_;
-  value_type value_head_;
-  typename policy_type::template workspace<Backend> policy_ws_;
-  typename value_type::template workspace<Backend> value_ws_;
+  detail::agent_heads<S> heads_;
+  typename detail::agent_heads<S>::template workspace<Backend> heads_ws_;
   buffer<S> params_, grads_;
 
   backend_optimizer<Backend, S> opt_;  ///< Adam or RMSProp state
