@@ -67,16 +67,19 @@ class host_dense_primitives : public host_primitives {
     if constexpr (eigen_activation<Act>) {
       if (rows == 0 || cols == 0)
         return;
-      const auto r = static_cast<Eigen::Index>(rows), c = static_cast<Eigen::Index>(cols);
-      const cmap<S> dy(k.dy, r, c, Eigen::OuterStride<>(static_cast<Eigen::Index>(k.ld_dy)));
-      const cmap<S> y(k.y, r, c, Eigen::OuterStride<>(static_cast<Eigen::Index>(k.ld_y)));
-      map<S> dx(k.dx, r, c, Eigen::OuterStride<>(static_cast<Eigen::Index>(k.width)));
-      if constexpr (std::is_same_v<Act, relu_activation>)
+      if constexpr (std::is_same_v<Act, relu_activation>) {
         relu_backward_rows(rows, cols, k.y, k.ld_y, k.dy, k.ld_dy, k.dx, k.width);
-      else if constexpr (std::is_same_v<Act, tanh_activation>)
-        dx = (dy.array() * (S(1) - y.array().square())).matrix();
-      else
-        dx = dy;
+      } else {
+        const auto r = static_cast<Eigen::Index>(rows), c = static_cast<Eigen::Index>(cols);
+        const cmap<S> dy(k.dy, r, c, Eigen::OuterStride<>(static_cast<Eigen::Index>(k.ld_dy)));
+        map<S> dx(k.dx, r, c, Eigen::OuterStride<>(static_cast<Eigen::Index>(k.width)));
+        if constexpr (std::is_same_v<Act, tanh_activation>) {
+          const cmap<S> y(k.y, r, c, Eigen::OuterStride<>(static_cast<Eigen::Index>(k.ld_y)));
+          dx = (dy.array() * (S(1) - y.array().square())).matrix();
+        } else {
+          dx = dy;
+        }
+      }
     } else {
       host_primitives::for_each_2d(rows, cols, k);
     }
