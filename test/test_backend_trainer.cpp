@@ -85,6 +85,19 @@ std::vector<double> compare_with_reference(const seedrl::mlp_lstm_agent_config& 
       });
 }
 
+/// PPO with 2 epochs x 2 minibatches, value clipping and standardised advantages: every
+/// branch of the update schedule and the loss runs.
+template <class S>
+seedrl::ppo_loss_config<S> ppo_schedule_config() {
+  seedrl::ppo_loss_config<S> c;
+  c.epochs = 2;
+  c.minibatches = 2;
+  c.value_clip = S(0.2);
+  c.normalize_advantages = true;
+  c.entropy_cost = S(0.01);
+  return c;
+}
+
 seedrl::mlp_lstm_agent_config small_config() {
   seedrl::mlp_lstm_agent_config c;
   c.observation_size = 4;
@@ -677,12 +690,7 @@ TEST_CASE("backend trainer runs PPO's update schedule as host_trainer does", "[b
   trainer.set_optimizer(adam_lr(3e-3), 0);
   trainer.seed_schedule(11);
   seedrl::host_trainer reference(11);
-  seedrl::ppo_loss_config<S> config;
-  config.epochs = 2;
-  config.minibatches = 2;
-  config.value_clip = 0.2;
-  config.normalize_advantages = true;
-  config.entropy_cost = 0.01;
+  const auto config = ppo_schedule_config<S>();
   const seedrl::ppo_loss<S> loss(config);
   seedrl::random_generator rng(5);
   for (int step = 0; step < 3; ++step) {
@@ -775,12 +783,7 @@ TEST_CASE("backend trainer trains Gaussian heads and separate networks as host_t
       dist.gaussian.high.push_back(S(2) + S(i));
     }
     using choice = seedrl::loss_choice<S, seedrl::spec_distribution<S>>;
-    seedrl::ppo_loss_config<S> ppo_config;
-    ppo_config.epochs = 2;
-    ppo_config.minibatches = 2;
-    ppo_config.value_clip = 0.2;
-    ppo_config.normalize_advantages = true;
-    ppo_config.entropy_cost = 0.01;
+    const auto ppo_config = ppo_schedule_config<S>();
     const choice loss = k.ppo ? choice(choice::ppo_type(ppo_config, dist))
                               : choice(choice::impala_type(loss_config(), dist));
     seedrl::random_generator rng(9);
