@@ -1,5 +1,5 @@
-// The Nature CNN's convolutions (conv2d: im2col + GEMM) against plain Eigen SGEMMs of the
-// same FLOPs, measured in the same run.
+// The Nature CNN's convolutions (conv2d: oneDNN where found, or with --im2col the im2col +
+// GEMM path) against plain Eigen SGEMMs of the same FLOPs, measured in the same run.
 //
 // Each convolution is, FLOP for FLOP, the GEMM W [O, C*KH*KW] x patches [C*KH*KW, B*OH*OW];
 // backward adds dW = dY x patches^T and d patches = W^T x dY (the first layer needs no input
@@ -13,9 +13,11 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <cstring>
 #include <vector>
 
 #include "seedrl/core/random.hpp"
+#include "seedrl/detail/dnnl_runtime.hpp"
 #include "seedrl/net/conv2d.hpp"
 #include "seedrl/net/tensor.hpp"
 
@@ -94,6 +96,10 @@ struct nature_cnn {
 
   explicit nature_cnn(std::ptrdiff_t b) : batch(b) {
     seedrl::random_generator rng(1);
+    // Each layer's conv2d points into its own parameter vectors: reserved, so that growing the
+    // vector never copies a layer (conv2d is not nothrow-movable) and leaves it pointing at
+    // freed memory.
+    layers.reserve(nature.size());
     for (const auto& config : nature)
       layers.emplace_back(config, b, rng);
     x = random_floats(static_cast<std::size_t>(b * layers[0].conv.input_size()), rng);
@@ -236,4 +242,21 @@ BENCHMARK(BM_nature_layer_forward)
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// `--im2col` measures the im2col + GEMM path (what double layers and builds without oneDNN
+// run) instead of oneDNN's convolutions.
+int main(int argc, char** argv) {
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--im2col") == 0)
+      seedrl::set_dnnl_convolutions(false);
+    else
+      argv[kept++] = argv[i];
+  }
+  argc = kept;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,9 +1,11 @@
 // host_backend's conv2d_forward / conv2d_backward (the im2col + GEMM path of
-// backend/detail/conv2d_gemm.hpp) in float64 against the CPU layer seedrl::conv2d<double> and a
-// direct nested-loop convolution written here: strides, paddings, non-square images and
-// kernels, 1x1 kernels, one and several channels and images, a batch taken in several chunks;
-// gradients accumulated into dw and dbias, dx overwritten, dx == nullptr, batch 0 and the
-// shapes that must be refused. Also detail::pinnable_cache, cuda_backend's convolution cache.
+// backend/detail/conv2d_gemm.hpp) in float64 against a direct nested-loop convolution written
+// here: strides, paddings, non-square images and kernels, 1x1 kernels, one and several channels
+// and images, a batch taken in several chunks; gradients accumulated into dw and dbias, dx
+// overwritten, dx == nullptr, batch 0 and the shapes that must be refused. The host's row loops
+// for the convolution's kernels (detail::host_conv_primitives) against the kernels run one
+// element per call, as a GPU runs them. Also detail::pinnable_cache, cuda_backend's
+// convolution cache.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <climits>
@@ -19,11 +21,10 @@
 
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/backend/detail/conv2d_gemm.hpp"
+#include "seedrl/backend/detail/host_conv_primitives.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/pinnable_cache.hpp"
-#include "seedrl/net/conv2d.hpp"
-#include "seedrl/net/tensor.hpp"
 
 namespace {
 
@@ -49,21 +50,6 @@ std::string describe(const conv2d_shape& s) {
          std::to_string(s.kernel_w) + ", stride " + std::to_string(s.stride_h) + "x" +
          std::to_string(s.stride_w) + ", padding " + std::to_string(s.padding_h) + "x" +
          std::to_string(s.padding_w);
-}
-
-seedrl::conv2d_config to_config(const conv2d_shape& s) {
-  seedrl::conv2d_config c;
-  c.in_channels = s.in_channels;
-  c.input_height = s.input_height;
-  c.input_width = s.input_width;
-  c.out_channels = s.out_channels;
-  c.kernel_h = s.kernel_h;
-  c.kernel_w = s.kernel_w;
-  c.stride_h = s.stride_h;
-  c.stride_w = s.stride_w;
-  c.padding_h = s.padding_h;
-  c.padding_w = s.padding_w;
-  return c;
 }
 
 std::size_t z(int v) {
@@ -134,31 +120,6 @@ struct conv_outputs {
   std::vector<double> y, dx, dw, dbias;
 };
 
-/// The CPU layer (seedrl/net/conv2d.hpp), gradients starting from zero.
-conv_outputs layer_reference(const conv2d_shape& s, const conv_inputs& in) {
-  seedrl::conv2d<double> layer(to_config(s));
-  REQUIRE(layer.output_height() == s.output_height());
-  REQUIRE(layer.output_width() == s.output_width());
-  REQUIRE(static_cast<std::size_t>(layer.output_size()) == output_size(s));
-  std::vector<double> params = in.w;
-  params.insert(params.end(), in.bias.begin(), in.bias.end());
-  REQUIRE(params.size() == layer.num_parameters());
-  std::vector<double> grads(params.size(), 0.0);
-  layer.bind(params.data(), grads.data());
-  const std::ptrdiff_t n = s.batch, isz = layer.input_size(), osz = layer.output_size();
-  std::vector<double> ws(layer.workspace_size(n));
-  conv_outputs out;
-  out.y.resize(z(s.batch) * output_size(s));
-  out.dx.resize(in.x.size());
-  layer.forward(seedrl::cview(in.x.data(), n, isz), seedrl::view(out.y.data(), n, osz), ws);
-  layer.backward(seedrl::cview(in.x.data(), n, isz), seedrl::cview(in.dy.data(), n, osz),
-                 seedrl::view(out.dx.data(), n, isz), ws);
-  const auto nw = static_cast<std::ptrdiff_t>(weight_size(s));
-  out.dw.assign(grads.begin(), grads.begin() + nw);
-  out.dbias.assign(grads.begin() + nw, grads.end());
-  return out;
-}
-
 /// The definition, one multiply-add at a time: y[n,o,i,j] = b[o] + sum_{c,kh,kw}
 /// w[o,c,kh,kw] x[n,c,i*SH-PH+kh,j*SW-PW+kw] over the taps inside the image, and its adjoints.
 conv_outputs direct_reference(const conv2d_shape& s, const conv_inputs& in) {
@@ -226,20 +187,12 @@ backend_outputs run_backend(const seedrl::host_backend& be, const conv2d_shape& 
   return out;
 }
 
-/// host_backend on `s` against the CPU layer (and, when `direct`, the direct loop, which the
-/// layer is first checked against), sharing `be` (and its scratch) with the other shapes.
-void check_shape(const seedrl::host_backend& be, const conv2d_shape& s, std::uint64_t seed,
-                 bool direct) {
+/// host_backend on `s` against the direct loop, sharing `be` (and its scratch) with the other
+/// shapes.
+void check_shape(const seedrl::host_backend& be, const conv2d_shape& s, std::uint64_t seed) {
   INFO(describe(s));
   const conv_inputs in = random_inputs(s, seed);
-  const conv_outputs want = layer_reference(s, in);
-  if (direct) {
-    const conv_outputs loop = direct_reference(s, in);
-    CHECK(max_error(want.y, loop.y) <= tolerance);
-    CHECK(max_error(want.dx, loop.dx) <= tolerance);
-    CHECK(max_error(want.dw, loop.dw) <= tolerance);
-    CHECK(max_error(want.dbias, loop.dbias) <= tolerance);
-  }
+  const conv_outputs want = direct_reference(s, in);
   // Known non-zero gradients already there: backward must add to them.
   seedrl::random_generator rng(seed + 1000);
   const std::vector<double> dw0 = random_doubles(rng, want.dw.size(), 1.0, 2.0);
@@ -277,29 +230,89 @@ std::vector<conv2d_shape> small_shapes() {
 
 }  // namespace
 
-TEST_CASE("host_backend conv2d matches the conv2d layer and a direct loop in float64",
-          "[backend_conv]") {
+TEST_CASE("host_backend conv2d matches a direct loop in float64", "[backend_conv]") {
   // One backend for all shapes: its scratch grows and is reused by smaller shapes.
   const seedrl::host_backend be;
   std::uint64_t seed = 1;
   for (const conv2d_shape& s : small_shapes())
-    check_shape(be, s, ++seed, true);
+    check_shape(be, s, ++seed);
   // Again in reverse order, on the scratch the largest shape left.
   auto shapes = small_shapes();
   std::reverse(shapes.begin(), shapes.end());
   for (const conv2d_shape& s : shapes)
-    check_shape(be, s, ++seed, false);
+    check_shape(be, s, ++seed);
 }
 
 TEST_CASE("host_backend conv2d takes a large batch in several chunks", "[backend_conv]") {
-  // 57600 output positions of 100 taps: 5.76M patch elements per image, so two images per
-  // chunk of at most 2^24 elements, and three images make chunks of 2 and 1.
+  // 57600 output positions of 100 taps: the host takes one image per chunk (at least 128
+  // patch rows), a GPU two (chunks of at most 2^24 elements), and three images make chunks of
+  // 2 and 1 there.
   const conv2d_shape s = make_shape(3, 4, 240, 240, 3, 5, 5, 1, 1, 2, 2);
+  REQUIRE(seedrl::detail::conv2d_gemm_geometry(s, seedrl::detail::host_conv2d_chunk_rows).chunk() ==
+          1);
   const seedrl::detail::conv2d_gemm_geometry g(s);
   REQUIRE(g.chunk() == 2);
   REQUIRE(z(s.batch) % g.chunk() != 0);
   const seedrl::host_backend be;
-  check_shape(be, s, 99, false);
+  check_shape(be, s, 99);
+  // Small images: several per chunk, and a last chunk with fewer.
+  const conv2d_shape small = make_shape(23, 2, 5, 4, 3, 3, 2, 1, 1, 1, 0);
+  REQUIRE(
+      seedrl::detail::conv2d_gemm_geometry(small, seedrl::detail::host_conv2d_chunk_rows).chunk() ==
+      9);  // 15 positions each
+  check_shape(be, small, 100);
+}
+
+/// The kernels of conv2d_gemm.hpp on `s` (one chunk of all its images), images `extra`
+/// elements apart beyond their size, run by `be`; returns col, dx, y, g (GEMM-layout output
+/// gradient) and the bias gradient added to ones, from fixed inputs.
+template <class Backend>
+std::vector<std::vector<double>> run_conv_kernels(const Backend& be, const conv2d_shape& s,
+                                                  std::size_t extra) {
+  const seedrl::detail::conv2d_gemm_geometry g(s);
+  const std::size_t n = g.N, cols = n * g.P(), ld_x = g.in_size() + extra,
+                    ld_y = g.out_size() + extra;
+  seedrl::random_generator rng(7);
+  const std::vector<double> x = random_doubles(rng, n * ld_x, -1, 1);
+  const std::vector<double> dcol = random_doubles(rng, g.K() * cols, -1, 1);
+  const std::vector<double> z = random_doubles(rng, g.O * cols, -1, 1);
+  const std::vector<double> bias = random_doubles(rng, g.O, -1, 1);
+  const std::vector<double> dy = random_doubles(rng, n * ld_y, -1, 1);
+  // Outputs start as a marker, so that a missed or stray write shows.
+  std::vector<double> col(g.K() * cols, 9.0), dx(n * ld_x, 9.0), y(n * ld_y, 9.0),
+      gz(g.O * cols, 9.0), dbias(g.O, 1.0);
+  be.for_each(col.size(), g.im2col(x.data(), ld_x, col.data(), n));
+  be.for_each(n * g.in_size(), g.col2im(dcol.data(), dx.data(), ld_x, n));
+  be.for_each(n * g.out_size(), seedrl::detail::conv_output_kernel<double>{
+                                    z.data(), cols, bias.data(), y.data(), ld_y, g.O, g.P()});
+  be.for_each(gz.size(), seedrl::detail::conv_output_gradient_kernel<double>{
+                             dy.data(), ld_y, gz.data(), cols, g.O, g.P()});
+  be.for_each(g.O, seedrl::detail::conv_bias_gradient_kernel<double>{z.data(), cols, dbias.data()});
+  return {col, dx, y, gz, dbias};
+}
+
+TEST_CASE("the host's row loops run the convolution kernels as one call per element does",
+          "[backend_conv]") {
+  // The per-element loop (host_primitives) is the kernels' definition, what a GPU runs; the
+  // host's row loops must give the same values, bit for bit, except the sums (col2im's and the
+  // bias gradient's), whose order differs.
+  const seedrl::detail::host_primitives per_element;
+  const seedrl::detail::host_conv_primitives rows;
+  for (const conv2d_shape& s :
+       {make_shape(2, 3, 10, 13, 5, 5, 3, 2, 1, 2, 1), make_shape(3, 2, 7, 5, 4, 3, 3, 2, 3, 1, 2),
+        make_shape(1, 1, 4, 4, 2, 1, 1, 1, 1, 0, 0), make_shape(2, 4, 9, 9, 3, 8, 8, 4, 4, 0, 0),
+        make_shape(2, 2, 3, 3, 2, 5, 5, 1, 1, 3, 3)}) {
+    for (const std::size_t extra : {std::size_t{0}, std::size_t{5}}) {
+      INFO(describe(s) << ", images " << extra << " elements apart beyond their size");
+      const auto want = run_conv_kernels(per_element, s, extra);
+      const auto got = run_conv_kernels(rows, s, extra);
+      CHECK(got[0] == want[0]);
+      CHECK(max_error(got[1], want[1]) <= tolerance);
+      CHECK(got[2] == want[2]);
+      CHECK(got[3] == want[3]);
+      CHECK(max_error(got[4], want[4]) <= tolerance);
+    }
+  }
 }
 
 TEST_CASE("host_backend conv2d comparisons notice small errors", "[backend_conv]") {

@@ -2,12 +2,12 @@
 /// \file
 /// `host_backend`: the CPU model of `seedrl::ComputeBackend` (seedrl/backend/compute_backend.hpp).
 /// Buffers are std::vector, `for_each` is a loop, GEMMs are Eigen products, V-trace is the CPU
-/// scan of seedrl/algo/vtrace.hpp, convolutions are im2col + GEMM (backend/detail/
-/// conv2d_gemm.hpp, an implementation apart from the CPU layer in net/conv2d.hpp). It is what
-/// the CPU tests run a backend-generic trainer on, and a reference for the GPU backend's
-/// primitives. The convolutions' scratch is kept between calls, so one object must not be used
-/// by two threads at once. With oneDNN (SEEDRL_HAS_DNNL) the float convolutions run on oneDNN
-/// (seedrl/detail/dnnl_conv2d.hpp), primitives kept per shape; double keeps im2col + GEMM.
+/// scan of seedrl/algo/vtrace.hpp, convolutions are the CPU layer's (net/conv2d.hpp): oneDNN
+/// for float when SEEDRL_HAS_DNNL (seedrl/detail/dnnl_conv2d.hpp, primitives kept per shape),
+/// otherwise im2col + GEMM (backend/detail/conv2d_gemm.hpp on detail::host_conv_primitives).
+/// It is what the CPU tests run a backend-generic trainer on, and a reference for the GPU
+/// backend's primitives. The convolutions' scratch is kept between calls, so one object must
+/// not be used by two threads at once.
 
 #include <algorithm>
 #include <cstddef>
@@ -19,6 +19,7 @@
 
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/backend/detail/conv2d_gemm.hpp"
+#include "seedrl/backend/detail/host_conv_primitives.hpp"
 #include "seedrl/backend/detail/host_dense_primitives.hpp"
 #include "seedrl/detail/dnnl_conv2d.hpp"
 
@@ -41,7 +42,8 @@ class host_backend : public detail::host_dense_primitives {
         return;
     }
 #endif
-    detail::conv2d_gemm_forward(*this, conv_scratch<S>(), shape, x, w, bias, y);
+    detail::conv2d_gemm_forward(detail::host_conv_primitives{}, conv_scratch<S>(), geometry(shape),
+                                x, w, bias, y);
   }
 
   /// dw += d/dw, dbias += d/dbias, dx = d/dx (when not null); see compute_backend.hpp.
@@ -56,12 +58,17 @@ class host_backend : public detail::host_dense_primitives {
         return;
     }
 #endif
-    detail::conv2d_gemm_backward(*this, conv_scratch<S>(), shape, x, w, dy, dx, dw, dbias);
+    detail::conv2d_gemm_backward(detail::host_conv_primitives{}, conv_scratch<S>(), geometry(shape),
+                                 x, w, dy, dx, dw, dbias);
   }
 
   void synchronize() const noexcept {}
 
  private:
+  static detail::conv2d_gemm_geometry geometry(const conv2d_shape& s) noexcept {
+    return detail::conv2d_gemm_geometry(s, detail::host_conv2d_chunk_rows);
+  }
+
 #ifdef SEEDRL_DNNL_CONV
   static detail::dnnl_conv2d_shape dnnl_shape(const conv2d_shape& s) noexcept {
     const long in = static_cast<long>(s.in_channels) * s.input_height * s.input_width;

@@ -323,7 +323,8 @@ class cuda_backend {
 #if defined(SEEDRL_HAS_CUDNN)
     convolution<S>(shape).forward(x, w, bias, y);
 #else
-    seedrl::detail::conv2d_gemm_forward(*this, conv_scratch<S>(shape), shape, x, w, bias, y);
+    seedrl::detail::conv2d_gemm_forward(*this, conv_scratch<S>(shape),
+                                        seedrl::detail::conv2d_gemm_geometry(shape), x, w, bias, y);
 #endif
   }
 
@@ -338,8 +339,9 @@ class cuda_backend {
 #if defined(SEEDRL_HAS_CUDNN)
     convolution<S>(shape).backward(x, w, dy, dx, dw, dbias);
 #else
-    seedrl::detail::conv2d_gemm_backward(*this, conv_scratch<S>(shape), shape, x, w, dy, dx, dw,
-                                         dbias);
+    seedrl::detail::conv2d_gemm_backward(*this, conv_scratch<S>(shape),
+                                         seedrl::detail::conv2d_gemm_geometry(shape), x, w, dy, dx,
+                                         dw, dbias);
 #endif
   }
 
@@ -468,14 +470,12 @@ class cuda_backend {
     if (scratch_pinned_) {
       // The sizes seedrl::detail::reserve_conv2d_gemm grows to.
       const seedrl::detail::conv2d_gemm_geometry g(shape);
-      const std::size_t rows = g.chunk() * g.P();
       const auto retire = [&](device_buffer<S>& b, std::size_t n) {
         if (b.size() < n && b.size() != 0)
           retired->push_back(std::move(b));
       };
-      retire(scratch->col, rows * g.K());
-      retire(scratch->z, rows * g.O);
-      retire(scratch->ones, rows);
+      retire(scratch->col, g.col_elements());
+      retire(scratch->z, g.z_elements());
     }
     return *scratch;
   }

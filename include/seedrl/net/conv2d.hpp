@@ -17,16 +17,17 @@
 /// [out_channels, in_channels, kernel_h, kernel_w] row-major, then out_channels biases. That is
 /// PyTorch's `weight` then `bias`, so a state dict maps onto the buffer one to one.
 ///
-/// Computation: im2col then one GEMM per chunk of images (Eigen). For a chunk of `b` images the
-/// patches form a [C*KH*KW, b*OH*OW] matrix and the output is W [O, C*KH*KW] times it; chunks
-/// are small (whole images, at least 128 columns) so that the GEMM reads the patches from cache
-/// right after im2col wrote them. Backward recomputes the patches rather than keeping them.
+/// Computation: the library's one convolution below oneDNN (backend/detail/conv2d_gemm.hpp,
+/// what `host_backend` and a CUDA build without cuDNN run too): im2col then one GEMM per chunk
+/// of images (whole images, at least 128 patch rows, so that the GEMM reads the patches from
+/// cache right after im2col wrote them), on detail::host_conv_primitives. Backward recomputes
+/// the patches rather than keeping them.
 ///
 /// Memory: forward and backward never allocate. The caller passes a workspace of at least
 /// `workspace_size(batch)` elements (patches plus one chunk of outputs); its contents on entry
-/// do not matter and on return are unspecified. Eigen's GEMM allocates its packing buffers on
-/// the heap once they exceed EIGEN_STACK_ALLOCATION_LIMIT, so every product here is cut into
-/// tiles whose packed blocks fit under that limit (see `detail::gemm_stack_tiled`).
+/// do not matter and on return are unspecified. Every product is cut into tiles whose packed
+/// blocks fit under EIGEN_STACK_ALLOCATION_LIMIT (see `detail::gemm_stack_tiled`), so that
+/// Eigen never mallocs its packing buffers.
 ///
 /// With oneDNN (SEEDRL_HAS_DNNL), float layers run forward and backward on oneDNN's
 /// convolutions instead (seedrl/detail/dnnl_conv2d.hpp), primitives kept per batch size and
@@ -39,15 +40,17 @@
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
+#include "seedrl/backend/detail/conv2d_gemm.hpp"
+#include "seedrl/backend/detail/host_conv_primitives.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/dnnl_conv2d.hpp"
 #include "seedrl/detail/eigen_core.hpp"
-#include "seedrl/detail/gemm_tiled.hpp"
 #include "seedrl/net/tensor.hpp"
 
 namespace seedrl {
@@ -94,11 +97,17 @@ class conv2d {
     }
     oh_ = (c.input_height + 2 * c.padding_h - c.kernel_h) / c.stride_h + 1;
     ow_ = (c.input_width + 2 * c.padding_w - c.kernel_w) / c.stride_w + 1;
-    // At least 128 patch columns per chunk (whole images): the GEMM's tiles are about that
-    // wide anyway, and the patch matrix stays in L2. Measured on the Nature CNN
-    // (bench/bench_conv.cpp): 256 and 512 columns were about 5% and 12% slower, one image per
-    // chunk about the same.
-    chunk_ = std::max<std::ptrdiff_t>(1, (128 + oh_ * ow_ - 1) / (oh_ * ow_));
+    shape_ = {.in_channels = narrow(c.in_channels, "in_channels"),
+              .input_height = narrow(c.input_height, "input_height"),
+              .input_width = narrow(c.input_width, "input_width"),
+              .out_channels = narrow(c.out_channels, "out_channels"),
+              .kernel_h = narrow(c.kernel_h, "kernel_h"),
+              .kernel_w = narrow(c.kernel_w, "kernel_w"),
+              .stride_h = narrow(c.stride_h, "stride_h"),
+              .stride_w = narrow(c.stride_w, "stride_w"),
+              .padding_h = narrow(c.padding_h, "padding_h"),
+              .padding_w = narrow(c.padding_w, "padding_w")};
+    detail::check_conv2d_shape(shape_, "seedrl::conv2d");
   }
 
   const conv2d_config& config() const noexcept { return config_; }
@@ -115,12 +124,16 @@ class conv2d {
     return config_.in_channels * config_.kernel_h * config_.kernel_w;
   }
   /// How many images one im2col + GEMM pass covers (the last chunk of a batch may be smaller).
-  std::ptrdiff_t images_per_chunk() const noexcept { return chunk_; }
+  std::ptrdiff_t images_per_chunk() const noexcept {
+    return static_cast<std::ptrdiff_t>(geometry(0).chunk());
+  }
 
   /// Elements of scratch that forward and backward need for a batch of `batch` images.
   std::size_t workspace_size(std::ptrdiff_t batch) const noexcept {
-    const std::ptrdiff_t b = std::clamp<std::ptrdiff_t>(batch, 0, chunk_);
-    return static_cast<std::size_t>((patch_size() + config_.out_channels) * b * oh_ * ow_);
+    if (batch <= 0)
+      return 0;
+    const auto g = geometry(batch);
+    return g.col_elements() + g.z_elements();
   }
 
   /// Parameters this layer takes from the flat buffer: O*C*KH*KW weights, then O biases.
@@ -169,21 +182,10 @@ class conv2d {
         return;
     }
 #endif
-    const std::ptrdiff_t p = oh_ * ow_, o = config_.out_channels, k = patch_size();
-    const auto w = weight();
-    const auto b = bias();
-    for (std::ptrdiff_t n0 = 0; n0 < n; n0 += chunk_) {
-      const std::ptrdiff_t nb = std::min(chunk_, n - n0), cols = nb * p;
-      auto col = view(workspace.data(), k, cols);
-      auto out = view(workspace.data() + k * cols, o, cols);
-      for (std::ptrdiff_t i = 0; i < nb; ++i)
-        im2col(x.data() + (n0 + i) * x.outerStride(), col.data() + i * p, cols);
-      detail::gemm_stack_tiled(out, w, col, false);
-      // The GEMM gives [O, nb*P]; each image wants its own [O, P] block. Add the bias on the way.
-      for (std::ptrdiff_t i = 0; i < nb; ++i) {
-        view(y.data() + (n0 + i) * y.outerStride(), o, p) = out.middleCols(i * p, p).colwise() + b;
-      }
-    }
+    const auto g = geometry(n);
+    detail::conv2d_gemm_forward(detail::host_conv_primitives{}, g, workspace.data(),
+                                workspace.data() + g.col_elements(), x.data(), stride(x), params_,
+                                bias().data(), y.data(), stride(y));
   }
 
   /// Backpropagates `dy` ([N, output_size()], d loss / d y at the forward's input `x`):
@@ -220,95 +222,27 @@ class conv2d {
         return;
     }
 #endif
-    const std::ptrdiff_t p = oh_ * ow_, o = config_.out_channels, k = patch_size();
-    auto wg = weight_grad();
-    auto bg = bias_grad();
-    const auto w = weight();
-    for (std::ptrdiff_t n0 = 0; n0 < n; n0 += chunk_) {
-      const std::ptrdiff_t nb = std::min(chunk_, n - n0), cols = nb * p;
-      auto col = view(workspace.data(), k, cols);
-      auto g = view(workspace.data() + k * cols, o, cols);
-      for (std::ptrdiff_t i = 0; i < nb; ++i)
-        g.middleCols(i * p, p) = cview(dy.data() + (n0 + i) * dy.outerStride(), o, p);
-      bg += g.rowwise().sum();
-      for (std::ptrdiff_t i = 0; i < nb; ++i)
-        im2col(x.data() + (n0 + i) * x.outerStride(), col.data() + i * p, cols);
-      detail::gemm_stack_tiled(wg, g, col.transpose(), true);
-      if (dx == nullptr)
-        continue;
-      // The patches are spent: their buffer takes d loss / d patches, folded back by col2im.
-      detail::gemm_stack_tiled(col, w.transpose(), g, false);
-      for (std::ptrdiff_t i = 0; i < nb; ++i)
-        col2im(col.data() + i * p, cols, dx->data() + (n0 + i) * dx->outerStride());
-    }
+    const auto g = geometry(n);
+    detail::conv2d_gemm_backward(detail::host_conv_primitives{}, g, workspace.data(),
+                                 workspace.data() + g.col_elements(), x.data(), stride(x), params_,
+                                 dy.data(), stride(dy), dx == nullptr ? nullptr : dx->data(),
+                                 dx == nullptr ? 0 : stride(*dx), grads_, bias_grad().data());
   }
 
-  /// Writes one image's patches into columns [0, OH*OW) of a row-major [C*KH*KW, ld] matrix.
-  void im2col(const S* img, S* col, std::ptrdiff_t ld) const {
-    const auto& c = config_;
-    const std::ptrdiff_t H = c.input_height, W = c.input_width;
-    for (std::ptrdiff_t ch = 0; ch < c.in_channels; ++ch) {
-      for (std::ptrdiff_t kh = 0; kh < c.kernel_h; ++kh) {
-        for (std::ptrdiff_t kw = 0; kw < c.kernel_w; ++kw) {
-          S* row = col + ((ch * c.kernel_h + kh) * c.kernel_w + kw) * ld;
-          const std::ptrdiff_t dw = kw - c.padding_w;  // input column = ow * stride_w + dw
-          const std::ptrdiff_t lo = first_inside(dw, c.stride_w);
-          const std::ptrdiff_t hi = std::max(lo, first_inside(dw - W, c.stride_w));
-          for (std::ptrdiff_t y = 0; y < oh_; ++y) {
-            S* d = row + y * ow_;
-            const std::ptrdiff_t ih = y * c.stride_h - c.padding_h + kh;
-            if (ih < 0 || ih >= H) {
-              std::fill(d, d + ow_, S(0));
-              continue;
-            }
-            const S* src = img + (ch * H + ih) * W;
-            std::fill(d, d + lo, S(0));
-            if (c.stride_w == 1) {
-              std::copy(src + lo + dw, src + hi + dw, d + lo);
-            } else {
-              for (std::ptrdiff_t x = lo; x < hi; ++x)
-                d[x] = src[x * c.stride_w + dw];
-            }
-            std::fill(d + hi, d + ow_, S(0));
-          }
-        }
-      }
-    }
+  /// The convolution of a batch of n images, chunked as the host runs it.
+  detail::conv2d_gemm_geometry geometry(std::ptrdiff_t n) const noexcept {
+    detail::conv2d_gemm_geometry g(shape_, detail::host_conv2d_chunk_rows);
+    g.N = static_cast<std::size_t>(n);  // chunks keep each GEMM int-sized, not the batch
+    return g;
   }
-
-  /// Overwrites one image's input gradient with the sum of its patch gradients (im2col's
-  /// adjoint): columns [0, OH*OW) of a row-major [C*KH*KW, ld] matrix.
-  void col2im(const S* col, std::ptrdiff_t ld, S* img) const {
-    const auto& c = config_;
-    const std::ptrdiff_t H = c.input_height, W = c.input_width;
-    std::fill(img, img + input_size(), S(0));
-    for (std::ptrdiff_t ch = 0; ch < c.in_channels; ++ch) {
-      for (std::ptrdiff_t kh = 0; kh < c.kernel_h; ++kh) {
-        for (std::ptrdiff_t kw = 0; kw < c.kernel_w; ++kw) {
-          const S* row = col + ((ch * c.kernel_h + kh) * c.kernel_w + kw) * ld;
-          const std::ptrdiff_t dw = kw - c.padding_w;
-          const std::ptrdiff_t lo = first_inside(dw, c.stride_w);
-          const std::ptrdiff_t hi = std::max(lo, first_inside(dw - W, c.stride_w));
-          for (std::ptrdiff_t y = 0; y < oh_; ++y) {
-            const std::ptrdiff_t ih = y * c.stride_h - c.padding_h + kh;
-            if (ih < 0 || ih >= H)
-              continue;
-            const S* d = row + y * ow_;
-            S* dst = img + (ch * H + ih) * W;
-            for (std::ptrdiff_t x = lo; x < hi; ++x)
-              dst[x * c.stride_w + dw] += d[x];
-          }
-        }
-      }
-    }
+  template <class View>
+  static std::size_t stride(const View& v) noexcept {
+    return static_cast<std::size_t>(v.outerStride());
   }
-
-  /// The first output column x (clamped to [0, OW]) with x * stride + offset >= 0, i.e. the
-  /// first whose input column is inside the image (offset = dw) or past it (offset = dw - W).
-  std::ptrdiff_t first_inside(std::ptrdiff_t offset, std::ptrdiff_t stride) const noexcept {
-    if (offset >= 0)
-      return 0;
-    return std::min(ow_, (-offset + stride - 1) / stride);
+  static int narrow(std::ptrdiff_t v, const char* name) {
+    if (v > std::numeric_limits<int>::max())
+      throw std::invalid_argument(std::string("seedrl::conv2d: ") + name + " exceeds INT_MAX");
+    return static_cast<int>(v);
   }
 
   static void check_cols(const char* fn, const char* what, std::ptrdiff_t got,
@@ -348,9 +282,9 @@ class conv2d {
 #endif
 
   conv2d_config config_{};
+  conv2d_shape shape_{};  ///< config_ without a batch
   std::ptrdiff_t oh_ = 0;
   std::ptrdiff_t ow_ = 0;
-  std::ptrdiff_t chunk_ = 1;
   S* params_ = nullptr;
   S* grads_ = nullptr;
 };
