@@ -4,8 +4,8 @@
 // and images, a batch taken in several chunks; gradients accumulated into dw and dbias, dx
 // overwritten, dx == nullptr, batch 0 and the shapes that must be refused. The host's row loops
 // for the convolution's kernels (detail::host_conv_primitives) against the kernels run one
-// element per call, as a GPU runs them. Also detail::pinnable_cache, cuda_backend's
-// convolution cache.
+// element per call, as a GPU runs them, and the same for max pooling. Also detail::pinnable_cache,
+// cuda_backend's convolution cache.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <climits>
@@ -22,6 +22,7 @@
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/backend/detail/conv2d_gemm.hpp"
 #include "seedrl/backend/detail/host_conv_primitives.hpp"
+#include "seedrl/backend/detail/max_pool2d_kernels.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/pinnable_cache.hpp"
@@ -311,6 +312,70 @@ TEST_CASE("the host's row loops run the convolution kernels as one call per elem
       CHECK(got[2] == want[2]);
       CHECK(got[3] == want[3]);
       CHECK(max_error(got[4], want[4]) <= tolerance);
+    }
+  }
+}
+
+/// Max pooling's kernels on `g` for n images `extra` elements apart beyond their size, run by
+/// `be` from inputs with ties, infinities and NaNs; returns y, the argmaxes and dx.
+template <class Backend>
+std::vector<std::vector<double>> run_pool_kernels(const Backend& be,
+                                                  const seedrl::detail::max_pool2d_geometry& g,
+                                                  std::size_t n, std::size_t extra) {
+  const std::size_t ld_x = g.in_size() + extra, ld_y = g.out_size() + extra;
+  seedrl::random_generator rng(11);
+  std::vector<double> x(n * ld_x);
+  for (double& v : x) {
+    // Few distinct values, so that windows tie; now and then -infinity or NaN.
+    const double u = rng.uniform(0.0, 1.0);
+    v = u < 0.05   ? -std::numeric_limits<double>::infinity()
+        : u < 0.08 ? std::numeric_limits<double>::quiet_NaN()
+                   : std::floor(rng.uniform(-3.0, 3.0));
+  }
+  const std::vector<double> dy = random_doubles(rng, n * ld_y, -1, 1);
+  std::vector<double> y(n * ld_y, 9.0), dx(n * ld_x, 9.0);
+  std::vector<std::int32_t> argmax(n * g.out_size(), -7);
+  be.for_each(n * g.out_size(), seedrl::detail::max_pool_forward_kernel<double>{
+                                    x.data(), ld_x, y.data(), ld_y, argmax.data(), g});
+  be.for_each(n * g.in_size(), seedrl::detail::max_pool_backward_kernel<double>{
+                                   dy.data(), ld_y, argmax.data(), dx.data(), ld_x, g});
+  // Inference (no argmax) must give the same maxima.
+  std::vector<double> y_infer(n * ld_y, 9.0);
+  be.for_each(n * g.out_size(), seedrl::detail::max_pool_forward_kernel<double>{
+                                    x.data(), ld_x, y_infer.data(), ld_y, nullptr, g});
+  return {y, std::vector<double>(argmax.begin(), argmax.end()), dx, y_infer};
+}
+
+/// Equal element by element, NaN equal to NaN.
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size())
+    return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))))
+      return false;
+  return true;
+}
+
+TEST_CASE("the host's loops run max pooling as one call per element does", "[backend_conv]") {
+  // The backward's gather sums in output order, the order of the host's scatter: bit for bit.
+  const seedrl::detail::host_primitives per_element;
+  const seedrl::detail::host_conv_primitives rows;
+  // {C, H, W, OH, OW, KH, KW, SH, SW, PH, PW}
+  for (const seedrl::detail::max_pool2d_geometry& g :
+       {seedrl::detail::max_pool2d_geometry{3, 9, 7, 5, 4, 3, 3, 2, 2, 1, 1},
+        seedrl::detail::max_pool2d_geometry{2, 8, 8, 4, 4, 2, 2, 2, 2, 0, 0},
+        seedrl::detail::max_pool2d_geometry{1, 7, 10, 3, 4, 3, 4, 2, 3, 1, 2},
+        seedrl::detail::max_pool2d_geometry{2, 5, 5, 5, 5, 3, 3, 1, 1, 1, 1}}) {
+    for (const std::size_t extra : {std::size_t{0}, std::size_t{3}}) {
+      INFO("C " << g.C << ", " << g.H << "x" << g.W << " -> " << g.OH << "x" << g.OW << ", extra "
+                << extra);
+      const auto want = run_pool_kernels(per_element, g, 3, extra);
+      const auto got = run_pool_kernels(rows, g, 3, extra);
+      CHECK(same_bits(got[0], want[0]));
+      CHECK(got[1] == want[1]);
+      CHECK(same_bits(got[2], want[2]));
+      CHECK(same_bits(got[3], want[0]));
+      CHECK(same_bits(want[3], want[0]));
     }
   }
 }

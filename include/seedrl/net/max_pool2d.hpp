@@ -12,6 +12,9 @@
 /// For training, `forward` records each output's argmax as an index into its input plane
 /// (`ih * input_width + iw`, PyTorch's `return_indices` convention) in a caller-provided buffer,
 /// and `backward` sends each output gradient to that element. Nothing is allocated.
+///
+/// Computation: the kernels of backend/detail/max_pool2d_kernels.hpp (the backend IMPALA
+/// torso's pooling too), run by detail::host_conv_primitives as loops over planes.
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +26,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "seedrl/backend/detail/host_conv_primitives.hpp"
+#include "seedrl/backend/detail/max_pool2d_kernels.hpp"
 #include "seedrl/net/tensor.hpp"
 
 namespace seedrl {
@@ -112,57 +117,30 @@ class max_pool2d {
                 matrix_view<S> dx) const {
     const std::size_t n = argmax.size();
     check("backward", dx.rows(), dx.cols(), dy.rows(), dy.cols(), &n);
-    const std::ptrdiff_t plane_in = config_.input_height * config_.input_width,
-                         plane_out = oh_ * ow_;
-    for (std::ptrdiff_t b = 0; b < dy.rows(); ++b) {
-      S* d = dx.data() + b * dx.outerStride();
-      std::fill(d, d + input_size(), S(0));
-      const S* g = dy.data() + b * dy.outerStride();
-      const index_type* idx = argmax.data() + b * output_size();
-      for (std::ptrdiff_t ch = 0; ch < config_.channels; ++ch) {
-        S* dplane = d + ch * plane_in;
-        for (std::ptrdiff_t i = ch * plane_out; i < (ch + 1) * plane_out; ++i)
-          dplane[idx[i]] += g[i];
-      }
-    }
+    detail::host_conv_primitives{}.for_each(
+        static_cast<std::size_t>(dx.rows() * input_size()),
+        detail::max_pool_backward_kernel<S>{dy.data(), stride(dy), argmax.data(), dx.data(),
+                                            stride(dx), geometry()});
   }
 
  private:
   void run_forward(const_matrix_view<S> x, matrix_view<S> y, index_type* argmax) const {
+    detail::host_conv_primitives{}.for_each(
+        static_cast<std::size_t>(x.rows() * output_size()),
+        detail::max_pool_forward_kernel<S>{x.data(), stride(x), y.data(), stride(y), argmax,
+                                           geometry()});
+  }
+
+  detail::max_pool2d_geometry geometry() const noexcept {
+    const auto z = [](std::ptrdiff_t v) { return static_cast<std::size_t>(v); };
     const auto& c = config_;
-    const std::ptrdiff_t H = c.input_height, W = c.input_width;
-    for (std::ptrdiff_t b = 0; b < x.rows(); ++b) {
-      for (std::ptrdiff_t ch = 0; ch < c.channels; ++ch) {
-        const S* in = x.data() + b * x.outerStride() + ch * H * W;
-        S* out = y.data() + b * y.outerStride() + ch * oh_ * ow_;
-        index_type* idx = argmax ? argmax + b * output_size() + ch * oh_ * ow_ : nullptr;
-        for (std::ptrdiff_t oy = 0; oy < oh_; ++oy) {
-          const std::ptrdiff_t h0 = oy * c.stride_h - c.padding_h;
-          const std::ptrdiff_t h_lo = std::max<std::ptrdiff_t>(h0, 0);
-          const std::ptrdiff_t h_hi = std::min(h0 + c.kernel_h, H);
-          for (std::ptrdiff_t ox = 0; ox < ow_; ++ox) {
-            const std::ptrdiff_t w0 = ox * c.stride_w - c.padding_w;
-            const std::ptrdiff_t w_lo = std::max<std::ptrdiff_t>(w0, 0);
-            const std::ptrdiff_t w_hi = std::min(w0 + c.kernel_w, W);
-            // Padding <= kernel / 2 guarantees the window holds at least one input cell.
-            std::ptrdiff_t best = h_lo * W + w_lo;
-            S best_value = -std::numeric_limits<S>::infinity();
-            for (std::ptrdiff_t ih = h_lo; ih < h_hi; ++ih) {
-              for (std::ptrdiff_t iw = w_lo; iw < w_hi; ++iw) {
-                const S v = in[ih * W + iw];
-                if (v > best_value || std::isnan(v)) {
-                  best_value = v;
-                  best = ih * W + iw;
-                }
-              }
-            }
-            out[oy * ow_ + ox] = best_value;
-            if (idx)
-              idx[oy * ow_ + ox] = static_cast<index_type>(best);
-          }
-        }
-      }
-    }
+    return {z(c.channels), z(c.input_height), z(c.input_width), z(oh_),
+            z(ow_),        z(c.kernel_h),     z(c.kernel_w),    z(c.stride_h),
+            z(c.stride_w), z(c.padding_h),    z(c.padding_w)};
+  }
+  template <class View>
+  static std::size_t stride(const View& v) noexcept {
+    return static_cast<std::size_t>(v.outerStride());
   }
 
   /// Rows and widths of the input-side and output-side batches, and the argmax buffer's size.

@@ -1,18 +1,23 @@
 #pragma once
 /// \file
 /// `detail::host_conv_primitives`: the host primitives the GEMM convolution
-/// (backend/detail/conv2d_gemm.hpp) runs on, for the CPU layer `seedrl::conv2d` and
-/// `host_backend`'s conv2d primitives. The convolution's kernels are one call per element, with
+/// (backend/detail/conv2d_gemm.hpp) and max pooling (max_pool2d_kernels.hpp) run on, for the
+/// CPU layers `seedrl::conv2d` and `seedrl::max_pool2d` and `host_backend`'s conv2d
+/// primitives. The convolution's kernels are one call per element, with
 /// a division or six per call; here they run as loops over rows (im2col and col2im copy and add
 /// runs along an output row, the layout changes and the bias gradient are Eigen block
 /// expressions), with the same values. Every product is cut
 /// into stack-sized tiles (detail::gemm_stack_tiled), so that a convolution never mallocs.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 
 #include "seedrl/backend/detail/conv2d_gemm.hpp"
 #include "seedrl/backend/detail/host_tiled_primitives.hpp"
+#include "seedrl/backend/detail/max_pool2d_kernels.hpp"
 #include "seedrl/detail/eigen_core.hpp"
 #include "seedrl/detail/gemm_tiled.hpp"
 
@@ -168,14 +173,75 @@ class host_conv_primitives : public host_tiled_primitives {
         cmap<S>(k.g, O, cols, Eigen::OuterStride<>(cols)).rowwise().sum();
   }
 
- private:
+  /// Max pooling over whole images: per plane and output, the window's cells inside the image,
+  /// from -infinity (which picks what the kernel's start at the first cell picks).
   template <class S>
-  using map = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
-                         Eigen::OuterStride<>>;
-  template <class S>
-  using cmap = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>,
-                          0, Eigen::OuterStride<>>;
+  void for_each(std::size_t n, const max_pool_forward_kernel<S>& k) const {
+    const max_pool2d_geometry& g = k.g;
+    if (n == 0 || n % g.out_size() != 0) {
+      host_primitives::for_each(n, k);
+      return;
+    }
+    const auto i = [](std::size_t v) { return static_cast<std::ptrdiff_t>(v); };
+    const std::ptrdiff_t H = i(g.H), W = i(g.W), OH = i(g.OH), OW = i(g.OW);
+    for (std::size_t img = 0; img < n / g.out_size(); ++img) {
+      for (std::size_t c = 0; c < g.C; ++c) {
+        const S* in = k.x + img * k.ld_x + c * g.H * g.W;
+        const std::size_t first = img * g.out_size() + c * g.OH * g.OW;  // kernel index
+        S* out = k.y + img * k.ld_y + c * g.OH * g.OW;
+        std::int32_t* idx = k.argmax != nullptr ? k.argmax + first : nullptr;
+        for (std::ptrdiff_t oh = 0; oh < OH; ++oh) {
+          const std::ptrdiff_t h0 = oh * i(g.SH) - i(g.PH);
+          const std::ptrdiff_t h_lo = std::max<std::ptrdiff_t>(h0, 0);
+          const std::ptrdiff_t h_hi = std::min(h0 + i(g.KH), H);
+          for (std::ptrdiff_t ow = 0; ow < OW; ++ow) {
+            const std::ptrdiff_t w0 = ow * i(g.SW) - i(g.PW);
+            const std::ptrdiff_t w_lo = std::max<std::ptrdiff_t>(w0, 0);
+            const std::ptrdiff_t w_hi = std::min(w0 + i(g.KW), W);
+            std::ptrdiff_t best = h_lo * W + w_lo;
+            S best_value = -std::numeric_limits<S>::infinity();
+            for (std::ptrdiff_t ih = h_lo; ih < h_hi; ++ih) {
+              for (std::ptrdiff_t iw = w_lo; iw < w_hi; ++iw) {
+                const S v = in[ih * W + iw];
+                if (v > best_value || std::isnan(v)) {
+                  best_value = v;
+                  best = ih * W + iw;
+                }
+              }
+            }
+            out[oh * OW + ow] = best_value;
+            if (idx != nullptr)
+              idx[oh * OW + ow] = static_cast<std::int32_t>(best);
+          }
+        }
+      }
+    }
+  }
 
+  /// Max pooling's backward over whole images as a scatter: each image's gradient cleared,
+  /// then every output gradient added to its argmax, in output order.
+  template <class S>
+  void for_each(std::size_t n, const max_pool_backward_kernel<S>& k) const {
+    const max_pool2d_geometry& g = k.g;
+    if (n == 0 || n % g.in_size() != 0) {
+      host_primitives::for_each(n, k);
+      return;
+    }
+    const std::size_t plane_in = g.H * g.W, plane_out = g.OH * g.OW;
+    for (std::size_t img = 0; img < n / g.in_size(); ++img) {
+      S* dx = k.dx + img * k.ld_dx;
+      std::fill(dx, dx + g.in_size(), S(0));
+      const S* dy = k.dy + img * k.ld_dy;
+      const std::int32_t* idx = k.argmax + img * g.out_size();
+      for (std::size_t c = 0; c < g.C; ++c) {
+        S* plane = dx + c * plane_in;
+        for (std::size_t o = c * plane_out; o < (c + 1) * plane_out; ++o)
+          plane[idx[o]] += dy[o];
+      }
+    }
+  }
+
+ private:
   /// A kernel's sizes as signed integers, for the row loops' index arithmetic.
   struct geometry {
     std::ptrdiff_t C, H, W, KH, KW, SH, SW, PH, PW, OH, OW;

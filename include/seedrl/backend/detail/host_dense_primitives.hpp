@@ -146,17 +146,20 @@ class host_dense_primitives : public host_primitives {
       fail("ldc = " + std::to_string(ldc) + " is shorter than a row of C");
   }
 
- private:
-  template <class Act>
-  static constexpr bool eigen_activation =
-      std::is_same_v<Act, relu_activation> || std::is_same_v<Act, tanh_activation> ||
-      std::is_same_v<Act, identity_activation>;
+ protected:
+  /// Row-major views with a row stride, as the primitives' pointers and `ld`s describe them.
   template <class S>
   using map = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
                          Eigen::OuterStride<>>;
   template <class S>
   using cmap = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>,
                           0, Eigen::OuterStride<>>;
+
+ private:
+  template <class Act>
+  static constexpr bool eigen_activation =
+      std::is_same_v<Act, relu_activation> || std::is_same_v<Act, tanh_activation> ||
+      std::is_same_v<Act, identity_activation>;
 };
 
 }  // namespace seedrl::detail

@@ -8,11 +8,7 @@
 /// stack its convolution, then the two convolutions of each block, each W [O, C, 3, 3] then
 /// b [O].
 ///
-/// The pooling matches the CPU layer exactly: padding is -infinity, the first of equal maxima
-/// in row-major window order wins and a NaN wins its window (the last NaN, as the CPU loop
-/// keeps replacing). Its backward is a gather: every input element adds, in output order, the
-/// gradients of the outputs whose argmax it is, which is the order the CPU's scatter adds
-/// them in, so the bits agree.
+/// The pooling is the CPU layer's (backend/detail/max_pool2d_kernels.hpp).
 
 #include <algorithm>
 #include <concepts>
@@ -26,6 +22,7 @@
 #include <vector>
 
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/backend/detail/max_pool2d_kernels.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/net/impala_resnet_config.hpp"
 #include "seedrl/train/detail/conv_relu_stack.hpp"
@@ -37,74 +34,6 @@ namespace seedrl::detail {
 /// A ReLU's backward, dx = y > 0 ? dy : 0 (the dense layers' kernel).
 template <class S>
 using relu_backward_body = activation_backward_kernel<S, relu_activation>;
-
-/// Max pooling of NCHW planes (H x W in, OH x OW out, kernel K, stride St, padding Pd) writing
-/// the maxima and their argmax (ih * W + iw). i = (n*C + c) * OH*OW + oh*OW + ow.
-template <class S>
-struct max_pool_forward_kernel {
-  const S* x;
-  S* y;
-  std::int32_t* argmax;
-  std::size_t H, W, OH, OW, K, St, Pd;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
-    const std::size_t plane = i / (OH * OW), p = i % (OH * OW);
-    const std::size_t oh = p / OW, ow = p % OW;
-    const S* in = x + plane * H * W;
-    // Window [oh*St - Pd, oh*St - Pd + K) clipped to the image, in unsigned arithmetic.
-    const std::size_t h0 = oh * St, w0 = ow * St;  // + Pd: padded coordinates
-    const std::size_t h_lo = h0 > Pd ? h0 - Pd : 0, w_lo = w0 > Pd ? w0 - Pd : 0;
-    const std::size_t h_hi = h0 + K - Pd < H ? h0 + K - Pd : H;
-    const std::size_t w_hi = w0 + K - Pd < W ? w0 + K - Pd : W;
-    // Starting from the first cell picks what the CPU's start from -infinity picks (the window
-    // is never empty, and a -infinity or NaN first cell is kept or replaced alike).
-    std::size_t best = h_lo * W + w_lo;
-    S best_value = in[best];
-    for (std::size_t ih = h_lo; ih < h_hi; ++ih) {
-      for (std::size_t iw = w_lo; iw < w_hi; ++iw) {
-        const S v = in[ih * W + iw];
-        if (v > best_value || v != v) {  // v != v: NaN, as std::isnan on the CPU
-          best_value = v;
-          best = ih * W + iw;
-        }
-      }
-    }
-    y[i] = best_value;
-    argmax[i] = static_cast<std::int32_t>(best);
-  }
-};
-
-/// Max pooling's backward as a gather: dx[n, c, ih, iw] = the sum, in output order, of
-/// dy[n, c, oh, ow] over the outputs whose window holds (ih, iw) and whose argmax it is.
-/// i = (n*C + c) * H*W + ih*W + iw.
-template <class S>
-struct max_pool_backward_kernel {
-  const S* dy;
-  const std::int32_t* argmax;
-  S* dx;
-  std::size_t H, W, OH, OW, K, St, Pd;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
-    const std::size_t plane = i / (H * W), at = i % (H * W);
-    const std::size_t ih = at / W, iw = at % W;
-    const std::size_t ph = ih + Pd, pw = iw + Pd;  // padded coordinates
-    // Outputs oh with oh*St <= ph < oh*St + K.
-    const std::size_t oh_lo = ph + 1 > K ? (ph + 1 - K + St - 1) / St : 0;
-    const std::size_t ow_lo = pw + 1 > K ? (pw + 1 - K + St - 1) / St : 0;
-    const std::size_t oh_hi = ph / St + 1 < OH ? ph / St + 1 : OH;
-    const std::size_t ow_hi = pw / St + 1 < OW ? pw / St + 1 : OW;
-    const std::size_t base = plane * OH * OW;
-    S sum = S(0);
-    for (std::size_t oh = oh_lo; oh < oh_hi; ++oh) {
-      for (std::size_t ow = ow_lo; ow < ow_hi; ++ow) {
-        const std::size_t o = base + oh * OW + ow;
-        if (static_cast<std::size_t>(argmax[o]) == at)
-          sum += dy[o];
-      }
-    }
-    dx[i] = sum;
-  }
-};
 
 /// dst[i] = max(src[i], 0); a NaN stays NaN.
 template <class S>
@@ -226,9 +155,8 @@ class backend_impala_resnet_torso {
     for (stack& s : stacks_) {
       const std::size_t P = s.pooled_size(), blocks = s.blocks.size() / 2;
       be.conv2d_forward(s.conv.at(N), in, params + s.conv.w, params + s.conv.b, conv_out_.data());
-      be.for_each(N * P,
-                  max_pool_forward_kernel<S>{conv_out_.data(), s.z[0].data(), s.argmax.data(), s.H,
-                                             s.W, s.OH, s.OW, 3, 2, 1});
+      be.for_each(N * P, max_pool_forward_kernel<S>{conv_out_.data(), s.conv_size(), s.z[0].data(),
+                                                    P, s.argmax.data(), s.pool()});
       for (std::size_t j = 0; j < blocks; ++j) {
         const conv_layer& a = s.blocks[2 * j];
         const conv_layer& b = s.blocks[2 * j + 1];
@@ -268,8 +196,8 @@ class backend_impala_resnet_torso {
         be.for_each(N * P, add_kernel<S>{db_.data(), dz_.data()});
       }
       be.for_each(N * s.conv_size(),
-                  max_pool_backward_kernel<S>{dz_.data(), s.argmax.data(), conv_out_.data(), s.H,
-                                              s.W, s.OH, s.OW, 3, 2, 1});
+                  max_pool_backward_kernel<S>{dz_.data(), s.pooled_size(), s.argmax.data(),
+                                              conv_out_.data(), s.conv_size(), s.pool()});
       const S* in = si == 0 ? input_ : stacks_[si - 1].z.back().data();
       // Its input gradient is the previous stack's output gradient: straight into dz_.
       be.conv2d_backward(s.conv.at(N), in, params + s.conv.w, conv_out_.data(),
@@ -295,6 +223,8 @@ class backend_impala_resnet_torso {
     std::size_t OH = 0, OW = 0;       ///< the pool's output
     std::size_t conv_size() const noexcept { return C * H * W; }
     std::size_t pooled_size() const noexcept { return C * OH * OW; }
+    /// IMPALA's pooling: 3x3, stride 2, padding 1.
+    max_pool2d_geometry pool() const noexcept { return {C, H, W, OH, OW, 3, 3, 2, 2, 1, 1}; }
     buffer<std::int32_t> argmax;       ///< [N, pooled_size()]
     std::vector<buffer<S>> z, r1, r2;  ///< z[0] the pool's output; block j: z[j] -> z[j+1]
   };
