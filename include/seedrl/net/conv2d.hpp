@@ -156,9 +156,7 @@ class conv2d {
     }
   }
 
-  /// Weights as [O, C*KH*KW]: row o is output channel o's kernel, in (c, kh, kw) order.
-  const_matrix_view<S> weight() const { return cview(params_, config_.out_channels, patch_size()); }
-  matrix_view<S> weight_grad() { return view(grads_, config_.out_channels, patch_size()); }
+  /// The O biases (after the weights) and their gradients.
   Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>> bias() const {
     return {params_ + config_.out_channels * patch_size(), config_.out_channels};
   }
