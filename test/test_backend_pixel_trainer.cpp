@@ -633,6 +633,39 @@ TEST_CASE("pixel backend trainer skips a non-finite gradient as the reference do
   });
 }
 
+/// The CPU feature stack's parameters after `init` from `seed`, and the backend torso's `init`
+/// from the same seed: the same numbers, so a network starts alike on either stack.
+template <class Cpu, class BackendTorso>
+void check_same_init(Cpu cpu, const BackendTorso& torso, std::uint64_t seed) {
+  REQUIRE(cpu.num_parameters() == torso.num_parameters());
+  std::vector<double> cpu_params(cpu.num_parameters(), 0.0), grads(cpu_params.size());
+  cpu.bind(cpu_params.data(), grads.data());
+  seedrl::random_generator rng_cpu(seed), rng_backend(seed);
+  cpu.init(rng_cpu);
+  std::vector<double> params(torso.num_parameters(), -9.0);
+  torso.init(rng_backend, params.data());
+  CHECK(params == cpu_params);
+  CHECK(rng_backend() == rng_cpu());  // the same number of draws
+}
+
+TEST_CASE("the backend conv torsos draw the CPU stacks' initial parameters", "[backend_trainer]") {
+  seedrl::host_backend be;
+  check_same_init(seedrl::nature_cnn<double>(nature{}, 3, 44, 40),
+                  seedrl::detail::backend_nature_cnn_torso<seedrl::host_backend, double>(
+                      be, nature{}, 3, 44, 40, "test"),
+                  1);
+  const seedrl::small_conv_config small_config{.channels = {4, 6, 5}, .padding = 1};
+  check_same_init(seedrl::small_conv<double>(small_config, 2, 9, 7),
+                  seedrl::detail::backend_small_conv_torso<seedrl::host_backend, double>(
+                      be, small_config, 2, 9, 7, "test"),
+                  2);
+  const resnet resnet_config{.channels = {4, 6}, .blocks_per_stack = 2};
+  check_same_init(seedrl::impala_resnet<double>(resnet_config, 3, 12, 10),
+                  seedrl::detail::backend_impala_resnet_torso<seedrl::host_backend, double>(
+                      be, resnet_config, 3, 12, 10, "test"),
+                  3);
+}
+
 TEST_CASE("pixel backend trainer refuses bad configurations, sizes and calls",
           "[backend_trainer]") {
   const auto sh = small_shape();

@@ -634,6 +634,21 @@ void check_host_activation_kernels(double tolerance) {
     else
       CHECK(static_cast<double>(fast[i]) == Approx(static_cast<double>(loop[i])).margin(tolerance));
   }
+  // The activation alone (after a convolution), in place on a strided matrix.
+  auto alone_fast = y, alone_loop = y;
+  using alone = seedrl::detail::activation_kernel<S, Act>;
+  host.for_each_2d(rows, cols, alone{alone_fast.data(), ld});
+  elements.for_each_2d(rows, cols, alone{alone_loop.data(), ld});
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    INFO(Act::name << " activation alone, element " << i);
+    if (std::isnan(alone_loop[i]))
+      CHECK(std::isnan(alone_fast[i]));
+    else
+      CHECK(static_cast<double>(alone_fast[i]) ==
+            Approx(static_cast<double>(alone_loop[i])).margin(tolerance));
+    if (i % ld >= cols)  // the padding between rows stays as it was
+      CHECK((alone_fast[i] == y[i] || std::isnan(y[i])));
+  }
   std::vector<S> dx_fast(rows * cols, S(-7)), dx_loop(rows * cols, S(-7));
   using backward = seedrl::detail::activation_backward_kernel<S, Act>;
   host.for_each_2d(rows, cols, backward{dy.data(), ld, loop.data(), ld, dx_fast.data(), cols});

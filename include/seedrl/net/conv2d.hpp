@@ -51,6 +51,7 @@
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/dnnl_conv2d.hpp"
 #include "seedrl/detail/eigen_core.hpp"
+#include "seedrl/net/detail/pytorch_default_init.hpp"
 #include "seedrl/net/tensor.hpp"
 
 namespace seedrl {
@@ -150,10 +151,8 @@ class conv2d {
   /// PyTorch's default (kaiming-uniform with a = sqrt(5)): weights and biases uniform in
   /// +-1/sqrt(C*KH*KW), scaled by `gain`.
   void init(random_generator& rng, S gain = S(1)) {
-    const double bound = static_cast<double>(gain) / std::sqrt(static_cast<double>(patch_size()));
-    for (std::size_t i = 0; i < num_parameters(); ++i) {
-      params_[i] = static_cast<S>(rng.uniform(-bound, bound));
-    }
+    detail::pytorch_default_fill(rng, params_, num_parameters(),
+                                 static_cast<std::size_t>(patch_size()), static_cast<double>(gain));
   }
 
   /// The O biases (after the weights) and their gradients.

@@ -22,6 +22,7 @@
 
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/eigen_core.hpp"  // before any other Eigen header
+#include "seedrl/net/detail/pytorch_default_init.hpp"
 
 #include <Eigen/QR>
 
@@ -71,9 +72,8 @@ void init_linear_parameters(random_generator& rng, S* params, std::ptrdiff_t out
     std::fill_n(params + weights, out, S(0));
     return;
   }
-  const double bound = static_cast<double>(gain) / std::sqrt(static_cast<double>(in));
-  for (std::size_t i = 0; i < weights + static_cast<std::size_t>(out); ++i)
-    params[i] = static_cast<S>(rng.uniform(-bound, bound));
+  detail::pytorch_default_fill(rng, params, weights + static_cast<std::size_t>(out),
+                               static_cast<std::size_t>(in), static_cast<double>(gain));
 }
 
 }  // namespace seedrl

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// The non-GEMM kernels of a dense layer (`detail::dense_stack`, seedrl/net/detail/
-/// dense_stack.hpp): the bias and activation after the GEMM and the activation's backward
+/// dense_stack.hpp): the bias and activation after the GEMM (or the activation alone, after a
+/// convolution) and the activation's backward
 /// (`for_each_2d` bodies), and the bias gradient, a column sum (a `for_each` body, also the
 /// LSTM's). Any backend runs them element by element; the host recognises them
 /// (detail::host_dense_primitives) and runs ReLU, tanh, the identity and the column sums as
@@ -23,6 +24,19 @@ struct bias_activation_kernel {
   SEEDRL_HOST_DEVICE void operator()(std::size_t r, std::size_t j) const {
     S& v = y[r * ld + j];
     v = Act::forward(v + bias[j]);
+  }
+};
+
+/// y[r, j] = Act(y[r, j]), in place: an activation whose bias is already in y (a
+/// convolution's output).
+template <class S, class Act>
+struct activation_kernel {
+  S* y;
+  std::size_t ld;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t r, std::size_t j) const {
+    S& v = y[r * ld + j];
+    v = Act::forward(v);
   }
 };
 

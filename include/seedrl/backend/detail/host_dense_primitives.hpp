@@ -60,6 +60,23 @@ class host_dense_primitives : public host_primitives {
     }
   }
 
+  /// An activation alone (a convolution's), as above.
+  template <class S, class Act>
+  void for_each_2d(std::size_t rows, std::size_t cols, const activation_kernel<S, Act>& k) const {
+    if constexpr (eigen_activation<Act>) {
+      if (rows == 0 || cols == 0)
+        return;
+      map<S> y(k.y, static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols),
+               Eigen::OuterStride<>(static_cast<Eigen::Index>(k.ld)));
+      if constexpr (std::is_same_v<Act, relu_activation>)
+        y = y.cwiseMax(S(0));  // std::max(x, 0): a NaN stays NaN
+      else if constexpr (std::is_same_v<Act, tanh_activation>)
+        y = y.array().tanh().matrix();
+    } else {
+      host_primitives::for_each_2d(rows, cols, k);
+    }
+  }
+
   /// An activation's backward (activation_kernels.hpp), as above.
   template <class S, class Act>
   void for_each_2d(std::size_t rows, std::size_t cols,

@@ -11,7 +11,8 @@
 /// its torso: `num_parameters()`, `output_size()` (features per image), `max_batch()` (the most
 /// images whose tensors fit int indexing), `reserve(N)`, `forward(params, input, N)` returning
 /// the features [N, output_size()] (and keeping what backward needs) and
-/// `backward(params, grads, d_features, N)` adding the parameter gradients into `grads`.
+/// `backward(params, grads, d_features, N)` adding the parameter gradients into `grads`, and
+/// `init(rng, host_params)` drawing the CPU torso's initial parameters.
 
 #include <algorithm>
 #include <concepts>
@@ -21,6 +22,8 @@
 #include <vector>
 
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/core/random.hpp"
+#include "seedrl/net/detail/pytorch_default_init.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
 #include "seedrl/train/detail/pixel_lstm_kernels.hpp"
 
@@ -75,6 +78,13 @@ class backend_conv_relu_stack {
     return static_cast<std::size_t>(std::numeric_limits<int>::max()) / widest;
   }
 
+  /// Draws the parameters into host memory (num_parameters() values) as the CPU stacks do:
+  /// per convolution, in order, W then b uniform in +-1/sqrt(C*KH*KW) (`conv2d::init`).
+  void init(random_generator& rng, S* params) const {
+    for (const layer& L : layers_)
+      pytorch_default_fill(rng, params + L.w, L.b + L.out_channels() - L.w, L.fan_in());
+  }
+
   /// Sizes the activations for N images; reallocates only to grow.
   void reserve(std::size_t N) {
     std::size_t d_in = 0, d_out = 0;
@@ -95,7 +105,8 @@ class backend_conv_relu_stack {
     for (std::size_t l = 0; l < layers_.size(); ++l) {
       const layer& L = layers_[l];
       backend_->conv2d_forward(L.at(N), in, params + L.w, params + L.b, act_[l].data());
-      backend_->for_each(N * L.out_size, relu_kernel<S>{act_[l].data()});
+      for_each_2d(*backend_, N, L.out_size,
+                  activation_kernel<S, relu_activation>{act_[l].data(), L.out_size});
       in = act_[l].data();
     }
     return act_.back().data();
@@ -122,6 +133,13 @@ class backend_conv_relu_stack {
   struct layer {
     conv2d_shape shape;  ///< batch set per call
     std::size_t in_size = 0, out_size = 0, w = 0, b = 0;
+    std::size_t out_channels() const noexcept {
+      return static_cast<std::size_t>(shape.out_channels);
+    }
+    std::size_t fan_in() const noexcept {
+      return static_cast<std::size_t>(shape.in_channels) *
+             static_cast<std::size_t>(shape.kernel_h) * static_cast<std::size_t>(shape.kernel_w);
+    }
     conv2d_shape at(std::size_t N) const {
       conv2d_shape s = shape;
       s.batch = static_cast<int>(N);

@@ -24,6 +24,8 @@
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/backend/detail/max_pool2d_kernels.hpp"
 #include "seedrl/core/config.hpp"
+#include "seedrl/core/random.hpp"
+#include "seedrl/net/detail/pytorch_default_init.hpp"
 #include "seedrl/net/impala_resnet_config.hpp"
 #include "seedrl/train/detail/conv_relu_stack.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
@@ -114,6 +116,23 @@ class backend_impala_resnet_torso {
 
   std::size_t num_parameters() const noexcept { return num_parameters_; }
   std::size_t output_size() const noexcept { return stacks_.back().pooled_size(); }
+
+  /// Draws the parameters into host memory (num_parameters() values) as the CPU torso does:
+  /// per stack its convolution, then the block convolutions in order, each W then b uniform
+  /// in +-1/sqrt(C*KH*KW) (`conv2d::init`).
+  void init(random_generator& rng, S* params) const {
+    const auto draw = [&](const conv_layer& L) {
+      const auto fan_in = static_cast<std::size_t>(L.shape.in_channels) *
+                          static_cast<std::size_t>(L.shape.kernel_h * L.shape.kernel_w);
+      pytorch_default_fill(rng, params + L.w,
+                           L.b + static_cast<std::size_t>(L.shape.out_channels) - L.w, fan_in);
+    };
+    for (const stack& s : stacks_) {
+      draw(s.conv);
+      for (const conv_layer& L : s.blocks)
+        draw(L);
+    }
+  }
   std::size_t max_batch() const noexcept {
     std::size_t widest = std::max<std::size_t>(input_size_, 1);
     for (const stack& s : stacks_)
@@ -162,7 +181,7 @@ class backend_impala_resnet_torso {
         const conv_layer& b = s.blocks[2 * j + 1];
         be.for_each(N * P, relu_copy_kernel<S>{s.z[j].data(), s.r1[j].data()});
         be.conv2d_forward(a.at(N), s.r1[j].data(), params + a.w, params + a.b, s.r2[j].data());
-        be.for_each(N * P, relu_kernel<S>{s.r2[j].data()});
+        for_each_2d(be, N, P, activation_kernel<S, relu_activation>{s.r2[j].data(), P});
         be.conv2d_forward(b.at(N), s.r2[j].data(), params + b.w, params + b.b, s.z[j + 1].data());
         be.for_each(N * P, add_kernel<S>{s.z[j].data(), s.z[j + 1].data()});
       }

@@ -75,15 +75,4 @@ struct frame_stack_input_kernel {
   }
 };
 
-/// x[i] = max(x[i], 0) in place; a NaN stays NaN (as relu_activation).
-template <class S>
-struct relu_kernel {
-  S* x;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
-    if (x[i] < S(0))
-      x[i] = S(0);
-  }
-};
-
 }  // namespace seedrl::detail
