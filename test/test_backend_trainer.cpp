@@ -621,46 +621,40 @@ void check_host_activation_kernels(double tolerance) {
     for (S& x : *v)
       x = static_cast<S>(rng.uniform(-3.0, 3.0));
   y[2] = std::numeric_limits<S>::quiet_NaN();  // a NaN stays NaN through either path
+  // Element by element: NaN where the loop has NaN, else within `tolerance`.
+  const auto expect_close = [&](const std::vector<S>& fast, const std::vector<S>& loop,
+                                const char* what) {
+    for (std::size_t i = 0; i < loop.size(); ++i) {
+      INFO(Act::name << " " << what << ", element " << i);
+      if (std::isnan(loop[i]))
+        CHECK(std::isnan(fast[i]));
+      else
+        CHECK(static_cast<double>(fast[i]) ==
+              Approx(static_cast<double>(loop[i])).margin(tolerance));
+    }
+  };
   auto fast = y, loop = y;
   const seedrl::detail::host_dense_primitives host;
   const seedrl::detail::host_primitives elements;
   using forward = seedrl::detail::bias_activation_kernel<S, Act>;
   host.for_each_2d(rows, cols, forward{fast.data(), ld, bias.data()});
   elements.for_each_2d(rows, cols, forward{loop.data(), ld, bias.data()});
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    INFO(Act::name << " forward element " << i);
-    if (std::isnan(loop[i]))
-      CHECK(std::isnan(fast[i]));
-    else
-      CHECK(static_cast<double>(fast[i]) == Approx(static_cast<double>(loop[i])).margin(tolerance));
-  }
-  // The activation alone (after a convolution), in place on a strided matrix.
+  expect_close(fast, loop, "forward");
+  // The activation alone (after a convolution), in place on a strided matrix; the padding
+  // between rows stays as it was.
   auto alone_fast = y, alone_loop = y;
   using alone = seedrl::detail::activation_kernel<S, Act>;
   host.for_each_2d(rows, cols, alone{alone_fast.data(), ld});
   elements.for_each_2d(rows, cols, alone{alone_loop.data(), ld});
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    INFO(Act::name << " activation alone, element " << i);
-    if (std::isnan(alone_loop[i]))
-      CHECK(std::isnan(alone_fast[i]));
-    else
-      CHECK(static_cast<double>(alone_fast[i]) ==
-            Approx(static_cast<double>(alone_loop[i])).margin(tolerance));
-    if (i % ld >= cols)  // the padding between rows stays as it was
+  expect_close(alone_fast, alone_loop, "activation alone");
+  for (std::size_t i = 0; i < y.size(); ++i)
+    if (i % ld >= cols)
       CHECK((alone_fast[i] == y[i] || std::isnan(y[i])));
-  }
   std::vector<S> dx_fast(rows * cols, S(-7)), dx_loop(rows * cols, S(-7));
   using backward = seedrl::detail::activation_backward_kernel<S, Act>;
   host.for_each_2d(rows, cols, backward{dy.data(), ld, loop.data(), ld, dx_fast.data(), cols});
   elements.for_each_2d(rows, cols, backward{dy.data(), ld, loop.data(), ld, dx_loop.data(), cols});
-  for (std::size_t i = 0; i < dx_loop.size(); ++i) {
-    INFO(Act::name << " backward element " << i);
-    if (std::isnan(dx_loop[i]))
-      CHECK(std::isnan(dx_fast[i]));
-    else
-      CHECK(static_cast<double>(dx_fast[i]) ==
-            Approx(static_cast<double>(dx_loop[i])).margin(tolerance));
-  }
+  expect_close(dx_fast, dx_loop, "backward");
 }
 }  // namespace
 
