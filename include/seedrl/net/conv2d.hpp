@@ -36,8 +36,6 @@
 /// A layer is not for two threads at once with oneDNN either: a call that finds another in
 /// flight takes the im2col path.
 
-#include <algorithm>
-#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <limits>

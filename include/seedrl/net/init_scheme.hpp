@@ -14,7 +14,6 @@
 /// W W^T = gain^2 I otherwise.
 
 #include <algorithm>
-#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <span>

@@ -16,8 +16,6 @@
 /// Computation: the kernels of backend/detail/max_pool2d_kernels.hpp (the backend IMPALA
 /// torso's pooling too), run by detail::host_conv_primitives as loops over planes.
 
-#include <algorithm>
-#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>

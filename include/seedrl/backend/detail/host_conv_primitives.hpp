@@ -10,7 +10,6 @@
 /// into stack-sized tiles (detail::gemm_stack_tiled), so that a convolution never mallocs.
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
