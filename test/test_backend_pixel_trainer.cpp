@@ -5,6 +5,7 @@
 // convolutions, random batches with episode resets at t = 0 and mid-unroll and random start
 // states (frame history and LSTM state).
 #include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
@@ -633,37 +634,40 @@ TEST_CASE("pixel backend trainer skips a non-finite gradient as the reference do
   });
 }
 
-/// The CPU feature stack's parameters after `init` from `seed`, and the backend torso's `init`
-/// from the same seed: the same numbers, so a network starts alike on either stack.
-template <class Cpu, class BackendTorso>
-void check_same_init(Cpu cpu, const BackendTorso& torso, std::uint64_t seed) {
-  REQUIRE(cpu.num_parameters() == torso.num_parameters());
-  std::vector<double> cpu_params(cpu.num_parameters(), 0.0), grads(cpu_params.size());
-  cpu.bind(cpu_params.data(), grads.data());
-  seedrl::random_generator rng_cpu(seed), rng_backend(seed);
-  cpu.init(rng_cpu);
-  std::vector<double> params(torso.num_parameters(), -9.0);
-  torso.init(rng_backend, params.data());
-  CHECK(params == cpu_params);
-  CHECK(rng_backend() == rng_cpu());  // the same number of draws
+/// A feature stack's parameters after `init` from `seed` are PyTorch's default draws for its
+/// convolutions {out, in, kernel} in order (W then b, uniform in +-1/sqrt(in*k*k)), written
+/// here from the documented layout: a network starts as PyTorch's would, on either device.
+template <class Stack>
+void check_pytorch_init(Stack stack, const std::vector<std::array<std::size_t, 3>>& convs,
+                        std::uint64_t seed) {
+  std::vector<double> want;
+  seedrl::random_generator rng_want(seed), rng(seed);
+  for (const auto& [out, in, k] : convs) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in * k * k));
+    for (std::size_t i = 0; i < out * in * k * k + out; ++i)
+      want.push_back(rng_want.uniform(-bound, bound));
+  }
+  REQUIRE(stack.num_parameters() == want.size());
+  std::vector<double> params(want.size(), -9.0), grads(want.size());
+  stack.bind(params.data(), grads.data());
+  stack.init(rng);
+  CHECK(params == want);
+  CHECK(rng() == rng_want());  // the same number of draws
 }
 
-TEST_CASE("the backend conv torsos draw the CPU stacks' initial parameters", "[backend_trainer]") {
-  seedrl::host_backend be;
-  check_same_init(seedrl::nature_cnn<double>(nature{}, 3, 44, 40),
-                  seedrl::detail::backend_nature_cnn_torso<seedrl::host_backend, double>(
-                      be, nature{}, 3, 44, 40, "test"),
-                  1);
-  const seedrl::small_conv_config small_config{.channels = {4, 6, 5}, .padding = 1};
-  check_same_init(seedrl::small_conv<double>(small_config, 2, 9, 7),
-                  seedrl::detail::backend_small_conv_torso<seedrl::host_backend, double>(
-                      be, small_config, 2, 9, 7, "test"),
-                  2);
-  const resnet resnet_config{.channels = {4, 6}, .blocks_per_stack = 2};
-  check_same_init(seedrl::impala_resnet<double>(resnet_config, 3, 12, 10),
-                  seedrl::detail::backend_impala_resnet_torso<seedrl::host_backend, double>(
-                      be, resnet_config, 3, 12, 10, "test"),
-                  3);
+TEST_CASE("the conv stacks draw PyTorch's initial parameters in their documented layout",
+          "[backend_trainer]") {
+  check_pytorch_init(seedrl::nature_cnn<double>(nature{}, 3, 44, 40),
+                     {{32, 3, 8}, {64, 32, 4}, {64, 64, 3}}, 1);
+  check_pytorch_init(seedrl::small_conv<double>({.channels = {4, 6, 5}, .padding = 1}, 2, 9, 7),
+                     {{4, 2, 3}, {6, 4, 3}, {5, 6, 3}}, 2);
+  std::vector<std::array<std::size_t, 3>> resnet_convs{{4, 3, 3}};
+  resnet_convs.insert(resnet_convs.end(), 4, {4, 4, 3});
+  resnet_convs.push_back({6, 4, 3});
+  resnet_convs.insert(resnet_convs.end(), 4, {6, 6, 3});
+  check_pytorch_init(
+      seedrl::impala_resnet<double>({.channels = {4, 6}, .blocks_per_stack = 2}, 3, 12, 10),
+      resnet_convs, 3);
 }
 
 TEST_CASE("pixel backend trainer refuses bad configurations, sizes and calls",

@@ -678,6 +678,32 @@ TEST_CASE("the host's dense-layer kernels match the element functions", "[backen
       CHECK(static_cast<double>(loop[j]) == Approx(want).margin(1e-5));
     }
   }
+  {  // a residual block's ReLU into a copy and its skip addition: the same values
+    const std::size_t n = 37;  // not a multiple of any vector width
+    seedrl::random_generator rng(5);
+    std::vector<float> src(n), dst(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      src[i] = static_cast<float>(rng.uniform(-2.0, 2.0));
+      dst[i] = static_cast<float>(rng.uniform(-2.0, 2.0));
+    }
+    src[3] = std::numeric_limits<float>::quiet_NaN();
+    src[4] = -0.0f;
+    auto relu_fast = dst, relu_loop = dst, add_fast = dst, add_loop = dst;
+    using relu_copy = seedrl::detail::relu_copy_kernel<float>;
+    using add = seedrl::detail::add_kernel<float>;
+    seedrl::detail::host_dense_primitives{}.for_each(n, relu_copy{src.data(), relu_fast.data()});
+    seedrl::detail::host_primitives{}.for_each(n, relu_copy{src.data(), relu_loop.data()});
+    seedrl::detail::host_dense_primitives{}.for_each(n, add{src.data(), add_fast.data()});
+    seedrl::detail::host_primitives{}.for_each(n, add{src.data(), add_loop.data()});
+    for (std::size_t i = 0; i < n; ++i) {
+      INFO("element " << i);
+      CHECK(
+          (relu_fast[i] == relu_loop[i] || (std::isnan(relu_fast[i]) && std::isnan(relu_loop[i]))));
+      CHECK((add_fast[i] == add_loop[i] || (std::isnan(add_fast[i]) && std::isnan(add_loop[i]))));
+    }
+    CHECK(std::isnan(relu_fast[3]));
+    CHECK(relu_fast[0] == std::max(src[0], 0.0f));
+  }
   check_host_activation_kernels<float, seedrl::relu_activation>(0.0);
   check_host_activation_kernels<double, seedrl::relu_activation>(0.0);
   check_host_activation_kernels<float, seedrl::tanh_activation>(1e-6);

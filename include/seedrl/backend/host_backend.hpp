@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// `host_backend`: the CPU model of `seedrl::ComputeBackend` (seedrl/backend/compute_backend.hpp).
-/// Buffers are std::vector, `for_each` is a loop, GEMMs are Eigen products, V-trace is the CPU
+/// Buffers are std::vector, `for_each` is a loop (Eigen expressions or row loops for the
+/// kernels it knows: activations, sums, max pooling), GEMMs are Eigen products, V-trace is the CPU
 /// scan of seedrl/algo/vtrace.hpp, convolutions are the CPU layer's (net/conv2d.hpp): oneDNN
 /// for float when SEEDRL_HAS_DNNL (seedrl/detail/dnnl_conv2d.hpp, primitives kept per shape),
 /// otherwise im2col + GEMM (backend/detail/conv2d_gemm.hpp on detail::host_conv_primitives).
@@ -21,6 +22,7 @@
 #include "seedrl/backend/detail/conv2d_gemm.hpp"
 #include "seedrl/backend/detail/host_conv_primitives.hpp"
 #include "seedrl/backend/detail/host_dense_primitives.hpp"
+#include "seedrl/backend/detail/max_pool2d_kernels.hpp"
 #include "seedrl/detail/dnnl_conv2d.hpp"
 
 namespace seedrl {
@@ -30,6 +32,20 @@ namespace seedrl {
 /// GEMM detail::host_dense_primitives'.
 class host_backend : public detail::host_dense_primitives {
  public:
+  using detail::host_dense_primitives::for_each;
+
+  /// Max pooling and its backward over whole images, as the CPU layer runs them (loops over
+  /// planes and output rows, detail::host_conv_primitives): the same bits as one call per
+  /// element, several times faster.
+  template <class S>
+  void for_each(std::size_t n, const detail::max_pool_forward_kernel<S>& k) const {
+    detail::host_conv_primitives{}.for_each(n, k);
+  }
+  template <class S>
+  void for_each(std::size_t n, const detail::max_pool_backward_kernel<S>& k) const {
+    detail::host_conv_primitives{}.for_each(n, k);
+  }
+
   /// y = conv(x, w) + bias; see compute_backend.hpp.
   template <class S>
   void conv2d_forward(const conv2d_shape& shape, const S* x, const S* w, const S* bias,

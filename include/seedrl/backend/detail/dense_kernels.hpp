@@ -4,7 +4,8 @@
 /// dense_stack.hpp): the bias and activation after the GEMM (or the activation alone, after a
 /// convolution) and the activation's backward
 /// (`for_each_2d` bodies), and the bias gradient, a column sum (a `for_each` body, also the
-/// LSTM's). Any backend runs them element by element; the host recognises them
+/// LSTM's); a residual block's ReLU into a copy and its skip addition (`for_each` bodies, the
+/// IMPALA ResNet's). Any backend runs them element by element; the host recognises them
 /// (detail::host_dense_primitives) and runs ReLU, tanh, the identity and the column sums as
 /// Eigen expressions, which it vectorises where a loop of calls would not be.
 
@@ -71,6 +72,27 @@ struct column_sum_add_kernel {
       sum += x[r * ld + j];
     out[j] += sum;
   }
+};
+
+/// dst[i] = max(src[i], 0); a NaN stays NaN.
+template <class S>
+struct relu_copy_kernel {
+  const S* src;
+  S* dst;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
+    const S v = src[i];
+    dst[i] = v < S(0) ? S(0) : v;
+  }
+};
+
+/// dst[i] += src[i].
+template <class S>
+struct add_kernel {
+  const S* src;
+  S* dst;
+
+  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const { dst[i] += src[i]; }
 };
 
 }  // namespace seedrl::detail

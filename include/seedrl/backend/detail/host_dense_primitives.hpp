@@ -38,6 +38,18 @@ class host_dense_primitives : public host_primitives {
         x.colwise().sum();
   }
 
+  /// A ReLU into a copy and an addition (dense_kernels.hpp), as Eigen expressions.
+  template <class S>
+  void for_each(std::size_t n, const relu_copy_kernel<S>& k) const {
+    vector_map<S>(k.dst, static_cast<Eigen::Index>(n)) =
+        vector_cmap<S>(k.src, static_cast<Eigen::Index>(n)).cwiseMax(S(0));
+  }
+  template <class S>
+  void for_each(std::size_t n, const add_kernel<S>& k) const {
+    vector_map<S>(k.dst, static_cast<Eigen::Index>(n)) +=
+        vector_cmap<S>(k.src, static_cast<Eigen::Index>(n));
+  }
+
   /// A dense layer's bias and activation (activation_kernels.hpp): ReLU, tanh and the identity
   /// as Eigen expressions, vectorised (tanh by Eigen's float approximation, as the CPU layers
   /// always ran it); any other activation element by element.
@@ -171,6 +183,11 @@ class host_dense_primitives : public host_primitives {
   template <class S>
   using cmap = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>,
                           0, Eigen::OuterStride<>>;
+
+  template <class S>
+  using vector_map = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, 1>>;
+  template <class S>
+  using vector_cmap = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>;
 
  private:
   template <class Act>

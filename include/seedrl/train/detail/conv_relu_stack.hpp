@@ -98,18 +98,19 @@ class backend_conv_relu_stack {
     grow(d_in_, N * d_in);
   }
 
+  /// Inference: the features of input [N, C*H*W], in a buffer valid until the next `infer`,
+  /// with no buffer for `backward`. Reallocates only to grow; call it on an instance of its
+  /// own (it writes the activations `forward` keeps).
+  const S* infer(const S* params, const S* input, std::size_t N) {
+    for (std::size_t l = 0; l < layers_.size(); ++l)
+      grow(act_[l], N * layers_[l].out_size);
+    return run(params, input, N);
+  }
+
   /// The features of input [N, C*H*W] (kept, with the activations, for `backward`).
   const S* forward(const S* params, const S* input, std::size_t N) {
     input_ = input;
-    const S* in = input;
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
-      const layer& L = layers_[l];
-      backend_->conv2d_forward(L.at(N), in, params + L.w, params + L.b, act_[l].data());
-      for_each_2d(*backend_, N, L.out_size,
-                  activation_kernel<S, relu_activation>{act_[l].data(), L.out_size});
-      in = act_[l].data();
-    }
-    return act_.back().data();
+    return run(params, input, N);
   }
 
   /// Adds the parameter gradients into grads from d_features [N, output_size()]; needs the
@@ -130,6 +131,19 @@ class backend_conv_relu_stack {
   }
 
  private:
+  /// Each convolution and its ReLU into act_ (sized by the caller); the last one's output.
+  const S* run(const S* params, const S* input, std::size_t N) {
+    const S* in = input;
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      const layer& L = layers_[l];
+      backend_->conv2d_forward(L.at(N), in, params + L.w, params + L.b, act_[l].data());
+      for_each_2d(*backend_, N, L.out_size,
+                  activation_kernel<S, relu_activation>{act_[l].data(), L.out_size});
+      in = act_[l].data();
+    }
+    return act_.back().data();
+  }
+
   struct layer {
     conv2d_shape shape;  ///< batch set per call
     std::size_t in_size = 0, out_size = 0, w = 0, b = 0;

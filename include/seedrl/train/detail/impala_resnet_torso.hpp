@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/backend/detail/dense_kernels.hpp"
 #include "seedrl/backend/detail/max_pool2d_kernels.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/core/random.hpp"
@@ -36,27 +37,6 @@ namespace seedrl::detail {
 /// A ReLU's backward, dx = y > 0 ? dy : 0 (the dense layers' kernel).
 template <class S>
 using relu_backward_body = activation_backward_kernel<S, relu_activation>;
-
-/// dst[i] = max(src[i], 0); a NaN stays NaN.
-template <class S>
-struct relu_copy_kernel {
-  const S* src;
-  S* dst;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
-    const S v = src[i];
-    dst[i] = v < S(0) ? S(0) : v;
-  }
-};
-
-/// dst[i] += src[i].
-template <class S>
-struct add_kernel {
-  const S* src;
-  S* dst;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const { dst[i] += src[i]; }
-};
 
 /// The IMPALA ResNet on a backend; see the file comment.
 template <ComputeBackend Backend, std::floating_point S>
@@ -166,6 +146,39 @@ class backend_impala_resnet_torso {
     grow(db_, N * pooled);
   }
 
+  /// Inference: the features of input [N, C*H*W] in a buffer valid until the next `infer`,
+  /// keeping nothing for `backward` (three ping-pong buffers, no argmaxes) and leaving what
+  /// `forward` kept alone. Reallocates only to grow.
+  const S* infer(const S* params, const S* input, std::size_t N) {
+    Backend& be = *backend_;
+    std::size_t widest = 0;
+    for (const stack& s : stacks_)
+      widest = std::max(widest, s.conv_size());
+    grow(step_a_, N * widest);
+    grow(step_z_, N * widest);
+    grow(step_u_, N * widest);
+    const S* in = input;
+    for (const stack& s : stacks_) {
+      const std::size_t P = s.pooled_size(), blocks = s.blocks.size() / 2;
+      be.conv2d_forward(s.conv.at(N), in, params + s.conv.w, params + s.conv.b, step_a_.data());
+      be.for_each(N * P, max_pool_forward_kernel<S>{step_a_.data(), s.conv_size(), step_z_.data(),
+                                                    P, nullptr, s.pool()});
+      for (std::size_t j = 0; j < blocks; ++j) {
+        const conv_layer& a = s.blocks[2 * j];
+        const conv_layer& b = s.blocks[2 * j + 1];
+        be.for_each(N * P, relu_copy_kernel<S>{step_z_.data(), step_a_.data()});
+        be.conv2d_forward(a.at(N), step_a_.data(), params + a.w, params + a.b, step_u_.data());
+        for_each_2d(be, N, P, activation_kernel<S, relu_activation>{step_u_.data(), P});
+        be.conv2d_forward(b.at(N), step_u_.data(), params + b.w, params + b.b, step_a_.data());
+        be.for_each(N * P, add_kernel<S>{step_a_.data(), step_z_.data()});
+      }
+      in = step_z_.data();
+    }
+    for_each_2d(be, N, output_size(),
+                activation_kernel<S, relu_activation>{step_z_.data(), output_size()});
+    return step_z_.data();
+  }
+
   /// The features of input [N, C*H*W] (kept, with the activations, for `backward`).
   const S* forward(const S* params, const S* input, std::size_t N) {
     Backend& be = *backend_;
@@ -260,9 +273,10 @@ class backend_impala_resnet_torso {
   std::size_t input_size_ = 0;
   std::size_t num_parameters_ = 0;
   const S* input_ = nullptr;
-  buffer<S> out_;           ///< [N, output_size()] after the final ReLU
-  buffer<S> conv_out_;      ///< a stack convolution's output, then its gradient
-  buffer<S> dz_, da_, db_;  ///< a stack output's gradient, then a block's two
+  buffer<S> out_;                       ///< [N, output_size()] after the final ReLU
+  buffer<S> conv_out_;                  ///< a stack convolution's output, then its gradient
+  buffer<S> dz_, da_, db_;              ///< a stack output's gradient, then a block's two
+  buffer<S> step_a_, step_z_, step_u_;  ///< inference: a convolution's output, z, a block's middle
 };
 
 template <class Backend, class S>
