@@ -17,8 +17,10 @@
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/actor_critic_agent.hpp"
 #include "seedrl/net/frame_stack.hpp"
+#include "seedrl/net/impala_resnet.hpp"
 #include "seedrl/net/init_scheme.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/net/nature_cnn.hpp"
 #include "seedrl/net/network.hpp"
 #include "seedrl/net/parts/dense_torso.hpp"
 #include "seedrl/net/parts/gaussian_head.hpp"
@@ -299,6 +301,58 @@ TEST_CASE("small conv torso accepts any channel count and refuses images too sma
   }
   CHECK_THROWS_AS(seedrl::small_conv<float>({.channels = {8, 8}}, 1, 3, 3), std::invalid_argument);
   CHECK_NOTHROW(seedrl::small_conv<float>({.channels = {8, 8}, .padding = 1}, 1, 3, 3));
+}
+
+TEST_CASE("conv feature stacks: strided views, copies that share nothing, clear refusals",
+          "[parts][small_conv]") {
+  const std::ptrdiff_t C = 2, H = 6, W = 5, N = 3, in = C * H * W, ld = in + 7;
+  seedrl::small_conv<double> stack({.channels = {3, 2}, .padding = 1}, C, H, W);
+  const auto F = stack.output_size();
+  std::vector<double> params(stack.num_parameters()), grads(params.size(), 0.0);
+  stack.bind(params.data(), grads.data());
+  seedrl::random_generator rng(12);
+  stack.init(rng);
+  std::vector<double> x(static_cast<std::size_t>(N * ld)),
+      dy(static_cast<std::size_t>(N * (F + 4)));
+  for (auto& v : x)
+    v = rng.uniform(-1.0, 1.0);
+  for (auto& v : dy)
+    v = rng.uniform(-1.0, 1.0);
+  // Rows of the strided views copied out contiguous: the reference.
+  std::vector<double> x_packed, dy_packed;
+  for (std::ptrdiff_t r = 0; r < N; ++r) {
+    x_packed.insert(x_packed.end(), x.begin() + r * ld, x.begin() + r * ld + in);
+    dy_packed.insert(dy_packed.end(), dy.begin() + r * (F + 4), dy.begin() + r * (F + 4) + F);
+  }
+  auto copy = stack;  // bound to the same parameters, its own backends and buffers
+  std::vector<double> copy_grads(grads.size(), 0.0);
+  copy.bind(params.data(), copy_grads.data());
+  const auto strided = stack.infer(seedrl::cview(x.data(), N, in, ld));
+  const std::vector<double> strided_y(strided.data(), strided.data() + N * F);
+  const auto packed = copy.infer(seedrl::cview(x_packed.data(), N, in));
+  CHECK(std::equal(strided_y.begin(), strided_y.end(), packed.data()));
+  // Training on the strided views gives the packed rows' gradients; the copy's forward did
+  // not disturb the original's kept activations, nor its infer buffer.
+  stack.forward(seedrl::cview(x.data(), N, in, ld));
+  copy.forward(seedrl::cview(x_packed.data(), N, in));
+  stack.backward(seedrl::view(dy.data(), N, F, F + 4));
+  copy.backward(seedrl::view(dy_packed.data(), N, F));
+  CHECK(grads == copy_grads);
+  CHECK(std::any_of(grads.begin(), grads.end(), [](double g) { return g != 0.0; }));
+  CHECK(std::equal(strided_y.begin(), strided_y.end(), strided.data()));
+
+  seedrl::small_conv<double> fresh({.channels = {3}}, C, H, W);
+  CHECK_THROWS_AS(fresh.backward(seedrl::view(dy.data(), N, F)), std::logic_error);
+  CHECK_THROWS_WITH(stack.infer(seedrl::cview(x.data(), N, in - 1)),
+                    Catch::Contains("seedrl::small_conv::infer") && Catch::Contains("C*H*W = 60"));
+  CHECK_THROWS_WITH(stack.backward(seedrl::view(dy.data(), N - 1, F)),
+                    Catch::Contains("the last forward wrote 3x"));
+  CHECK_THROWS_WITH(seedrl::small_conv<float>({.channels = {3}}, 0, H, W),
+                    Catch::Contains("seedrl::small_conv") && Catch::Contains("positive"));
+  CHECK_THROWS_WITH(seedrl::nature_cnn<float>({}, 4, 35, 84), Catch::Contains("36x36"));
+  CHECK_THROWS_WITH(
+      seedrl::impala_resnet<float>({.channels = {}}, 4, 84, 84),
+      Catch::Contains("seedrl::impala_resnet") && Catch::Contains("at least one stack"));
 }
 
 TEST_CASE("a user's own torso composes, infers and its gradients match central differences",

@@ -122,6 +122,8 @@ class backend_agent_step {
       requires(Torso & t, const backend_torso_batch<S>& b, S* p, std::size_t n) {
     t.next_state(b, p, n);
   };
+  /// The torso's inference path (BackendTorso's optional `infer`), used where it has one.
+  static constexpr bool torso_infers = detail::backend_torso_parts::has_infer<Torso, S>;
 
  public:
   using scalar_type = S;
@@ -175,7 +177,10 @@ class backend_agent_step {
   /// row (for a memory estimate): see work_elements_per_row.
   void reserve(std::size_t B) {
     const std::size_t H = layout_.H;
-    torso_.reserve(B);
+    if constexpr (torso_infers)
+      torso_.reserve_inference(B);
+    else
+      torso_.reserve(B);
     backend_.grow(core_in_, B * layout_.core_in_width);
     layers_.resize(layout_.L);
     for (auto& l : layers_) {
@@ -228,7 +233,10 @@ class backend_agent_step {
     tb.steps = 1;
     tb.B = B;
     const std::size_t ci = layout_.core_in_width;
-    torso_.forward(tb, p, core_in_.data(), ci);
+    if constexpr (torso_infers)
+      torso_.infer(tb, p, core_in_.data(), ci);
+    else
+      torso_.forward(tb, p, core_in_.data(), ci);
     if (core_.reward_and_action_inputs) {
       const bool clip = core_.max_abs_input_reward.has_value();
       be.for_each(B * (1 + layout_.action_inputs),

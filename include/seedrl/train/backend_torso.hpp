@@ -28,6 +28,12 @@
 ///     const S* out, const S* d_out, std::size_t ld)`: after the forward on the same batch,
 ///     adds the gradients of its parameters into grads (the trainer's gradient array) from
 ///     d_out, the gradient w.r.t. out (both with row stride ld); the observations get none.
+/// Optionally, for the inference step (`backend_agent_step`), it provides
+///   - `void reserve_inference(std::size_t rows)`: sizes what infer needs (reallocating only
+///     to grow), and the step calls it instead of `reserve`, which sizes training buffers too;
+///   - `void infer(const seedrl::backend_torso_batch<S>& batch, const S* params, S* out,
+///     std::size_t ld)`: what forward writes, keeping nothing for a backward.
+/// Without them the step runs `reserve` and `forward`.
 /// The pointers are the backend's; the torso keeps its own reference to the backend, which
 /// must be the trainer's. It must be move constructible (the trainer holds it by value).
 ///
@@ -94,6 +100,13 @@ template <class T, class S>
 concept has_backward = requires(T& t, const backend_torso_batch<S>& batch, const S* params,
                                 S* grads, const S* out, const S* d_out, std::size_t ld) {
   t.backward(batch, params, grads, out, d_out, ld);
+};
+
+template <class T, class S>
+concept has_infer = requires(T& t, const backend_torso_batch<S>& batch, const S* params, S* out,
+                             std::size_t ld, std::size_t rows) {
+  t.reserve_inference(rows);
+  t.infer(batch, params, out, ld);
 };
 
 }  // namespace detail::backend_torso_parts

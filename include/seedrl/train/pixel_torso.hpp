@@ -109,9 +109,33 @@ class backend_pixel_torso {
   }
 
   void forward(const backend_torso_batch<S>& batch, const S* params, S* out, std::size_t ld) {
+    stack_input(batch);
+    features_data_ = conv_.forward(params, input_.data(), batch.rows());
+    // Dense + ReLU into out (the core input's first columns): the MLP torso's code.
+    dense_layer_.forward(*backend_, dense_ws_, params + dense_w_, features_data_, features_,
+                         batch.rows(), out, ld);
+  }
+
+  /// Sizes `infer`'s buffers for `rows` rows (not the gradients); reallocates only to grow.
+  void reserve_inference(std::size_t rows) {
+    backend_.grow(input_, rows * input_size_);
+    conv_.reserve_inference(rows);
+  }
+
+  /// As forward, keeping nothing for a backward: the convolutions' inference path (the
+  /// ResNet's keeps no argmaxes and no block activations); needs `reserve_inference`.
+  void infer(const backend_torso_batch<S>& batch, const S* params, S* out, std::size_t ld) {
+    const std::size_t N = batch.rows();
+    stack_input(batch);
+    const S* features = conv_.infer(params, input_.data(), N);
+    dense_layer_.forward(*backend_, dense_ws_, params + dense_w_, features, features_, N, out, ld);
+  }
+
+ private:
+  /// Every step's stack, scaled, in the agent's CHW layout, into input_.
+  void stack_input(const backend_torso_batch<S>& batch) {
     Backend& be = *backend_;
     const std::size_t N = batch.rows();
-    // Every step's stack, scaled, in the agent's CHW layout.
     be.for_each(N * input_size_,
                 detail::frame_stack_input_kernel<S>{
                     input_.data(), batch.observations, batch.start_state, batch.state_width,
@@ -120,11 +144,9 @@ class backend_pixel_torso {
                     static_cast<std::size_t>(agent_.channels),
                     static_cast<std::size_t>(agent_.height * agent_.width), agent_.channels_last,
                     static_cast<S>(agent_.observation_scale)});
-    features_data_ = conv_.forward(params, input_.data(), N);
-    // Dense + ReLU into out (the core input's first columns): the MLP torso's code.
-    dense_layer_.forward(be, dense_ws_, params + dense_w_, features_data_, features_, N, out, ld);
   }
 
+ public:
   /// For one-step inference (batch.steps == 1): each row's frame history after the step, as
   /// frame_stacked keeps it (the old history shifted by one frame, zero after a reset, the
   /// step's frame last), into next [B, ld]'s first state_size() columns.

@@ -8,8 +8,8 @@
 /// `nature_cnn`, `small_conv` and `impala_resnet` are this adapter over their backend stacks.
 ///
 /// `Stack<Backend, S>` is built as `Stack(Backend&, const Config&, channels, height, width,
-/// who)` and provides, beside the backend conv torso's members, `infer(params, input, N)`: the
-/// features without keeping anything for `backward`, growing only its own buffers.
+/// who)` and provides the backend conv torso's members (`infer` and `reserve_inference`
+/// included).
 ///
 /// Each copy of the adapter (agents are copied: one for inference, one for training) builds
 /// its own backends and stacks from the recipe, so copies share nothing but the parameter
@@ -86,6 +86,7 @@ class backend_feature_stack {
   /// until the next `infer`. Does not disturb what `forward` kept.
   const_matrix_view<S> infer(const_matrix_view<S> x) {
     const std::size_t N = rows(x, "infer");
+    parts_->step.reserve_inference(N);
     const S* features = parts_->step.infer(params_, contiguous(x, step_x_), N);
     return cview(features, static_cast<std::ptrdiff_t>(N), output_size());
   }

@@ -11,8 +11,10 @@
 /// its torso: `num_parameters()`, `output_size()` (features per image), `max_batch()` (the most
 /// images whose tensors fit int indexing), `reserve(N)`, `forward(params, input, N)` returning
 /// the features [N, output_size()] (and keeping what backward needs) and
-/// `backward(params, grads, d_features, N)` adding the parameter gradients into `grads`, and
-/// `init(rng, host_params)` drawing the CPU torso's initial parameters.
+/// `backward(params, grads, d_features, N)` adding the parameter gradients into `grads`,
+/// `init(rng, host_params)` drawing the CPU torso's initial parameters, and for inference
+/// `reserve_inference(N)` and `infer(params, input, N)`, the features without what a backward
+/// needs.
 
 #include <algorithm>
 #include <concepts>
@@ -98,14 +100,16 @@ class backend_conv_relu_stack {
     grow(d_in_, N * d_in);
   }
 
-  /// Inference: the features of input [N, C*H*W], in a buffer valid until the next `infer`,
-  /// with no buffer for `backward`. Reallocates only to grow; call it on an instance of its
-  /// own (it writes the activations `forward` keeps).
-  const S* infer(const S* params, const S* input, std::size_t N) {
+  /// Sizes `infer`'s buffers (the activations, not the gradients) for N images.
+  void reserve_inference(std::size_t N) {
     for (std::size_t l = 0; l < layers_.size(); ++l)
       grow(act_[l], N * layers_[l].out_size);
-    return run(params, input, N);
   }
+
+  /// Inference: the features of input [N, C*H*W], in a buffer valid until the next `infer`;
+  /// needs `reserve_inference` for at least N. It writes the activations `forward` keeps:
+  /// call it on an instance of its own.
+  const S* infer(const S* params, const S* input, std::size_t N) { return run(params, input, N); }
 
   /// The features of input [N, C*H*W] (kept, with the activations, for `backward`).
   const S* forward(const S* params, const S* input, std::size_t N) {

@@ -146,17 +146,24 @@ class backend_impala_resnet_torso {
     grow(db_, N * pooled);
   }
 
+  /// Sizes `infer`'s buffers for N images: one of the widest convolution output and two of
+  /// the widest pooled image. Reallocates only to grow.
+  void reserve_inference(std::size_t N) {
+    std::size_t conv_out = 0, pooled = 0;
+    for (const stack& s : stacks_) {
+      conv_out = std::max(conv_out, s.conv_size());
+      pooled = std::max(pooled, s.pooled_size());
+    }
+    grow(step_a_, N * conv_out);
+    grow(step_z_, N * pooled);
+    grow(step_u_, N * pooled);
+  }
+
   /// Inference: the features of input [N, C*H*W] in a buffer valid until the next `infer`,
-  /// keeping nothing for `backward` (three ping-pong buffers, no argmaxes) and leaving what
-  /// `forward` kept alone. Reallocates only to grow.
+  /// keeping nothing for `backward` (no argmaxes, no block activations) and leaving what
+  /// `forward` kept alone; needs `reserve_inference` for at least N.
   const S* infer(const S* params, const S* input, std::size_t N) {
     Backend& be = *backend_;
-    std::size_t widest = 0;
-    for (const stack& s : stacks_)
-      widest = std::max(widest, s.conv_size());
-    grow(step_a_, N * widest);
-    grow(step_z_, N * widest);
-    grow(step_u_, N * widest);
     const S* in = input;
     for (const stack& s : stacks_) {
       const std::size_t P = s.pooled_size(), blocks = s.blocks.size() / 2;
