@@ -1,5 +1,6 @@
-// The Nature CNN's convolutions (conv2d: oneDNN where found, or with --im2col the im2col +
-// GEMM path) against plain Eigen SGEMMs of the same FLOPs, measured in the same run.
+// The Nature CNN's convolutions (host_backend's conv2d primitives, what the conv stacks run:
+// oneDNN where found, or with --im2col the im2col + GEMM path) against plain Eigen SGEMMs of
+// the same FLOPs, measured in the same run.
 //
 // Each convolution is, FLOP for FLOP, the GEMM W [O, C*KH*KW] x patches [C*KH*KW, B*OH*OW];
 // backward adds dW = dY x patches^T and d patches = W^T x dY (the first layer needs no input
@@ -16,40 +17,30 @@
 #include <cstring>
 #include <vector>
 
+#include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/dnnl_runtime.hpp"
-#include "seedrl/net/conv2d.hpp"
 #include "seedrl/net/tensor.hpp"
 
 namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+/// A convolution's shape for `batch` images: in (C, H, W), out channels, kernel, stride.
+seedrl::conv2d_shape conv(int C, int H, int W, int O, int K, int stride) {
+  seedrl::conv2d_shape s;
+  s.in_channels = C;
+  s.input_height = H;
+  s.input_width = W;
+  s.out_channels = O;
+  s.kernel_h = s.kernel_w = K;
+  s.stride_h = s.stride_w = stride;
+  return s;
+}
+
 /// Nature CNN (Mnih et al. 2015) on 84x84x4 frame stacks.
-const std::array<seedrl::conv2d_config, 3> nature = {{
-    {.in_channels = 4,
-     .input_height = 84,
-     .input_width = 84,
-     .out_channels = 32,
-     .kernel_h = 8,
-     .kernel_w = 8,
-     .stride_h = 4,
-     .stride_w = 4},
-    {.in_channels = 32,
-     .input_height = 20,
-     .input_width = 20,
-     .out_channels = 64,
-     .kernel_h = 4,
-     .kernel_w = 4,
-     .stride_h = 2,
-     .stride_w = 2},
-    {.in_channels = 64,
-     .input_height = 9,
-     .input_width = 9,
-     .out_channels = 64,
-     .kernel_h = 3,
-     .kernel_w = 3},
-}};
+const std::array<seedrl::conv2d_shape, 3> nature = {
+    {conv(4, 84, 84, 32, 8, 4), conv(32, 20, 20, 64, 4, 2), conv(64, 9, 9, 64, 3, 1)}};
 
 std::vector<float> random_floats(std::size_t n, seedrl::random_generator& rng) {
   std::vector<float> v(n);
@@ -60,24 +51,25 @@ std::vector<float> random_floats(std::size_t n, seedrl::random_generator& rng) {
 
 /// One layer with its buffers, and the matrices of its equivalent plain GEMMs.
 struct layer {
-  seedrl::conv2d<float> conv;
-  std::vector<float> params, grads, y, dy, dx, ws;
+  seedrl::conv2d_shape shape;
+  std::ptrdiff_t in_size, out_size;
+  std::vector<float> w, bias, dw, dbias, y, dy, dx;
   // GEMM baseline: a = W [O, K], b = patches [K, B*P], c = output [O, B*P], plus gradients.
   seedrl::row_matrix<float> a, b, c, da, db;
 
-  layer(const seedrl::conv2d_config& config, std::ptrdiff_t batch, seedrl::random_generator& rng)
-      : conv(config) {
-    params.resize(conv.num_parameters());
-    grads.assign(conv.num_parameters(), 0.0f);
-    conv.bind(params.data(), grads.data());
-    conv.init(rng);
-    const auto out = static_cast<std::size_t>(batch * conv.output_size());
-    y.resize(out);
-    dy = random_floats(out, rng);
-    dx.resize(static_cast<std::size_t>(batch * conv.input_size()));
-    ws.resize(conv.workspace_size(batch));
-    const std::ptrdiff_t O = config.out_channels, K = conv.patch_size(),
-                         N = batch * conv.output_height() * conv.output_width();
+  layer(const seedrl::conv2d_shape& s, int batch, seedrl::random_generator& rng) : shape(s) {
+    shape.batch = batch;
+    const std::ptrdiff_t O = s.out_channels, K = s.in_channels * s.kernel_h * s.kernel_w,
+                         P = s.output_height() * s.output_width(), N = batch * P;
+    in_size = s.in_channels * s.input_height * s.input_width;
+    out_size = O * P;
+    w = random_floats(static_cast<std::size_t>(O * K), rng);
+    bias = random_floats(static_cast<std::size_t>(O), rng);
+    dw.assign(w.size(), 0.0f);
+    dbias.assign(bias.size(), 0.0f);
+    y.resize(static_cast<std::size_t>(batch * out_size));
+    dy = random_floats(y.size(), rng);
+    dx.resize(static_cast<std::size_t>(batch * in_size));
     a = seedrl::row_matrix<float>::Random(O, K);
     b = seedrl::row_matrix<float>::Random(K, N);
     c = seedrl::row_matrix<float>::Random(O, N);
@@ -90,37 +82,30 @@ struct layer {
 };
 
 struct nature_cnn {
+  seedrl::host_backend backend;  // its convolution scratch and oneDNN primitives, kept
   std::vector<layer> layers;
   std::vector<float> x;
-  std::ptrdiff_t batch;
+  int batch;
 
-  explicit nature_cnn(std::ptrdiff_t b) : batch(b) {
+  explicit nature_cnn(std::int64_t b) : batch(static_cast<int>(b)) {
     seedrl::random_generator rng(1);
-    // Each layer's conv2d points into its own parameter vectors: reserved, so that growing the
-    // vector never copies a layer (conv2d is not nothrow-movable) and leaves it pointing at
-    // freed memory.
-    layers.reserve(nature.size());
-    for (const auto& config : nature)
-      layers.emplace_back(config, b, rng);
-    x = random_floats(static_cast<std::size_t>(b * layers[0].conv.input_size()), rng);
+    for (const auto& shape : nature)
+      layers.emplace_back(shape, batch, rng);
+    x = random_floats(static_cast<std::size_t>(batch * layers[0].in_size), rng);
   }
 
   const float* input_of(std::size_t l) const { return l == 0 ? x.data() : layers[l - 1].y.data(); }
 
   void forward(std::size_t l) {
     auto& L = layers[l];
-    L.conv.forward(seedrl::cview(input_of(l), batch, L.conv.input_size()),
-                   seedrl::view(L.y.data(), batch, L.conv.output_size()), L.ws);
+    backend.conv2d_forward(L.shape, input_of(l), L.w.data(), L.bias.data(), L.y.data());
   }
 
+  /// The first layer needs no input gradient.
   void backward(std::size_t l) {
     auto& L = layers[l];
-    const auto in = seedrl::cview(input_of(l), batch, L.conv.input_size());
-    const auto dy = seedrl::cview(L.dy.data(), batch, L.conv.output_size());
-    if (l == 0)
-      L.conv.backward_params(in, dy, L.ws);
-    else
-      L.conv.backward(in, dy, seedrl::view(L.dx.data(), batch, L.conv.input_size()), L.ws);
+    backend.conv2d_backward(L.shape, input_of(l), L.w.data(), L.dy.data(),
+                            l == 0 ? nullptr : L.dx.data(), L.dw.data(), L.dbias.data());
   }
 
   static void gemm_forward(layer& L) { L.c.noalias() = L.a * L.b; }
@@ -186,7 +171,7 @@ void BM_nature_forward_backward(benchmark::State& state) {
           net.forward(l);
         for (std::size_t l = 3; l-- > 0;)
           net.backward(l);
-        benchmark::DoNotOptimize(net.layers[0].grads.data());
+        benchmark::DoNotOptimize(net.layers[0].dw.data());
       },
       [&] {
         for (std::size_t l = 0; l < 3; ++l)

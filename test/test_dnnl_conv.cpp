@@ -1,8 +1,8 @@
 // Float convolutions against a float64 direct loop on odd shapes (strides, padding, kernels
 // that do not tile the image, batch 1 and above): forward, the weight and bias gradients
 // (accumulated onto what was there) and the input gradient (overwritten). Built with oneDNN
-// (SEEDRL_HAS_DNNL) these run its primitives: directly, through `conv2d<float>` and through
-// `host_backend`; without it the last two check the im2col path, and the first is left out.
+// (SEEDRL_HAS_DNNL) these run its primitives: directly and through `host_backend` (what every
+// conv stack runs); without it the second checks the im2col path, and the first is left out.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
@@ -14,7 +14,6 @@
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/dnnl_conv2d.hpp"
-#include "seedrl/net/conv2d.hpp"
 
 namespace {
 
@@ -131,69 +130,6 @@ std::vector<double> plus(const std::vector<double>& a, float start) {
 }
 
 }  // namespace
-
-TEST_CASE("conv2d<float> matches a float64 direct loop on odd shapes, forward and backward",
-          "[conv][dnnl]") {
-  for (const auto& g : shapes) {
-    INFO(g.name());
-    const operands op(g, 7);
-    const reference ref(g, op.x, op.w, op.b, op.dy);
-    seedrl::conv2d<float> layer({.in_channels = g.C,
-                                 .input_height = g.H,
-                                 .input_width = g.W,
-                                 .out_channels = g.O,
-                                 .kernel_h = g.KH,
-                                 .kernel_w = g.KW,
-                                 .stride_h = g.SH,
-                                 .stride_w = g.SW,
-                                 .padding_h = g.PH,
-                                 .padding_w = g.PW});
-    std::vector<float> params(layer.num_parameters()), grads(layer.num_parameters(), 0.25f);
-    std::copy(op.w.begin(), op.w.end(), params.begin());
-    std::copy(op.b.begin(), op.b.end(), params.begin() + static_cast<std::ptrdiff_t>(op.w.size()));
-    layer.bind(params.data(), grads.data());
-    std::vector<float> ws(layer.workspace_size(g.N));
-    // Twice: the second call runs on the primitives the first built.
-    for (int pass = 0; pass < 2; ++pass) {
-      std::vector<float> y(g.N * g.out(), std::numeric_limits<float>::quiet_NaN());
-      layer.forward(seedrl::cview(op.x.data(), g.N, static_cast<std::ptrdiff_t>(g.in())),
-                    seedrl::view(y.data(), g.N, static_cast<std::ptrdiff_t>(g.out())), ws);
-      check_close("y", y.data(), g.N, g.out(), g.out(), ref.y);
-    }
-    // Strided rows: x and y with room between images.
-    {
-      const std::size_t ldx = g.in() + 3, ldy = g.out() + 5;
-      std::vector<float> xs(g.N * ldx, 9.0f), ys(g.N * ldy, 9.0f);
-      for (int n = 0; n < g.N; ++n)
-        std::copy_n(op.x.begin() + static_cast<std::ptrdiff_t>(n * g.in()), g.in(),
-                    xs.begin() + static_cast<std::ptrdiff_t>(n * ldx));
-      layer.forward(seedrl::cview(xs.data(), g.N, static_cast<std::ptrdiff_t>(g.in()),
-                                  static_cast<std::ptrdiff_t>(ldx)),
-                    seedrl::view(ys.data(), g.N, static_cast<std::ptrdiff_t>(g.out()),
-                                 static_cast<std::ptrdiff_t>(ldy)),
-                    ws);
-      check_close("y from strided rows", ys.data(), g.N, g.out(), ldy, ref.y);
-      CHECK(ys[g.out()] == 9.0f);  // the gap after the first image is untouched
-    }
-    std::vector<float> dx(g.N * g.in(), std::numeric_limits<float>::quiet_NaN());
-    layer.backward(seedrl::cview(op.x.data(), g.N, static_cast<std::ptrdiff_t>(g.in())),
-                   seedrl::cview(op.dy.data(), g.N, static_cast<std::ptrdiff_t>(g.out())),
-                   seedrl::view(dx.data(), g.N, static_cast<std::ptrdiff_t>(g.in())), ws);
-    check_close("dx", dx.data(), g.N, g.in(), g.in(), ref.dx);
-    check_close("dw (accumulated onto 0.25)", grads.data(), 1, op.w.size(), op.w.size(),
-                plus(ref.dw, 0.25f));
-    check_close("db (accumulated onto 0.25)", grads.data() + op.w.size(), 1, op.b.size(),
-                op.b.size(), plus(ref.db, 0.25f));
-    // backward_params: the parameter gradients again, added once more.
-    layer.backward_params(seedrl::cview(op.x.data(), g.N, static_cast<std::ptrdiff_t>(g.in())),
-                          seedrl::cview(op.dy.data(), g.N, static_cast<std::ptrdiff_t>(g.out())),
-                          ws);
-    std::vector<double> twice(ref.dw);
-    for (auto& v : twice)
-      v = 2 * v + 0.25;
-    check_close("dw after backward_params", grads.data(), 1, op.w.size(), op.w.size(), twice);
-  }
-}
 
 TEST_CASE("host_backend float conv2d matches a float64 direct loop on odd shapes",
           "[backend_conv][dnnl]") {

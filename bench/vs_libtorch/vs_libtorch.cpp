@@ -25,10 +25,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/dnnl_conv2d.hpp"
 #include "seedrl/detail/dnnl_runtime.hpp"
-#include "seedrl/net/conv2d.hpp"
 #include "seedrl/net/lstm.hpp"
 #include "seedrl/net/tensor.hpp"
 
@@ -117,78 +117,90 @@ std::vector<float> random_floats(std::size_t n, seedrl::random_generator& rng) {
   return v;
 }
 
-/// One convolution with its operands on both sides, sharing weights and inputs.
+/// One convolution with its operands on both sides, sharing weights and inputs. Ours is
+/// host_backend's conv2d primitive (what the conv stacks run), on the backend of its network.
 struct conv_case {
   const torch_api* api;
-  seedrl::conv2d<float> layer;
-  std::vector<float> params, grads, x, y, dy, dx, ws;
+  const seedrl::host_backend* backend;
+  seedrl::conv2d_shape shape;
+  std::vector<float> w, bias, dw, dbias, x, y, dy, dx;
   void* theirs;
-  std::ptrdiff_t N;
   bool input_grad;
 
-  conv_case(const torch_api& t, const seedrl::conv2d_config& c, std::ptrdiff_t n, bool first,
-            seedrl::random_generator& rng)
-      : api(&t), layer(c), N(n), input_grad(!first) {
-    params = random_floats(layer.num_parameters(), rng);
-    grads.assign(layer.num_parameters(), 0.0f);
-    layer.bind(params.data(), grads.data());
-    x = random_floats(static_cast<std::size_t>(N * layer.input_size()), rng);
-    dy = random_floats(static_cast<std::size_t>(N * layer.output_size()), rng);
+  conv_case(const torch_api& t, const seedrl::host_backend& be, const seedrl::conv2d_shape& c,
+            int n, bool first, seedrl::random_generator& rng)
+      : api(&t), backend(&be), shape(c), input_grad(!first) {
+    shape.batch = n;
+    const auto in = static_cast<std::size_t>(c.in_channels * c.input_height * c.input_width);
+    const auto out =
+        static_cast<std::size_t>(c.out_channels * c.output_height() * c.output_width());
+    const auto N = static_cast<std::size_t>(n);
+    w = random_floats(
+        static_cast<std::size_t>(c.out_channels * c.in_channels * c.kernel_h * c.kernel_w), rng);
+    bias = random_floats(static_cast<std::size_t>(c.out_channels), rng);
+    dw.assign(w.size(), 0.0f);
+    dbias.assign(bias.size(), 0.0f);
+    x = random_floats(N * in, rng);
+    dy = random_floats(N * out, rng);
     y.resize(dy.size());
     dx.resize(x.size());
-    ws.resize(layer.workspace_size(N));
     const long g[] = {c.in_channels, c.input_height, c.input_width, c.out_channels, c.kernel_h,
                       c.kernel_w,    c.stride_h,     c.stride_w,    c.padding_h,    c.padding_w};
-    const auto weights = layer.num_parameters() - static_cast<std::size_t>(c.out_channels);
-    theirs = api->conv_new(g, N, input_grad ? 1 : 0, x.data(), params.data(),
-                           params.data() + weights, dy.data());
+    theirs = api->conv_new(g, n, input_grad ? 1 : 0, x.data(), w.data(), bias.data(), dy.data());
   }
   conv_case(const conv_case&) = delete;
   conv_case& operator=(const conv_case&) = delete;
   ~conv_case() { api->conv_delete(theirs); }
 
-  void ours_forward() {
-    layer.forward(seedrl::cview(x.data(), N, layer.input_size()),
-                  seedrl::view(y.data(), N, layer.output_size()), ws);
-  }
+  void ours_forward() { backend->conv2d_forward(shape, x.data(), w.data(), bias.data(), y.data()); }
+  /// The first layer of a network needs no input gradient.
   void ours_backward() {
-    const auto cx = seedrl::cview(x.data(), N, layer.input_size());
-    const auto cdy = seedrl::cview(dy.data(), N, layer.output_size());
-    if (input_grad)
-      layer.backward(cx, cdy, seedrl::view(dx.data(), N, layer.input_size()), ws);
-    else
-      layer.backward_params(cx, cdy, ws);
+    backend->conv2d_backward(shape, x.data(), w.data(), dy.data(), input_grad ? dx.data() : nullptr,
+                             dw.data(), dbias.data());
   }
   void theirs_forward() const { api->conv_forward(theirs); }
   void theirs_backward() const { api->conv_backward(theirs); }
 };
 
-std::vector<seedrl::conv2d_config> nature_layers() {
-  return {{4, 84, 84, 32, 8, 8, 4, 4, 0, 0},
-          {32, 20, 20, 64, 4, 4, 2, 2, 0, 0},
-          {64, 9, 9, 64, 3, 3, 1, 1, 0, 0}};
+/// A 2-D convolution's shape: in (C, H, W), out channels, square kernel, stride, padding.
+seedrl::conv2d_shape conv(int c, int h, int w, int o, int k, int stride, int padding) {
+  seedrl::conv2d_shape s;
+  s.in_channels = c;
+  s.input_height = h;
+  s.input_width = w;
+  s.out_channels = o;
+  s.kernel_h = s.kernel_w = k;
+  s.stride_h = s.stride_w = stride;
+  s.padding_h = s.padding_w = padding;
+  return s;
 }
 
-std::vector<seedrl::conv2d_config> impala_layers() {
-  std::vector<seedrl::conv2d_config> out;
-  std::ptrdiff_t c = 4, h = 84, w = 84;
-  for (const std::ptrdiff_t o : {16, 32, 32}) {
-    out.push_back({c, h, w, o, 3, 3, 1, 1, 1, 1});
+std::vector<seedrl::conv2d_shape> nature_layers() {
+  return {conv(4, 84, 84, 32, 8, 4, 0), conv(32, 20, 20, 64, 4, 2, 0), conv(64, 9, 9, 64, 3, 1, 0)};
+}
+
+std::vector<seedrl::conv2d_shape> impala_layers() {
+  std::vector<seedrl::conv2d_shape> out;
+  int c = 4, h = 84, w = 84;
+  for (const int o : {16, 32, 32}) {
+    out.push_back(conv(c, h, w, o, 3, 1, 1));
     h = (h + 1) / 2;  // max pool 3x3 stride 2 padding 1
     w = (w + 1) / 2;
     for (int k = 0; k < 4; ++k)
-      out.push_back({o, h, w, o, 3, 3, 1, 1, 1, 1});
+      out.push_back(conv(o, h, w, o, 3, 1, 1));
     c = o;
   }
   return out;
 }
 
 void conv_cases(const torch_api& api, const char* net,
-                const std::vector<seedrl::conv2d_config>& layers, std::ptrdiff_t B, int samples) {
+                const std::vector<seedrl::conv2d_shape>& layers, std::ptrdiff_t B, int samples) {
   seedrl::random_generator rng(1);
+  const seedrl::host_backend backend;
   std::vector<std::unique_ptr<conv_case>> cases;
   for (std::size_t i = 0; i < layers.size(); ++i)
-    cases.push_back(std::make_unique<conv_case>(api, layers[i], B, i == 0, rng));
+    cases.push_back(
+        std::make_unique<conv_case>(api, backend, layers[i], static_cast<int>(B), i == 0, rng));
   const std::string tag = std::string(net) + " convolutions, B = " + std::to_string(B);
   compare(
       tag + ", forward",

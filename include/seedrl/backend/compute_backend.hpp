@@ -35,7 +35,7 @@
 ///     images (`conv2d_shape`: weights [O, C, KH, KW], cross-correlation as PyTorch's, zero
 ///     padding, no dilation, one group), overwriting y [batch, O*OH*OW];
 ///   - `b.conv2d_backward(shape, x, w, dy, dx, dw, dbias)`: adds the gradients w.r.t. w and the
-///     bias into dw and dbias (as the CPU layer accumulates them) and, when dx is not null,
+///     bias into dw and dbias (gradients accumulate) and, when dx is not null,
 ///     overwrites dx with the gradient w.r.t. x. Both throw std::invalid_argument on a shape
 ///     that is not a valid convolution or whose tensors exceed INT_MAX elements;
 ///   - `b.synchronize()`: waits until all work given so far is done.
@@ -69,8 +69,7 @@ struct vtrace_operands {
   S* pg_advantages = nullptr;  ///< out
 };
 
-/// Sizes of one 2-D convolution over a batch, for `conv2d_forward` / `conv2d_backward` (the
-/// fields of `seedrl::conv2d_config` plus the batch).
+/// Sizes of one 2-D convolution over a batch, for `conv2d_forward` / `conv2d_backward`.
 struct conv2d_shape {
   int batch = 0;
   int in_channels = 0;

@@ -3,12 +3,12 @@
 /// `host_backend`: the CPU model of `seedrl::ComputeBackend` (seedrl/backend/compute_backend.hpp).
 /// Buffers are std::vector, `for_each` is a loop (Eigen expressions or row loops for the
 /// kernels it knows: activations, sums, max pooling), GEMMs are Eigen products, V-trace is the CPU
-/// scan of seedrl/algo/vtrace.hpp, convolutions are the CPU layer's (net/conv2d.hpp): oneDNN
+/// scan of seedrl/algo/vtrace.hpp, convolutions are oneDNN
 /// for float when SEEDRL_HAS_DNNL (seedrl/detail/dnnl_conv2d.hpp, primitives kept per shape),
 /// otherwise im2col + GEMM (backend/detail/conv2d_gemm.hpp on detail::host_conv_primitives).
-/// It is what the CPU tests run a backend-generic trainer on, and a reference for the GPU
-/// backend's primitives. The convolutions' scratch is kept between calls, so one object must
-/// not be used by two threads at once.
+/// It runs the CPU agents' conv stacks (`backend_feature_stack`), the CPU tests' backend-generic
+/// trainers, and is the reference for the GPU backend's primitives. The convolutions' scratch is
+/// kept between calls, so one object must not be used by two threads at once.
 
 #include <algorithm>
 #include <cstddef>
@@ -34,8 +34,8 @@ class host_backend : public detail::host_dense_primitives {
  public:
   using detail::host_dense_primitives::for_each;
 
-  /// Max pooling and its backward over whole images, as the CPU layer runs them (loops over
-  /// planes and output rows, detail::host_conv_primitives): the same bits as one call per
+  /// Max pooling and its backward over whole images as loops over planes and output rows
+  /// (detail::host_conv_primitives): the same bits as one call per
   /// element, several times faster.
   template <class S>
   void for_each(std::size_t n, const detail::max_pool_forward_kernel<S>& k) const {

@@ -1,12 +1,12 @@
 #pragma once
 /// \file
-/// 2-D convolution through cuDNN, forward and backward, in the layout of the CPU layer
-/// (`seedrl/net/conv2d.hpp`): NCHW images, weights [O, C, KH, KW] (PyTorch's and cuDNN's KCRS)
-/// then O biases, cross-correlation (PyTorch's convolution), zero padding, no dilation, one
-/// group. Backward accumulates into the weight and bias gradients, as the CPU layer does, and
-/// overwrites the input gradient. Available when seedrl::cuda was built with cuDNN
-/// (SEEDRL_HAS_CUDNN); host-only code, so a C++ translation unit may include it. Uses cuDNN's
-/// classic convolution API (cudnnConvolutionForward and friends), present in cuDNN 8 and 9.
+/// 2-D convolution through cuDNN, forward and backward, in the layout of the backends' conv2d
+/// primitives (`seedrl/backend/compute_backend.hpp`): NCHW images, weights [O, C, KH, KW]
+/// (PyTorch's and cuDNN's KCRS) then O biases, cross-correlation (PyTorch's convolution), zero
+/// padding, no dilation, one group. Backward accumulates into the weight and bias gradients,
+/// as the host's does, and overwrites the input gradient. Available when seedrl::cuda was built
+/// with cuDNN (SEEDRL_HAS_CUDNN); host-only code, so a C++ translation unit may include it. Uses
+/// cuDNN's classic convolution API (cudnnConvolutionForward and friends), present in cuDNN 8 and 9.
 
 #include <cudnn.h>
 
@@ -66,7 +66,7 @@ class cudnn_conv2d {
                                                       shape.stride_h, shape.stride_w, 1, 1,
                                                       CUDNN_CROSS_CORRELATION, type));
     // Plain FMA arithmetic: cuDNN's default lets float convolutions use TF32 tensor cores on
-    // sm_80+, whose 10-bit mantissa would not match the CPU layer to float tolerance.
+    // sm_80+, whose 10-bit mantissa would not match the host's convolution to float tolerance.
     SEEDRL_CUDA_CHECK(cudnnSetConvolutionMathType(conv_desc_, CUDNN_FMA_MATH));
     SEEDRL_CUDA_CHECK(
         cudnnGetConvolution2dForwardOutputDim(conv_desc_, x_desc_, w_desc_, &n_, &o_, &oh_, &ow_));

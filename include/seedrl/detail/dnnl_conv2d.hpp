@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// fp32 2-D convolutions on oneDNN (Debian `libdnnl-dev`), for `conv2d<float>` and
-/// `host_backend`'s float conv2d primitives. Compiled in when SEEDRL_HAS_DNNL is defined (CMake
+/// fp32 2-D convolutions on oneDNN (Debian `libdnnl-dev`), for `host_backend`'s float conv2d
+/// primitives (what the CPU conv stacks run). Compiled in when SEEDRL_HAS_DNNL is defined (CMake
 /// defines it on seedrl::seedrl when it finds oneDNN); without it this header declares nothing
 /// and the callers keep their im2col + GEMM path.
 ///
@@ -17,8 +17,8 @@
 /// Threads: `dnnl_threads()` per call (seedrl/detail/dnnl_runtime.hpp), default 1.
 ///
 /// nvcc (12.x and 13.x) crashes on oneDNN's C++ header, so CUDA translation units do not get
-/// this path (SEEDRL_DNNL_CONV stays undefined there). None includes the CPU layers today; one
-/// that did would see a `conv2d<float>` of another layout than the C++ units' (an ODR breach).
+/// this path (SEEDRL_DNNL_CONV stays undefined there). None includes `host_backend` today; one
+/// that did would see a `host_backend` of another layout than the C++ units' (an ODR breach).
 
 #if defined(SEEDRL_HAS_DNNL) && !defined(__CUDACC__)
 #define SEEDRL_DNNL_CONV 1

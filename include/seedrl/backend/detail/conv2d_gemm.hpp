@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// The one 2-D convolution of the library below oneDNN and cuDNN: im2col + GEMM + col2im on
-/// any backend's `for_each` and `gemm`. The CPU layer `seedrl::conv2d` (net/conv2d.hpp) and
-/// `host_backend`'s conv2d primitives run it on detail::host_conv_primitives (which runs the
+/// any backend's `for_each` and `gemm`. `host_backend`'s conv2d primitives (where oneDNN is
+/// off, or for double) run it on detail::host_conv_primitives (which runs the
 /// kernels below as row loops and the products in stack-sized tiles); `cuda::cuda_backend`
 /// runs it when built without cuDNN. Semantics are those of the primitives (see
 /// compute_backend.hpp): NCHW rows, weights [O, C, KH, KW], cross-correlation, zero padding;

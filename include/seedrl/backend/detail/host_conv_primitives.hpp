@@ -1,13 +1,12 @@
 #pragma once
 /// \file
 /// `detail::host_conv_primitives`: the host primitives the GEMM convolution
-/// (backend/detail/conv2d_gemm.hpp) and max pooling (max_pool2d_kernels.hpp) run on, for the
-/// CPU layers `seedrl::conv2d` and `seedrl::max_pool2d` and `host_backend`'s conv2d
-/// primitives. The convolution's kernels are one call per element, with
-/// a division or six per call; here they run as loops over rows (im2col and col2im copy and add
-/// runs along an output row, the layout changes and the bias gradient are Eigen block
-/// expressions), with the same values. Every product is cut
-/// into stack-sized tiles (detail::gemm_stack_tiled), so that a convolution never mallocs.
+/// (backend/detail/conv2d_gemm.hpp) and max pooling (max_pool2d_kernels.hpp) run on, for
+/// `host_backend`'s conv2d primitives and its max pooling. The convolution's kernels are one call
+/// per element, with a division or six per call; here they run as loops over rows (im2col and
+/// col2im copy and add runs along an output row, the layout changes and the bias gradient are Eigen
+/// block expressions), with the same values. Every product is cut into stack-sized tiles
+/// (detail::gemm_stack_tiled), so that a convolution never mallocs.
 
 #include <algorithm>
 #include <cstddef>

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// Max pooling (PyTorch's `MaxPool2d`, dilation 1, floor rounding) as `for_each` kernels over
-/// NCHW image rows, the one implementation of the CPU layer `seedrl::max_pool2d`
-/// (net/max_pool2d.hpp) and of the backend IMPALA torso's pooling. Padding acts as -infinity (a
+/// NCHW image rows, the one implementation of max pooling (the IMPALA ResNet's, on every
+/// backend). Padding acts as -infinity (a
 /// window's maximum is over its cells inside the image), a NaN wins its window (the last NaN in
 /// window order), and among equal maxima the first in row-major window order wins: PyTorch's
 /// CPU kernel, so argmaxes (and where gradients go) match it. An argmax is an index into its

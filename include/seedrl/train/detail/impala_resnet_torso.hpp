@@ -8,7 +8,7 @@
 /// stack its convolution, then the two convolutions of each block, each W [O, C, 3, 3] then
 /// b [O].
 ///
-/// The pooling is the CPU layer's (backend/detail/max_pool2d_kernels.hpp).
+/// The pooling is backend/detail/max_pool2d_kernels.hpp (host_backend runs it as row loops).
 
 #include <algorithm>
 #include <concepts>
