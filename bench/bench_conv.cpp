@@ -11,12 +11,12 @@
 // runs 5 repetitions and reports their aggregates: read the medians.
 #include <benchmark/benchmark.h>
 
-#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <vector>
 
+#include "conv_shapes.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/dnnl_runtime.hpp"
@@ -26,21 +26,8 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-/// A convolution's shape for `batch` images: in (C, H, W), out channels, kernel, stride.
-seedrl::conv2d_shape conv(int C, int H, int W, int O, int K, int stride) {
-  seedrl::conv2d_shape s;
-  s.in_channels = C;
-  s.input_height = H;
-  s.input_width = W;
-  s.out_channels = O;
-  s.kernel_h = s.kernel_w = K;
-  s.stride_h = s.stride_w = stride;
-  return s;
-}
-
 /// Nature CNN (Mnih et al. 2015) on 84x84x4 frame stacks.
-const std::array<seedrl::conv2d_shape, 3> nature = {
-    {conv(4, 84, 84, 32, 8, 4), conv(32, 20, 20, 64, 4, 2), conv(64, 9, 9, 64, 3, 1)}};
+const std::vector<seedrl::conv2d_shape> nature = seedrl_bench::nature_cnn_shapes();
 
 std::vector<float> random_floats(std::size_t n, seedrl::random_generator& rng) {
   std::vector<float> v(n);

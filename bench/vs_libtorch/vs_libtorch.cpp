@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../conv_shapes.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/dnnl_conv2d.hpp"
@@ -162,37 +163,6 @@ struct conv_case {
   void theirs_backward() const { api->conv_backward(theirs); }
 };
 
-/// A 2-D convolution's shape: in (C, H, W), out channels, square kernel, stride, padding.
-seedrl::conv2d_shape conv(int c, int h, int w, int o, int k, int stride, int padding) {
-  seedrl::conv2d_shape s;
-  s.in_channels = c;
-  s.input_height = h;
-  s.input_width = w;
-  s.out_channels = o;
-  s.kernel_h = s.kernel_w = k;
-  s.stride_h = s.stride_w = stride;
-  s.padding_h = s.padding_w = padding;
-  return s;
-}
-
-std::vector<seedrl::conv2d_shape> nature_layers() {
-  return {conv(4, 84, 84, 32, 8, 4, 0), conv(32, 20, 20, 64, 4, 2, 0), conv(64, 9, 9, 64, 3, 1, 0)};
-}
-
-std::vector<seedrl::conv2d_shape> impala_layers() {
-  std::vector<seedrl::conv2d_shape> out;
-  int c = 4, h = 84, w = 84;
-  for (const int o : {16, 32, 32}) {
-    out.push_back(conv(c, h, w, o, 3, 1, 1));
-    h = (h + 1) / 2;  // max pool 3x3 stride 2 padding 1
-    w = (w + 1) / 2;
-    for (int k = 0; k < 4; ++k)
-      out.push_back(conv(o, h, w, o, 3, 1, 1));
-    c = o;
-  }
-  return out;
-}
-
 void conv_cases(const torch_api& api, const char* net,
                 const std::vector<seedrl::conv2d_shape>& layers, std::ptrdiff_t B, int samples) {
   seedrl::random_generator rng(1);
@@ -289,8 +259,8 @@ int main(int argc, char** argv) {
       if (!im2col)
         lstm_case(api, B, H, samples);
   for (const auto B : batches)
-    conv_cases(api, "Nature CNN", nature_layers(), B, samples);
+    conv_cases(api, "Nature CNN", seedrl_bench::nature_cnn_shapes(), B, samples);
   for (const auto B : batches)
-    conv_cases(api, "IMPALA ResNet", impala_layers(), B, samples);
+    conv_cases(api, "IMPALA ResNet", seedrl_bench::impala_resnet_shapes(), B, samples);
   return 0;
 }
