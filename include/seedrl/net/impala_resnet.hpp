@@ -18,10 +18,10 @@
 #include <concepts>
 #include <cstddef>
 
+#include "seedrl/net/detail/impala_resnet_torso.hpp"
 #include "seedrl/net/impala_resnet_config.hpp"
 #include "seedrl/net/parts/backend_feature_stack.hpp"
 #include "seedrl/net/parts/torso.hpp"
-#include "seedrl/train/detail/impala_resnet_torso.hpp"
 
 namespace seedrl {
 

@@ -14,10 +14,10 @@
 #include <concepts>
 #include <cstddef>
 
+#include "seedrl/net/detail/nature_cnn_torso.hpp"
 #include "seedrl/net/nature_cnn_config.hpp"
 #include "seedrl/net/parts/backend_feature_stack.hpp"
 #include "seedrl/net/parts/torso.hpp"
-#include "seedrl/train/detail/nature_cnn_torso.hpp"
 
 namespace seedrl {
 

@@ -28,6 +28,9 @@
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/net/activation_math.hpp"
 #include "seedrl/net/detail/dense_stack.hpp"
+#include "seedrl/net/detail/impala_resnet_torso.hpp"
+#include "seedrl/net/detail/nature_cnn_torso.hpp"
+#include "seedrl/net/detail/small_conv_torso.hpp"
 #include "seedrl/net/frame_stack_config.hpp"
 #include "seedrl/net/impala_resnet_config.hpp"
 #include "seedrl/net/nature_cnn_config.hpp"
@@ -37,11 +40,8 @@
 #include "seedrl/train/backend_torso.hpp"
 #include "seedrl/train/detail/agent_step_kernels.hpp"
 #include "seedrl/train/detail/backend_ops.hpp"
-#include "seedrl/train/detail/impala_resnet_torso.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
-#include "seedrl/train/detail/nature_cnn_torso.hpp"
 #include "seedrl/train/detail/pixel_lstm_kernels.hpp"
-#include "seedrl/train/detail/small_conv_torso.hpp"
 
 namespace seedrl {
 

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// `backend_feature_stack<Stack, Config, S>`: a convolutional stack written once against the
-/// ComputeBackend primitives (a backend conv torso; train/detail/conv_relu_stack.hpp says what
+/// ComputeBackend primitives (a backend conv torso; net/detail/conv_relu_stack.hpp says what
 /// one provides) as a CPU agent's FeatureStack (seedrl/net/parts/torso.hpp), run on
 /// `host_backend`. The GPU trainer and inference step run the same stack on their backend, so
 /// the convolutions, poolings and ReLUs a CPU learner trains are the ones a GPU learner runs.

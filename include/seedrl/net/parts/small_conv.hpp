@@ -12,10 +12,10 @@
 #include <concepts>
 #include <cstddef>
 
+#include "seedrl/net/detail/small_conv_torso.hpp"
 #include "seedrl/net/parts/backend_feature_stack.hpp"
 #include "seedrl/net/parts/small_conv_config.hpp"
 #include "seedrl/net/parts/torso.hpp"
-#include "seedrl/train/detail/small_conv_torso.hpp"
 
 namespace seedrl {
 

@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/backend/detail/dense_kernels.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/net/activation_math.hpp"
 #include "seedrl/net/detail/pytorch_default_init.hpp"
-#include "seedrl/train/detail/mlp_lstm_kernels.hpp"
-#include "seedrl/train/detail/pixel_lstm_kernels.hpp"
 
 namespace seedrl::detail {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/net/detail/conv_relu_stack.hpp"
 #include "seedrl/net/small_conv_lstm_agent_config.hpp"
-#include "seedrl/train/detail/conv_relu_stack.hpp"
 
 namespace seedrl::detail {
 

@@ -26,11 +26,10 @@
 #include "seedrl/backend/detail/max_pool2d_kernels.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/net/activation_math.hpp"
+#include "seedrl/net/detail/conv_relu_stack.hpp"
 #include "seedrl/net/detail/pytorch_default_init.hpp"
 #include "seedrl/net/impala_resnet_config.hpp"
-#include "seedrl/train/detail/conv_relu_stack.hpp"
-#include "seedrl/train/detail/mlp_lstm_kernels.hpp"
-#include "seedrl/train/detail/pixel_lstm_kernels.hpp"
 
 namespace seedrl::detail {
 
