@@ -30,6 +30,7 @@
 
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/net/detail/contiguous_rows.hpp"
 #include "seedrl/net/tensor.hpp"
 
 namespace seedrl {
@@ -87,7 +88,7 @@ class backend_feature_stack {
   const_matrix_view<S> infer(const_matrix_view<S> x) {
     const std::size_t N = rows(x, "infer");
     parts_->step.reserve_inference(N);
-    const S* features = parts_->step.infer(params_, contiguous(x, step_x_), N);
+    const S* features = parts_->step.infer(params_, detail::contiguous_rows(x, step_x_), N);
     return cview(features, static_cast<std::ptrdiff_t>(N), output_size());
   }
 
@@ -96,7 +97,7 @@ class backend_feature_stack {
   const_matrix_view<S> forward(const_matrix_view<S> x) {
     const std::size_t N = rows(x, "forward");
     parts_->train.reserve(N);
-    const S* features = parts_->train.forward(params_, contiguous(x, train_x_), N);
+    const S* features = parts_->train.forward(params_, detail::contiguous_rows(x, train_x_), N);
     rows_ = N;
     forwarded_ = true;
     return cview(features, static_cast<std::ptrdiff_t>(N), output_size());
@@ -147,15 +148,6 @@ class backend_feature_stack {
                               " images exceed what the stack's int indexing takes (" +
                               std::to_string(parts_->train.max_batch()) + ")");
     return N;
-  }
-
-  /// x's rows without gaps: x itself, or its copy in `copy`.
-  const S* contiguous(const_matrix_view<S> x, std::vector<S>& copy) const {
-    if (x.outerStride() == x.cols() || x.rows() <= 1)
-      return x.data();
-    copy.resize(static_cast<std::size_t>(x.rows() * x.cols()));
-    view(copy.data(), x.rows(), x.cols()) = x;
-    return copy.data();
   }
 
   Config config_;

@@ -28,6 +28,7 @@
 
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/net/detail/contiguous_rows.hpp"
 #include "seedrl/net/parts/preprocess.hpp"
 #include "seedrl/net/parts/torso.hpp"
 #include "seedrl/net/tensor.hpp"
@@ -127,14 +128,8 @@ class backend_part_torso {
 
   /// x's rows without gaps (the part reads observation_size() values per row).
   const S* contiguous(const_matrix_view<S> x, std::vector<S>& copy) const {
-    const std::size_t n = parts_->train.observation_size(), rows = view_rows(x);
-    if (view_stride(x) == n)
-      return x.data();
-    copy.resize(rows * n);
-    for (std::size_t r = 0; r < rows; ++r)
-      for (std::size_t c = 0; c < n; ++c)
-        copy[r * n + c] = x.data()[r * view_stride(x) + c];
-    return copy.data();
+    const auto n = static_cast<std::ptrdiff_t>(parts_->train.observation_size());
+    return detail::contiguous_rows(cview(x.data(), x.rows(), n, x.outerStride()), copy);
   }
 
   backend_torso_batch<S> batch(const S* x, std::size_t rows) {
