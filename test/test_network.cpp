@@ -13,11 +13,13 @@
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/vtrace.hpp"
 #include "seedrl/backend/detail/host_dense_primitives.hpp"
+#include "seedrl/backend/detail/host_sgemm_primitives.hpp"
 #include "seedrl/backend/detail/host_tiled_primitives.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/activation.hpp"
 #include "seedrl/net/categorical.hpp"
 #include "seedrl/net/detail/dense_stack.hpp"
+#include "seedrl/net/detail/lstm_stack.hpp"
 #include "seedrl/net/lstm.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 
@@ -482,6 +484,91 @@ TEST_CASE("lstm vectorised step agrees with the shared per-unit math", "[network
       CHECK(y[b * H + j] == Approx(u.h).margin(1e-12));
     }
   }
+}
+
+namespace {
+
+/// The host's dense primitives with every for_each run element by element (the functors'
+/// operator(), what a GPU runs), none of the host's row or Eigen paths.
+struct element_backend : seedrl::detail::host_dense_primitives {
+  template <class F>
+  void for_each(std::size_t n, const F& f) const {
+    seedrl::detail::host_primitives::for_each(n, f);
+  }
+};
+
+/// Runs lstm_stack<S> on `Backend`: a step in place over state rows of stride ld (resets on
+/// some rows), an unroll from a start state with dones, its end state, and the backward with
+/// d_end, dx and d_start. Returns every output, concatenated.
+template <class S, class Backend>
+std::vector<S> lstm_stack_outputs(Backend& be, std::size_t L) {
+  const std::size_t I = 5, H = 7, B = 4, T = 5, ld = 2 * L * H + 3;
+  const seedrl::detail::lstm_stack<S> stack(I, H, L, "test");
+  seedrl::random_generator rng(17);
+  std::vector<S> params(stack.num_parameters()), grads(stack.num_parameters(), S(0));
+  stack.init(params.data(), rng, 1.0);
+  const auto draw = [&](std::size_t n) {
+    std::vector<S> v(n);
+    for (auto& e : v)
+      e = static_cast<S>(rng.uniform(-1.0, 1.0));
+    return v;
+  };
+  std::vector<S> out;
+  typename seedrl::detail::lstm_stack<S>::template workspace<Backend> ws;
+  // A step, in place, with row 1 reset.
+  const auto x = draw(B * (I + 2));
+  auto state = draw(B * ld);
+  const std::vector<std::uint8_t> resets{0, 1, 0, 0};
+  stack.step(be, ws, params.data(), x.data(), I + 2, B, resets.data(), state.data(), ld,
+             state.data(), ld);
+  out.insert(out.end(), state.begin(), state.end());
+  // An unroll with episode starts at (t 0, b 0), (t 2, b 1), (t 4, b 1).
+  const auto xs = draw(T * B * I);
+  const auto start = draw(B * ld);
+  std::vector<std::uint8_t> dones(T * B, 0);
+  dones[0] = dones[2 * B + 1] = dones[4 * B + 1] = 1;
+  std::vector<S> end(B * ld, S(0));
+  const S* y = stack.forward(be, ws, params.data(), xs.data(), I, T, B, dones.data(), start.data(),
+                             ld, end.data(), ld);
+  out.insert(out.end(), y, y + T * B * H);
+  out.insert(out.end(), end.begin(), end.end());
+  const auto dy = draw(T * B * H);
+  const auto d_end = draw(B * ld);
+  std::vector<S> dx(T * B * I), d_start(B * ld, S(0));
+  stack.backward(be, ws, params.data(), grads.data(), xs.data(), I, T, B, dones.data(), dy.data(),
+                 H, dx.data(), I, d_end.data(), ld, d_start.data(), ld);
+  out.insert(out.end(), grads.begin(), grads.end());
+  out.insert(out.end(), dx.begin(), dx.end());
+  out.insert(out.end(), d_start.begin(), d_start.end());
+  return out;
+}
+
+template <class S>
+void check_lstm_paths(double tolerance) {
+  for (const std::size_t L : {std::size_t{1}, std::size_t{2}}) {
+    INFO("layers " << L);
+    element_backend elements;
+    seedrl::detail::host_sgemm_primitives host;
+    const auto want = lstm_stack_outputs<S>(elements, L);
+    const auto got = lstm_stack_outputs<S>(host, L);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      INFO("output " << i);
+      CHECK(std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i])) <=
+            tolerance * (1.0 + std::abs(static_cast<double>(want[i]))));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the lstm stack's element kernels (what a GPU runs) match the host's row paths",
+          "[network][lstm]") {
+  // The host runs the cells as Eigen expressions and row loops; every other backend runs the
+  // kernels' element functions. Double: the same arithmetic up to summation order; float: Eigen's
+  // vectorised logistic and tanh against std::exp and std::tanh.
+  check_lstm_paths<double>(1e-12);
+  check_lstm_paths<float>(2e-5);
 }
 
 TEST_CASE("agent network plus IMPALA loss gradients match central differences",

@@ -80,7 +80,7 @@ class pinned_buffer {
 
 /// `backend_agent_step`'s LSTM step on the GPU: the hand-written kernels through
 /// lstm_step_runner (fused up to B = 256, cuBLAS + pointwise above), on the backend's stream.
-/// The rows' states arrive with resets applied, so the kernels get no dones.
+/// The kernels apply the rows' resets to the incoming state, as the backend step does.
 template <class S>
 struct cuda_lstm_step {
   std::unique_ptr<lstm_step_runner<S>> runner;
@@ -97,7 +97,7 @@ struct cuda_lstm_step {
     op.batch = static_cast<int>(a.B);
     op.x = a.x;
     op.x_stride = static_cast<int>(a.ldx);
-    op.dones = nullptr;
+    op.dones = a.resets;
     op.h_prev = a.h_prev;
     op.c_prev = a.c_prev;
     op.prev_stride = static_cast<int>(a.ld_prev);

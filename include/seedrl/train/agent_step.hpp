@@ -15,16 +15,19 @@
 ///   torso:   one step (steps = 1) with `before` as the start state and the resets as dones,
 ///            into the core input, then the reward and previous-action columns (a one-hot, or
 ///            a continuous action's values; zero at a reset row);
-///   LSTM l:  (h, c) of `before` (zero at a reset row), one step by `LstmStep` into [B, 2H];
+///   LSTM:    detail::lstm_stack's step from `before`'s (h, c) (zero at a reset row) into
+///            `next`'s, each layer by `LstmStep`;
 ///   heads:   policy outputs [B, A] (logits, or a Gaussian's means then log-stds; the CPU
 ///            heads' detail::policy_layer) and values [B];
 ///   state:   the torso's next state (frame history, Torso::next_state) and each layer's (h, c)
 ///            into next [B, W], scattered back to table[slots].
 /// `LstmStep` runs one LSTM layer's step (`void operator()(Backend&, const
-/// detail::lstm_step_args<S>&)`): `backend_lstm_step` (two GEMMs and a pointwise pass) by
-/// default; the CUDA engine passes one that calls the hand-written kernels (lstm_step_runner).
+/// detail::lstm_step_args<S>&)`): `backend_lstm_step` (one GEMM over [x | h] and a pointwise
+/// pass, what the CPU layer runs) by default; the CUDA engine passes one that calls the
+/// hand-written kernels (lstm_step_runner).
 /// Includes no Eigen, so nvcc compiles it with a CUDA backend.
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -34,57 +37,17 @@
 #include <vector>
 
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/backend/detail/backend_ref.hpp"
 #include "seedrl/net/activation_math.hpp"
+#include "seedrl/net/detail/lstm_stack.hpp"
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_torso.hpp"
 #include "seedrl/train/detail/agent_heads.hpp"
 #include "seedrl/train/detail/agent_layout.hpp"
 #include "seedrl/train/detail/agent_step_kernels.hpp"
-#include "seedrl/train/detail/backend_ops.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
 
 namespace seedrl {
-
-namespace detail {
-
-/// One LSTM layer's step for B rows, in the backend's memory: the products of x [B, I] (row
-/// stride ldx) and h_prev [B, H] with W = [W_ih | W_hh] [4H, I + H], the bias, the cell update
-/// from c_prev, the new h and c into rows of stride ld_out. h_prev and c_prev (row stride
-/// ld_prev) already hold zeros where a row resets. `workspace` holds B * 4H elements.
-template <class S>
-struct lstm_step_args {
-  std::size_t B = 0, I = 0, H = 0;
-  const S* weight = nullptr;
-  const S* bias = nullptr;
-  const S* x = nullptr;
-  std::size_t ldx = 0;
-  const S* h_prev = nullptr;
-  const S* c_prev = nullptr;
-  std::size_t ld_prev = 0;
-  S* h = nullptr;
-  S* c = nullptr;
-  std::size_t ld_out = 0;
-  S* workspace = nullptr;
-};
-
-}  // namespace detail
-
-/// The default LSTM step on any backend: gates = x W_ih^T + h_prev W_hh^T, then the cell
-/// update (detail::lstm_unit) in a for_each.
-struct backend_lstm_step {
-  template <ComputeBackend Backend, class S>
-  void operator()(Backend& backend, const detail::lstm_step_args<S>& a) const {
-    const detail::backend_ref<Backend> be(backend);
-    const std::size_t K = a.I + a.H;
-    be.gemm(false, true, a.B, 4 * a.H, a.I, S(1), a.x, a.ldx, a.weight, K, S(0), a.workspace,
-            4 * a.H);
-    be.gemm(false, true, a.B, 4 * a.H, a.H, S(1), a.h_prev, a.ld_prev, a.weight + a.I, K, S(1),
-            a.workspace, 4 * a.H);
-    backend.for_each(a.B * a.H,
-                     detail::lstm_step_pointwise_kernel<S>{a.workspace, a.bias, a.c_prev, a.ld_prev,
-                                                           a.h, a.c, a.ld_out, a.H});
-  }
-};
 
 /// What one step reads and writes, all in the backend's memory.
 template <class S>
@@ -133,7 +96,7 @@ class backend_agent_step {
   /// no next_state.
   backend_agent_step(Backend& backend, Torso torso, const backend_core_config& core,
                      LstmStep lstm = {})
-      : backend_(backend), torso_(std::move(torso)), core_(core), lstm_(std::move(lstm)) {
+      : backend_(backend), torso_(std::move(torso)), core_(core), layer_step_(std::move(lstm)) {
     if (torso_.output_size() == 0)
       throw std::invalid_argument(std::string(who_) + ": the torso has no output");
     if (!has_next_state && torso_.state_size() > 0)
@@ -141,6 +104,8 @@ class backend_agent_step {
                                   ": the torso keeps a state but has no next_state");
     layout_ = detail::agent_layout(torso_.num_parameters(), torso_.output_size(), core_, who_);
     state_size_ = torso_.state_size() + 2 * layout_.L * layout_.H;
+    if (layout_.L > 0)
+      lstm_ = detail::lstm_stack<S>(layout_.core_in_width, layout_.H, layout_.L, who_);
     heads_ = detail::agent_heads<S>(layout_, who_);
   }
 
@@ -171,25 +136,18 @@ class backend_agent_step {
   std::size_t max_rows() const noexcept { return torso_.max_rows(); }
 
   /// The LSTM step (e.g. to reach its stream or statistics).
-  LstmStep& lstm_step() noexcept { return lstm_; }
+  LstmStep& lstm_step() noexcept { return layer_step_; }
 
   /// Work buffers for steps of up to `B` rows; reallocates only to grow. Elements it holds per
   /// row (for a memory estimate): see work_elements_per_row.
   void reserve(std::size_t B) {
-    const std::size_t H = layout_.H;
     if constexpr (torso_infers)
       torso_.reserve_inference(B);
     else
       torso_.reserve(B);
     backend_.grow(core_in_, B * layout_.core_in_width);
-    layers_.resize(layout_.L);
-    for (auto& l : layers_) {
-      backend_.grow(l.h_prev, B * H);
-      backend_.grow(l.c_prev, B * H);
-      backend_.grow(l.hc, B * 2 * H);
-    }
     if (layout_.L > 0)
-      backend_.grow(gates_, B * 4 * H);
+      lstm_.reserve_step(*backend_, lstm_ws_, B);
     backend_.grow(next_, B * state_size_);
     backend_.grow(widened_, B * torso_.observation_size());
     reserved_ = B > reserved_ ? B : reserved_;
@@ -197,8 +155,10 @@ class backend_agent_step {
 
   /// Elements of the step's own buffers per row, besides the torso's.
   std::size_t work_elements_per_row() const noexcept {
-    return layout_.core_in_width + layout_.L * 4 * layout_.H + (layout_.L > 0 ? 4 * layout_.H : 0) +
-           state_size_ + torso_.observation_size();
+    const std::size_t H = layout_.H;
+    const std::size_t lstm =
+        layout_.L > 0 ? std::max(layout_.core_in_width, H) + H + H + 4 * H : 0;  // reserve_step's
+    return layout_.core_in_width + lstm + state_size_ + torso_.observation_size();
   }
 
   /// One step; see the file comment. Asynchronous where the backend is. Throws
@@ -247,34 +207,14 @@ class backend_agent_step {
     }
     const S* x = core_in_.data();
     std::size_t ldx = ci;
+    // The LSTM from the rows' states before the step into their next states.
     const std::size_t torso_state = torso_.state_size();
-    for (std::size_t l = 0; l < layout_.L; ++l) {
-      auto& c = layers_[l];
-      be.for_each(B * H, detail::lstm_start_state_kernel<S>{op.before, W, torso_state + 2 * H * l,
-                                                            op.resets, c.h_prev.data(),
-                                                            c.c_prev.data(), H});
-      detail::lstm_step_args<S> a;
-      a.B = B;
-      a.I = layout_.layer_input(l);
-      a.H = H;
-      a.weight = p + layout_.lstm_w[l];
-      a.bias = p + layout_.lstm_b[l];
-      a.x = x;
-      a.ldx = ldx;
-      a.h_prev = c.h_prev.data();
-      a.c_prev = c.c_prev.data();
-      a.ld_prev = H;
-      a.h = c.hc.data();
-      a.c = c.hc.data() + H;
-      a.ld_out = 2 * H;
-      a.workspace = gates_.data();
-      lstm_(be, a);
-      // This layer's (h, c) is its part of the next state row.
-      be.for_each(B * 2 * H,
-                  detail::copy_block_kernel<S>{c.hc.data(), 2 * H,
-                                               next_.data() + torso_state + 2 * H * l, W, 2 * H});
-      x = c.hc.data();
-      ldx = 2 * H;
+    if (layout_.L > 0) {
+      lstm_.step(be, lstm_ws_, p + layout_.lstm_w[0], x, ldx, B, op.resets,
+                 static_cast<const S*>(op.before) + torso_state, W, next_.data() + torso_state, W,
+                 layer_step_);
+      x = next_.data() + torso_state + 2 * H * (layout_.L - 1);
+      ldx = W;
     }
     // Heads, from the last layer's h (or the core input without an LSTM; each head its own
     // columns when the networks are separate): the CPU heads' code.
@@ -289,22 +229,18 @@ class backend_agent_step {
  private:
   static constexpr const char* who_ = "seedrl::backend_agent_step";
 
-  struct layer_buffers {
-    buffer<S> h_prev, c_prev;  ///< [B, H] incoming state, after resets
-    buffer<S> hc;              ///< [B, 2H] outgoing h then c
-  };
-
   detail::backend_ref<Backend> backend_;
   Torso torso_;
   backend_core_config core_;
-  LstmStep lstm_;
+  LstmStep layer_step_;
+  detail::lstm_stack<S> lstm_;  ///< when layout_.L > 0
+  typename detail::lstm_stack<S>::template workspace<Backend> lstm_ws_;
   detail::agent_layout layout_;
   detail::agent_heads<S> heads_;
   typename detail::agent_heads<S>::template workspace<Backend> heads_ws_;  ///< nothing kept
   std::size_t state_size_ = 0, reserved_ = 0;
-  buffer<S> core_in_, gates_, next_;
+  buffer<S> core_in_, next_;
   buffer<S> widened_;  ///< [B, observation_size()] the uint8 frames as S
-  std::vector<layer_buffers> layers_;
 };
 
 }  // namespace seedrl

@@ -19,25 +19,25 @@
 ///
 /// The arithmetic is the CPU agents': the same parameter layout (detail::agent_layout: the
 /// torso's parameters, then per LSTM layer W [4H, I + H] and b [4H], the policy head's, the
-/// value head's), the same heads (detail::policy_layer, a one-layer dense_stack), the same
-/// per-element functions (detail::lstm_unit, detail::lstm_unit_grad,
-/// detail::adam_update, ...), the same reset semantics (an environment's state is zeroed before
-/// a step marked done and no gradient crosses it) and the same clipping rule as
-/// `clip_by_global_norm`. Only the order of some sums differs (GEMMs are split into input and
-/// recurrent parts, bias gradients are column sums), so results agree to rounding.
+/// value head's), the same LSTM (detail::lstm_stack) and heads (detail::policy_layer, a
+/// one-layer dense_stack), the same per-element functions (detail::adam_update, ...), the same
+/// reset semantics (an environment's state is zeroed before a step marked done and no gradient
+/// crosses it) and the same clipping rule as `clip_by_global_norm`. Only the order of some sums
+/// differs (bias gradients are column sums; the host vectorises the cells), so results agree to
+/// rounding.
 ///
 /// Data flow of one step, N = (T+1) * B rows, time-major:
 ///   torso:   writes its features straight into the core input [N, core_in], followed by the
 ///            reward and one-hot previous-action columns (all zero at a row with done: an
 ///            episode start reads reward 0 and no action, as in actor_critic_agent);
-///   LSTM l:  G = X W_ih^T for all rows at once, then per step t: G_t += h_prev_t W_hh^T and a
-///            pointwise pass (gates, c, tanh c, h, and step t+1's incoming state);
+///   LSTM:    detail::lstm_stack (seedrl/net/detail/lstm_stack.hpp), the CPU layer's code: per
+///            layer X W_ih^T for all rows at once, then per step h_prev W_hh^T and the cell;
 ///   heads:   policy outputs = Y W_p^T + b_p (then the log-std columns of a state-independent
 ///            Gaussian), values = Y W_v^T + b_v (each head its own columns of Y when the
 ///            networks are separate);
-///   backward mirrors it: per step only the pointwise pass and dh_prev = dz_t W_hh; the input
-///            gradient dX = dZ W_ih and the weight gradients dZ^T [X | H_prev] are one GEMM each
-///            per layer after the loop; then the torso's backward from dX's feature columns.
+///   backward mirrors it (the LSTM's per step only the cell's backward and dz_t W_hh, its input
+///            and weight gradients one GEMM each per layer), then the torso's backward from dX's
+///            feature columns.
 
 #include <algorithm>
 #include <cmath>
@@ -58,10 +58,12 @@
 #include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/backend/detail/backend_ref.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/impala_math.hpp"
 #include "seedrl/net/activation_math.hpp"
+#include "seedrl/net/detail/lstm_stack.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/minibatch_schedule.hpp"
@@ -71,7 +73,6 @@
 #include "seedrl/train/backend_torso.hpp"
 #include "seedrl/train/detail/agent_heads.hpp"
 #include "seedrl/train/detail/agent_layout.hpp"
-#include "seedrl/train/detail/backend_ops.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
 
 namespace seedrl {
@@ -112,8 +113,10 @@ class backend_agent_trainer {
     features_ = layout.features;
     core_in_width_ = layout.core_in_width;
     core_out_width_ = layout.core_out_width;
-    lstm_w_ = layout.lstm_w;
-    lstm_b_ = layout.lstm_b;
+    if (L_ > 0) {
+      lstm_at_ = layout.lstm_w[0];
+      lstm_ = detail::lstm_stack<S>(core_in_width_, H_, L_, who_);
+    }
     num_parameters_ = layout.num_parameters;
     check_fits_int("a layer width", core_in_width_ + H_ + 4 * H_ + A_);
     // The heads, the CPU heads' code: the policy layer and one linear value layer.
@@ -300,8 +303,6 @@ class backend_agent_trainer {
   void seed_schedule(std::uint64_t seed) { rng_ = random_generator(seed); }
 
  private:
-  std::size_t layer_input(std::size_t l) const noexcept { return l == 0 ? core_in_width_ : H_; }
-
   static void check_max_grad_norm(double max_grad_norm) {
     if (!(max_grad_norm > 0.0)) {
       throw std::invalid_argument(std::string(who_) + "::train_step needs max_grad_norm > 0, got " +
@@ -525,6 +526,7 @@ class backend_agent_trainer {
 
   /// Sizes every work buffer for N rows and B environments; reallocates only to grow.
   void reserve(std::size_t N, std::size_t B) {
+    const std::size_t steps = N / B;
     backend_.grow(obs_buf_, N * torso_.observation_size());
     backend_.grow(rewards_, N);
     backend_.grow(behaviour_, N);
@@ -542,18 +544,8 @@ class backend_agent_trainer {
       backend_.grow(start_state_, B * state_size());
     torso_.reserve(N);
     backend_.grow(core_in_, N * core_in_width_);
-    layers_.resize(L_);
-    for (auto& layer : layers_) {
-      backend_.grow(layer.gates, N * 4 * H_);
-      backend_.grow(layer.h_prev, N * H_);
-      backend_.grow(layer.c_prev, N * H_);
-      backend_.grow(layer.tanh_c, N * H_);
-      backend_.grow(layer.h, N * H_);
-    }
     if (L_ > 0) {
-      backend_.grow(dz_, N * 4 * H_);
-      backend_.grow(dh_next_, B * H_);
-      backend_.grow(dc_next_, B * H_);
+      lstm_.reserve(*backend_, lstm_ws_, steps, B);
       backend_.grow(d_core_in_, N * core_in_width_);
     }
     backend_.grow(logits_, N * A_);
@@ -575,9 +567,7 @@ class backend_agent_trainer {
     return t;
   }
 
-  const S* core_out() const {
-    return L_ > 0 ? layers_[L_ - 1].h.data() : static_cast<const S*>(core_in_.data());
-  }
+  const S* core_out() const { return L_ > 0 ? lstm_out_ : static_cast<const S*>(core_in_.data()); }
 
   void forward(std::size_t steps, std::size_t B) {
     Backend& be = *backend_;
@@ -594,26 +584,13 @@ class backend_agent_trainer {
               dones_.data(), prev_actions_.data(), clip, clip ? *core_.max_abs_input_reward : 0.0,
               D_ > 0 ? static_cast<const S*>(prev_env_actions_.data()) : nullptr});
     }
-    // LSTM layers, one after another over the whole unroll; layer l's (h, c) sit after the
-    // torso's state in a start state row.
-    const S* x = core_in_.data();
-    for (std::size_t l = 0; l < L_; ++l) {
-      auto& c = layers_[l];
-      const std::size_t I = layer_input(l), ldw = I + H_;
-      const S* w = p + lstm_w_[l];
-      backend_.gemm(false, true, N, 4 * H_, I, S(1), x, I, w, ldw, S(0), c.gates.data(), 4 * H_);
-      be.for_each(B * H_, detail::lstm_start_state_kernel<S>{
-                              start_state_.data(), state_size(), torso_.state_size() + 2 * H_ * l,
-                              dones_.data(), c.h_prev.data(), c.c_prev.data(), H_});
-      for (std::size_t t = 0; t < steps; ++t) {
-        backend_.gemm(false, true, B, 4 * H_, H_, S(1), c.h_prev.data() + t * B * H_, H_, w + I,
-                      ldw, S(1), c.gates.data() + t * B * 4 * H_, 4 * H_);
-        be.for_each(B * H_, detail::lstm_forward_step_kernel<S>{
-                                c.gates.data(), p + lstm_b_[l], dones_.data(), c.c_prev.data(),
-                                c.h_prev.data(), c.tanh_c.data(), c.h.data(), H_, B, t, steps});
-      }
-      x = c.h.data();
-    }
+    // The LSTM (detail::lstm_stack); its (h, c) sit after the torso's state in a start state
+    // row.
+    if (L_ > 0)
+      lstm_out_ = lstm_.forward(be, lstm_ws_, p + lstm_at_, static_cast<const S*>(core_in_.data()),
+                                core_in_width_, steps, B, dones_.data(),
+                                static_cast<const S*>(start_state_.data()) + torso_.state_size(),
+                                state_size());
     // Heads.
     const std::size_t C = core_out_width_;
     heads_.forward(be, heads_ws_, p, core_out(), C, N, logits_.data(), values_.data());
@@ -630,31 +607,11 @@ class backend_agent_trainer {
     // separate).
     heads_.backward(be, heads_ws_, p, g, core_out(), C, N, d_logits_.data(), d_values_.data(),
                     d_core_out_.data());
-    // LSTM layers from the top; d_core_out_ holds the gradient w.r.t. the current layer's h.
-    for (std::size_t l = L_; l-- > 0;) {
-      auto& c = layers_[l];
-      const std::size_t I = layer_input(l), ldw = I + H_;
-      const S* w = p + lstm_w_[l];
-      for (std::size_t t = steps; t-- > 0;) {
-        be.for_each(B * H_, detail::lstm_backward_step_kernel<S>{
-                                d_core_out_.data(), H_, c.gates.data(), c.tanh_c.data(),
-                                c.c_prev.data(), dones_.data(), dh_next_.data(), dc_next_.data(),
-                                dz_.data(), H_, B, t, steps});
-        if (t > 0) {  // dh into step t-1: dz_t W_hh
-          backend_.gemm(false, false, B, H_, 4 * H_, S(1), dz_.data() + t * B * 4 * H_, 4 * H_,
-                        w + I, ldw, S(0), dh_next_.data(), H_);
-        }
-      }
-      const S* x = l == 0 ? static_cast<const S*>(core_in_.data()) : layers_[l - 1].h.data();
-      S* gw = g + lstm_w_[l];
-      backend_.gemm(true, false, 4 * H_, I, N, S(1), dz_.data(), 4 * H_, x, I, S(1), gw, ldw);
-      backend_.gemm(true, false, 4 * H_, H_, N, S(1), dz_.data(), 4 * H_, c.h_prev.data(), H_, S(1),
-                    gw + I, ldw);
-      be.for_each(4 * H_, detail::column_sum_add_kernel<S>{dz_.data(), N, 4 * H_, g + lstm_b_[l]});
-      // The gradient w.r.t. this layer's input: the layer below's h, or the core input.
-      S* dx = l == 0 ? d_core_in_.data() : d_core_out_.data();
-      backend_.gemm(false, false, N, I, 4 * H_, S(1), dz_.data(), 4 * H_, w, ldw, S(0), dx, I);
-    }
+    // The LSTM, from the gradient w.r.t. its top layer's h, into the core input's.
+    if (L_ > 0)
+      lstm_.backward(be, lstm_ws_, p + lstm_at_, g + lstm_at_, core_in_.data(), core_in_width_,
+                     steps, B, dones_.data(), d_core_out_.data(), H_, d_core_in_.data(),
+                     core_in_width_);
     // The torso, from the gradient w.r.t. its output: the core input's first columns (the
     // reward and action columns have no parameters). Without an LSTM the heads read the core
     // input itself, whose width is then C.
@@ -662,21 +619,14 @@ class backend_agent_trainer {
     torso_.backward(torso_batch(steps, B), p, g, core_in_.data(), d_out, core_in_width_);
   }
 
-  struct layer_buffers {
-    buffer<S> gates;   ///< [N, 4H] pre-activations, then the activated gates
-    buffer<S> h_prev;  ///< [N, H] incoming h of each step, after resets
-    buffer<S> c_prev;  ///< [N, H] incoming c of each step, after resets
-    buffer<S> tanh_c;  ///< [N, H]
-    buffer<S> h;       ///< [N, H] outgoing h: the next layer's input
-  };
-
   detail::backend_ref<Backend> backend_;
   Torso torso_;
   backend_core_config core_;
   std::size_t A_ = 0, D_ = 0, H_ = 0, L_ = 0, features_ = 0, action_inputs_ = 0;
   std::size_t core_in_width_ = 0, core_out_width_ = 0;
   std::size_t num_parameters_ = 0;
-  std::vector<std::size_t> lstm_w_, lstm_b_;
+  detail::lstm_stack<S> lstm_;  ///< L_ > 0: the core
+  std::size_t lstm_at_ = 0;     ///< where its parameters start
   detail::agent_heads<S> heads_;
   typename detail::agent_heads<S>::template workspace<Backend> heads_ws_;
   buffer<S> params_, grads_;
@@ -692,14 +642,15 @@ class backend_agent_trainer {
   std::vector<S> bounds_host_;
   bool squash_ = false;
   buffer<S> core_in_;  ///< [N, core_in_width]: torso features, reward, one-hot prev action
-  std::vector<layer_buffers> layers_;
+  typename detail::lstm_stack<S>::template workspace<Backend> lstm_ws_;
+  const S* lstm_out_ = nullptr;  ///< its top layer's h [N, H], in lstm_ws_
   buffer<S> logits_, values_, d_logits_, d_values_;
   impala_loss_workspace<Backend, S> loss_workspace_;  ///< the losses' scratch, kept
   ppo_loss_workspace<Backend, S> ppo_workspace_;
   buffer<S> proximal_logits_, old_values_;  ///< a PPO step's proximal outputs
   minibatch_scratch<S> schedule_;           ///< PPO's minibatches and proximal outputs (host)
   random_generator rng_{0};                 ///< orders the minibatches
-  buffer<S> d_core_out_, d_core_in_, dz_, dh_next_, dc_next_;
+  buffer<S> d_core_out_, d_core_in_;
 };
 
 }  // namespace seedrl

@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/backend/detail/backend_ref.hpp"
 #include "seedrl/net/activation_math.hpp"
 #include "seedrl/net/detail/dense_stack.hpp"
 #include "seedrl/net/detail/impala_resnet_torso.hpp"
@@ -39,7 +40,6 @@
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_torso.hpp"
 #include "seedrl/train/detail/agent_step_kernels.hpp"
-#include "seedrl/train/detail/backend_ops.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
 #include "seedrl/train/detail/pixel_lstm_kernels.hpp"
 

@@ -14,13 +14,16 @@
 
 #include "seedrl/backend/detail/dense_kernels.hpp"
 #include "seedrl/backend/detail/host_primitives.hpp"
+#include "seedrl/backend/detail/lstm_kernels.hpp"
 #include "seedrl/detail/eigen_core.hpp"
+#include "seedrl/detail/lstm_cell_rows.hpp"
 #include "seedrl/detail/relu_backward_rows.hpp"
 #include "seedrl/net/activation_math.hpp"
 
 namespace seedrl::detail {
 
-/// host_primitives and GEMM; see the file comment.
+/// host_primitives and GEMM; see the file comment. The LSTM's kernels (lstm_kernels.hpp) run
+/// here as row loops and, forward, in Eigen's SIMD packets (detail::lstm_cell_rows).
 class host_dense_primitives : public host_primitives {
  public:
   using host_primitives::for_each;
@@ -112,6 +115,85 @@ class host_dense_primitives : public host_primitives {
     } else {
       host_primitives::for_each_2d(rows, cols, k);
     }
+  }
+
+  /// An LSTM step's [x | h_prev] and c_prev with resets, row by row.
+  template <class S>
+  void for_each(std::size_t n, const lstm_step_input_kernel<S>& k) const {
+    const std::size_t K = k.I + k.H;
+    const std::size_t B = K == 0 ? 0 : n / K;
+    for (std::size_t b = 0; b < B; ++b) {
+      S* xh = k.xh + b * K;
+      std::copy_n(k.x + b * k.ldx, k.I, xh);
+      S* c = k.c_reset + b * k.H;
+      if (k.resets != nullptr && k.resets[b] != 0) {
+        std::fill_n(xh + k.I, k.H, S(0));
+        std::fill_n(c, k.H, S(0));
+      } else {
+        std::copy_n(k.h_prev + b * k.ld_prev, k.H, xh + k.I);
+        std::copy_n(k.c_prev + b * k.ld_prev, k.H, c);
+      }
+    }
+  }
+
+  /// An LSTM step's cell update over B = n / H rows (lstm_kernels.hpp), in SIMD packets.
+  template <class S>
+  void for_each(std::size_t n, const lstm_step_pointwise_kernel<S>& k) const {
+    if (n == 0)
+      return;
+    lstm_cell_outputs<S> out;
+    out.c = k.c;
+    out.ld_c = k.ld_out;
+    out.h = k.h;
+    out.ld_h = k.ld_out;
+    lstm_cell_rows(n / k.H, k.H, k.gates, 4 * k.H, k.bias, k.c_prev, k.H, out);
+  }
+
+  /// An unroll's cell update at step t (lstm_kernels.hpp), in SIMD packets: c goes straight to
+  /// step t+1's incoming c (or the end state), h is copied to step t+1's incoming h, then the
+  /// rows that start an episode at t+1 are zeroed.
+  template <class S>
+  void for_each(std::size_t n, const lstm_forward_step_kernel<S>& k) const {
+    if (n == 0)
+      return;
+    const std::size_t B = k.B, H = k.H, row = k.t * B;
+    const bool last = k.t + 1 == k.steps;
+    lstm_cell_outputs<S> out;
+    out.keep_gates = true;
+    out.tanh_c = k.tanh_c + row * H;
+    out.ld_tanh_c = H;
+    out.h = k.h + row * H;
+    out.ld_h = H;
+    if (!last) {
+      out.c = k.c_prev + (row + B) * H;
+      out.ld_c = H;
+    } else if (k.end_state != nullptr) {
+      out.c = k.end_state + k.end_col + H;
+      out.ld_c = k.ld_end;
+    }
+    lstm_cell_rows(B, H, k.gates + row * 4 * H, 4 * H, k.bias, k.c_prev + row * H, H, out);
+    if (!last) {
+      S* h_next = k.h_prev + (row + B) * H;
+      S* c_next = k.c_prev + (row + B) * H;
+      std::copy_n(out.h, B * H, h_next);
+      for (std::size_t b = 0; b < B; ++b) {
+        if (k.dones[row + B + b] != 0) {
+          std::fill_n(h_next + b * H, H, S(0));
+          std::fill_n(c_next + b * H, H, S(0));
+        }
+      }
+    } else if (k.end_state != nullptr) {
+      for (std::size_t b = 0; b < B; ++b)
+        std::copy_n(out.h + b * H, H, k.end_state + b * k.ld_end + k.end_col);
+    }
+  }
+
+  /// An unroll's cell backward at step t, row by row (no division per element).
+  template <class S>
+  void for_each(std::size_t, const lstm_backward_step_kernel<S>& k) const {
+    for (std::size_t b = 0; b < k.B; ++b)
+      for (std::size_t j = 0; j < k.H; ++j)
+        k.cell(b, j);
   }
 
   /// Row-major C[m, n] = alpha op(A) op(B) + beta C; see compute_backend.hpp.

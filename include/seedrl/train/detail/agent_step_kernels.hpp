@@ -2,8 +2,7 @@
 /// \file
 /// The per-element bodies of `backend_agent_step` (seedrl/train/agent_step.hpp), the one-step
 /// inference of a backend agent over a per-slot state table: widening uint8 frames, gathering and
-/// scattering state rows by environment slot, the LSTM cell update of one step, and the frame
-/// history's shift. Like mlp_lstm_kernels.hpp, each is a trivially copyable functor of sizes,
+/// scattering state rows by environment slot, and the frame history's shift. Like mlp_lstm_kernels.hpp, each is a trivially copyable functor of sizes,
 /// scalars and backend pointers whose `operator()` is `SEEDRL_HOST_DEVICE`, run by a
 /// ComputeBackend's for_each.
 
@@ -11,7 +10,6 @@
 #include <cstdint>
 
 #include "seedrl/core/config.hpp"
-#include "seedrl/detail/lstm_math.hpp"
 
 namespace seedrl::detail {
 
@@ -49,46 +47,6 @@ struct scatter_rows_kernel {
   SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
     const std::size_t r = i / width, k = i % width;
     table[static_cast<std::size_t>(slots[r]) * width + k] = rows[i];
-  }
-};
-
-/// dst[r * ld_dst + k] = src[r * ld_src + k] over rows x `width`; i = r * width + k.
-template <class S>
-struct copy_block_kernel {
-  const S* src;
-  std::size_t ld_src;
-  S* dst;
-  std::size_t ld_dst;
-  std::size_t width;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
-    const std::size_t r = i / width, k = i % width;
-    dst[r * ld_dst + k] = src[r * ld_src + k];
-  }
-};
-
-/// One LSTM step's cell update for B rows; i = b * H + j. `gates` [B, 4H] holds the
-/// pre-activations without the bias; (h_prev is not read: the products are done) c_prev
-/// [B, ld_prev], the new h and c go to h [B, ld_out] and c [B, ld_out].
-template <class S>
-struct lstm_step_pointwise_kernel {
-  const S* gates;
-  const S* bias;
-  const S* c_prev;
-  std::size_t ld_prev;
-  S* h;
-  S* c;
-  std::size_t ld_out;
-  std::size_t H;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
-    const std::size_t b = i / H, j = i % H;
-    const S* z = gates + b * 4 * H;
-    const auto u =
-        lstm_unit<S>(z[j] + bias[j], z[H + j] + bias[H + j], z[2 * H + j] + bias[2 * H + j],
-                     z[3 * H + j] + bias[3 * H + j], c_prev[b * ld_prev + j]);
-    h[b * ld_out + j] = u.h;
-    c[b * ld_out + j] = u.c;
   }
 };
 
