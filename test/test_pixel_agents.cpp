@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gradcheck.hpp"
+#include "seedrl/backend/detail/host_primitives.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/frame_stack.hpp"
 #include "seedrl/net/impala_resnet_lstm_agent.hpp"
@@ -163,6 +164,57 @@ TEST_CASE("frame_stacked interleaves channels-last frames on the channel axis",
   // One step earlier the oldest frame slot was still zero.
   CHECK(seen[1][0] == 0.0);
   CHECK(seen[1][2] == frames_at(0, 1, F)[0]);
+}
+
+TEST_CASE("the frame stacking kernels' host row copies match their element bodies",
+          "[pixel][frame_stack]") {
+  // The host copies whole frames; a GPU runs the element bodies. Every layout (stacks on the
+  // channel axis or not, the agent's HWC to CHW transpose), depth 1 to 4, a scale, episode starts
+  // in the start state's window and in the unroll.
+  const seedrl::detail::host_primitives host;
+  seedrl::random_generator rng(11);
+  for (const std::size_t D : {1, 2, 4})
+    for (const std::size_t C : {1, 3})
+      for (const bool stack_last : {false, true})
+        for (const bool agent_last : {false, true}) {
+          INFO("depth " << D << ", channels " << C << ", stack channels_last " << stack_last
+                        << ", agent channels_last " << agent_last);
+          const std::size_t P = 6, F = P * C, T1 = 5, B = 3, W = (D - 1) * F + 2;
+          const auto obs = random_vector(static_cast<std::ptrdiff_t>(T1 * B * F), rng);
+          const auto start = random_vector(static_cast<std::ptrdiff_t>(B * W), rng);
+          std::vector<std::uint8_t> dones(T1 * B, 0);
+          dones[1] = dones[2 * B + 2] = dones[3 * B] = 1;
+          const double scale = 0.5;
+          std::vector<double> fast(T1 * B * D * F, -1.0), slow(fast.size(), -2.0);
+          const seedrl::detail::frame_stack_input_kernel<double> k{
+              fast.data(), obs.data(), start.data(), W, dones.data(), B,    D, C,
+              P,           stack_last, D * C,        P, agent_last,   scale};
+          host.for_each(fast.size(), k);
+          auto slow_k = k;
+          slow_k.x = slow.data();
+          for (std::size_t i = 0; i < slow.size(); ++i)
+            slow_k(i);
+          CHECK(fast == slow);
+          if (D == 1)
+            continue;
+          // The history's shift for one step, apart and in place.
+          std::vector<double> next(B * W, -1.0), in_place = start, element(B * W, -1.0);
+          const seedrl::detail::frame_history_step_kernel<double> h{
+              start.data(), W, dones.data() + B, obs.data(), F, D - 1, next.data(), W};
+          host.for_each(B * (D - 1) * F, h);
+          auto h_slow = h;
+          h_slow.next = element.data();
+          for (std::size_t i = 0; i < B * (D - 1) * F; ++i)
+            h_slow(i);
+          CHECK(next == element);
+          auto h_place = h;
+          h_place.before = in_place.data();
+          h_place.next = in_place.data();
+          host.for_each(B * (D - 1) * F, h_place);
+          for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t e = 0; e < (D - 1) * F; ++e)
+              CHECK(in_place[b * W + e] == element[b * W + e]);
+        }
 }
 
 TEST_CASE("frame_stacked rebuilds the stacks of an unroll from single frames",

@@ -11,11 +11,11 @@
 #include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/cuda/cuda_backend.cuh"
 #include "seedrl/cuda/device.cuh"
-#include "seedrl/cuda/lstm_backward.cuh"
 #include "seedrl/cuda/lstm_step.cuh"
 #include "seedrl/cuda/memory.cuh"
 #include "seedrl/cuda/optimizer.cuh"
 #include "seedrl/cuda/vtrace.cuh"
+#include "seedrl/net/detail/lstm_stack.hpp"
 
 namespace seedrl::test_gpu {
 
@@ -94,31 +94,6 @@ bool lstm_persistent(const std::vector<float>& weight, const std::vector<float>&
   state = d_state.to_host();
   y = d_y.to_host();
   return true;
-}
-
-void lstm_backward_pointwise(int rows, int H, const std::vector<float>& gates,
-                             const std::vector<float>& tanh_c, const std::vector<float>& c_prev,
-                             const std::vector<float>& dh, std::vector<float>& dc,
-                             std::vector<float>& dz) {
-  auto d_gates = up(gates);
-  auto d_tanh_c = up(tanh_c);
-  auto d_c_prev = up(c_prev);
-  auto d_dh = up(dh);
-  auto d_dc = up(dc);
-  cuda::device_buffer<float> d_dz(static_cast<std::size_t>(rows) * 4 * H);
-  cuda::lstm_backward_operands<float> op;
-  op.rows = rows;
-  op.hidden_size = H;
-  op.gates = d_gates.data();
-  op.tanh_c = d_tanh_c.data();
-  op.c_prev = d_c_prev.data();
-  op.dh = d_dh.data();
-  op.dc = d_dc.data();
-  op.dz = d_dz.data();
-  cuda::lstm_backward_pointwise(op);
-  sync();
-  dc = d_dc.to_host();
-  dz = d_dz.to_host();
 }
 
 template <class S>
@@ -208,6 +183,49 @@ std::vector<T> backend_down(const cuda::cuda_backend& be, const cuda::device_buf
 }
 
 }  // namespace
+
+std::vector<float> lstm_stack_run(int I, int H, int L, int T, int B,
+                                  const std::vector<float>& params,
+                                  const std::vector<float>& x_step,
+                                  const std::vector<std::uint8_t>& resets,
+                                  const std::vector<float>& state, const std::vector<float>& x,
+                                  const std::vector<std::uint8_t>& dones,
+                                  const std::vector<float>& start, const std::vector<float>& dy,
+                                  const std::vector<float>& d_end) {
+  cuda::cuda_backend be;
+  const auto n = [](int v) { return static_cast<std::size_t>(v); };
+  const detail::lstm_stack<float> stack(n(I), n(H), n(L), "lstm_stack_run");
+  detail::lstm_stack<float>::workspace<cuda::cuda_backend> ws;
+  const std::size_t W = stack.state_size();
+  auto d_params = backend_up(be, params);
+  auto d_grads = be.allocate<float>(params.size());
+  auto d_x_step = backend_up(be, x_step);
+  auto d_resets = backend_up(be, resets);
+  auto d_state = backend_up(be, state);
+  auto d_next = be.allocate<float>(state.size());
+  stack.step(be, ws, d_params.data(), d_x_step.data(), n(I), n(B), d_resets.data(), d_state.data(),
+             W, d_next.data(), W);
+  auto d_x = backend_up(be, x);
+  auto d_dones = backend_up(be, dones);
+  auto d_start = backend_up(be, start);
+  auto d_end_state = be.allocate<float>(start.size());
+  const float* y = stack.forward(be, ws, d_params.data(), d_x.data(), n(I), n(T), n(B),
+                                 d_dones.data(), d_start.data(), W, d_end_state.data(), W);
+  auto d_dy = backend_up(be, dy);
+  auto d_d_end = backend_up(be, d_end);
+  auto d_dx = be.allocate<float>(x.size());
+  auto d_d_start = be.allocate<float>(start.size());
+  stack.backward(be, ws, d_params.data(), d_grads.data(), d_x.data(), n(I), n(T), n(B),
+                 d_dones.data(), d_dy.data(), n(H), d_dx.data(), n(I), d_d_end.data(), W,
+                 d_d_start.data(), W);
+  std::vector<float> out = backend_down(be, d_next);
+  std::vector<float> y_host(n(T) * n(B) * n(H));
+  be.download(y, std::span<float>(y_host));
+  for (const auto& part : {y_host, backend_down(be, d_end_state), backend_down(be, d_grads),
+                           backend_down(be, d_dx), backend_down(be, d_d_start)})
+    out.insert(out.end(), part.begin(), part.end());
+  return out;
+}
 
 template <class S>
 std::vector<S> backend_gemm(bool trans_a, bool trans_b, int m, int n, int k, S alpha,

@@ -35,11 +35,19 @@ bool lstm_persistent(const std::vector<float>& weight, const std::vector<float>&
                      const std::vector<std::uint8_t>& dones, std::vector<float>& state,
                      std::vector<float>& y);
 
-/// The pointwise backward step; dc is updated to d/dc_prev, dz [rows, 4H] is written.
-void lstm_backward_pointwise(int rows, int H, const std::vector<float>& gates,
-                             const std::vector<float>& tanh_c, const std::vector<float>& c_prev,
-                             const std::vector<float>& dh, std::vector<float>& dc,
-                             std::vector<float>& dz);
+/// detail::lstm_stack<float> (I inputs, H units, L layers) on cuda_backend: one step over state
+/// rows `state` [B, 2LH] with `resets` [B] and input x_step [B, I] (the backend step), then an
+/// unroll over x [T*B, I] with dones [T*B] from `start` [B, 2LH] and its backward from dy
+/// [T*B, H] and d_end [B, 2LH]. Returns, concatenated: the step's new state, y [T*B, H], the
+/// end state, the parameter gradients, dx [T*B, I] and d_start [B, 2LH].
+std::vector<float> lstm_stack_run(int I, int H, int L, int T, int B,
+                                  const std::vector<float>& params,
+                                  const std::vector<float>& x_step,
+                                  const std::vector<std::uint8_t>& resets,
+                                  const std::vector<float>& state, const std::vector<float>& x,
+                                  const std::vector<std::uint8_t>& dones,
+                                  const std::vector<float>& start, const std::vector<float>& dy,
+                                  const std::vector<float>& d_end);
 
 /// V-trace on the device.
 template <class S>

@@ -177,48 +177,48 @@ TEST_CASE("cuda lstm persistent kernel: several steps match the CPU layer step b
   }
 }
 
-TEST_CASE("cuda lstm backward pointwise matches detail::lstm_unit_grad on the CPU", "[cuda]") {
-  const int rows = 37;
-  const int H = 70;
-  seedrl::random_generator rng(9);
-  // Activated gates in their ranges: sigmoid outputs in (0, 1), tanh outputs in (-1, 1).
-  std::vector<float> gates(static_cast<std::size_t>(rows) * 4 * H);
-  for (int r = 0; r < rows; ++r) {
-    for (int g = 0; g < 4; ++g) {
-      for (int j = 0; j < H; ++j) {
-        const double lo = g == 2 ? -1.0 : 0.0;
-        gates[(static_cast<std::size_t>(r) * 4 + g) * H + j] =
-            static_cast<float>(rng.uniform(lo, 1.0));
-      }
-    }
-  }
-  const auto tanh_c = random_floats(rng, static_cast<std::size_t>(rows) * H, -1, 1);
-  const auto c_prev = random_floats(rng, static_cast<std::size_t>(rows) * H, -2, 2);
-  const auto dh = random_floats(rng, static_cast<std::size_t>(rows) * H, -1, 1);
-  const auto dc_in = random_floats(rng, static_cast<std::size_t>(rows) * H, -1, 1);
-  std::vector<float> want_dz(gates.size());
-  std::vector<float> want_dc(dc_in.size());
-  for (int r = 0; r < rows; ++r) {
-    const float* a = gates.data() + static_cast<std::size_t>(r) * 4 * H;
-    for (int j = 0; j < H; ++j) {
-      const std::size_t i = static_cast<std::size_t>(r) * H + j;
-      const auto g = seedrl::detail::lstm_unit_grad(a[j], a[H + j], a[2 * H + j], a[3 * H + j],
-                                                    tanh_c[i], c_prev[i], dh[i], dc_in[i]);
-      float* z = want_dz.data() + static_cast<std::size_t>(r) * 4 * H;
-      z[j] = g.dzi;
-      z[H + j] = g.dzf;
-      z[2 * H + j] = g.dzg;
-      z[3 * H + j] = g.dzo;
-      want_dc[i] = g.dc_prev;
-    }
-  }
-  std::vector<float> dc = dc_in;
-  std::vector<float> dz;
-  seedrl::test_gpu::lstm_backward_pointwise(rows, H, gates, tanh_c, c_prev, dh, dc, dz);
-  INFO(first_mismatch(dz, want_dz, 1e-6, 1e-5));
-  CHECK(first_mismatch(dz, want_dz, 1e-6, 1e-5).empty());
-  INFO(first_mismatch(dc, want_dc, 1e-6, 1e-5));
-  CHECK(first_mismatch(dc, want_dc, 1e-6, 1e-5).empty());
+TEST_CASE("cuda lstm_stack: a step, an unroll and its backward match the CPU layer", "[cuda]") {
+  // The one LSTM (detail::lstm_stack) on cuda_backend against seedrl::lstm, which runs it on
+  // the host: every kernel of the backend path (the step's gather, the cells, the resets, the
+  // end state, BPTT and the start-state gradient).
+  const int I = 9, H = 40, L = 2, T = 6, B = 5;
+  seedrl::lstm<float> net(seedrl::lstm_config{I, H, L, 1.0});
+  std::vector<float> params(net.num_parameters()), grads(net.num_parameters(), 0.0f);
+  net.bind(params.data(), grads.data());
+  seedrl::random_generator rng(12);
+  net.init(rng);
+  const auto W = static_cast<std::size_t>(net.state_size());
+  const auto x_step = random_floats(rng, B * static_cast<std::size_t>(I), -1, 1);
+  const std::vector<std::uint8_t> resets{0, 1, 0, 0, 1};
+  const auto state = random_floats(rng, B * W, -1, 1);
+  const auto x = random_floats(rng, static_cast<std::size_t>(T * B * I), -1, 1);
+  std::vector<std::uint8_t> dones(static_cast<std::size_t>(T * B), 0);
+  dones[0] = dones[2 * B + 1] = dones[4 * B + 3] = 1;
+  const auto start = random_floats(rng, B * W, -1, 1);
+  const auto dy = random_floats(rng, static_cast<std::size_t>(T * B * H), -1, 1);
+  const auto d_end = random_floats(rng, B * W, -1, 1);
+
+  std::vector<float> want = state, y_step(static_cast<std::size_t>(B * H));
+  net.step(seedrl::cview(x_step.data(), B, I), resets,
+           seedrl::view(want.data(), B, static_cast<std::ptrdiff_t>(W)),
+           seedrl::view(y_step.data(), B, H));
+  std::vector<float> y(static_cast<std::size_t>(T * B * H)), end(B * W);
+  auto end_view = seedrl::view(end.data(), B, static_cast<std::ptrdiff_t>(W));
+  net.forward_unroll(T, B, seedrl::cview(x.data(), T * B, I), dones,
+                     seedrl::cview(start.data(), B, static_cast<std::ptrdiff_t>(W)),
+                     seedrl::view(y.data(), T * B, H), &end_view);
+  std::vector<float> dx(x.size()), d_start(B * W);
+  auto dx_view = seedrl::view(dx.data(), T * B, I);
+  auto d_start_view = seedrl::view(d_start.data(), B, static_cast<std::ptrdiff_t>(W));
+  const auto d_end_view = seedrl::cview(d_end.data(), B, static_cast<std::ptrdiff_t>(W));
+  net.backward_unroll(seedrl::cview(dy.data(), T * B, H), &d_end_view, &dx_view, &d_start_view);
+  for (const auto* part : {&y, &end, &grads, &dx, &d_start})
+    want.insert(want.end(), part->begin(), part->end());
+
+  const auto got = seedrl::test_gpu::lstm_stack_run(I, H, L, T, B, params, x_step, resets, state, x,
+                                                    dones, start, dy, d_end);
+  INFO(first_mismatch(got, want, 1e-5, 1e-4));
+  CHECK(first_mismatch(got, want, 1e-5, 1e-4).empty());
 }
 
 namespace {

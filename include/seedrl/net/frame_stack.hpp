@@ -18,6 +18,9 @@
 /// H x W x C and the stack is H x W x (depth*C), channel index = k*C + c for frame k (oldest
 /// first), which is what Atari wrappers that stack on the last axis produce.
 ///
+/// The stacking itself is the backend kernels of seedrl/backend/detail/frame_stack_kernels.hpp,
+/// which the GPU pixel torso runs too; the host runs them as row copies.
+///
 /// Net must model Network over the agent_io.hpp types and provide `state_size()`; it must be
 /// copy-constructible (the learner copies the network it is given). Only the stacking
 /// buffers are added; they are grown to the largest batch seen and reused.
@@ -33,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "seedrl/backend/detail/host_primitives.hpp"
 #include "seedrl/net/agent_io.hpp"
 #include "seedrl/net/frame_stack_config.hpp"
 #include "seedrl/net/network.hpp"
@@ -131,19 +135,20 @@ class frame_stacked {
     inner_state_.batch = B;
     inner_state_.width = Wi;
     grow(inner_state_.data, static_cast<std::size_t>(B * Wi));
-    for (std::ptrdiff_t b = 0; b < B; ++b) {
-      scalar_type* row = state.data.data() + b * S;
-      const scalar_type* frame = in.observations.data() + b * F;
-      if (in.dones[static_cast<std::size_t>(b)])
-        std::fill(row, row + Hs, scalar_type(0));
-      stack_history_then(row, frame, step_stacks_.data() + b * config_.depth * F);
-      // Shift: drop the oldest frame, append the new one.
-      if (Hs > 0) {
-        std::copy(row + F, row + Hs, row);
-        std::copy(frame, frame + F, row + Hs - F);
-      }
-      std::copy(row + Hs, row + S, inner_state_.data.data() + b * Wi);
-    }
+    // Each row's stack from its history (zero where done) and the new frame, then the history
+    // shifted in place: the kernels the backend pixel torso runs (frame_stack_kernels.hpp).
+    scalar_type* rows = state.data.data();
+    host_.for_each(static_cast<std::size_t>(B * config_.depth * F),
+                   stack_kernel(step_stacks_.data(), in.observations.data(), rows, in.dones.data(),
+                                static_cast<std::size_t>(B)));
+    if (Hs > 0)
+      host_.for_each(static_cast<std::size_t>(B * Hs),
+                     detail::frame_history_step_kernel<scalar_type>{
+                         rows, static_cast<std::size_t>(S), in.dones.data(), in.observations.data(),
+                         static_cast<std::size_t>(F), static_cast<std::size_t>(config_.depth - 1),
+                         rows, static_cast<std::size_t>(S)});
+    for (std::ptrdiff_t b = 0; b < B; ++b)
+      std::copy(rows + b * S + Hs, rows + (b + 1) * S, inner_state_.data.data() + b * Wi);
     net_.infer({std::span<const scalar_type>(step_stacks_)
                     .first(static_cast<std::size_t>(B * config_.depth * F)),
                 in.rewards, in.dones, in.prev_actions, in.prev_continuous_actions},
@@ -168,28 +173,13 @@ class frame_stacked {
     detail::check_extent("frame_stacked::forward_unroll: start_state", in.start_state.size(),
                          static_cast<std::size_t>(B * S));
     grow(train_stacks_, static_cast<std::size_t>(T1 * B * D * F));
-    grow(train_history_, static_cast<std::size_t>(Hs));
     grow(start_inner_, static_cast<std::size_t>(B * Wi));
+    host_.for_each(static_cast<std::size_t>(T1 * B * D * F),
+                   stack_kernel(train_stacks_.data(), in.observations.data(), in.start_state.data(),
+                                in.dones.data(), static_cast<std::size_t>(B)));
     for (std::ptrdiff_t b = 0; b < B; ++b) {
       const scalar_type* start = in.start_state.data() + b * S;
       std::copy(start + Hs, start + S, start_inner_.data() + b * Wi);
-      // The previous step's stack holds this step's history in its last depth-1 frames.
-      const scalar_type* history = start;
-      for (std::ptrdiff_t t = 0; t < T1; ++t) {
-        const std::ptrdiff_t r = t * B + b;
-        const scalar_type* h = history;
-        if (in.dones[static_cast<std::size_t>(r)]) {
-          std::fill(train_history_.begin(), train_history_.begin() + Hs, scalar_type(0));
-          h = train_history_.data();
-        }
-        scalar_type* stack = train_stacks_.data() + r * D * F;
-        stack_history_then(h, in.observations.data() + r * F, stack);
-        history = stack + F;  // frames 1..D-1 of this stack, in the concatenated layout
-        if (config_.channels_last && config_.channels > 1 && D > 1) {
-          // Interleaved stacks do not hold the next history contiguously: keep it aside.
-          history = next_history(stack);
-        }
-      }
     }
     net_.forward_unroll(
         {in.steps, in.batch,
@@ -205,36 +195,27 @@ class frame_stacked {
   void backward_unroll(const output_gradient& grad) { net_.backward_unroll(grad); }
 
  private:
-  /// Writes the stack of depth-1 history frames (contiguous, oldest first, each in frame
-  /// layout) and the new frame, in the layout Net reads.
-  void stack_history_then(const scalar_type* history, const scalar_type* frame,
-                          scalar_type* stack) const {
-    const auto F = frame_size(), D = config_.depth, C = config_.channels;
-    if (!config_.channels_last || C == 1) {
-      std::copy(history, history + (D - 1) * F, stack);
-      std::copy(frame, frame + F, stack + (D - 1) * F);
-      return;
-    }
-    const std::ptrdiff_t pixels = config_.height * config_.width;
-    for (std::ptrdiff_t k = 0; k < D; ++k) {
-      const scalar_type* src = k + 1 < D ? history + k * F : frame;
-      for (std::ptrdiff_t p = 0; p < pixels; ++p)
-        std::copy(src + p * C, src + (p + 1) * C, stack + p * D * C + k * C);
-    }
-  }
-
-  /// For interleaved (channels-last) stacks: de-interleaves frames 1..D-1 of `stack` into a
-  /// scratch history (read before the next stack is written) and returns it.
-  const scalar_type* next_history(const scalar_type* stack) {
-    const auto F = frame_size(), D = config_.depth, C = config_.channels;
-    const std::ptrdiff_t pixels = config_.height * config_.width;
-    grow(deinterleaved_, static_cast<std::size_t>((D - 1) * F));
-    for (std::ptrdiff_t k = 1; k < D; ++k) {
-      scalar_type* dst = deinterleaved_.data() + (k - 1) * F;
-      for (std::ptrdiff_t p = 0; p < pixels; ++p)
-        std::copy(stack + p * D * C + k * C, stack + p * D * C + (k + 1) * C, dst + p * C);
-    }
-    return deinterleaved_.data();
+  /// The stacking kernel over rows of B environments: stacks in frame_stacked's layout (no
+  /// scale, no transpose), histories at the front of state rows of state_size().
+  detail::frame_stack_input_kernel<scalar_type> stack_kernel(scalar_type* stacks,
+                                                             const scalar_type* frames,
+                                                             const scalar_type* states,
+                                                             const std::uint8_t* dones,
+                                                             std::size_t B) const {
+    return {stacks,
+            frames,
+            states,
+            static_cast<std::size_t>(state_size()),
+            dones,
+            B,
+            static_cast<std::size_t>(config_.depth),
+            static_cast<std::size_t>(config_.channels),
+            static_cast<std::size_t>(config_.height * config_.width),
+            config_.channels_last,
+            0,
+            0,
+            false,
+            scalar_type(1)};
   }
 
   static void grow(std::vector<scalar_type>& v, std::size_t n) {
@@ -244,8 +225,8 @@ class frame_stacked {
 
   frame_stack_config config_;
   Net net_;
-  std::vector<scalar_type> step_stacks_, train_stacks_, train_history_, start_inner_,
-      deinterleaved_;
+  detail::host_primitives host_;  ///< runs the stacking kernels (row copies)
+  std::vector<scalar_type> step_stacks_, train_stacks_, start_inner_;
   state_type inner_state_;
 };
 

@@ -41,7 +41,7 @@
 #include "seedrl/train/backend_torso.hpp"
 #include "seedrl/train/detail/agent_step_kernels.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
-#include "seedrl/train/detail/pixel_lstm_kernels.hpp"
+#include "seedrl/backend/detail/frame_stack_kernels.hpp"
 
 namespace seedrl {
 

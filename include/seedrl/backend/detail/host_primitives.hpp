@@ -2,9 +2,9 @@
 /// \file
 /// `detail::host_primitives`: the ComputeBackend primitives of `host_backend`
 /// (seedrl/backend/host_backend.hpp) that need no Eigen: buffers, copies, `for_each`, the
-/// V-trace scan and the sums. The losses (seedrl/algo/impala_loss.hpp) run their host path on
-/// them, so that headers nvcc compiles can include a loss without Eigen; `host_backend` adds
-/// GEMMs and convolutions.
+/// V-trace scan and the sums, and the frame stacks' kernels as row copies. The losses
+/// (seedrl/algo/impala_loss.hpp) run their host path on them, so that headers nvcc compiles can
+/// include a loss without Eigen; `host_backend` adds GEMMs and convolutions.
 
 #include <algorithm>
 #include <cstddef>
@@ -14,6 +14,7 @@
 
 #include "seedrl/algo/vtrace.hpp"
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/backend/detail/frame_stack_kernels.hpp"
 
 namespace seedrl::detail {
 
@@ -58,6 +59,51 @@ class host_primitives {
       f(i);
   }
 
+  /// Frame stacks (frame_stack_kernels.hpp) row by row: each slot's frame copied whole (pixel
+  /// by pixel into an interleaved stack) and scaled, or zeros. A stack the agent reads
+  /// channels-last (its HWC to CHW transpose) runs the element bodies.
+  template <class S>
+  void for_each(std::size_t n, const frame_stack_input_kernel<S>& k) const {
+    const std::size_t C = k.frame_channels, F = C * k.frame_pixels, D = k.D;
+    if ((k.input_channels_last && k.input_channels > 1) || D * F == 0) {
+      for (std::size_t i = 0; i < n; ++i)
+        k(i);
+      return;
+    }
+    const bool interleaved = k.stack_channels_last && C > 1;
+    for (std::size_t r = 0; r < n / (D * F); ++r) {
+      S* x = k.x + r * D * F;
+      for (std::size_t slot = 0; slot < D; ++slot) {
+        const S* src = k.frame_source(r / k.B, r % k.B, slot);
+        if (!interleaved) {
+          scaled_copy(src, F, k.scale, x + slot * F);
+        } else {
+          for (std::size_t p = 0; p < k.frame_pixels; ++p)
+            scaled_copy(src != nullptr ? src + p * C : nullptr, C, k.scale, x + (p * D + slot) * C);
+        }
+      }
+    }
+  }
+
+  /// The frame history's shift (frame_stack_kernels.hpp), row by row and slot by slot in order,
+  /// so that `next` may be `before`.
+  template <class S>
+  void for_each(std::size_t n, const frame_history_step_kernel<S>& k) const {
+    const std::size_t width = k.slots * k.F;
+    for (std::size_t r = 0; width > 0 && r < n / width; ++r) {
+      const S* before = k.before + r * k.state_width;
+      S* next = k.next + r * k.ld_next;
+      const bool reset = k.resets != nullptr && k.resets[r] != 0;
+      for (std::size_t slot = 0; slot + 1 < k.slots; ++slot) {
+        if (reset)
+          std::fill_n(next + slot * k.F, k.F, S(0));
+        else
+          std::copy_n(before + (slot + 1) * k.F, k.F, next + slot * k.F);
+      }
+      std::copy_n(k.obs + r * k.F, k.F, next + (k.slots - 1) * k.F);
+    }
+  }
+
   /// f(r, j) row by row: the inner loop over j is contiguous and divides nothing.
   template <class F>
   void for_each_2d(std::size_t rows, std::size_t cols, const F& f) const {
@@ -99,6 +145,19 @@ class host_primitives {
         s += x[a * n + i];
       out[a] = s;
     }
+  }
+
+ private:
+  /// dst[0, n) = src[0, n) * scale (zeros * scale for a null src), as the element bodies compute.
+  template <class S>
+  static void scaled_copy(const S* src, std::size_t n, S scale, S* dst) {
+    if (src == nullptr)
+      std::fill_n(dst, n, S(0) * scale);
+    else if (scale == S(1))
+      std::copy_n(src, n, dst);
+    else
+      for (std::size_t i = 0; i < n; ++i)
+        dst[i] = src[i] * scale;
   }
 };
 

@@ -2,9 +2,10 @@
 /// \file
 /// The per-element bodies of `backend_agent_step` (seedrl/train/agent_step.hpp), the one-step
 /// inference of a backend agent over a per-slot state table: widening uint8 frames, gathering and
-/// scattering state rows by environment slot, and the frame history's shift. Like mlp_lstm_kernels.hpp, each is a trivially copyable functor of sizes,
-/// scalars and backend pointers whose `operator()` is `SEEDRL_HOST_DEVICE`, run by a
-/// ComputeBackend's for_each.
+/// scattering state rows by environment slot (the frame history's shift is
+/// seedrl/backend/detail/frame_stack_kernels.hpp). Like mlp_lstm_kernels.hpp, each is a trivially
+/// copyable functor of sizes, scalars and backend pointers whose `operator()` is
+/// `SEEDRL_HOST_DEVICE`, run by a ComputeBackend's for_each.
 
 #include <cstddef>
 #include <cstdint>
@@ -47,34 +48,6 @@ struct scatter_rows_kernel {
   SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
     const std::size_t r = i / width, k = i % width;
     table[static_cast<std::size_t>(slots[r]) * width + k] = rows[i];
-  }
-};
-
-/// The frame history after one step, as frame_stacked keeps it: the depth-1 previous frames,
-/// oldest first, each of F elements in the frame's own layout. Row r's new history is its old
-/// one (columns [0, (D-1)*F) of `before` [B, state_width], zero where resets[r]) shifted by one
-/// frame, with the step's observation obs [B, F] last; i = r * (D-1) * F + e.
-template <class S>
-struct frame_history_step_kernel {
-  const S* before;
-  std::size_t state_width;
-  const std::uint8_t* resets;
-  const S* obs;
-  std::size_t F;
-  std::size_t slots;  ///< D - 1 (> 0)
-  S* next;
-  std::size_t ld_next;
-
-  SEEDRL_HOST_DEVICE void operator()(std::size_t i) const {
-    const std::size_t n = slots * F;
-    const std::size_t r = i / n, e = i % n;
-    const std::size_t k = e / F, fe = e % F;
-    S v = S(0);
-    if (k + 1 == slots)
-      v = obs[r * F + fe];
-    else if (resets[r] == 0)
-      v = before[r * state_width + (k + 1) * F + fe];
-    next[r * ld_next + e] = v;
   }
 };
 
