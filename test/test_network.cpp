@@ -562,6 +562,44 @@ void check_lstm_paths(double tolerance) {
 
 }  // namespace
 
+TEST_CASE("host_sgemm_primitives' products match Eigen's through every path", "[network][lstm]") {
+  // Few rows times a wide transposed operand (computed as its transpose), 16 rows or more
+  // (oneDNN's sgemm), fewer (stack-sized tiles), every transpose, beta 0 and 1, a row stride
+  // longer than a row whose padding must stay untouched.
+  const seedrl::detail::host_sgemm_primitives fast;
+  const seedrl::detail::host_dense_primitives plain;
+  seedrl::random_generator rng(5);
+  struct shape {
+    int m, n, k;
+  };
+  for (const shape sh : {shape{1, 1024, 512}, shape{8, 1024, 512}, shape{48, 1024, 513},
+                         shape{49, 1024, 512}, shape{16, 64, 32}, shape{5, 40, 24}})
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true})
+        for (const float beta : {0.0f, 1.0f}) {
+          INFO("m " << sh.m << " n " << sh.n << " k " << sh.k << " ta " << ta << " tb " << tb
+                    << " beta " << beta);
+          const int lda = (ta ? sh.m : sh.k) + 1, ldb = (tb ? sh.k : sh.n) + 2, ldc = sh.n + 3;
+          const auto a = random_vector((ta ? sh.k : sh.m) * static_cast<std::ptrdiff_t>(lda), rng);
+          const auto b = random_vector((tb ? sh.n : sh.k) * static_cast<std::ptrdiff_t>(ldb), rng);
+          std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end());
+          auto c0 = random_vector(sh.m * static_cast<std::ptrdiff_t>(ldc), rng);
+          std::vector<float> got(c0.begin(), c0.end()), want = got;
+          fast.gemm(ta, tb, sh.m, sh.n, sh.k, 1.0f, af.data(), lda, bf.data(), ldb, beta,
+                    got.data(), ldc);
+          plain.gemm(ta, tb, sh.m, sh.n, sh.k, 1.0f, af.data(), lda, bf.data(), ldb, beta,
+                     want.data(), ldc);
+          std::size_t bad = 0;
+          for (std::size_t i = 0; i < got.size(); ++i) {
+            const bool padding = static_cast<int>(i % static_cast<std::size_t>(ldc)) >= sh.n;
+            if (padding ? got[i] != want[i]
+                        : !(std::abs(got[i] - want[i]) <= 1e-4f * (1.0f + std::abs(want[i]))))
+              ++bad;
+          }
+          CHECK(bad == 0);
+        }
+}
+
 TEST_CASE("the lstm stack's element kernels (what a GPU runs) match the host's row paths",
           "[network][lstm]") {
   // The host runs the cells as Eigen expressions and row loops; every other backend runs the

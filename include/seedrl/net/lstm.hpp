@@ -105,9 +105,9 @@ class lstm {
     if (!dones.empty())
       check_rows("step: dones", static_cast<std::ptrdiff_t>(dones.size()), B);
     const auto ld = static_cast<std::size_t>(state.outerStride());
-    stack_.step(primitives_, step_ws_, params_, x.data(), static_cast<std::size_t>(x.outerStride()),
-                static_cast<std::size_t>(B), dones.empty() ? nullptr : dones.data(), state.data(),
-                ld, state.data(), ld);
+    stack_.step(step_primitives_, step_ws_, params_, x.data(),
+                static_cast<std::size_t>(x.outerStride()), static_cast<std::size_t>(B),
+                dones.empty() ? nullptr : dones.data(), state.data(), ld, state.data(), ld);
     y = state.middleCols(2 * H * (num_layers() - 1), H);
   }
 
@@ -135,7 +135,7 @@ class lstm {
     T_ = T;
     B_ = B;
     const S* top = stack_.forward(
-        primitives_, train_ws_, params_, x_.data(), static_cast<std::size_t>(I),
+        train_primitives_, train_ws_, params_, x_.data(), static_cast<std::size_t>(I),
         static_cast<std::size_t>(T), static_cast<std::size_t>(B), dones_.data(), start_state.data(),
         static_cast<std::size_t>(start_state.outerStride()),
         end_state != nullptr ? end_state->data() : nullptr,
@@ -170,7 +170,7 @@ class lstm {
       return m != nullptr ? static_cast<std::size_t>(m->outerStride()) : std::size_t{0};
     };
     stack_.backward(
-        primitives_, train_ws_, params_, grads_, x_.data(),
+        train_primitives_, train_ws_, params_, grads_, x_.data(),
         static_cast<std::size_t>(config_.input_size), static_cast<std::size_t>(T),
         static_cast<std::size_t>(B), dones_.data(), dy.data(),
         static_cast<std::size_t>(dy.outerStride()), dx != nullptr ? dx->data() : nullptr,
@@ -199,7 +199,7 @@ class lstm {
 
   lstm_config config_;
   detail::lstm_stack<S> stack_;
-  primitives primitives_;
+  primitives step_primitives_, train_primitives_;  ///< one per use: they keep scratch
   S* params_ = nullptr;
   S* grads_ = nullptr;
   typename detail::lstm_stack<S>::template workspace<primitives> step_ws_, train_ws_;
