@@ -9,3 +9,14 @@
 #else
 #define SEEDRL_HOST_DEVICE inline
 #endif
+
+/// Marks a host loop GCC 12 should vectorise at -O2: it does not unless its cheapest cost model
+/// allows (it does not allow the max pooling's or the LSTM cell backward's row loops); the
+/// functions marked with this ask for its dynamic model. Clang vectorises at -O2 anyway.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && \
+    !defined(__INTEL_LLVM_COMPILER)
+#define SEEDRL_VECTORIZE_LOOPS \
+  __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
+#else
+#define SEEDRL_VECTORIZE_LOOPS
+#endif

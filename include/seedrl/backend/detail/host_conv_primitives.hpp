@@ -16,19 +16,9 @@
 #include "seedrl/backend/detail/conv2d_gemm.hpp"
 #include "seedrl/backend/detail/host_tiled_primitives.hpp"
 #include "seedrl/backend/detail/max_pool2d_kernels.hpp"
+#include "seedrl/core/config.hpp"
 #include "seedrl/detail/eigen_core.hpp"
 #include "seedrl/detail/gemm_tiled.hpp"
-
-// GCC 12 does not vectorise loops at -O2 unless its cheapest cost model allows (it does not
-// allow the pooling's, which need an epilogue); these functions ask for its dynamic model.
-// Clang vectorises at -O2 anyway.
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && \
-    !defined(__INTEL_LLVM_COMPILER)
-#define SEEDRL_VECTORIZE_LOOPS \
-  __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
-#else
-#define SEEDRL_VECTORIZE_LOOPS
-#endif
 
 namespace seedrl::detail {
 

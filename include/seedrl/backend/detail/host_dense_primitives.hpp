@@ -15,6 +15,7 @@
 #include "seedrl/backend/detail/dense_kernels.hpp"
 #include "seedrl/backend/detail/host_primitives.hpp"
 #include "seedrl/backend/detail/lstm_kernels.hpp"
+#include "seedrl/core/config.hpp"
 #include "seedrl/detail/eigen_core.hpp"
 #include "seedrl/detail/lstm_cell_rows.hpp"
 #include "seedrl/detail/relu_backward_rows.hpp"
@@ -188,12 +189,18 @@ class host_dense_primitives : public host_primitives {
     }
   }
 
-  /// An unroll's cell backward at step t, row by row (no division per element).
+  /// An unroll's cell backward at step t, row by row: whether step t+1 carries its gradients
+  /// back is one test per row, so that the loop over the units vectorises.
   template <class S>
-  void for_each(std::size_t, const lstm_backward_step_kernel<S>& k) const {
-    for (std::size_t b = 0; b < k.B; ++b)
-      for (std::size_t j = 0; j < k.H; ++j)
-        k.cell(b, j);
+  SEEDRL_VECTORIZE_LOOPS void for_each(std::size_t, const lstm_backward_step_kernel<S>& k) const {
+    for (std::size_t b = 0; b < k.B; ++b) {
+      const std::size_t row = k.t * k.B + b;
+      const bool carry = k.t + 1 < k.steps ? k.dones[row + k.B] == 0 : k.end_carry;
+      if (carry)
+        lstm_backward_row<S, true>(k, b, row);
+      else
+        lstm_backward_row<S, false>(k, b, row);
+    }
   }
 
   /// Row-major C[m, n] = alpha op(A) op(B) + beta C; see compute_backend.hpp.
@@ -272,6 +279,31 @@ class host_dense_primitives : public host_primitives {
   using vector_cmap = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>;
 
  private:
+  /// One row of lstm_backward_step_kernel, with or without step t+1's gradients.
+  template <class S, bool Carry>
+  SEEDRL_VECTORIZE_LOOPS static void lstm_backward_row(const lstm_backward_step_kernel<S>& k,
+                                                       std::size_t b, std::size_t row) {
+    const std::size_t H = k.H;
+    const S* dy = k.dy + row * k.ld_dy;
+    const S* a = k.gates + row * 4 * H;
+    const S* tanh_c = k.tanh_c + row * H;
+    const S* c_prev = k.c_prev + row * H;
+    const S* dh_next = k.dh_next + b * H;
+    S* dc_next = k.dc_next + b * H;
+    S* z = k.dz + row * 4 * H;
+    for (std::size_t j = 0; j < H; ++j) {
+      const S dh = Carry ? dy[j] + dh_next[j] : dy[j];
+      const S dc = Carry ? dc_next[j] : S(0);
+      const auto g = lstm_unit_grad<S>(a[j], a[H + j], a[2 * H + j], a[3 * H + j], tanh_c[j],
+                                       c_prev[j], dh, dc);
+      z[j] = g.dzi;
+      z[H + j] = g.dzf;
+      z[2 * H + j] = g.dzg;
+      z[3 * H + j] = g.dzo;
+      dc_next[j] = g.dc_prev;
+    }
+  }
+
   template <class Act>
   static constexpr bool eigen_activation =
       std::is_same_v<Act, relu_activation> || std::is_same_v<Act, tanh_activation> ||
