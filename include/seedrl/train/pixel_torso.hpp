@@ -27,6 +27,7 @@
 
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/backend/detail/backend_ref.hpp"
+#include "seedrl/backend/detail/frame_stack_kernels.hpp"
 #include "seedrl/net/activation_math.hpp"
 #include "seedrl/net/detail/dense_stack.hpp"
 #include "seedrl/net/detail/impala_resnet_torso.hpp"
@@ -41,7 +42,6 @@
 #include "seedrl/train/backend_torso.hpp"
 #include "seedrl/train/detail/agent_step_kernels.hpp"
 #include "seedrl/train/detail/mlp_lstm_kernels.hpp"
-#include "seedrl/backend/detail/frame_stack_kernels.hpp"
 
 namespace seedrl {
 
