@@ -14,6 +14,8 @@
 #include <span>
 #include <vector>
 
+#include "seedrl/backend/detail/host_primitives.hpp"
+#include "seedrl/backend/detail/state_table_kernels.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/frame_stack.hpp"
@@ -295,5 +297,47 @@ TEST_CASE("backend_agent_step on uint8 frames equals the step on the same frames
     CHECK(table_f == table_u);
     CHECK(std::all_of(logits_u.begin(), logits_u.begin() + static_cast<std::ptrdiff_t>(B * A),
                       [](float x) { return std::isfinite(x); }));
+  }
+}
+
+TEST_CASE("the state table's host row copies match the gather and scatter element bodies",
+          "[agent_step]") {
+  // detail::host_primitives copies whole rows; the kernels' element bodies (what a GPU runs)
+  // divide every index. Slots out of order and sparse, widths from 1 up.
+  seedrl::random_generator rng(13);
+  for (const std::size_t width : {std::size_t{1}, std::size_t{3}, std::size_t{70}}) {
+    CAPTURE(width);
+    const std::size_t table_rows = 9, B = 5;
+    const std::vector<std::uint32_t> slots{7, 2, 8, 0, 5};
+    std::vector<float> table(table_rows * width), rows(B * width);
+    for (auto& x : table)
+      x = static_cast<float>(rng.uniform(-1, 1));
+    for (auto& x : rows)
+      x = static_cast<float>(rng.uniform(-1, 1));
+    // Gather.
+    std::vector<float> by_rows(B * width, -9.0f), by_elements(B * width, -9.0f);
+    seedrl::detail::host_primitives{}.for_each(
+        B * width, seedrl::detail::gather_rows_kernel<float>{table.data(), slots.data(), width,
+                                                             by_rows.data()});
+    const seedrl::detail::gather_rows_kernel<float> gather{table.data(), slots.data(), width,
+                                                           by_elements.data()};
+    for (std::size_t i = 0; i < B * width; ++i)
+      gather(i);
+    CHECK(by_rows == by_elements);
+    CHECK(by_rows[width] == table[2 * width]);  // row 1 is slot 2's
+    // Scatter: the other table rows untouched.
+    std::vector<float> t_rows = table, t_elements = table;
+    seedrl::detail::host_primitives{}.for_each(
+        B * width, seedrl::detail::scatter_rows_kernel<float>{rows.data(), slots.data(), width,
+                                                              t_rows.data()});
+    const seedrl::detail::scatter_rows_kernel<float> scatter{rows.data(), slots.data(), width,
+                                                             t_elements.data()};
+    for (std::size_t i = 0; i < B * width; ++i)
+      scatter(i);
+    CHECK(t_rows == t_elements);
+    CHECK(std::equal(t_rows.begin() + 1 * static_cast<std::ptrdiff_t>(width),
+                     t_rows.begin() + 2 * static_cast<std::ptrdiff_t>(width),
+                     table.begin() + 1 * static_cast<std::ptrdiff_t>(width)));
+    CHECK(t_rows[7 * width] == rows[0]);
   }
 }

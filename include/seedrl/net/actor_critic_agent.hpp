@@ -47,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "seedrl/backend/detail/core_input_kernels.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/agent_io.hpp"
 #include "seedrl/net/network.hpp"
@@ -374,33 +375,30 @@ class actor_critic_agent {
   }
 
   /// The clipped reward and the previous action (one-hot, or its D values when continuous)
-  /// after the torso's columns; both zero at an episode start (a row with `done`), so that the
-  /// finished episode's last reward and action do not leak into the new one and action 0
-  /// keeps its meaning.
+  /// after the torso's columns, both zero at an episode start (a row with `done`): the backend
+  /// agents' kernel, so the rule is written once.
   void add_reward_and_action(matrix_view<S> core_in, std::span<const S> rewards,
                              std::span<const std::uint8_t> dones,
                              std::span<const std::int32_t> prev_actions,
                              std::span<const S> prev_continuous_actions) const {
     if (!options_.reward_and_action_inputs)
       return;
-    const std::ptrdiff_t N = core_in.rows(), c = torso_.output_size();
-    const std::ptrdiff_t D = options_.continuous_action_size;
-    core_in.middleCols(c, 1 + action_input_width()).setZero();
-    for (std::ptrdiff_t r = 0; r < N; ++r) {
-      if (dones[static_cast<std::size_t>(r)] != 0)
-        continue;
-      double reward = static_cast<double>(rewards[static_cast<std::size_t>(r)]);
-      if (options_.max_abs_input_reward)
-        reward =
-            std::clamp(reward, -*options_.max_abs_input_reward, *options_.max_abs_input_reward);
-      core_in(r, c) = static_cast<S>(reward);
-      if (D > 0) {
-        for (std::ptrdiff_t i = 0; i < D; ++i)
-          core_in(r, c + 1 + i) = prev_continuous_actions[static_cast<std::size_t>(r * D + i)];
-      } else {
-        core_in(r, c + 1 + prev_actions[static_cast<std::size_t>(r)]) = S(1);
-      }
-    }
+    const auto cols = static_cast<std::size_t>(1 + action_input_width());
+    const bool clip = options_.max_abs_input_reward.has_value();
+    const detail::reward_action_inputs_kernel<S> k{
+        core_in.data(),
+        static_cast<std::size_t>(core_in.outerStride()),
+        static_cast<std::size_t>(torso_.output_size()),
+        cols - 1,
+        rewards.data(),
+        dones.data(),
+        prev_actions.data(),
+        clip,
+        clip ? *options_.max_abs_input_reward : 0.0,
+        options_.continuous_action_size > 0 ? prev_continuous_actions.data() : nullptr};
+    for (std::size_t r = 0; r < static_cast<std::size_t>(core_in.rows()); ++r)
+      for (std::size_t c = 0; c < cols; ++c)
+        k(r, c);
   }
 
   void forward_heads(const_matrix_view<S> core_out, std::span<S> logits,

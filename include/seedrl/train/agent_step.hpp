@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// `backend_agent_step<Backend, S, Torso, LstmStep>`: one inference step of a backend agent
-/// (the torso part, an LSTM core or none, policy and value heads: the network
-/// backend_agent_trainer trains, with the same parameter layout, detail::agent_layout) for B
+/// (the torso part, then detail::agent_body: an LSTM core or none, policy and value heads; the
+/// network backend_agent_trainer trains, with the same parameter layout) for B
 /// environments over a per-slot recurrent state table in the backend's memory. It is the
 /// network step of the accelerator inference engine (seedrl/cuda/inference_engine.hpp); on
 /// host_backend it runs on the CPU, which is how the tests check its data flow against
@@ -13,12 +13,11 @@
 ///   gather:  before [B, W] = table[slots] (the state each row starts from, before resets; the
 ///            unroll builder's state_before);
 ///   torso:   one step (steps = 1) with `before` as the start state and the resets as dones,
-///            into the core input, then the reward and previous-action columns (a one-hot, or
-///            a continuous action's values; zero at a reset row);
-///   LSTM:    detail::lstm_stack's step from `before`'s (h, c) (zero at a reset row) into
-///            `next`'s, each layer by `LstmStep`;
-///   heads:   policy outputs [B, A] (logits, or a Gaussian's means then log-stds; the CPU
-///            heads' detail::policy_layer) and values [B];
+///            into the core input;
+///   body:    detail::agent_body's step: the reward and previous-action columns (zero at a
+///            reset row), the LSTM from `before`'s (h, c) (zero at a reset row) into `next`'s,
+///            each layer by `LstmStep`, then policy outputs [B, A] (logits, or a Gaussian's
+///            means then log-stds) and values [B];
 ///   state:   the torso's next state (frame history, Torso::next_state) and each layer's (h, c)
 ///            into next [B, W], scattered back to table[slots].
 /// `LstmStep` runs one LSTM layer's step (`void operator()(Backend&, const
@@ -38,14 +37,11 @@
 
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/backend/detail/backend_ref.hpp"
-#include "seedrl/net/activation_math.hpp"
+#include "seedrl/backend/detail/state_table_kernels.hpp"
+#include "seedrl/net/detail/agent_body.hpp"
 #include "seedrl/net/detail/lstm_stack.hpp"
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_torso.hpp"
-#include "seedrl/train/detail/agent_heads.hpp"
-#include "seedrl/train/detail/agent_layout.hpp"
-#include "seedrl/train/detail/agent_step_kernels.hpp"
-#include "seedrl/train/detail/mlp_lstm_kernels.hpp"
 
 namespace seedrl {
 
@@ -96,17 +92,14 @@ class backend_agent_step {
   /// no next_state.
   backend_agent_step(Backend& backend, Torso torso, const backend_core_config& core,
                      LstmStep lstm = {})
-      : backend_(backend), torso_(std::move(torso)), core_(core), layer_step_(std::move(lstm)) {
+      : backend_(backend), torso_(std::move(torso)), layer_step_(std::move(lstm)) {
     if (torso_.output_size() == 0)
       throw std::invalid_argument(std::string(who_) + ": the torso has no output");
     if (!has_next_state && torso_.state_size() > 0)
       throw std::invalid_argument(std::string(who_) +
                                   ": the torso keeps a state but has no next_state");
-    layout_ = detail::agent_layout(torso_.num_parameters(), torso_.output_size(), core_, who_);
-    state_size_ = torso_.state_size() + 2 * layout_.L * layout_.H;
-    if (layout_.L > 0)
-      lstm_ = detail::lstm_stack<S>(layout_.core_in_width, layout_.H, layout_.L, who_);
-    heads_ = detail::agent_heads<S>(layout_, who_);
+    body_ = detail::agent_body<S>(torso_.num_parameters(), torso_.output_size(), core, who_);
+    state_size_ = torso_.state_size() + body_.state_size();
   }
 
   /// The agent a recipe (its config types) describes, as backend_agent_trainer's constructor.
@@ -123,11 +116,11 @@ class backend_agent_step {
   backend_agent_step& operator=(backend_agent_step&&) = default;
   ~backend_agent_step() = default;
 
-  std::size_t num_parameters() const noexcept { return layout_.num_parameters; }
+  std::size_t num_parameters() const noexcept { return body_.num_parameters(); }
   /// The policy's outputs per row (2D for D continuous action elements).
-  std::size_t num_actions() const noexcept { return layout_.A; }
+  std::size_t num_actions() const noexcept { return body_.num_actions(); }
   /// D of a continuous action, 0 for discrete actions.
-  std::size_t continuous_action_size() const noexcept { return layout_.D; }
+  std::size_t continuous_action_size() const noexcept { return body_.continuous_action_size(); }
   /// Elements of one row's observation (one frame where the torso stacks frames).
   std::size_t observation_size() const noexcept { return torso_.observation_size(); }
   /// A state table row: the torso's state, then (h, c) per LSTM layer (the CPU network's).
@@ -145,9 +138,7 @@ class backend_agent_step {
       torso_.reserve_inference(B);
     else
       torso_.reserve(B);
-    backend_.grow(core_in_, B * layout_.core_in_width);
-    if (layout_.L > 0)
-      lstm_.reserve_step(*backend_, lstm_ws_, B);
+    body_.reserve_step(*backend_, body_ws_, B);
     backend_.grow(next_, B * state_size_);
     backend_.grow(widened_, B * torso_.observation_size());
     reserved_ = B > reserved_ ? B : reserved_;
@@ -155,26 +146,22 @@ class backend_agent_step {
 
   /// Elements of the step's own buffers per row, besides the torso's.
   std::size_t work_elements_per_row() const noexcept {
-    const std::size_t H = layout_.H;
-    const std::size_t lstm =
-        layout_.L > 0 ? std::max(layout_.core_in_width, H) + H + H + 4 * H : 0;  // reserve_step's
-    return layout_.core_in_width + lstm + state_size_ + torso_.observation_size();
+    return body_.step_elements_per_row() + state_size_ + torso_.observation_size();
   }
 
   /// One step; see the file comment. Asynchronous where the backend is. Throws
   /// std::invalid_argument when B exceeds what reserve() sized, or when a continuous-action
   /// network that takes the previous action gets no prev_continuous_actions.
   void step(const agent_step_operands<S>& op) {
-    const std::size_t B = op.B, W = state_size_, H = layout_.H;
+    const std::size_t B = op.B, W = state_size_;
     if (B == 0)
       return;
     if (B > reserved_)
       throw std::invalid_argument(std::string(who_) + "::step: " + std::to_string(B) +
                                   " rows, reserved for " + std::to_string(reserved_));
-    if (layout_.D > 0 && core_.reward_and_action_inputs && op.prev_continuous_actions == nullptr)
-      throw std::invalid_argument(std::string(who_) +
-                                  "::step: this network takes the previous continuous action; "
-                                  "prev_continuous_actions is null");
+    const typename detail::agent_body<S>::row_inputs inputs{op.rewards, op.resets, op.prev_actions,
+                                                            op.prev_continuous_actions};
+    body_.check_inputs(inputs, "step");  // before any work is given to the backend
     Backend& be = *backend_;
     const S* p = op.params;
     if (W > 0)
@@ -192,33 +179,17 @@ class backend_agent_step {
     tb.dones = op.resets;
     tb.steps = 1;
     tb.B = B;
-    const std::size_t ci = layout_.core_in_width;
+    S* features = body_.torso_output(body_ws_);
+    const std::size_t ci = body_.core_input_width();
     if constexpr (torso_infers)
-      torso_.infer(tb, p, core_in_.data(), ci);
+      torso_.infer(tb, p, features, ci);
     else
-      torso_.forward(tb, p, core_in_.data(), ci);
-    if (core_.reward_and_action_inputs) {
-      const bool clip = core_.max_abs_input_reward.has_value();
-      be.for_each(B * (1 + layout_.action_inputs),
-                  detail::reward_action_inputs_kernel<S>{
-                      core_in_.data(), ci, layout_.features, layout_.action_inputs, op.rewards,
-                      op.resets, op.prev_actions, clip, clip ? *core_.max_abs_input_reward : 0.0,
-                      layout_.D > 0 ? op.prev_continuous_actions : nullptr});
-    }
-    const S* x = core_in_.data();
-    std::size_t ldx = ci;
-    // The LSTM from the rows' states before the step into their next states.
+      torso_.forward(tb, p, features, ci);
+    // The core's state sits after the torso's in a state row; each layer's (h, c) goes
+    // straight into the next-state rows.
     const std::size_t torso_state = torso_.state_size();
-    if (layout_.L > 0) {
-      lstm_.step(be, lstm_ws_, p + layout_.lstm_w[0], x, ldx, B, op.resets,
-                 static_cast<const S*>(op.before) + torso_state, W, next_.data() + torso_state, W,
-                 layer_step_);
-      x = next_.data() + torso_state + 2 * H * (layout_.L - 1);
-      ldx = W;
-    }
-    // Heads, from the last layer's h (or the core input without an LSTM; each head its own
-    // columns when the networks are separate): the CPU heads' code.
-    heads_.forward(be, heads_ws_, p, x, ldx, B, op.logits, op.values);
+    body_.step(be, body_ws_, p, B, inputs, static_cast<const S*>(op.before) + torso_state, W,
+               next_.data() + torso_state, W, op.logits, op.values, layer_step_);
     if (W == 0)
       return;
     if constexpr (has_next_state)
@@ -231,15 +202,11 @@ class backend_agent_step {
 
   detail::backend_ref<Backend> backend_;
   Torso torso_;
-  backend_core_config core_;
   LstmStep layer_step_;
-  detail::lstm_stack<S> lstm_;  ///< when layout_.L > 0
-  typename detail::lstm_stack<S>::template workspace<Backend> lstm_ws_;
-  detail::agent_layout layout_;
-  detail::agent_heads<S> heads_;
-  typename detail::agent_heads<S>::template workspace<Backend> heads_ws_;  ///< nothing kept
+  detail::agent_body<S> body_;
+  typename detail::agent_body<S>::template workspace<Backend> body_ws_;
   std::size_t state_size_ = 0, reserved_ = 0;
-  buffer<S> core_in_, next_;
+  buffer<S> next_;
   buffer<S> widened_;  ///< [B, observation_size()] the uint8 frames as S
 };
 

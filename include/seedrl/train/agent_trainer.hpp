@@ -17,19 +17,19 @@
 /// `backend_mlp_lstm_trainer` (the MLP torso) and `backend_pixel_lstm_trainer` (frame stacks,
 /// Nature CNN or IMPALA ResNet, dense layer) are this class with the library's torsos.
 ///
-/// The arithmetic is the CPU agents': the same parameter layout (detail::agent_layout: the
-/// torso's parameters, then per LSTM layer W [4H, I + H] and b [4H], the policy head's, the
-/// value head's), the same LSTM (detail::lstm_stack) and heads (detail::policy_layer, a
-/// one-layer dense_stack), the same per-element functions (detail::adam_update, ...), the same
-/// reset semantics (an environment's state is zeroed before a step marked done and no gradient
+/// The arithmetic is the CPU agents': after the torso, detail::agent_body (the same parameter
+/// layout: the torso's parameters, then per LSTM layer W [4H, I + H] and b [4H], the policy
+/// head's, the value head's; the same LSTM, detail::lstm_stack, and heads, detail::policy_layer
+/// and a one-layer dense_stack), the same per-element functions (detail::adam_update, ...), the
+/// same reset semantics (an environment's state is zeroed before a step marked done and no gradient
 /// crosses it) and the same clipping rule as `clip_by_global_norm`. Only the order of some sums
 /// differs (bias gradients are column sums; the host vectorises the cells), so results agree to
 /// rounding.
 ///
 /// Data flow of one step, N = (T+1) * B rows, time-major:
-///   torso:   writes its features straight into the core input [N, core_in], followed by the
-///            reward and one-hot previous-action columns (all zero at a row with done: an
-///            episode start reads reward 0 and no action, as in actor_critic_agent);
+///   torso:   writes its features straight into the body's core input [N, core_in], followed
+///            by the reward and one-hot previous-action columns (all zero at a row with done:
+///            an episode start reads reward 0 and no action, as in actor_critic_agent);
 ///   LSTM:    detail::lstm_stack (seedrl/net/detail/lstm_stack.hpp), the CPU layer's code: per
 ///            layer X W_ih^T for all rows at once, then per step h_prev W_hh^T and the cell;
 ///   heads:   policy outputs = Y W_p^T + b_p (then the log-std columns of a state-independent
@@ -62,8 +62,7 @@
 #include "seedrl/core/config.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/impala_math.hpp"
-#include "seedrl/net/activation_math.hpp"
-#include "seedrl/net/detail/lstm_stack.hpp"
+#include "seedrl/net/detail/agent_body.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/minibatch_schedule.hpp"
@@ -71,9 +70,6 @@
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_optimizer.hpp"
 #include "seedrl/train/backend_torso.hpp"
-#include "seedrl/train/detail/agent_heads.hpp"
-#include "seedrl/train/detail/agent_layout.hpp"
-#include "seedrl/train/detail/mlp_lstm_kernels.hpp"
 
 namespace seedrl {
 
@@ -101,29 +97,15 @@ class backend_agent_trainer {
   /// actions, negative sizes, Gaussian outputs that are not 2D, separate networks with an
   /// LSTM) and allocates the parameter and gradient arrays. `torso` must use `backend`.
   backend_agent_trainer(Backend& backend, Torso torso, const backend_core_config& core)
-      : backend_(backend), torso_(std::move(torso)), core_(core), opt_(backend, who_, 0) {
+      : backend_(backend), torso_(std::move(torso)), opt_(backend, who_, 0) {
     if (torso_.output_size() == 0)
       throw std::invalid_argument(std::string(who_) + ": the torso has no output");
-    const detail::agent_layout layout(torso_.num_parameters(), torso_.output_size(), core_, who_);
-    A_ = layout.A;
-    D_ = layout.D;
-    action_inputs_ = layout.action_inputs;
-    H_ = layout.H;
-    L_ = layout.L;
-    features_ = layout.features;
-    core_in_width_ = layout.core_in_width;
-    core_out_width_ = layout.core_out_width;
-    if (L_ > 0) {
-      lstm_at_ = layout.lstm_w[0];
-      lstm_ = detail::lstm_stack<S>(core_in_width_, H_, L_, who_);
-    }
-    num_parameters_ = layout.num_parameters;
-    check_fits_int("a layer width", core_in_width_ + H_ + 4 * H_ + A_);
-    // The heads, the CPU heads' code: the policy layer and one linear value layer.
-    heads_ = detail::agent_heads<S>(layout, who_);
-    opt_ = backend_optimizer<Backend, S>(backend, who_, num_parameters_);
-    params_ = backend_->template allocate<S>(num_parameters_);
-    grads_ = backend_->template allocate<S>(num_parameters_);
+    body_ = detail::agent_body<S>(torso_.num_parameters(), torso_.output_size(), core, who_);
+    A_ = body_.num_actions();
+    D_ = body_.continuous_action_size();
+    opt_ = backend_optimizer<Backend, S>(backend, who_, num_parameters());
+    params_ = backend_->template allocate<S>(num_parameters());
+    grads_ = backend_->template allocate<S>(num_parameters());
   }
 
   /// The agent an agent recipe (its config types) describes: `Torso(backend, recipe...)` and
@@ -146,7 +128,7 @@ class backend_agent_trainer {
   /// The torso part.
   const Torso& torso() const noexcept { return torso_; }
   /// The core and heads.
-  const backend_core_config& core_config() const noexcept { return core_; }
+  const backend_core_config& core_config() const noexcept { return body_.config(); }
 
   /// The recipe's shape, where the torso keeps it (the MLP torso: mlp_lstm_agent_config; the
   /// pixel torso: its agent config).
@@ -157,25 +139,25 @@ class backend_agent_trainer {
   { return torso_.stack_config(); }
 
   /// Elements of the flat parameter (and gradient) array; the CPU agent's count.
-  std::size_t num_parameters() const noexcept { return num_parameters_; }
+  std::size_t num_parameters() const noexcept { return body_.num_parameters(); }
 
   /// Elements of one step's observation in a training batch.
   std::size_t observation_size() const noexcept { return torso_.observation_size(); }
 
   /// Width of one environment's recurrent state: the torso's (e.g. a frame history), then
   /// (h, c) per LSTM layer.
-  std::size_t state_size() const noexcept { return torso_.state_size() + 2 * L_ * H_; }
+  std::size_t state_size() const noexcept { return torso_.state_size() + body_.state_size(); }
 
   /// Replaces the parameters (the CPU agent's layout); throws std::invalid_argument on a size
   /// mismatch.
   void set_parameters(std::span<const S> host) {
-    check_size("set_parameters", host.size(), num_parameters_);
+    check_size("set_parameters", host.size(), num_parameters());
     backend_->upload(host, params_.data());
   }
 
   /// Copies the parameters out; throws std::invalid_argument on a size mismatch.
   void get_parameters(std::span<S> host) const {
-    check_size("get_parameters", host.size(), num_parameters_);
+    check_size("get_parameters", host.size(), num_parameters());
     backend_->download(static_cast<const S*>(params_.data()), host);
   }
 
@@ -183,13 +165,13 @@ class backend_agent_trainer {
   /// the work already given to the backend, e.g. a GPU trainer's publication into a device
   /// channel; asynchronous where the backend is.
   void copy_parameters_to(S* dst) const {
-    backend_->copy(static_cast<const S*>(params_.data()), dst, num_parameters_);
+    backend_->copy(static_cast<const S*>(params_.data()), dst, num_parameters());
   }
 
   /// Copies out the gradients of the last `train_step`, after clipping (unclipped when the
   /// step was skipped); throws std::invalid_argument on a size mismatch.
   void get_gradients(std::span<S> host) const {
-    check_size("get_gradients", host.size(), num_parameters_);
+    check_size("get_gradients", host.size(), num_parameters());
     backend_->download(static_cast<const S*>(grads_.data()), host);
   }
 
@@ -345,7 +327,7 @@ class backend_agent_trainer {
     r.terms = loss(be);
     backward(steps, B);
     r.learning_rate = opt_.learning_rate();
-    if (clip_gradients_on_backend(be, grads_.data(), num_parameters_, max_grad_norm, r))
+    if (clip_gradients_on_backend(be, grads_.data(), num_parameters(), max_grad_norm, r))
       opt_.step(params_.data(), grads_.data());
     return r;
   }
@@ -416,13 +398,6 @@ class backend_agent_trainer {
     }
   }
 
-  static void check_fits_int(const char* what, std::size_t n) {
-    if (n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-      throw std::invalid_argument(std::string(who_) + ": " + what + " (" + std::to_string(n) +
-                                  ") exceeds INT_MAX");
-    }
-  }
-
   static void check_size(const char* what, std::size_t got, std::size_t want) {
     if (got != want) {
       throw std::invalid_argument(std::string(who_) + "::" + what + ": got " + std::to_string(got) +
@@ -446,9 +421,7 @@ class backend_agent_trainer {
            std::to_string(A_));
     }
     // The core's GEMMs and the torso's tensors are int-indexed (cuBLAS, cuDNN).
-    const std::size_t core_rows = static_cast<std::size_t>(std::numeric_limits<int>::max()) /
-                                  (4 * H_ + core_in_width_ + A_ + 1);
-    const std::size_t max_rows = std::min(core_rows, torso_.max_rows());
+    const std::size_t max_rows = std::min(body_.max_rows(), torso_.max_rows());
     if (T + 1 > max_rows / B) {
       fail("(T+1)*B = " + std::to_string((T + 1) * B) +
            " rows are too many for int-sized tensors (at most " + std::to_string(max_rows) + ")");
@@ -473,7 +446,7 @@ class backend_agent_trainer {
     }
     if (D_ > 0) {
       size("raw_actions", batch.raw_actions.size(), N * D_, "(T+1)*B*action_dim");
-      if (core_.reward_and_action_inputs)
+      if (body_.takes_previous_action())
         size("prev_env_actions", batch.prev_env_actions.size(), N * D_, "(T+1)*B*action_dim");
     } else {
       size("prev_actions", batch.prev_actions.size(), N, "(T+1)*B");
@@ -486,7 +459,7 @@ class backend_agent_trainer {
     const auto in_range = [&](std::int32_t a) {
       return a >= 0 && static_cast<std::size_t>(a) < A_;
     };
-    if (core_.reward_and_action_inputs && D_ == 0) {
+    if (body_.takes_previous_action() && D_ == 0) {
       for (std::size_t i = 0; i < N; ++i) {
         if (!in_range(batch.prev_actions[i])) {
           fail("prev_actions[" + std::to_string(i) + "] is " +
@@ -515,9 +488,9 @@ class backend_agent_trainer {
     be.upload(batch.behaviour_log_probs, behaviour_.data());
     if (D_ > 0) {
       be.upload(batch.raw_actions, raw_actions_.data());
-      if (core_.reward_and_action_inputs)
+      if (body_.takes_previous_action())
         be.upload(batch.prev_env_actions, prev_env_actions_.data());
-    } else if (core_.reward_and_action_inputs) {
+    } else if (body_.takes_previous_action()) {
       be.upload(batch.prev_actions, prev_actions_.data());
     }
     if (state_size() > 0)
@@ -533,27 +506,21 @@ class backend_agent_trainer {
     backend_.grow(dones_, N);
     backend_.grow(truncated_, N);
     backend_.grow(actions_, N);
-    if (core_.reward_and_action_inputs)
+    if (body_.takes_previous_action())
       backend_.grow(prev_actions_, N);
     if (D_ > 0) {
       backend_.grow(raw_actions_, N * D_);
-      if (core_.reward_and_action_inputs)
+      if (body_.takes_previous_action())
         backend_.grow(prev_env_actions_, N * D_);
     }
     if (state_size() > 0)
       backend_.grow(start_state_, B * state_size());
     torso_.reserve(N);
-    backend_.grow(core_in_, N * core_in_width_);
-    if (L_ > 0) {
-      lstm_.reserve(*backend_, lstm_ws_, steps, B);
-      backend_.grow(d_core_in_, N * core_in_width_);
-    }
+    body_.reserve(*backend_, body_ws_, steps, B);
     backend_.grow(logits_, N * A_);
     backend_.grow(values_, N);
     backend_.grow(d_logits_, N * A_);
     backend_.grow(d_values_, N);
-    backend_.grow(d_core_out_, N * core_out_width_);
-    heads_.reserve(*backend_, heads_ws_, N);
   }
 
   backend_torso_batch<S> torso_batch(std::size_t steps, std::size_t B) const {
@@ -567,68 +534,39 @@ class backend_agent_trainer {
     return t;
   }
 
-  const S* core_out() const { return L_ > 0 ? lstm_out_ : static_cast<const S*>(core_in_.data()); }
+  typename detail::agent_body<S>::row_inputs row_inputs() const {
+    return {rewards_.data(), dones_.data(), prev_actions_.data(), prev_env_actions_.data()};
+  }
 
   void forward(std::size_t steps, std::size_t B) {
-    Backend& be = *backend_;
-    const std::size_t N = steps * B;
     const S* p = params_.data();
-    // The torso writes into the first columns of the core input.
-    torso_.forward(torso_batch(steps, B), p, core_in_.data(), core_in_width_);
-    if (core_.reward_and_action_inputs) {
-      const bool clip = core_.max_abs_input_reward.has_value();
-      be.for_each(
-          N * (1 + action_inputs_),
-          detail::reward_action_inputs_kernel<S>{
-              core_in_.data(), core_in_width_, features_, action_inputs_, rewards_.data(),
-              dones_.data(), prev_actions_.data(), clip, clip ? *core_.max_abs_input_reward : 0.0,
-              D_ > 0 ? static_cast<const S*>(prev_env_actions_.data()) : nullptr});
-    }
-    // The LSTM (detail::lstm_stack); its (h, c) sit after the torso's state in a start state
-    // row.
-    if (L_ > 0)
-      lstm_out_ = lstm_.forward(be, lstm_ws_, p + lstm_at_, static_cast<const S*>(core_in_.data()),
-                                core_in_width_, steps, B, dones_.data(),
-                                static_cast<const S*>(start_state_.data()) + torso_.state_size(),
-                                state_size());
-    // Heads.
-    const std::size_t C = core_out_width_;
-    heads_.forward(be, heads_ws_, p, core_out(), C, N, logits_.data(), values_.data());
+    // The torso writes into the first columns of the core input; the core's state sits after
+    // the torso's in a start state row.
+    torso_.forward(torso_batch(steps, B), p, body_.torso_output(body_ws_),
+                   body_.core_input_width());
+    body_.forward(*backend_, body_ws_, p, steps, B, row_inputs(),
+                  static_cast<const S*>(start_state_.data()) + torso_.state_size(), state_size(),
+                  logits_.data(), values_.data());
   }
 
   void backward(std::size_t steps, std::size_t B) {
     Backend& be = *backend_;
-    const std::size_t N = steps * B, C = core_out_width_;
     const S* p = params_.data();
     S* g = grads_.data();
-    be.fill(g, num_parameters_, S(0));
-    // Heads: weight and bias gradients, and the gradient w.r.t. the core output (the value
-    // head's added to the policy head's; each head its own columns when the networks are
-    // separate).
-    heads_.backward(be, heads_ws_, p, g, core_out(), C, N, d_logits_.data(), d_values_.data(),
-                    d_core_out_.data());
-    // The LSTM, from the gradient w.r.t. its top layer's h, into the core input's.
-    if (L_ > 0)
-      lstm_.backward(be, lstm_ws_, p + lstm_at_, g + lstm_at_, core_in_.data(), core_in_width_,
-                     steps, B, dones_.data(), d_core_out_.data(), H_, d_core_in_.data(),
-                     core_in_width_);
+    be.fill(g, num_parameters(), S(0));
+    const S* d_features = body_.backward(be, body_ws_, p, g, steps, B, dones_.data(),
+                                         d_logits_.data(), d_values_.data());
     // The torso, from the gradient w.r.t. its output: the core input's first columns (the
-    // reward and action columns have no parameters). Without an LSTM the heads read the core
-    // input itself, whose width is then C.
-    const S* d_out = L_ > 0 ? static_cast<const S*>(d_core_in_.data()) : d_core_out_.data();
-    torso_.backward(torso_batch(steps, B), p, g, core_in_.data(), d_out, core_in_width_);
+    // reward and action columns have no parameters).
+    torso_.backward(torso_batch(steps, B), p, g, body_.torso_output(body_ws_), d_features,
+                    body_.core_input_width());
   }
 
   detail::backend_ref<Backend> backend_;
   Torso torso_;
-  backend_core_config core_;
-  std::size_t A_ = 0, D_ = 0, H_ = 0, L_ = 0, features_ = 0, action_inputs_ = 0;
-  std::size_t core_in_width_ = 0, core_out_width_ = 0;
-  std::size_t num_parameters_ = 0;
-  detail::lstm_stack<S> lstm_;  ///< L_ > 0: the core
-  std::size_t lstm_at_ = 0;     ///< where its parameters start
-  detail::agent_heads<S> heads_;
-  typename detail::agent_heads<S>::template workspace<Backend> heads_ws_;
+  detail::agent_body<S> body_;  ///< the core and heads
+  typename detail::agent_body<S>::template workspace<Backend> body_ws_;
+  std::size_t A_ = 0, D_ = 0;  ///< policy outputs per row, continuous action elements
   buffer<S> params_, grads_;
 
   backend_optimizer<Backend, S> opt_;  ///< Adam or RMSProp state
@@ -641,16 +579,12 @@ class backend_agent_trainer {
   buffer<S> bounds_;                          ///< a squashing Gaussian's low then high [2D]
   std::vector<S> bounds_host_;
   bool squash_ = false;
-  buffer<S> core_in_;  ///< [N, core_in_width]: torso features, reward, one-hot prev action
-  typename detail::lstm_stack<S>::template workspace<Backend> lstm_ws_;
-  const S* lstm_out_ = nullptr;  ///< its top layer's h [N, H], in lstm_ws_
   buffer<S> logits_, values_, d_logits_, d_values_;
   impala_loss_workspace<Backend, S> loss_workspace_;  ///< the losses' scratch, kept
   ppo_loss_workspace<Backend, S> ppo_workspace_;
   buffer<S> proximal_logits_, old_values_;  ///< a PPO step's proximal outputs
   minibatch_scratch<S> schedule_;           ///< PPO's minibatches and proximal outputs (host)
   random_generator rng_{0};                 ///< orders the minibatches
-  buffer<S> d_core_out_, d_core_in_;
 };
 
 }  // namespace seedrl

@@ -3,7 +3,7 @@
 /// What the backend-generic trainers (`backend_mlp_lstm_trainer`, `backend_pixel_lstm_trainer`)
 /// share after their backward pass: `backend_optimizer`, Adam or RMSProp state kept on a
 /// ComputeBackend and stepped with the per-element functors of
-/// seedrl/train/detail/mlp_lstm_kernels.hpp (seedrl::adam's and seedrl::rmsprop's arithmetic),
+/// seedrl/train/detail/optimizer_kernels.hpp (seedrl::adam's and seedrl::rmsprop's arithmetic),
 /// and `clip_gradients_on_backend`, `clip_by_global_norm`'s rule on backend gradients. It
 /// includes no Eigen, so nvcc compiles it together with a CUDA backend.
 
@@ -23,7 +23,7 @@
 #include "seedrl/optim/lr_schedule.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/training_batch.hpp"
-#include "seedrl/train/detail/mlp_lstm_kernels.hpp"
+#include "seedrl/train/detail/optimizer_kernels.hpp"
 
 namespace seedrl {
 

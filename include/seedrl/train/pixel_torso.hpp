@@ -40,8 +40,6 @@
 #include "seedrl/net/small_conv_lstm_agent_config.hpp"
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_torso.hpp"
-#include "seedrl/train/detail/agent_step_kernels.hpp"
-#include "seedrl/train/detail/mlp_lstm_kernels.hpp"
 
 namespace seedrl {
 

@@ -15,6 +15,7 @@
 #include "seedrl/algo/vtrace.hpp"
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/backend/detail/frame_stack_kernels.hpp"
+#include "seedrl/backend/detail/state_table_kernels.hpp"
 
 namespace seedrl::detail {
 
@@ -102,6 +103,21 @@ class host_primitives {
       }
       std::copy_n(k.obs + r * k.F, k.F, next + (k.slots - 1) * k.F);
     }
+  }
+
+  /// A state table's rows gathered and scattered by slot (state_table_kernels.hpp), a row copy
+  /// each: the element bodies divide every index.
+  template <class S>
+  void for_each(std::size_t n, const gather_rows_kernel<S>& k) const {
+    for (std::size_t r = 0; k.width > 0 && r < n / k.width; ++r)
+      std::copy_n(k.table + static_cast<std::size_t>(k.slots[r]) * k.width, k.width,
+                  k.rows + r * k.width);
+  }
+  template <class S>
+  void for_each(std::size_t n, const scatter_rows_kernel<S>& k) const {
+    for (std::size_t r = 0; k.width > 0 && r < n / k.width; ++r)
+      std::copy_n(k.rows + r * k.width, k.width,
+                  k.table + static_cast<std::size_t>(k.slots[r]) * k.width);
   }
 
   /// f(r, j) row by row: the inner loop over j is contiguous and divides nothing.

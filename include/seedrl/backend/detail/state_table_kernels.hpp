@@ -3,9 +3,9 @@
 /// The per-element bodies of `backend_agent_step` (seedrl/train/agent_step.hpp), the one-step
 /// inference of a backend agent over a per-slot state table: widening uint8 frames, gathering and
 /// scattering state rows by environment slot (the frame history's shift is
-/// seedrl/backend/detail/frame_stack_kernels.hpp). Like mlp_lstm_kernels.hpp, each is a trivially
-/// copyable functor of sizes, scalars and backend pointers whose `operator()` is
-/// `SEEDRL_HOST_DEVICE`, run by a ComputeBackend's for_each.
+/// frame_stack_kernels.hpp). Each is a trivially copyable functor of sizes, scalars and backend
+/// pointers whose `operator()` is `SEEDRL_HOST_DEVICE`, run by a ComputeBackend's for_each;
+/// `detail::host_primitives` runs the gather and the scatter as row copies.
 
 #include <cstddef>
 #include <cstdint>
