@@ -12,6 +12,13 @@
 // load = the 1-minute load average when the benchmark started. Networks: the CartPole MLP 64-64
 // + LSTM 64 at T = 20, B = 32, and the Atari example's frame-stacked Nature CNN + LSTM 512 at
 // 84x84, 4-frame stacks, 6 actions, T = 20, B = 32.
+//
+// BM_one_trainer/<net>: the learner's CPU trainer (host_trainer, one thread, on the CPU agent)
+// against the recipe trainer the GPU runs (backend_trainer on host_backend: backend_agent_trainer
+// through the Trainer members, the new parameters copied into the network each step), on copies
+// of the same network and the same batch, alternated in every iteration. Counters: host_ms and
+// backend_ms per step, ratio = backend / host. Networks: the CartPole MLP 64-64 without and with
+// the LSTM 64, and the Atari network above.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -28,6 +35,9 @@
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/clip.hpp"
 #include "seedrl/runtime/trainer.hpp"
+#include "seedrl/train/backend_trainer.hpp"
+#include "seedrl/train/mlp_lstm_recipe.hpp"
+#include "seedrl/train/pixel_lstm_recipe.hpp"
 
 namespace {
 
@@ -85,8 +95,8 @@ double load_average() {
 }
 
 /// One train_step of `trainer` in wall-clock seconds.
-template <class Net>
-double timed_step(seedrl::host_trainer& trainer, Net& net, seedrl::adam<float>& opt,
+template <class Trainer, class Net>
+double timed_step(Trainer& trainer, Net& net, seedrl::adam<float>& opt,
                   const seedrl::training_batch<float>& batch, benchmark::State& state) {
   const seedrl::impala_loss<float> loss;
   const auto start = std::chrono::steady_clock::now();
@@ -140,6 +150,58 @@ void BM_trainer_threads_atari(benchmark::State& state) {
 }
 BENCHMARK(BM_trainer_threads_cartpole)->UseManualTime()->Iterations(40);
 BENCHMARK(BM_trainer_threads_atari)->UseManualTime()->Iterations(3);
+
+template <class Recipe, class Net>
+void one_trainer(benchmark::State& state, const Net& net0, const seedrl_bench::batch_shape& shape) {
+  const double load = load_average();
+  const seedrl_bench::random_training_batch data(shape, 1);
+  Net host_net = net0, backend_net = net0;
+  seedrl::adam<float> host_opt, backend_opt;
+  seedrl::host_trainer host(1, 1);
+  seedrl::backend_trainer<float, Recipe> backend;
+  (void)timed_step(backend, backend_net, backend_opt, data.view(), state);  // the first uploads
+  (void)timed_step(host, host_net, host_opt, data.view(), state);
+  double h = 0.0, b = 0.0;
+  for (auto _ : state) {
+    h += timed_step(host, host_net, host_opt, data.view(), state);
+    b += timed_step(backend, backend_net, backend_opt, data.view(), state);
+    state.SetIterationTime(0.0);  // the counters carry the times
+  }
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["host_ms"] = h / n * 1e3;
+  state.counters["backend_ms"] = b / n * 1e3;
+  state.counters["ratio"] = b / h;
+  state.counters["load"] = load;
+}
+
+void BM_one_trainer_cartpole_mlp(benchmark::State& state) {
+  seedrl::mlp_lstm_agent_config c;
+  c.lstm_size = 0;
+  const seedrl::mlp_lstm_agent<float> net(c);
+  one_trainer<seedrl::mlp_lstm_recipe>(state, net, seedrl_bench::batch_shape{});
+}
+
+void BM_one_trainer_cartpole_lstm(benchmark::State& state) {
+  const seedrl::mlp_lstm_agent<float> net;
+  seedrl_bench::batch_shape s;
+  s.state_width = static_cast<std::size_t>(net.state_size());
+  one_trainer<seedrl::mlp_lstm_recipe>(state, net, s);
+}
+
+void BM_one_trainer_atari(benchmark::State& state) {
+  const seedrl::frame_stack_config stack;
+  seedrl::nature_cnn_lstm_agent_config agent;
+  agent.num_actions = 6;
+  const seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>> net(stack, agent);
+  seedrl_bench::batch_shape s;
+  s.observation_size = 84 * 84;
+  s.num_actions = 6;
+  s.state_width = static_cast<std::size_t>(net.state_size());
+  one_trainer<seedrl::pixel_lstm_recipe<seedrl::nature_cnn_config>>(state, net, s);
+}
+BENCHMARK(BM_one_trainer_cartpole_mlp)->UseManualTime()->Iterations(200);
+BENCHMARK(BM_one_trainer_cartpole_lstm)->UseManualTime()->Iterations(60);
+BENCHMARK(BM_one_trainer_atari)->UseManualTime()->Iterations(3);
 
 }  // namespace
 

@@ -20,6 +20,8 @@
 
 #include "backend_trainer_support.hpp"
 #include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/algo/loss_choice.hpp"
+#include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/frame_stack.hpp"
@@ -29,6 +31,8 @@
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/trainer.hpp"
+#include "seedrl/train/backend_trainer.hpp"
+#include "seedrl/train/pixel_lstm_recipe.hpp"
 #include "seedrl/train/pixel_lstm_trainer.hpp"
 
 namespace {
@@ -995,4 +999,34 @@ TEST_CASE(
   seedrl::host_backend backend;
   const auto deep = small_conv_small(1, 3, 1, false, false, {2, 2, 2, 2, 2, 2});
   CHECK_NOTHROW(trainer_t<double, small>(backend, deep.stack, deep.agent));
+}
+
+TEST_CASE("backend_trainer trains a pixel agent through the Trainer members as host_trainer does",
+          "[backend_trainer]") {
+  // The recipe trainer the CUDA pixel trainers run, on host_backend: the frame-stacked small
+  // conv agent (the shape comes from the network: stacking and agent config), IMPALA and PPO.
+  using S = double;
+  const auto sh = small_conv_small(2, 2, 1, true, true);
+  net_t<S, small> ref_net(sh.stack, sh.agent), net(sh.stack, sh.agent);
+  seedrl::adam<S> ref_opt(adam_lr(1e-3)), opt(adam_lr(1e-3));
+  seedrl::host_trainer reference;
+  seedrl::backend_trainer<S, seedrl::pixel_lstm_recipe<small>> trainer;
+  seedrl::ppo_loss_config<S> ppo;
+  ppo.epochs = 2;
+  ppo.minibatches = 2;
+  const seedrl::loss_choice<S> losses[] = {
+      seedrl::loss_choice<S>(seedrl::ppo_loss<S>(ppo)),
+      seedrl::loss_choice<S>(seedrl::impala_loss<S>(loss_config()))};
+  seedrl::random_generator rng(71);
+  for (const auto& loss : losses) {
+    const auto batch = make_batch<S>(sh, 3, 4, rng);
+    const auto want = reference.train_step(batch.view(), ref_net, ref_opt, loss, 1.0);
+    const auto got = trainer.train_step(batch.view(), net, opt, loss, 1.0);
+    CHECK(relative(got.terms.total, want.terms.total) < 1e-9);
+    CHECK(relative(got.grad_norm, want.grad_norm) < 1e-9);
+    CHECK(max_difference<S>(net.parameters(), ref_net.parameters()) < 1e-9);
+  }
+  trainer.sync_to_host(net, opt);
+  CHECK(opt.step_count() == ref_opt.step_count());
+  CHECK(max_difference<S>(opt.second_moment(), ref_opt.second_moment()) < 1e-9);
 }

@@ -28,6 +28,8 @@
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/trainer.hpp"
+#include "seedrl/train/backend_trainer.hpp"
+#include "seedrl/train/mlp_lstm_recipe.hpp"
 #include "seedrl/train/mlp_lstm_trainer.hpp"
 #include "softsign_torso.hpp"
 
@@ -960,4 +962,124 @@ TEST_CASE(
     CHECK(l1 == l2);
     CHECK(v1 == v2);
   }
+}
+
+// --- backend_trainer: the recipe trainer (what the CUDA trainers run) on host_backend ----------
+
+using recipe_trainer_t = seedrl::backend_trainer<double, seedrl::mlp_lstm_recipe>;
+static_assert(
+    seedrl::Trainer<recipe_trainer_t, seedrl::mlp_lstm_agent<double>, seedrl::adam<double>,
+                    seedrl::loss_choice<double, seedrl::spec_distribution<double>>>);
+static_assert(seedrl::Trainer<recipe_trainer_t, seedrl::mlp_lstm_agent<double>,
+                              seedrl::rmsprop<double>, seedrl::impala_loss<double>>);
+// Only a device trainer publishes on its device.
+static_assert(!seedrl::DevicePublishingTrainer<recipe_trainer_t, seedrl::mlp_lstm_agent<double>,
+                                               seedrl::adam<double>>);
+
+TEST_CASE("backend_trainer trains through the Trainer members as host_trainer does",
+          "[backend_trainer]") {
+  // The learner's view of the trainer the GPU runs: the first step uploads the network and the
+  // optimizer, each step writes the new parameters into the network, sync_to_host brings the
+  // optimizer state back, load_from_host takes a restored network and optimizer as the truth.
+  using S = double;
+  const auto c = small_config();
+  seedrl::mlp_lstm_agent<S> ref_net(c), net(c);
+  seedrl::adam<S> ref_opt(adam_lr(3e-3)), opt(adam_lr(3e-3));
+  seedrl::host_trainer reference;
+  recipe_trainer_t trainer;
+  CHECK(trainer.num_parameters() == 0);
+  const seedrl::ppo_loss<S> ppo(ppo_schedule_config<S>());
+  const seedrl::loss_choice<S> impala{seedrl::impala_loss<S>(loss_config())};
+  seedrl::random_generator rng(21);
+  const auto step_both = [&](const auto& loss) {
+    const auto batch = make_batch<S>(c, static_cast<std::size_t>(net.state_size()), 5, 4, rng);
+    const auto want = reference.train_step(batch.view(), ref_net, ref_opt, loss, 0.5);
+    const auto got = trainer.train_step(batch.view(), net, opt, loss, 0.5);
+    CHECK(got.applied == want.applied);
+    CHECK(relative(got.terms.total, want.terms.total) < 1e-9);
+    CHECK(relative(got.grad_norm, want.grad_norm) < 1e-9);
+    CHECK(max_difference<S>(net.parameters(), ref_net.parameters()) < 1e-9);
+  };
+  for (int step = 0; step < 2; ++step) {
+    CAPTURE(step);
+    step_both(ppo);  // the schedule's minibatches drawn as host_trainer draws them (seed 0)
+    step_both(impala);
+  }
+  CHECK(trainer.num_parameters() == net.parameters().size());
+  CHECK(opt.step_count() == 0);  // the backend holds the optimizer's truth until sync_to_host
+  trainer.sync_to_host(net, opt);
+  CHECK(opt.step_count() == ref_opt.step_count());
+  CHECK(max_difference<S>(opt.first_moment(), ref_opt.first_moment()) < 1e-9);
+  CHECK(max_difference<S>(opt.second_moment(), ref_opt.second_moment()) < 1e-9);
+
+  SECTION("a restored network and optimizer become the truth") {
+    seedrl::mlp_lstm_agent<S> restored(c);  // fresh parameters, a fresh optimizer
+    seedrl::adam<S> fresh(adam_lr(3e-3));
+    trainer.load_from_host(restored, fresh);
+    seedrl::mlp_lstm_agent<S> ref2(c);
+    seedrl::adam<S> ref2_opt(adam_lr(3e-3));
+    const auto batch = make_batch<S>(c, static_cast<std::size_t>(net.state_size()), 5, 4, rng);
+    const auto want = reference.train_step(batch.view(), ref2, ref2_opt, impala, 0.5);
+    const auto got = trainer.train_step(batch.view(), restored, fresh, impala, 0.5);
+    CHECK(relative(got.grad_norm, want.grad_norm) < 1e-9);
+    CHECK(max_difference<S>(restored.parameters(), ref2.parameters()) < 1e-9);
+  }
+  SECTION("another network's shape rebuilds the backend network") {
+    auto wide = c;
+    wide.lstm_size = 9;
+    seedrl::mlp_lstm_agent<S> other(wide);
+    seedrl::adam<S> other_opt(adam_lr(1e-3));
+    trainer.load_from_host(other, other_opt);
+    CHECK(trainer.num_parameters() == other.parameters().size());
+    CHECK(trainer.num_parameters() != net.parameters().size());
+    const auto batch = make_batch<S>(wide, static_cast<std::size_t>(other.state_size()), 3, 2, rng);
+    CHECK(trainer.train_step(batch.view(), other, other_opt, impala, 0.5).applied);
+  }
+  SECTION("another optimizer's state is refused until load_from_host") {
+    seedrl::rmsprop<S> rms(seedrl::rmsprop_config{});
+    const auto batch = make_batch<S>(c, static_cast<std::size_t>(net.state_size()), 3, 2, rng);
+    CHECK_THROWS_AS(trainer.train_step(batch.view(), net, rms, impala, 0.5), std::logic_error);
+    CHECK_THROWS_AS(trainer.sync_to_host(net, rms), std::logic_error);
+    trainer.load_from_host(net, rms);
+    CHECK(trainer.train_step(batch.view(), net, rms, impala, 0.5).applied);
+  }
+  SECTION("a trainer with no network yet says so, with its name") {
+    recipe_trainer_t unused;
+    CHECK_THROWS_WITH(unused.optimizer_steps(),
+                      Catch::Contains("seedrl::mlp_lstm_trainer on host_backend") &&
+                          Catch::Contains("no network on the backend yet"));
+    recipe_trainer_t moved = std::move(unused);
+    CHECK_THROWS_WITH(unused.optimizer_steps(), Catch::Contains("moved from"));
+    CHECK_THROWS_AS(moved.optimizer_steps(), std::logic_error);  // still no network
+  }
+}
+
+TEST_CASE("backend_trainer keeps RMSProp's momentum across sync_to_host and load_from_host",
+          "[backend_trainer]") {
+  using S = double;
+  auto c = small_config();
+  c.lstm_size = 0;
+  seedrl::rmsprop_config r;
+  r.learning_rate = 2e-3;
+  r.momentum = 0.9;
+  seedrl::mlp_lstm_agent<S> ref_net(c), net(c);
+  seedrl::rmsprop<S> ref_opt(r), opt(r);
+  seedrl::host_trainer reference;
+  recipe_trainer_t trainer;
+  const seedrl::impala_loss<S> loss(loss_config());
+  seedrl::random_generator rng(23);
+  for (int step = 0; step < 4; ++step) {
+    CAPTURE(step);
+    const auto batch = make_batch<S>(c, 0, 4, 3, rng);
+    reference.train_step(batch.view(), ref_net, ref_opt, loss, 0.5);
+    trainer.train_step(batch.view(), net, opt, loss, 0.5);
+    if (step == 1) {  // a checkpoint: the state comes back, then goes up again
+      trainer.sync_to_host(net, opt);
+      CHECK(max_difference<S>(opt.momentum_buffer(), ref_opt.momentum_buffer()) < 1e-9);
+      trainer.load_from_host(net, opt);
+    }
+  }
+  CHECK(max_difference<S>(net.parameters(), ref_net.parameters()) < 1e-9);
+  CHECK(trainer.optimizer_steps() == 4);
+  CHECK(trainer.learning_rate() == ref_opt.learning_rate());
 }

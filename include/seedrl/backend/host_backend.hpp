@@ -2,13 +2,15 @@
 /// \file
 /// `host_backend`: the CPU model of `seedrl::ComputeBackend` (seedrl/backend/compute_backend.hpp).
 /// Buffers are std::vector, `for_each` is a loop (Eigen expressions or row loops for the
-/// kernels it knows: activations, sums, max pooling), GEMMs are Eigen products, V-trace is the CPU
-/// scan of seedrl/algo/vtrace.hpp, convolutions are oneDNN
-/// for float when SEEDRL_HAS_DNNL (seedrl/detail/dnnl_conv2d.hpp, primitives kept per shape),
-/// otherwise im2col + GEMM (backend/detail/conv2d_gemm.hpp on detail::host_conv_primitives).
-/// It runs the CPU agents' conv stacks (`backend_feature_stack`), the CPU tests' backend-generic
-/// trainers, and is the reference for the GPU backend's primitives. The convolutions' scratch is
-/// kept between calls, so one object must not be used by two threads at once.
+/// kernels it knows: activations, sums, max pooling, the LSTM's cells, state rows), GEMMs are
+/// oneDNN's sgemm or Eigen products, V-trace is the CPU scan of seedrl/algo/vtrace.hpp,
+/// convolutions are oneDNN for float when SEEDRL_HAS_DNNL (seedrl/detail/dnnl_conv2d.hpp,
+/// primitives kept per shape), otherwise im2col + GEMM (backend/detail/conv2d_gemm.hpp on
+/// detail::host_conv_primitives). It runs the CPU agents' conv stacks (`backend_feature_stack`),
+/// the CPU tests' backend-generic trainers, and is the reference for the GPU backend's primitives.
+/// Its GEMM is the CPU agents' (detail::host_sgemm_primitives: oneDNN's sgemm from 16 rows). The
+/// convolutions' and the few-row products' scratch is kept between calls, so one object must not be
+/// used by two threads at once.
 
 #include <algorithm>
 #include <cstddef>
@@ -22,6 +24,7 @@
 #include "seedrl/backend/detail/conv2d_gemm.hpp"
 #include "seedrl/backend/detail/host_conv_primitives.hpp"
 #include "seedrl/backend/detail/host_dense_primitives.hpp"
+#include "seedrl/backend/detail/host_sgemm_primitives.hpp"
 #include "seedrl/backend/detail/max_pool2d_kernels.hpp"
 #include "seedrl/detail/dnnl_conv2d.hpp"
 
@@ -30,7 +33,7 @@ namespace seedrl {
 /// Runs the ComputeBackend primitives on the calling thread; see the file comment. The ones
 /// without Eigen (buffers, copies, for_each, V-trace, sums) are detail::host_primitives', the
 /// GEMM detail::host_dense_primitives'.
-class host_backend : public detail::host_dense_primitives {
+class host_backend : public detail::host_sgemm_primitives {
  public:
   using detail::host_dense_primitives::for_each;
 

@@ -1,9 +1,11 @@
 #pragma once
 /// \file
-/// The GPU side of `cuda::agent_trainer` (seedrl/cuda/agent_trainer.hpp): the engine, a
-/// `backend_agent_trainer<cuda_backend, S, Recipe::torso<cuda_backend, S>>` on one device, and
-/// the constructor that makes it. Include it from exactly one .cu file of a program, compiled by
-/// nvcc, next to one explicit instantiation per scalar type and recipe the program uses:
+/// The GPU side of `cuda::agent_trainer` (seedrl/cuda/agent_trainer.hpp): the engine, the
+/// recipe's backend trainer (`detail::recipe_model`, what `backend_trainer` runs on the CPU) on
+/// a `cuda_backend` on one device plus the device's own work (setting the device, publication
+/// into a device channel), and the constructor that makes it. Include it from exactly one .cu file
+/// of a program, compiled by nvcc, next to one explicit instantiation per scalar type and recipe
+/// the program uses:
 ///
 ///   #include "seedrl/cuda/agent_trainer.cuh"
 ///   template class seedrl::cuda::agent_trainer<float, my_recipe>;
@@ -28,7 +30,7 @@
 #include "seedrl/cuda/device_parameter_channel.cuh"
 #include "seedrl/cuda/error.cuh"
 #include "seedrl/runtime/parameter_source.hpp"
-#include "seedrl/train/agent_trainer.hpp"
+#include "seedrl/train/detail/recipe_model.hpp"
 
 namespace seedrl::cuda {
 
@@ -59,20 +61,21 @@ template <class S, class Recipe>
 class agent_trainer_engine_impl final
     : public agent_trainer_engine<S, typename Recipe::shape_type> {
   using shape_type = typename Recipe::shape_type;
-  using trainer_type =
-      backend_agent_trainer<cuda_backend, S, typename Recipe::template torso<cuda_backend, S>>;
+  using model_type = seedrl::detail::recipe_model<cuda_backend, S, Recipe>;
   using channel_source = channel_parameter_source<device_parameter_channel<S>>;
 
  public:
-  explicit agent_trainer_engine_impl(int device) : device_(device) {
-    require_agent_trainer_device(Recipe::name, device);
+  explicit agent_trainer_engine_impl(int device)
+      : device_(device), name_(std::string(Recipe::name) + " on CUDA") {
+    require_agent_trainer_device(name_.c_str(), device);
     use_agent_trainer_device(device);
     backend_ = std::make_unique<cuda_backend>();
+    model_ = std::make_unique<model_type>(*backend_, name_);
   }
 
   ~agent_trainer_engine_impl() override {
     (void)cudaSetDevice(device_);  // free on the right device; a destructor cannot report
-    trainer_.reset();
+    model_.reset();
     backend_.reset();
   }
 
@@ -81,13 +84,7 @@ class agent_trainer_engine_impl final
 
   void upload_model(const shape_type& shape, std::span<const S> params) override {
     use_agent_trainer_device(device_);
-    std::string key = Recipe::describe(shape);
-    if (!trainer_ || key_ != key) {
-      trainer_.reset();  // free the old network's buffers before allocating the new one
-      trainer_ = Recipe::template make_trainer<trainer_type>(*backend_, shape);
-      key_ = std::move(key);
-    }
-    trainer_->set_parameters(params);
+    model_->upload_model(shape, params);
     if (channel_)
       publish();  // e.g. a restored checkpoint: inference takes it from the channel
   }
@@ -95,13 +92,13 @@ class agent_trainer_engine_impl final
   void upload_optimizer(const adam_config& config, std::int64_t steps,
                         std::span<const std::span<const S>> state) override {
     use_agent_trainer_device(device_);
-    model("upload_optimizer").set_optimizer(config, steps, state);
+    model_->upload_optimizer(config, steps, state);
   }
 
   void upload_optimizer(const rmsprop_config& config, std::int64_t steps,
                         std::span<const std::span<const S>> state) override {
     use_agent_trainer_device(device_);
-    model("upload_optimizer").set_optimizer(config, steps, state);
+    model_->upload_optimizer(config, steps, state);
   }
 
   train_step_result step(const training_batch<S>& batch, const impala_loss_config<S>& loss,
@@ -122,7 +119,7 @@ class agent_trainer_engine_impl final
 
   std::shared_ptr<parameter_source<S>> publish_on_device() override {
     use_agent_trainer_device(device_);
-    const auto& m = model("publish_on_device");
+    const auto& m = model_->model("publish_on_device");
     if (!channel_)  // on this device: the events and buffers belong to it
       channel_ = std::make_shared<channel_source>(m.num_parameters());
     publish();
@@ -131,39 +128,33 @@ class agent_trainer_engine_impl final
 
   void download_parameters(std::span<S> params_out) const override {
     use_agent_trainer_device(device_);
-    model("download_parameters").get_parameters(params_out);
+    model_->download_parameters(params_out);
   }
 
-  std::int64_t optimizer_steps() const override {
-    return model("optimizer_steps").optimizer_step_count();
-  }
+  std::int64_t optimizer_steps() const override { return model_->optimizer_steps(); }
 
   std::vector<std::vector<S>> optimizer_arrays() const override {
     use_agent_trainer_device(device_);
-    return model("optimizer_arrays").optimizer_state();
+    return model_->optimizer_arrays();
   }
 
-  double learning_rate() const override { return model("learning_rate").learning_rate(); }
+  double learning_rate() const override { return model_->learning_rate(); }
 
-  std::size_t num_parameters() const override { return trainer_ ? trainer_->num_parameters() : 0; }
+  std::size_t num_parameters() const override { return model_->num_parameters(); }
+
+  const std::string& name() const override { return name_; }
 
  private:
-  /// One step of the loss `loss` (IMPALA's config or the loss chosen at run time); see step.
+  /// One step of the loss `loss` (IMPALA's config or the loss chosen at run time).
   template <class Loss>
   train_step_result run_step(const training_batch<S>& batch, const Loss& loss, double max_grad_norm,
                              std::span<S> params_out) {
     use_agent_trainer_device(device_);
-    auto& m = model("step");
-    if (!params_out.empty() && params_out.size() != m.num_parameters()) {
-      throw std::invalid_argument(std::string(Recipe::name) + "::step: params_out holds " +
-                                  std::to_string(params_out.size()) + " values, the network has " +
-                                  std::to_string(m.num_parameters()));
-    }
-    train_step_result r = m.train_step(batch, loss, max_grad_norm);
+    train_step_result r = model_->step(batch, loss, max_grad_norm, {});
     if (channel_)
       publish();  // after the optimizer's update on the stream; nothing waits for it
     if (!params_out.empty())
-      m.get_parameters(params_out);  // waits for the step
+      model_->download_parameters(params_out);  // waits for the step
     return r;
   }
 
@@ -171,10 +162,9 @@ class agent_trainer_engine_impl final
   /// given so far (the write waits for the last copy out of that buffer), then published.
   void publish() {
     auto& channel = channel_->channel();
-    const auto& m = model("publish");
+    const auto& m = model_->model("publish");
     if (m.num_parameters() != channel.size()) {
-      throw std::logic_error(std::string(Recipe::name) + ": the network now has " +
-                             std::to_string(m.num_parameters()) +
+      throw std::logic_error(name_ + ": the network now has " + std::to_string(m.num_parameters()) +
                              " parameters, the device channel holds " +
                              std::to_string(channel.size()));
     }
@@ -183,19 +173,10 @@ class agent_trainer_engine_impl final
     channel.publish(backend_->stream());
   }
 
-  trainer_type& model(const char* who) const {
-    if (!trainer_) {
-      throw std::logic_error(std::string(Recipe::name) + "::" + who +
-                             ": no network on the GPU yet; call load_from_host or upload_model "
-                             "first");
-    }
-    return *trainer_;
-  }
-
   int device_ = 0;
-  std::unique_ptr<cuda_backend> backend_;  ///< behind a pointer: the trainer keeps its address
-  std::unique_ptr<trainer_type> trainer_;
-  std::string key_;  ///< Recipe::describe of `trainer_`'s network
+  std::string name_;
+  std::unique_ptr<cuda_backend> backend_;  ///< behind a pointer: the model keeps its address
+  std::unique_ptr<model_type> model_;
   /// Device publication (publish_on_device); shared with the inference side, which may outlive
   /// this engine.
   std::shared_ptr<channel_source> channel_;

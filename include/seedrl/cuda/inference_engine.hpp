@@ -169,8 +169,9 @@ class inference_engine {
     static_assert(std::is_same_v<typename Net::scalar_type, S>,
                   "seedrl: cuda::inference_engine<S, Recipe> infers with a network of the same S");
     if (config.max_batch == 0 || config.max_envs == 0)
-      throw std::invalid_argument(std::string(Recipe::name) +
-                                  " inference engine: max_envs and max_batch must be positive");
+      throw std::invalid_argument(
+          std::string(Recipe::name) +
+          " CUDA inference engine: max_envs and max_batch must be positive");
     Net copy(net);  // frame_stacked has no const parameters()
     const auto p = copy.parameters();
     device_ =
@@ -190,7 +191,7 @@ class inference_engine {
 
   void reset_state(std::size_t slot) {
     if (slot >= max_envs_) {
-      throw std::out_of_range(std::string(Recipe::name) + " inference engine: slot " +
+      throw std::out_of_range(std::string(Recipe::name) + " CUDA inference engine: slot " +
                               std::to_string(slot) + " is outside [0, " +
                               std::to_string(max_envs_) + ")");
     }
@@ -270,7 +271,7 @@ class inference_engine {
     const auto staging = device_->parameter_staging();
     if (params.size() != staging.size()) {
       throw std::invalid_argument(std::string(Recipe::name) +
-                                  " inference engine: " + std::to_string(params.size()) +
+                                  " CUDA inference engine: " + std::to_string(params.size()) +
                                   " parameters, the network has " + std::to_string(staging.size()));
     }
     std::copy(params.begin(), params.end(), staging.begin());
