@@ -108,26 +108,39 @@ double timed_step(Trainer& trainer, Net& net, seedrl::adam<float>& opt,
   return took.count();
 }
 
-template <class Net>
-void trainer_threads(benchmark::State& state, const Net& net0,
-                     const seedrl_bench::batch_shape& shape) {
+/// Trains copies of `net0` on the same batch with trainers `a` and `b`, alternating in every
+/// iteration (both warmed up by one step first: network copies, uploads); counters
+/// `<name_a>` and `<name_b>` in ms per step, `a_over_b` (speedup, when a is the baseline) and
+/// `b_over_a` (ratio) as named, and the load average.
+template <class TrainerA, class TrainerB, class Net>
+void alternate_trainers(benchmark::State& state, const Net& net0,
+                        const seedrl_bench::batch_shape& shape, TrainerA& a, TrainerB& b,
+                        const char* name_a, const char* name_b, const char* ratio_name,
+                        bool ratio_b_over_a) {
   const double load = load_average();
   const seedrl_bench::random_training_batch data(shape, 1);
-  Net one = net0, two = net0;
-  seedrl::adam<float> opt_one, opt_two;
-  seedrl::host_trainer t1(1, 1), t2(1, 2);
-  (void)timed_step(t2, two, opt_two, data.view(), state);  // the copies are made at the first
-  double s1 = 0.0, s2 = 0.0;
+  Net net_a = net0, net_b = net0;
+  seedrl::adam<float> opt_a, opt_b;
+  (void)timed_step(a, net_a, opt_a, data.view(), state);
+  (void)timed_step(b, net_b, opt_b, data.view(), state);
+  double sa = 0.0, sb = 0.0;
   for (auto _ : state) {
-    s1 += timed_step(t1, one, opt_one, data.view(), state);
-    s2 += timed_step(t2, two, opt_two, data.view(), state);
+    sa += timed_step(a, net_a, opt_a, data.view(), state);
+    sb += timed_step(b, net_b, opt_b, data.view(), state);
     state.SetIterationTime(0.0);  // the counters carry the times
   }
   const auto n = static_cast<double>(state.iterations());
-  state.counters["w1_ms"] = s1 / n * 1e3;
-  state.counters["w2_ms"] = s2 / n * 1e3;
-  state.counters["speedup"] = s1 / s2;
+  state.counters[name_a] = sa / n * 1e3;
+  state.counters[name_b] = sb / n * 1e3;
+  state.counters[ratio_name] = ratio_b_over_a ? sb / sa : sa / sb;
   state.counters["load"] = load;
+}
+
+template <class Net>
+void trainer_threads(benchmark::State& state, const Net& net0,
+                     const seedrl_bench::batch_shape& shape) {
+  seedrl::host_trainer t1(1, 1), t2(1, 2);
+  alternate_trainers(state, net0, shape, t1, t2, "w1_ms", "w2_ms", "speedup", false);
 }
 
 void BM_trainer_threads_cartpole(benchmark::State& state) {
@@ -153,25 +166,9 @@ BENCHMARK(BM_trainer_threads_atari)->UseManualTime()->Iterations(3);
 
 template <class Recipe, class Net>
 void one_trainer(benchmark::State& state, const Net& net0, const seedrl_bench::batch_shape& shape) {
-  const double load = load_average();
-  const seedrl_bench::random_training_batch data(shape, 1);
-  Net host_net = net0, backend_net = net0;
-  seedrl::adam<float> host_opt, backend_opt;
   seedrl::host_trainer host(1, 1);
   seedrl::backend_trainer<float, Recipe> backend;
-  (void)timed_step(backend, backend_net, backend_opt, data.view(), state);  // the first uploads
-  (void)timed_step(host, host_net, host_opt, data.view(), state);
-  double h = 0.0, b = 0.0;
-  for (auto _ : state) {
-    h += timed_step(host, host_net, host_opt, data.view(), state);
-    b += timed_step(backend, backend_net, backend_opt, data.view(), state);
-    state.SetIterationTime(0.0);  // the counters carry the times
-  }
-  const auto n = static_cast<double>(state.iterations());
-  state.counters["host_ms"] = h / n * 1e3;
-  state.counters["backend_ms"] = b / n * 1e3;
-  state.counters["ratio"] = b / h;
-  state.counters["load"] = load;
+  alternate_trainers(state, net0, shape, host, backend, "host_ms", "backend_ms", "ratio", true);
 }
 
 void BM_one_trainer_cartpole_mlp(benchmark::State& state) {

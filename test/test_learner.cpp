@@ -37,6 +37,8 @@
 #include "seedrl/runtime/progress.hpp"
 #include "seedrl/runtime/trainer.hpp"
 #include "seedrl/runtime/training_batch.hpp"
+#include "seedrl/train/backend_trainer.hpp"
+#include "seedrl/train/mlp_lstm_recipe.hpp"
 #include "seedrl/transport/in_process.hpp"
 
 namespace {
@@ -464,6 +466,68 @@ TEST_CASE("learner checkpoints while training and a new learner resumes from the
                      after.parameters().begin()));
     CHECK(other.stats().frames == 0);
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the learner trains with backend_trainer and checkpoints what the backend holds",
+          "[learner][checkpoint]") {
+  // The recipe trainer (what a GPU learner runs) as the learner's Trainer on the CPU: the
+  // learner publishes the parameters each step writes back, and a checkpoint carries the
+  // backend's optimizer state (sync_to_host), which a host_trainer learner resumes from.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("seedrl-learner-backend-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  seedrl::in_process_transport transport;
+  seedrl::mlp_lstm_agent_config nc;
+  nc.hidden_sizes = {8};
+  nc.lstm_size = 8;
+  seedrl::learner_config lc = small_learner_config();
+  lc.checkpoint_dir = dir;
+  lc.checkpointing = {2, std::nullopt, true};
+  using backend_learner = seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport,
+                                          seedrl::backend_trainer<float, seedrl::mlp_lstm_recipe>>;
+  const seedrl::in_process_endpoint endpoint{"learner-backend-trainer"};
+  const net_t initial(nc);
+  std::vector<float> final_params;
+  seedrl::learner_stats saved{};
+  {
+    backend_learner learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                            seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+    learner.start();
+    learner.serve(transport.listen(endpoint));
+    std::atomic<bool> stop{false};
+    std::thread actor_thread([&] {
+      seedrl::actor_config ac;
+      ac.num_envs = 2;
+      seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
+          ac, [](std::size_t) { return seedrl::cartpole{}; },
+          [&] { return transport.connect(endpoint); });
+      a.run(stop);
+    });
+    REQUIRE(wait_for([&] { return learner.stats().checkpoints_saved >= 2; }, 20s));
+    stop = true;
+    actor_thread.join();
+    learner.stop();
+    saved = learner.stats();
+    net_t copy(nc);
+    learner.copy_parameters(copy);
+    final_params.assign(copy.parameters().begin(), copy.parameters().end());
+  }
+  REQUIRE(saved.train_steps > 0);
+  CHECK(saved.trainer_error.empty());
+  CHECK(!std::equal(final_params.begin(), final_params.end(), initial.parameters().begin()));
+  const auto latest = seedrl::read_latest_checkpoint(dir);
+  REQUIRE(latest);
+  CHECK(latest->step == saved.train_steps);
+  seedrl::adam<float> opt;
+  opt.load_state(latest->blob("optimizer"));
+  CHECK(opt.step_count() == saved.train_steps);  // the backend's state, not the host's zeros
+  learner_t resumed(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                    seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
+  resumed.restore(*latest);
+  net_t copy(nc);
+  resumed.copy_parameters(copy);
+  CHECK(std::equal(final_params.begin(), final_params.end(), copy.parameters().begin()));
   std::filesystem::remove_all(dir);
 }
 

@@ -28,5 +28,5 @@ int main(int argc, char** argv) {
   p.make_env = [](std::size_t i, std::uint64_t seed) {
     return seedrl::catch_game({}, seed * 7919 + i);
   };
-  return p.run(argc, argv, seedrl::app::pixel_recipe<seedrl::app::pixel_gpu_trainer>{});
+  return p.run(argc, argv, seedrl::app::pixel_gpu_recipe{});
 }
