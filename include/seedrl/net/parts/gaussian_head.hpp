@@ -29,7 +29,7 @@
 #include <stdexcept>
 
 #include "seedrl/backend/compute_backend.hpp"
-#include "seedrl/backend/detail/host_dense_primitives.hpp"
+#include "seedrl/backend/detail/host_sgemm_primitives.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/detail/policy_layer.hpp"
@@ -107,7 +107,8 @@ class gaussian_head {
     return static_cast<std::size_t>(n);
   }
 
-  using backend_type = detail::host_dense_primitives;
+  // host_backend's GEMM, made per call as linear_head's (linear_heads.hpp says why).
+  using backend_type = detail::host_sgemm_primitives;
   using layer_type = detail::policy_layer<S>;
 
   options_type options_;

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "seedrl/backend/detail/host_dense_primitives.hpp"
+#include "seedrl/backend/detail/host_sgemm_primitives.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/activation_math.hpp"
 #include "seedrl/net/detail/dense_stack.hpp"
@@ -27,10 +27,12 @@ namespace detail {
 
 /// A linear layer as a head, initialised as PyTorch's default scaled by `gain`, or orthogonal
 /// with `orthogonal_gain`: a `dense_stack` of one layer without activation on the host's
-/// primitives, the code the backend trainers run for their heads.
+/// primitives (host_backend's GEMM: oneDNN's sgemm from 16 rows), the code the backend trainers
+/// run for their heads. The primitives are made per call: a head's product never takes their
+/// few-row transposed path, the one that keeps scratch (it needs a weight of 2^19 elements).
 template <std::floating_point S>
 class linear_head {
-  using backend_type = host_dense_primitives;
+  using backend_type = host_sgemm_primitives;
   using stack_type = dense_stack<S, identity_activation>;
 
  public:

@@ -11,7 +11,8 @@
 /// half of each output row: the value and policy networks of an agent whose heads read one
 /// tower each (agent_options::value_features: the value head reads the first). The layers are
 /// `detail::dense_stack`, run here on the host's primitives: the same code the backend trainers run
-/// (`backend_mlp_torso`).
+/// (`backend_mlp_torso`), with host_backend's GEMM (detail::host_sgemm_primitives: oneDNN's sgemm
+/// from 16 rows; Eigen below, and where seedrl has no oneDNN).
 
 #include <algorithm>
 #include <array>
@@ -22,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "seedrl/backend/detail/host_dense_primitives.hpp"
+#include "seedrl/backend/detail/host_sgemm_primitives.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/activation_math.hpp"
 #include "seedrl/net/detail/dense_stack.hpp"
@@ -47,7 +48,7 @@ struct mlp_torso_options {
 /// The MLP torso; see the file comment.
 template <std::floating_point S, Activation<S> Act = relu_activation>
 class mlp_torso {
-  using backend_type = detail::host_dense_primitives;
+  using backend_type = detail::host_sgemm_primitives;
   using stack_type = detail::dense_stack<S, Act>;
 
  public:
@@ -82,7 +83,7 @@ class mlp_torso {
 
   void infer(const_matrix_view<S> x, matrix_view<S> y) {
     for (std::size_t t = 0; t < towers(); ++t)
-      stack_.forward(backend_type{}, step_[t], tower_params(t), x.data(), view_stride(x),
+      stack_.forward(step_primitives_, step_[t], tower_params(t), x.data(), view_stride(x),
                      view_rows(x), y.data() + t * tower_width(), view_stride(y));
   }
 
@@ -93,7 +94,7 @@ class mlp_torso {
     y_stride_ = view_stride(y);
     rows_ = view_rows(x);
     for (std::size_t t = 0; t < towers(); ++t)
-      stack_.forward(backend_type{}, train_[t], tower_params(t), x_, x_stride_, rows_,
+      stack_.forward(train_primitives_, train_[t], tower_params(t), x_, x_stride_, rows_,
                      y.data() + t * tower_width(), y_stride_);
   }
 
@@ -101,7 +102,7 @@ class mlp_torso {
     if (x_ == nullptr)
       throw std::logic_error("seedrl::mlp_torso::backward: call forward first");
     for (std::size_t t = 0; t < towers(); ++t)
-      stack_.backward(backend_type{}, train_[t], tower_params(t),
+      stack_.backward(train_primitives_, train_[t], tower_params(t),
                       grads_ + t * stack_.num_parameters(), x_, x_stride_, rows_,
                       y_ + t * tower_width(), y_stride_, dy.data() + t * tower_width(),
                       view_stride(dy));
@@ -131,8 +132,9 @@ class mlp_torso {
   stack_type stack_;
   S* params_ = nullptr;
   S* grads_ = nullptr;
-  // One pair of work arrays per tower.
+  // One pair of work arrays per tower, and the primitives of each use (they keep scratch).
   std::array<typename stack_type::template workspace<backend_type>, 2> step_, train_;
+  backend_type step_primitives_, train_primitives_;
   const S* x_ = nullptr;
   const S* y_ = nullptr;
   std::size_t x_stride_ = 0, y_stride_ = 0, rows_ = 0;
