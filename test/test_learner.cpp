@@ -383,6 +383,41 @@ TEST_CASE("a silent peer is refused after the handshake timeout", "[learner]") {
       seedrl::in_process_endpoint{"learner-silent"});
 }
 
+namespace {
+
+/// Starts `learner` on `endpoint`, runs one CartPole actor of two environments on a thread
+/// until the learner has saved `checkpoints` checkpoints, stops both (the learner saves once
+/// more) and returns the learner's parameters (a network of config `nc`).
+template <class Learner>
+std::vector<float> train_until_checkpoints(Learner& learner,
+                                           seedrl::in_process_transport& transport,
+                                           const seedrl::in_process_endpoint& endpoint,
+                                           std::int64_t checkpoints,
+                                           const seedrl::mlp_lstm_agent_config& nc) {
+  learner.start();
+  learner.serve(transport.listen(endpoint));
+  std::atomic<bool> stop{false};
+  std::thread actor_thread([&] {
+    seedrl::actor_config ac;
+    ac.num_envs = 2;
+    seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
+        ac, [](std::size_t) { return seedrl::cartpole{}; },
+        [&] { return transport.connect(endpoint); });
+    a.run(stop);
+  });
+  const bool saved =
+      wait_for([&] { return learner.stats().checkpoints_saved >= checkpoints; }, 20s);
+  stop = true;
+  actor_thread.join();
+  learner.stop();  // saves once more, at exit
+  REQUIRE(saved);
+  net_t copy(nc);
+  learner.copy_parameters(copy);
+  return {copy.parameters().begin(), copy.parameters().end()};
+}
+
+}  // namespace
+
 TEST_CASE("learner checkpoints while training and a new learner resumes from them",
           "[learner][checkpoint]") {
   const auto dir = std::filesystem::temp_directory_path() /
@@ -403,25 +438,8 @@ TEST_CASE("learner checkpoints while training and a new learner resumes from the
   {
     learner_t learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
                       seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
-    learner.start();
-    learner.serve(transport.listen(endpoint));
-    std::atomic<bool> stop{false};
-    std::thread actor_thread([&] {
-      seedrl::actor_config ac;
-      ac.num_envs = 2;
-      seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
-          ac, [](std::size_t) { return seedrl::cartpole{}; },
-          [&] { return transport.connect(endpoint); });
-      a.run(stop);
-    });
-    REQUIRE(wait_for([&] { return learner.stats().checkpoints_saved >= 3; }, 20s));
-    stop = true;
-    actor_thread.join();
-    learner.stop();  // saves once more, at exit
+    final_params = train_until_checkpoints(learner, transport, endpoint, 3, nc);
     saved = learner.stats();
-    net_t copy(nc);
-    learner.copy_parameters(copy);
-    final_params.assign(copy.parameters().begin(), copy.parameters().end());
   }
   // keep_checkpoints = 2: only the two newest remain, the newest from stop().
   std::size_t files = 0;
@@ -493,25 +511,8 @@ TEST_CASE("the learner trains with backend_trainer and checkpoints what the back
   {
     backend_learner learner(lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
                             seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());
-    learner.start();
-    learner.serve(transport.listen(endpoint));
-    std::atomic<bool> stop{false};
-    std::thread actor_thread([&] {
-      seedrl::actor_config ac;
-      ac.num_envs = 2;
-      seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
-          ac, [](std::size_t) { return seedrl::cartpole{}; },
-          [&] { return transport.connect(endpoint); });
-      a.run(stop);
-    });
-    REQUIRE(wait_for([&] { return learner.stats().checkpoints_saved >= 2; }, 20s));
-    stop = true;
-    actor_thread.join();
-    learner.stop();
+    final_params = train_until_checkpoints(learner, transport, endpoint, 2, nc);
     saved = learner.stats();
-    net_t copy(nc);
-    learner.copy_parameters(copy);
-    final_params.assign(copy.parameters().begin(), copy.parameters().end());
   }
   REQUIRE(saved.train_steps > 0);
   CHECK(saved.trainer_error.empty());
