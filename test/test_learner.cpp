@@ -385,6 +385,27 @@ TEST_CASE("a silent peer is refused after the handshake timeout", "[learner]") {
 
 namespace {
 
+/// A small CartPole network (MLP 8 + LSTM 8) and a learner config that checkpoints every
+/// `every` steps into a fresh directory of its own, removed at the end.
+struct checkpointed_run {
+  std::filesystem::path dir;
+  seedrl::mlp_lstm_agent_config nc;
+  seedrl::learner_config lc = small_learner_config();
+
+  checkpointed_run(const std::string& name, std::int64_t every)
+      : dir(std::filesystem::temp_directory_path() /
+            ("seedrl-learner-" + name + "-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(dir);
+    nc.hidden_sizes = {8};
+    nc.lstm_size = 8;
+    lc.checkpoint_dir = dir;
+    lc.checkpointing = {every, std::nullopt, true};
+  }
+  checkpointed_run(const checkpointed_run&) = delete;
+  checkpointed_run& operator=(const checkpointed_run&) = delete;
+  ~checkpointed_run() { std::filesystem::remove_all(dir); }
+};
+
 /// Starts `learner` on `endpoint`, runs one CartPole actor of two environments on a thread
 /// until the learner has saved `checkpoints` checkpoints, stops both (the learner saves once
 /// more) and returns the learner's parameters (a network of config `nc`).
@@ -420,16 +441,11 @@ std::vector<float> train_until_checkpoints(Learner& learner,
 
 TEST_CASE("learner checkpoints while training and a new learner resumes from them",
           "[learner][checkpoint]") {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("seedrl-learner-ckpt-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  checkpointed_run run("ckpt", 3);
+  const auto& dir = run.dir;
+  const auto& nc = run.nc;
+  auto& lc = run.lc;
   seedrl::in_process_transport transport;
-  seedrl::mlp_lstm_agent_config nc;
-  nc.hidden_sizes = {8};
-  nc.lstm_size = 8;
-  seedrl::learner_config lc = small_learner_config();
-  lc.checkpoint_dir = dir;
-  lc.checkpointing = {3, std::nullopt, true};
   lc.keep_checkpoints = 2;
   lc.checkpoint_meta["network"] = "test net";
   const seedrl::in_process_endpoint endpoint{"learner-ckpt"};
@@ -484,7 +500,6 @@ TEST_CASE("learner checkpoints while training and a new learner resumes from the
                      after.parameters().begin()));
     CHECK(other.stats().frames == 0);
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("the learner trains with backend_trainer and checkpoints what the backend holds",
@@ -492,16 +507,11 @@ TEST_CASE("the learner trains with backend_trainer and checkpoints what the back
   // The recipe trainer (what a GPU learner runs) as the learner's Trainer on the CPU: the
   // learner publishes the parameters each step writes back, and a checkpoint carries the
   // backend's optimizer state (sync_to_host), which a host_trainer learner resumes from.
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("seedrl-learner-backend-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  checkpointed_run run("backend", 2);
+  const auto& dir = run.dir;
+  const auto& nc = run.nc;
+  const auto& lc = run.lc;
   seedrl::in_process_transport transport;
-  seedrl::mlp_lstm_agent_config nc;
-  nc.hidden_sizes = {8};
-  nc.lstm_size = 8;
-  seedrl::learner_config lc = small_learner_config();
-  lc.checkpoint_dir = dir;
-  lc.checkpointing = {2, std::nullopt, true};
   using backend_learner = seedrl::learner<net_t, seedrl::adam<float>, seedrl::in_process_transport,
                                           seedrl::backend_trainer<float, seedrl::mlp_lstm_recipe>>;
   const seedrl::in_process_endpoint endpoint{"learner-backend-trainer"};
@@ -529,7 +539,6 @@ TEST_CASE("the learner trains with backend_trainer and checkpoints what the back
   net_t copy(nc);
   resumed.copy_parameters(copy);
   CHECK(std::equal(final_params.begin(), final_params.end(), copy.parameters().begin()));
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a new run refuses a checkpoint directory that holds another run's checkpoints",
