@@ -385,6 +385,35 @@ TEST_CASE("a silent peer is refused after the handshake timeout", "[learner]") {
 
 namespace {
 
+/// One CartPole actor of `num_envs` environments on a thread of its own, connected to
+/// `endpoint`, until stop() (or destruction) ends and joins it.
+class cartpole_actor_thread {
+ public:
+  cartpole_actor_thread(seedrl::in_process_transport& transport,
+                        const seedrl::in_process_endpoint& endpoint, std::size_t num_envs)
+      : thread_([this, &transport, endpoint, num_envs] {
+          seedrl::actor_config ac;
+          ac.num_envs = num_envs;
+          seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
+              ac, [](std::size_t) { return seedrl::cartpole{}; },
+              [&transport, endpoint] { return transport.connect(endpoint); });
+          a.run(stop_);
+        }) {}
+  cartpole_actor_thread(const cartpole_actor_thread&) = delete;
+  cartpole_actor_thread& operator=(const cartpole_actor_thread&) = delete;
+  ~cartpole_actor_thread() { stop(); }
+
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable())
+      thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 /// A small CartPole network (MLP 8 + LSTM 8) and a learner config that checkpoints every
 /// `every` steps into a fresh directory of its own, removed at the end.
 struct checkpointed_run {
@@ -417,19 +446,10 @@ std::vector<float> train_until_checkpoints(Learner& learner,
                                            const seedrl::mlp_lstm_agent_config& nc) {
   learner.start();
   learner.serve(transport.listen(endpoint));
-  std::atomic<bool> stop{false};
-  std::thread actor_thread([&] {
-    seedrl::actor_config ac;
-    ac.num_envs = 2;
-    seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
-        ac, [](std::size_t) { return seedrl::cartpole{}; },
-        [&] { return transport.connect(endpoint); });
-    a.run(stop);
-  });
+  cartpole_actor_thread actor(transport, endpoint, 2);
   const bool saved =
       wait_for([&] { return learner.stats().checkpoints_saved >= checkpoints; }, 20s);
-  stop = true;
-  actor_thread.join();
+  actor.stop();
   learner.stop();  // saves once more, at exit
   REQUIRE(saved);
   net_t copy(nc);
@@ -710,15 +730,7 @@ TEST_CASE("the learner trains through its Trainer, and a failing trainer stops t
                            trainer);
   learner.start();
   learner.serve(transport.listen(endpoint));
-  std::atomic<bool> stop{false};
-  std::thread actor([&] {
-    seedrl::actor_config ac;
-    ac.num_envs = 2;
-    seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
-        ac, [](std::size_t) { return seedrl::cartpole{}; },
-        [&] { return transport.connect(endpoint); });
-    a.run(stop);
-  });
+  cartpole_actor_thread actor(transport, endpoint, 2);
   const auto until = std::chrono::steady_clock::now() + 20s;
   while (learner.stats().trainer_error.empty() && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(1ms);
@@ -735,8 +747,7 @@ TEST_CASE("the learner trains through its Trainer, and a failing trainer stops t
     std::this_thread::sleep_for(1ms);
   CHECK(learner.stats().frames >= frames + 20);
   CHECK(learner.stats().train_steps == 6);
-  stop = true;
-  actor.join();
+  actor.stop();
   learner.stop();
   std::filesystem::remove_all(dir);
 }
@@ -781,15 +792,7 @@ TEST_CASE("busy shares stay within each window, and a full training queue is the
                        seedrl::cartpole::action_spec(), trainer);
   learner.start();
   learner.serve(transport.listen(endpoint));
-  std::atomic<bool> stop{false};
-  std::thread actor([&] {
-    seedrl::actor_config ac;
-    ac.num_envs = 4;
-    seedrl::actor<seedrl::cartpole, std::function<seedrl::in_process_connection()>> a(
-        ac, [](std::size_t) { return seedrl::cartpole{}; },
-        [&] { return transport.connect(endpoint); });
-    a.run(stop);
-  });
+  cartpole_actor_thread actor(transport, endpoint, 4);
   // Windows of about 20 ms against 120 ms training steps: before, a step's whole time went to
   // the window it ended in (training 600%), and queue-blocked time counted as inference.
   std::vector<seedrl::learner_stats> snaps{learner.stats()};
@@ -798,8 +801,7 @@ TEST_CASE("busy shares stay within each window, and a full training queue is the
     std::this_thread::sleep_for(20ms);
     snaps.push_back(learner.stats());
   }
-  stop = true;
-  actor.join();
+  actor.stop();
   learner.stop();
   REQUIRE(*steps >= 6);
   for (std::size_t i = 1; i < snaps.size(); ++i) {
