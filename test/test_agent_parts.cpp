@@ -30,6 +30,7 @@
 #include "seedrl/net/parts/no_core.hpp"
 #include "seedrl/net/parts/preprocess.hpp"
 #include "seedrl/net/parts/small_conv.hpp"
+#include "seedrl/net/parts/spec_policy_head.hpp"
 
 namespace {
 
@@ -930,4 +931,122 @@ TEST_CASE("a state-independent log-std pushed past the clamp comes back", "[part
   g.backward(seedrl::cview(x.data(), N, in, in), seedrl::cview(dy.data(), N, 2 * D, 2 * D),
              seedrl::view(dx.data(), N, in, in), false);
   CHECK(grad[first_log_std] == -N);
+}
+
+/// The composition of CPU parts `mlp_lstm_agent<S>` starts and computes as (its file comment).
+template <class S>
+using mlp_parts_composition =
+    seedrl::actor_critic_agent<S, seedrl::vector_observations, seedrl::mlp_torso<S>,
+                               seedrl::lstm_core<S>, seedrl::spec_policy_head<S>,
+                               seedrl::value_head<S>>;
+
+template <class S>
+mlp_parts_composition<S> mlp_parts_for(const seedrl::mlp_lstm_agent_config& c) {
+  const auto scheme =
+      c.orthogonal_init ? seedrl::init_scheme::orthogonal : seedrl::init_scheme::pytorch_default;
+  return mlp_parts_composition<S>(
+      {.num_actions = c.num_actions,
+       .reward_and_action_inputs = c.reward_and_action_inputs,
+       .max_abs_input_reward = c.max_abs_input_reward,
+       .seed = c.seed,
+       .continuous_action_size = c.continuous_action_size,
+       .value_features = c.separate_value_network ? c.hidden_sizes.back() : std::ptrdiff_t{0}},
+      seedrl::vector_observations{c.observation_size},
+      seedrl::mlp_torso<S>({.input_size = c.observation_size,
+                            .widths = c.hidden_sizes,
+                            .init = scheme,
+                            .towers = c.separate_value_network ? 2 : 1}),
+      {.hidden_size = c.lstm_size, .num_layers = c.lstm_layers, .forget_bias = c.forget_bias},
+      {.num_outputs = c.num_actions,
+       .independent_log_std_size = c.log_std_init ? c.continuous_action_size : 0,
+       .initial_log_std = c.log_std_init.value_or(0.0),
+       .init = scheme},
+      {.init = scheme});
+}
+
+TEST_CASE(
+    "mlp_lstm_agent, the backend agent on the host, starts with the parameters of its "
+    "composition of CPU parts and computes what it computes",
+    "[parts][backend_agent]") {
+  seedrl::mlp_lstm_agent_config c;
+  c.observation_size = 5;
+  c.num_actions = 3;
+  c.hidden_sizes = {7, 6};
+  c.lstm_size = 4;
+  c.seed = 31;
+  const int variant = GENERATE(range(0, 7));
+  switch (variant) {
+    case 1:
+      c.lstm_layers = 2;
+      c.max_abs_input_reward = 0.5;
+      break;
+    case 2:
+      c.lstm_size = 0;
+      c.reward_and_action_inputs = false;
+      break;
+    case 3:  // continuous, log-stds from the layer
+      c.continuous_action_size = 2;
+      c.num_actions = 4;
+      break;
+    case 4:  // continuous, one log-std vector, orthogonal
+      c.continuous_action_size = 2;
+      c.num_actions = 4;
+      c.log_std_init = -0.3;
+      c.orthogonal_init = true;
+      break;
+    case 5:  // separate policy and value networks
+      c.continuous_action_size = 2;
+      c.num_actions = 4;
+      c.log_std_init = 0.1;
+      c.lstm_size = 0;
+      c.separate_value_network = true;
+      break;
+    case 6:
+      c.orthogonal_init = true;
+      c.forget_bias = 0.0;
+      break;
+    default:
+      break;
+  }
+  INFO("variant " << variant);
+  seedrl::mlp_lstm_agent<double> net(c);
+  auto parts = mlp_parts_for<double>(c);
+  REQUIRE(net.state_size() == parts.state_size());
+  REQUIRE(net.policy_size() == parts.policy_size());
+  const auto p = net.parameters(), q = parts.parameters();
+  REQUIRE(std::vector<double>(p.begin(), p.end()) == std::vector<double>(q.begin(), q.end()));
+  // And in float, as its float composition does.
+  const seedrl::mlp_lstm_agent<float> single(c);
+  const auto single_parts = mlp_parts_for<float>(c);
+  REQUIRE(std::equal(single.parameters().begin(), single.parameters().end(),
+                     single_parts.parameters().begin(), single_parts.parameters().end()));
+
+  spread_parameters(net, 32);
+  std::copy(p.begin(), p.end(), q.begin());
+  seedrl::random_generator rng(33);
+  auto d = make_unroll(net, 4, 3, false, rng);
+  if (c.continuous_action_size > 0)
+    d.prev_continuous = random_vector(d.T1 * d.B * 2, rng, 1.0);
+  const std::size_t N = d.T1 * d.B, P = static_cast<std::size_t>(net.policy_size());
+  std::vector<double> a_out(N * P), a_val(N), b_out(N * P), b_val(N);
+  seedrl::agent_unroll_output<double> a{a_out, a_val}, b{b_out, b_val};
+  net.forward_unroll(d.input(), a);
+  parts.forward_unroll(d.input(), b);
+  for (std::size_t i = 0; i < N * P; ++i)
+    REQUIRE(a_out[i] == Approx(b_out[i]).margin(1e-12));
+  for (std::size_t i = 0; i < N; ++i)
+    REQUIRE(a_val[i] == Approx(b_val[i]).margin(1e-12));
+  const auto g_out = random_vector(N * P, rng), g_val = random_vector(N, rng);
+  net.zero_gradients();
+  parts.zero_gradients();
+  net.backward_unroll({g_out, g_val});
+  parts.backward_unroll({g_out, g_val});
+  for (std::size_t i = 0; i < p.size(); ++i)
+    REQUIRE(net.gradients()[i] == Approx(parts.gradients()[i]).margin(1e-11));
+  check_inference_matches_unroll(net, d);
+  if (!c.separate_value_network)  // tiny towers leave dead ReLUs: the test above checks that
+    check_gradients(net, d, rng);
+  // A copy has the parameters and its own buffers: it infers as the original.
+  const seedrl::mlp_lstm_agent<double> copy(net);
+  REQUIRE(std::equal(p.begin(), p.end(), copy.parameters().begin()));
 }

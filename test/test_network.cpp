@@ -698,8 +698,8 @@ TEST_CASE(
       std::invalid_argument);  // only with continuous actions
   CHECK_THROWS_AS(seedrl::parse_mlp_lstm_agent_description(text + "x"), std::invalid_argument);
   seedrl::mlp_lstm_agent<double> net(c);
-  CHECK(net.policy().independent_log_std());
-  CHECK_FALSE(dependent.policy().independent_log_std());
+  CHECK(net.body().policy().independent_log_std() == 2);
+  CHECK(dependent.body().policy().independent_log_std() == 0);
   // The layer writes the 2 means only, and 2 log-std parameters follow it.
   CHECK(net.parameters().size() < dependent.parameters().size());
   auto wrong = c;
@@ -729,7 +729,7 @@ TEST_CASE(
   net.zero_gradients();
   net.backward_unroll({d_outputs, d_values});
   const auto g = net.gradients();
-  const std::size_t log_std_at = net.parameters().size() - net.value().num_parameters() - 2;
+  const std::size_t log_std_at = net.body().value_offset() - 2;
   CHECK(g[log_std_at] == static_cast<double>(N));
   CHECK(g[log_std_at + 1] == static_cast<double>(N));
 }

@@ -50,6 +50,7 @@
 #include "seedrl/backend/detail/core_input_kernels.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/agent_io.hpp"
+#include "seedrl/net/detail/agent_input_checks.hpp"
 #include "seedrl/net/network.hpp"
 #include "seedrl/net/parts/core.hpp"
 #include "seedrl/net/parts/head.hpp"
@@ -339,29 +340,12 @@ class actor_critic_agent {
   void check_common(std::size_t n, std::span<const S> obs, std::span<const S> rewards,
                     std::span<const std::uint8_t> dones, std::span<const std::int32_t> prev_actions,
                     std::span<const S> prev_continuous_actions) const {
-    detail::check_extent("observations", obs.size(),
-                         n * static_cast<std::size_t>(observation_size()));
-    detail::check_extent("rewards", rewards.size(), n);
-    detail::check_extent("dones", dones.size(), n);
-    if (options_.continuous_action_size > 0) {
-      // The int32 previous actions mean nothing here: none, or the runtime's zeros.
-      if (!prev_actions.empty())
-        detail::check_extent("prev_actions", prev_actions.size(), n);
-      if (options_.reward_and_action_inputs) {
-        detail::check_extent("prev_continuous_actions", prev_continuous_actions.size(),
-                             n * static_cast<std::size_t>(options_.continuous_action_size));
-      }
-      return;
-    }
-    detail::check_extent("prev_actions", prev_actions.size(), n);
-    if (options_.reward_and_action_inputs) {
-      for (std::int32_t a : prev_actions) {
-        if (a < 0 || a >= options_.num_actions) {
-          throw std::out_of_range(prefix() + "previous action " + std::to_string(a) +
-                                  " is outside [0, " + std::to_string(options_.num_actions) + ")");
-        }
-      }
-    }
+    detail::check_agent_rows<S>({.name = options_.name,
+                                 .observation_size = static_cast<std::size_t>(observation_size()),
+                                 .num_actions = options_.num_actions,
+                                 .continuous_action_size = options_.continuous_action_size,
+                                 .reward_and_action_inputs = options_.reward_and_action_inputs},
+                                n, obs, rewards, dones, prev_actions, prev_continuous_actions);
   }
 
   matrix_view<S> core_input(workspace& ws, std::ptrdiff_t N) {

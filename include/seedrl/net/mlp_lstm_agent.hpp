@@ -10,14 +10,17 @@
 /// policy head with the reward and previous action after its features; no LSTM then. Models
 /// seedrl::Network.
 ///
-/// It is a name for a composition (seedrl/net/actor_critic_agent.hpp):
+/// It is a backend agent (seedrl/net/backend_agent.hpp): the torso `backend_mlp_torso` and
+/// `detail::agent_body` on host_backend, the code the GPU trainer and inference step run, so
+/// the CPU learner runs them too. Built from an `mlp_lstm_agent_config` (whose description
+/// checkpoints store). Its parameter layout and initialisation order are those of the
+/// composition of CPU parts
 ///
 ///     actor_critic_agent<S, vector_observations, mlp_torso<S>, lstm_core<S>,
 ///                        spec_policy_head<S>, value_head<S>>
 ///
-/// built from an `mlp_lstm_agent_config` (whose description checkpoints store). Its parameter
-/// layout and initialisation order are the composition's: torso layers, LSTM layers, policy,
-/// value, drawn from one generator seeded with `config.seed`. For other activations, a
+/// (torso layers, LSTM layers, policy, value, drawn from one generator seeded with
+/// `config.seed`), which starts with the same parameters. For other activations, a
 /// feed-forward core or your own torso, compose the parts directly.
 
 #include <algorithm>
@@ -27,27 +30,25 @@
 #include <stdexcept>
 #include <utility>
 
-#include "seedrl/net/actor_critic_agent.hpp"
+#include "seedrl/backend/host_backend.hpp"
+#include "seedrl/net/backend_agent.hpp"
 #include "seedrl/net/init_scheme.hpp"
 #include "seedrl/net/mlp_lstm_agent_config.hpp"
 #include "seedrl/net/network.hpp"
-#include "seedrl/net/parts/linear_heads.hpp"
-#include "seedrl/net/parts/lstm_core.hpp"
-#include "seedrl/net/parts/mlp_torso.hpp"
-#include "seedrl/net/parts/preprocess.hpp"
-#include "seedrl/net/parts/spec_policy_head.hpp"
+#include "seedrl/train/mlp_torso.hpp"
 
 namespace seedrl {
 
-/// The composition `mlp_lstm_agent<S>` names.
+/// The backend agent `mlp_lstm_agent<S>` is.
 template <std::floating_point S>
-using mlp_lstm_composition = actor_critic_agent<S, vector_observations, mlp_torso<S>, lstm_core<S>,
-                                                spec_policy_head<S>, value_head<S>>;
+using mlp_lstm_backend_agent =
+    backend_agent<S, backend_mlp_torso<host_backend, S>, mlp_lstm_agent_config>;
 
 /// MLP(+LSTM) actor-critic; see the file comment.
 template <std::floating_point S = float>
-class mlp_lstm_agent : public mlp_lstm_composition<S> {
+class mlp_lstm_agent : public mlp_lstm_backend_agent<S> {
   struct checked_tag {};
+  using torso_type = backend_mlp_torso<host_backend, S>;
 
  public:
   explicit mlp_lstm_agent(mlp_lstm_agent_config config = {})
@@ -55,37 +56,29 @@ class mlp_lstm_agent : public mlp_lstm_composition<S> {
 
   mlp_lstm_agent(const mlp_lstm_agent&) = default;
   mlp_lstm_agent& operator=(const mlp_lstm_agent&) = delete;
-  mlp_lstm_agent(mlp_lstm_agent&&) = delete;  // parts point into the buffers: keep them put
+  mlp_lstm_agent(mlp_lstm_agent&&) = delete;  // parts point at the agent's backends
 
   const mlp_lstm_agent_config& config() const noexcept { return config_; }
-  bool has_lstm() const noexcept { return this->core().has_lstm(); }
+  bool has_lstm() const noexcept { return config_.lstm_size > 0; }
 
  private:
   mlp_lstm_agent(mlp_lstm_agent_config config, checked_tag)
-      : mlp_lstm_composition<S>(
-            agent_options{.num_actions = config.num_actions,
-                          .reward_and_action_inputs = config.reward_and_action_inputs,
-                          .max_abs_input_reward = config.max_abs_input_reward,
-                          .seed = config.seed,
-                          .name = "mlp_lstm_agent",
-                          .continuous_action_size = config.continuous_action_size,
-                          .value_features = config.separate_value_network
-                                                ? config.hidden_sizes.back()
-                                                : std::ptrdiff_t{0}},
-            vector_observations{config.observation_size},
-            mlp_torso<S>(mlp_torso_options{.input_size = config.observation_size,
-                                           .widths = config.hidden_sizes,
-                                           .init = scheme(config),
-                                           .towers = config.separate_value_network ? 2 : 1}),
-            lstm_core_options{.hidden_size = config.lstm_size,
-                              .num_layers = config.lstm_layers,
-                              .forget_bias = config.forget_bias},
-            typename spec_policy_head<S>::options_type{
-                .num_outputs = config.num_actions,
-                .independent_log_std_size = config.log_std_init ? config.continuous_action_size : 0,
-                .initial_log_std = config.log_std_init.value_or(0.0),
-                .init = scheme(config)},
-            typename value_head<S>::options_type{.init = scheme(config)}),
+      : mlp_lstm_backend_agent<S>(
+            backend_agent_options{.name = "mlp_lstm_agent",
+                                  .seed = config.seed,
+                                  .init = scheme(config),
+                                  .forget_bias = config.forget_bias,
+                                  .initial_log_std = config.log_std_init.value_or(0.0)},
+            // The torso's layers as mlp_torso draws them: gain 1, or sqrt(2) orthogonal.
+            [s = scheme(config)](const torso_type& torso, random_generator& rng, S* params) {
+              const auto gain =
+                  static_cast<S>(s == init_scheme::orthogonal ? orthogonal_hidden_gain : 1.0);
+              torso.for_each_layer(params, [&](S* layer, std::size_t out, std::size_t in) {
+                init_linear_parameters(rng, layer, static_cast<std::ptrdiff_t>(out),
+                                       static_cast<std::ptrdiff_t>(in), s, gain);
+              });
+            },
+            config),
         config_(std::move(config)) {}
 
   static init_scheme scheme(const mlp_lstm_agent_config& c) {

@@ -48,9 +48,11 @@ namespace seedrl {
 /// What one step reads and writes, all in the backend's memory.
 template <class S>
 struct agent_step_operands {
-  std::size_t B = 0;                     ///< rows (environments) of this step
-  const std::uint32_t* slots = nullptr;  ///< [B] distinct rows of the table
-  const S* observations = nullptr;       ///< [B, observation_size()]
+  std::size_t B = 0;  ///< rows (environments) of this step
+  /// [B] distinct rows of the table; null: rows 0..B-1, stepped in place (`before` is then
+  /// neither read nor written: a host network's own state rows)
+  const std::uint32_t* slots = nullptr;
+  const S* observations = nullptr;  ///< [B, observation_size()]
   /// [B, observation_size()] uint8 frames; when set, `observations` is not read: the step
   /// widens these to S (exactly) and runs on them, so frames cross to a device as bytes.
   const std::uint8_t* observations_u8 = nullptr;
@@ -164,8 +166,10 @@ class backend_agent_step {
     body_.check_inputs(inputs, "step");  // before any work is given to the backend
     Backend& be = *backend_;
     const S* p = op.params;
-    if (W > 0)
+    const bool in_place = op.slots == nullptr;
+    if (W > 0 && !in_place)
       be.for_each(B * W, detail::gather_rows_kernel<S>{op.table, op.slots, W, op.before});
+    const S* before = in_place ? op.table : op.before;
     const S* observations = op.observations;
     if (op.observations_u8 != nullptr) {
       const std::size_t n = B * torso_.observation_size();
@@ -174,7 +178,7 @@ class backend_agent_step {
     }
     backend_torso_batch<S> tb;
     tb.observations = observations;
-    tb.start_state = op.before;
+    tb.start_state = before;
     tb.state_width = W;
     tb.dones = op.resets;
     tb.steps = 1;
@@ -186,15 +190,20 @@ class backend_agent_step {
     else
       torso_.forward(tb, p, features, ci);
     // The core's state sits after the torso's in a state row; each layer's (h, c) goes
-    // straight into the next-state rows.
+    // straight into the next-state rows (the table's own in place, when the torso keeps no
+    // state the LSTM would read after it is overwritten).
     const std::size_t torso_state = torso_.state_size();
-    body_.step(be, body_ws_, p, B, inputs, static_cast<const S*>(op.before) + torso_state, W,
-               next_.data() + torso_state, W, op.logits, op.values, layer_step_);
-    if (W == 0)
+    S* next = in_place && torso_state == 0 ? op.table : next_.data();
+    body_.step(be, body_ws_, p, B, inputs, before + torso_state, W, next + torso_state, W,
+               op.logits, op.values, layer_step_);
+    if (W == 0 || next == op.table)
       return;
     if constexpr (has_next_state)
-      torso_.next_state(tb, next_.data(), W);
-    be.for_each(B * W, detail::scatter_rows_kernel<S>{next_.data(), op.slots, W, op.table});
+      torso_.next_state(tb, next, W);
+    if (in_place)
+      be.copy(static_cast<const S*>(next), op.table, B * W);
+    else
+      be.for_each(B * W, detail::scatter_rows_kernel<S>{next, op.slots, W, op.table});
   }
 
  private:

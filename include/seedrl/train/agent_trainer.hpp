@@ -62,7 +62,7 @@
 #include "seedrl/core/config.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/detail/impala_math.hpp"
-#include "seedrl/net/detail/agent_body.hpp"
+#include "seedrl/net/detail/torso_and_body.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/minibatch_schedule.hpp"
@@ -97,12 +97,9 @@ class backend_agent_trainer {
   /// actions, negative sizes, Gaussian outputs that are not 2D, separate networks with an
   /// LSTM) and allocates the parameter and gradient arrays. `torso` must use `backend`.
   backend_agent_trainer(Backend& backend, Torso torso, const backend_core_config& core)
-      : backend_(backend), torso_(std::move(torso)), opt_(backend, who_, 0) {
-    if (torso_.output_size() == 0)
-      throw std::invalid_argument(std::string(who_) + ": the torso has no output");
-    body_ = detail::agent_body<S>(torso_.num_parameters(), torso_.output_size(), core, who_);
-    A_ = body_.num_actions();
-    D_ = body_.continuous_action_size();
+      : backend_(backend), net_(std::move(torso), core, who_), opt_(backend, who_, 0) {
+    A_ = net_.body().num_actions();
+    D_ = net_.body().continuous_action_size();
     opt_ = backend_optimizer<Backend, S>(backend, who_, num_parameters());
     params_ = backend_->template allocate<S>(num_parameters());
     grads_ = backend_->template allocate<S>(num_parameters());
@@ -126,27 +123,27 @@ class backend_agent_trainer {
   ~backend_agent_trainer() = default;
 
   /// The torso part.
-  const Torso& torso() const noexcept { return torso_; }
+  const Torso& torso() const noexcept { return net_.torso(); }
   /// The core and heads.
-  const backend_core_config& core_config() const noexcept { return body_.config(); }
+  const backend_core_config& core_config() const noexcept { return net_.body().config(); }
 
   /// The recipe's shape, where the torso keeps it (the MLP torso: mlp_lstm_agent_config; the
   /// pixel torso: its agent config).
   decltype(auto) config() const requires requires(const Torso& t) { t.config(); }
-  { return torso_.config(); }
+  { return net_.torso().config(); }
   /// The frame stacking, where the torso stacks frames.
   decltype(auto) stack_config() const requires requires(const Torso& t) { t.stack_config(); }
-  { return torso_.stack_config(); }
+  { return net_.torso().stack_config(); }
 
   /// Elements of the flat parameter (and gradient) array; the CPU agent's count.
-  std::size_t num_parameters() const noexcept { return body_.num_parameters(); }
+  std::size_t num_parameters() const noexcept { return net_.num_parameters(); }
 
   /// Elements of one step's observation in a training batch.
-  std::size_t observation_size() const noexcept { return torso_.observation_size(); }
+  std::size_t observation_size() const noexcept { return net_.torso().observation_size(); }
 
   /// Width of one environment's recurrent state: the torso's (e.g. a frame history), then
   /// (h, c) per LSTM layer.
-  std::size_t state_size() const noexcept { return torso_.state_size() + body_.state_size(); }
+  std::size_t state_size() const noexcept { return net_.state_size(); }
 
   /// Replaces the parameters (the CPU agent's layout); throws std::invalid_argument on a size
   /// mismatch.
@@ -421,7 +418,7 @@ class backend_agent_trainer {
            std::to_string(A_));
     }
     // The core's GEMMs and the torso's tensors are int-indexed (cuBLAS, cuDNN).
-    const std::size_t max_rows = std::min(body_.max_rows(), torso_.max_rows());
+    const std::size_t max_rows = net_.max_rows();
     if (T + 1 > max_rows / B) {
       fail("(T+1)*B = " + std::to_string((T + 1) * B) +
            " rows are too many for int-sized tensors (at most " + std::to_string(max_rows) + ")");
@@ -434,7 +431,7 @@ class backend_agent_trainer {
              ", B = " + std::to_string(B) + ")");
       }
     };
-    size("observations", batch.observations.size(), N * torso_.observation_size(),
+    size("observations", batch.observations.size(), N * observation_size(),
          "(T+1)*B*observation_size");
     size("rewards", batch.rewards.size(), N, "(T+1)*B");
     size("dones", batch.dones.size(), N, "(T+1)*B");
@@ -446,7 +443,7 @@ class backend_agent_trainer {
     }
     if (D_ > 0) {
       size("raw_actions", batch.raw_actions.size(), N * D_, "(T+1)*B*action_dim");
-      if (body_.takes_previous_action())
+      if (net_.body().takes_previous_action())
         size("prev_env_actions", batch.prev_env_actions.size(), N * D_, "(T+1)*B*action_dim");
     } else {
       size("prev_actions", batch.prev_actions.size(), N, "(T+1)*B");
@@ -459,7 +456,7 @@ class backend_agent_trainer {
     const auto in_range = [&](std::int32_t a) {
       return a >= 0 && static_cast<std::size_t>(a) < A_;
     };
-    if (body_.takes_previous_action() && D_ == 0) {
+    if (net_.body().takes_previous_action() && D_ == 0) {
       for (std::size_t i = 0; i < N; ++i) {
         if (!in_range(batch.prev_actions[i])) {
           fail("prev_actions[" + std::to_string(i) + "] is " +
@@ -488,9 +485,9 @@ class backend_agent_trainer {
     be.upload(batch.behaviour_log_probs, behaviour_.data());
     if (D_ > 0) {
       be.upload(batch.raw_actions, raw_actions_.data());
-      if (body_.takes_previous_action())
+      if (net_.body().takes_previous_action())
         be.upload(batch.prev_env_actions, prev_env_actions_.data());
-    } else if (body_.takes_previous_action()) {
+    } else if (net_.body().takes_previous_action()) {
       be.upload(batch.prev_actions, prev_actions_.data());
     }
     if (state_size() > 0)
@@ -500,23 +497,22 @@ class backend_agent_trainer {
   /// Sizes every work buffer for N rows and B environments; reallocates only to grow.
   void reserve(std::size_t N, std::size_t B) {
     const std::size_t steps = N / B;
-    backend_.grow(obs_buf_, N * torso_.observation_size());
+    backend_.grow(obs_buf_, N * observation_size());
     backend_.grow(rewards_, N);
     backend_.grow(behaviour_, N);
     backend_.grow(dones_, N);
     backend_.grow(truncated_, N);
     backend_.grow(actions_, N);
-    if (body_.takes_previous_action())
+    if (net_.body().takes_previous_action())
       backend_.grow(prev_actions_, N);
     if (D_ > 0) {
       backend_.grow(raw_actions_, N * D_);
-      if (body_.takes_previous_action())
+      if (net_.body().takes_previous_action())
         backend_.grow(prev_env_actions_, N * D_);
     }
     if (state_size() > 0)
       backend_.grow(start_state_, B * state_size());
-    torso_.reserve(N);
-    body_.reserve(*backend_, body_ws_, steps, B);
+    net_.reserve(*backend_, steps, B);
     backend_.grow(logits_, N * A_);
     backend_.grow(values_, N);
     backend_.grow(d_logits_, N * A_);
@@ -539,33 +535,18 @@ class backend_agent_trainer {
   }
 
   void forward(std::size_t steps, std::size_t B) {
-    const S* p = params_.data();
-    // The torso writes into the first columns of the core input; the core's state sits after
-    // the torso's in a start state row.
-    torso_.forward(torso_batch(steps, B), p, body_.torso_output(body_ws_),
-                   body_.core_input_width());
-    body_.forward(*backend_, body_ws_, p, steps, B, row_inputs(),
-                  static_cast<const S*>(start_state_.data()) + torso_.state_size(), state_size(),
-                  logits_.data(), values_.data());
+    net_.forward(*backend_, params_.data(), torso_batch(steps, B), row_inputs(), logits_.data(),
+                 values_.data());
   }
 
   void backward(std::size_t steps, std::size_t B) {
-    Backend& be = *backend_;
-    const S* p = params_.data();
-    S* g = grads_.data();
-    be.fill(g, num_parameters(), S(0));
-    const S* d_features = body_.backward(be, body_ws_, p, g, steps, B, dones_.data(),
-                                         d_logits_.data(), d_values_.data());
-    // The torso, from the gradient w.r.t. its output: the core input's first columns (the
-    // reward and action columns have no parameters).
-    torso_.backward(torso_batch(steps, B), p, g, body_.torso_output(body_ws_), d_features,
-                    body_.core_input_width());
+    backend_->fill(grads_.data(), num_parameters(), S(0));
+    net_.backward(*backend_, params_.data(), grads_.data(), torso_batch(steps, B), d_logits_.data(),
+                  d_values_.data());
   }
 
   detail::backend_ref<Backend> backend_;
-  Torso torso_;
-  detail::agent_body<S> body_;  ///< the core and heads
-  typename detail::agent_body<S>::template workspace<Backend> body_ws_;
+  detail::torso_and_body<Backend, S, Torso> net_;  ///< the torso, core and heads
   std::size_t A_ = 0, D_ = 0;  ///< policy outputs per row, continuous action elements
   buffer<S> params_, grads_;
 

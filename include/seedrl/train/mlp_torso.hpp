@@ -86,6 +86,20 @@ class backend_mlp_torso {
   std::size_t state_size() const noexcept { return 0; }
   std::size_t max_rows() const noexcept { return stack_.max_rows(); }
 
+  /// Calls f(layer, outputs, inputs) for every dense layer, towers in order and layers in
+  /// order, `layer` pointing at its W [outputs, inputs] then b [outputs] in `params` (the
+  /// torso's): where an initialiser draws them (mlp_lstm_agent does, on the host).
+  template <class F>
+  void for_each_layer(S* params, F&& f) const {
+    for (std::size_t t = 0; t < towers_; ++t) {
+      std::size_t in = obs_;
+      for (std::size_t k = 0; k < stack_.num_layers(); ++k) {
+        f(params + t * stack_.num_parameters() + stack_.weight_offset(k), stack_.width(k), in);
+        in = stack_.width(k);
+      }
+    }
+  }
+
   /// Sizes the hidden activations and gradients for `rows` rows; reallocates only to grow.
   void reserve(std::size_t rows) {
     for (std::size_t t = 0; t < towers_; ++t)

@@ -145,6 +145,17 @@ class agent_body {
     return core_in_ + (H > 0 ? std::max(core_in_, H) + 6 * H : 0);  // lstm_stack::reserve_step
   }
 
+  /// The parts and where their parameters start in the flat array, for a host that draws the
+  /// initial parameters (backend_agent) and for tests.
+  const lstm_stack<S>& lstm() const noexcept { return lstm_; }
+  const policy_layer<S>& policy() const noexcept { return policy_; }
+  std::size_t lstm_offset() const noexcept { return lstm_at_; }
+  std::size_t policy_offset() const noexcept { return policy_at_; }
+  std::size_t value_offset() const noexcept { return value_at_; }
+  /// Inputs of the value layer (the core output's first value_features columns when the
+  /// networks are separate, else all of it).
+  std::size_t value_inputs() const noexcept { return value_.input_size(); }
+
   /// Throws std::invalid_argument, naming `member`, when a continuous-action core that takes
   /// the previous action gets none (step and forward check it too; a caller that must not
   /// start work on bad input checks first).
