@@ -32,8 +32,9 @@
 ///               vector_observations{4}, torso_t({.input_size = 4, .widths = {64, 64}}),
 ///               {}, {.num_actions = 2});
 ///
-/// The ready agents are names for compositions: `mlp_lstm_agent` and the pixel agents
-/// (`nature_cnn_lstm_agent`, `impala_resnet_lstm_agent`).
+/// The pixel agents (`nature_cnn_lstm_agent`, `impala_resnet_lstm_agent`) are names for
+/// compositions; `mlp_lstm_agent` is the backend agent (seedrl/net/backend_agent.hpp) that
+/// starts and computes as its composition of these parts.
 
 #include <algorithm>
 #include <cmath>

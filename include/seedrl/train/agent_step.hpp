@@ -11,7 +11,8 @@
 /// Data flow of one step, all on the backend:
 ///   widen:   uint8 frames (when the operands carry them) to S, the first layer's input;
 ///   gather:  before [B, W] = table[slots] (the state each row starts from, before resets; the
-///            unroll builder's state_before);
+///            unroll builder's state_before); without slots the table's first B rows are the
+///            rows, read and written in place (a host network's own state, backend_agent);
 ///   torso:   one step (steps = 1) with `before` as the start state and the resets as dones,
 ///            into the core input;
 ///   body:    detail::agent_body's step: the reward and previous-action columns (zero at a
@@ -19,7 +20,7 @@
 ///            each layer by `LstmStep`, then policy outputs [B, A] (logits, or a Gaussian's
 ///            means then log-stds) and values [B];
 ///   state:   the torso's next state (frame history, Torso::next_state) and each layer's (h, c)
-///            into next [B, W], scattered back to table[slots].
+///            into next [B, W], scattered back to table[slots] (in place without slots).
 /// `LstmStep` runs one LSTM layer's step (`void operator()(Backend&, const
 /// detail::lstm_step_args<S>&)`): `backend_lstm_step` (one GEMM over [x | h] and a pointwise
 /// pass, what the CPU layer runs) by default; the CUDA engine passes one that calls the
