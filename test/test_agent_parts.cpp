@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -18,9 +19,11 @@
 #include "seedrl/net/actor_critic_agent.hpp"
 #include "seedrl/net/frame_stack.hpp"
 #include "seedrl/net/impala_resnet.hpp"
+#include "seedrl/net/impala_resnet_lstm_agent.hpp"
 #include "seedrl/net/init_scheme.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/net/nature_cnn.hpp"
+#include "seedrl/net/nature_cnn_lstm_agent.hpp"
 #include "seedrl/net/network.hpp"
 #include "seedrl/net/parts/dense_torso.hpp"
 #include "seedrl/net/parts/gaussian_head.hpp"
@@ -31,6 +34,7 @@
 #include "seedrl/net/parts/preprocess.hpp"
 #include "seedrl/net/parts/small_conv.hpp"
 #include "seedrl/net/parts/spec_policy_head.hpp"
+#include "seedrl/net/small_conv_lstm_agent.hpp"
 
 namespace {
 
@@ -1049,4 +1053,91 @@ TEST_CASE(
   // A copy has the parameters and its own buffers: it infers as the original.
   const seedrl::mlp_lstm_agent<double> copy(net);
   REQUIRE(std::equal(p.begin(), p.end(), copy.parameters().begin()));
+}
+
+template <class Agent, class Reference>
+void check_same_agent(Agent& net, Reference& ref, bool pixels, std::uint64_t seed) {
+  REQUIRE(net.state_size() == ref.state_size());
+  REQUIRE(net.policy_size() == ref.policy_size());
+  REQUIRE(net.observation_size() == ref.observation_size());
+  const auto p = net.parameters(), q = ref.parameters();
+  REQUIRE(std::vector<double>(p.begin(), p.end()) == std::vector<double>(q.begin(), q.end()));
+  seedrl::random_generator rng(seed);
+  for (std::size_t i = 0; i < p.size(); ++i)  // wider than the draws, so every path matters
+    p[i] = q[i] = p[i] * 3.0 + rng.uniform(-0.05, 0.05);
+  auto d = make_unroll(net, 3, 2, pixels, rng);
+  const std::size_t N = d.T1 * d.B, P = static_cast<std::size_t>(net.policy_size());
+  std::vector<double> a_out(N * P), a_val(N), b_out(N * P), b_val(N);
+  seedrl::agent_unroll_output<double> a{a_out, a_val}, b{b_out, b_val};
+  net.forward_unroll(d.input(), a);
+  ref.forward_unroll(d.input(), b);
+  for (std::size_t i = 0; i < N * P; ++i)
+    REQUIRE(a_out[i] == Approx(b_out[i]).margin(1e-12));
+  for (std::size_t i = 0; i < N; ++i)
+    REQUIRE(a_val[i] == Approx(b_val[i]).margin(1e-12));
+  const auto g_out = random_vector(N * P, rng), g_val = random_vector(N, rng);
+  net.zero_gradients();
+  ref.zero_gradients();
+  net.backward_unroll({g_out, g_val});
+  ref.backward_unroll({g_out, g_val});
+  std::size_t nonzero = 0;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    REQUIRE(net.gradients()[i] == Approx(ref.gradients()[i]).margin(1e-10));
+    nonzero += net.gradients()[i] != 0.0;
+  }
+  CHECK(nonzero > p.size() / 2);
+  check_inference_matches_unroll(net, d);
+}
+
+TEST_CASE(
+    "the pixel agents over the library's stacks are backend agents that start with the "
+    "parameters of their composition of CPU parts and compute what it computes",
+    "[parts][backend_agent][pixels]") {
+  const bool channels_last = GENERATE(false, true);
+  INFO("channels_last " << channels_last);
+  SECTION("Nature CNN") {
+    seedrl::nature_cnn_lstm_agent_config c;
+    c.height = c.width = 36;
+    c.channels = 2;
+    c.channels_last = channels_last;
+    c.num_actions = 3;
+    c.torso.channels = {3, 4, 4};
+    c.dense_size = 6;
+    c.lstm_size = 5;
+    c.seed = 41;
+    seedrl::nature_cnn_lstm_agent<double> net(c);
+    seedrl::detail::pixel_parts_agent<double, seedrl::nature_cnn<double>> parts(c);
+    check_same_agent(net, parts, true, 42);
+  }
+  SECTION("IMPALA ResNet") {
+    seedrl::impala_resnet_lstm_agent_config c;
+    c.height = c.width = 12;
+    c.channels = 2;
+    c.channels_last = channels_last;
+    c.num_actions = 4;
+    c.torso.channels = {3, 4};
+    c.torso.blocks_per_stack = 1;
+    c.dense_size = 6;
+    c.lstm_size = 5;
+    c.max_abs_input_reward = std::nullopt;
+    c.seed = 43;
+    seedrl::impala_resnet_lstm_agent<double> net(c);
+    seedrl::detail::pixel_parts_agent<double, seedrl::impala_resnet<double>> parts(c);
+    check_same_agent(net, parts, true, 44);
+  }
+  SECTION("small conv stack") {
+    seedrl::small_conv_lstm_agent_config c;
+    c.height = c.width = 7;
+    c.channels = 3;
+    c.channels_last = channels_last;
+    c.num_actions = 2;
+    c.torso.channels = {4, 5};
+    c.dense_size = 6;
+    c.lstm_size = 5;
+    c.observation_scale = 0.5;
+    c.seed = 45;
+    seedrl::small_conv_lstm_agent<double> net(c);
+    seedrl::detail::pixel_parts_agent<double, seedrl::small_conv_pixel_torso<double>> parts(c);
+    check_same_agent(net, parts, false, 46);
+  }
 }

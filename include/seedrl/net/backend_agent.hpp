@@ -106,8 +106,8 @@ class backend_agent {
         train_(std::apply(
             [&](const Recipe&... r) { return make_train(train_backend_, core_, who(), r...); },
             recipe_)),
-        step_(std::apply(
-            [&](const Recipe&... r) { return make_step(step_backend_, core_, r...); }, recipe_)),
+        step_(std::apply([&](const Recipe&... r) { return make_step(step_backend_, core_, r...); },
+                         recipe_)),
         params_(other.params_),
         grads_(other.grads_.size(), S(0)) {}
   backend_agent& operator=(const backend_agent&) = delete;
@@ -217,8 +217,7 @@ class backend_agent {
                                const std::string& who, const Recipe&... r) {
     return train_type(Torso(b, r...), core, who);
   }
-  static step_type make_step(backend_type& b, const backend_core_config& core,
-                             const Recipe&... r) {
+  static step_type make_step(backend_type& b, const backend_core_config& core, const Recipe&... r) {
     return step_type(b, Torso(b, r...), core);
   }
 
@@ -228,13 +227,12 @@ class backend_agent {
   void check_rows(std::size_t n, std::span<const S> obs, std::span<const S> rewards,
                   std::span<const std::uint8_t> dones, std::span<const std::int32_t> prev_actions,
                   std::span<const S> prev_continuous_actions) const {
-    detail::check_agent_rows<S>(
-        {.name = options_.name,
-         .observation_size = step_.observation_size(),
-         .num_actions = core_.num_actions,
-         .continuous_action_size = core_.continuous_action_size,
-         .reward_and_action_inputs = core_.reward_and_action_inputs},
-        n, obs, rewards, dones, prev_actions, prev_continuous_actions);
+    detail::check_agent_rows<S>({.name = options_.name,
+                                 .observation_size = step_.observation_size(),
+                                 .num_actions = core_.num_actions,
+                                 .continuous_action_size = core_.continuous_action_size,
+                                 .reward_and_action_inputs = core_.reward_and_action_inputs},
+                                n, obs, rewards, dones, prev_actions, prev_continuous_actions);
   }
 
   /// The core's and heads' draws, after the torso's: the LSTM, the policy layer (then a
@@ -250,8 +248,8 @@ class backend_agent {
                            static_cast<std::ptrdiff_t>(policy.layer_outputs()),
                            static_cast<std::ptrdiff_t>(policy.input_size()), options_.init,
                            static_cast<S>(orthogonal ? orthogonal_policy_gain : 0.01));
-    std::fill_n(p + body.policy_offset() + policy.layer_parameters(),
-                policy.independent_log_std(), static_cast<S>(options_.initial_log_std));
+    std::fill_n(p + body.policy_offset() + policy.layer_parameters(), policy.independent_log_std(),
+                static_cast<S>(options_.initial_log_std));
     init_linear_parameters(rng, p + body.value_offset(), std::ptrdiff_t{1},
                            static_cast<std::ptrdiff_t>(body.value_inputs()), options_.init,
                            static_cast<S>(orthogonal ? orthogonal_value_gain : 1.0));

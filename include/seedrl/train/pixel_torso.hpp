@@ -23,15 +23,18 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/backend/detail/backend_ref.hpp"
 #include "seedrl/backend/detail/frame_stack_kernels.hpp"
+#include "seedrl/core/random.hpp"
 #include "seedrl/net/activation_math.hpp"
 #include "seedrl/net/detail/dense_stack.hpp"
 #include "seedrl/net/detail/impala_resnet_torso.hpp"
 #include "seedrl/net/detail/nature_cnn_torso.hpp"
+#include "seedrl/net/detail/pytorch_default_init.hpp"
 #include "seedrl/net/detail/small_conv_torso.hpp"
 #include "seedrl/net/frame_stack_config.hpp"
 #include "seedrl/net/impala_resnet_config.hpp"
@@ -65,11 +68,11 @@ class backend_pixel_torso {
     input_size_ = D_ * frame_;
     features_ = conv_.output_size();
     dense_w_ = conv_.num_parameters();
-    dense_layer_ = dense_type(features_, {dense_}, who_);
+    dense_layer_ = dense_type(features_, {dense_}, who());
     num_parameters_ = dense_w_ + dense_layer_.num_parameters();
     if (dense_ + features_ + input_size_ >
         static_cast<std::size_t>(std::numeric_limits<int>::max()))
-      throw std::invalid_argument(std::string(who_) + ": a layer width exceeds INT_MAX");
+      throw std::invalid_argument(who() + ": a layer width exceeds INT_MAX");
   }
 
   /// The core and heads of the agent: one LSTM fed the dense output, the reward (clipped as
@@ -97,6 +100,13 @@ class backend_pixel_torso {
   std::size_t state_size() const noexcept { return history_; }
   /// N images through the convolutions, whose tensors are int-indexed (cuBLAS, cuDNN).
   std::size_t max_rows() const noexcept { return conv_.max_batch(); }
+
+  /// Draws the torso's parameters into host memory as the CPU parts do: the convolutions'
+  /// (each W then b uniform in +-1/sqrt(fan in)), then the dense layer's as PyTorch's default.
+  void init(random_generator& rng, S* params) const {
+    conv_.init(rng, params);
+    detail::pytorch_default_fill(rng, params + dense_w_, dense_layer_.num_parameters(), features_);
+  }
 
   /// Sizes the stacks, activations and gradients for `rows` rows; reallocates only to grow.
   void reserve(std::size_t rows) {
@@ -166,15 +176,16 @@ class backend_pixel_torso {
   }
 
  private:
-  static constexpr const char* who_ = "seedrl::backend_pixel_lstm_trainer";
+  /// Messages name the agent (the CPU agent and the trainers run this torso alike).
+  static std::string who() { return "seedrl::" + std::string(TorsoConfig::agent_name); }
 
   /// Checks the frame stacking and the agent as the CPU classes do, then builds the
   /// convolutional torso.
   static conv_type make_conv(Backend& backend, const frame_stack_config& stack,
                              const agent_config& agent) {
-    const std::string who = who_;
+    const std::string name = who();
     const auto fail = [&](const std::string& what) {
-      throw std::invalid_argument(who + ": " + what);
+      throw std::invalid_argument(name + ": " + what);
     };
     if (stack.height <= 0 || stack.width <= 0 || stack.channels <= 0 || stack.depth <= 0)
       fail("frame height, width, channels and depth must be positive");
@@ -192,7 +203,7 @@ class backend_pixel_torso {
     }
     return conv_type(backend, agent.torso, static_cast<std::size_t>(agent.channels),
                      static_cast<std::size_t>(agent.height), static_cast<std::size_t>(agent.width),
-                     who);
+                     name);
   }
 
   detail::backend_ref<Backend> backend_;
