@@ -1,6 +1,7 @@
 // backend_mlp_lstm_trainer on host_backend against the reference training step: mlp_lstm_agent +
 // host_trainer (impala_loss, clip_by_global_norm) + adam / rmsprop, on random batches with
 // episode resets at t = 0 and mid-unroll and non-zero start states.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/activation.hpp"
 #include "seedrl/net/actor_critic_agent.hpp"
+#include "seedrl/net/backend_agent.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/net/parts/backend_part_torso.hpp"
 #include "seedrl/net/parts/linear_heads.hpp"
@@ -965,6 +968,57 @@ TEST_CASE(
     copy.infer({x, r, dones, prev}, s2, o2);
     CHECK(l1 == l2);
     CHECK(v1 == v2);
+  }
+}
+
+TEST_CASE(
+    "a user's torso part is a CPU agent without an adapter: backend_agent starts, computes and "
+    "trains as the composition behind backend_part_torso",
+    "[backend_trainer][backend_agent]") {
+  using S = double;
+  using seedrl_test::softsign_config;
+  using seedrl_test::softsign_torso;
+  using cpu_torso = seedrl::backend_part_torso<softsign_torso, S, softsign_config>;
+  using composed = seedrl::actor_critic_agent<S, seedrl::vector_observations, cpu_torso,
+                                              seedrl::lstm_core<S>, seedrl::categorical_head<S>>;
+  using own = seedrl::backend_agent<S, softsign_torso<seedrl::host_backend, S>, softsign_config>;
+  static_assert(seedrl::Network<own>);
+  const softsign_config part{4, 6};
+  const auto c = small_config();  // 4 observations, 3 actions: the part's shape
+  for (const std::ptrdiff_t lstm : {std::ptrdiff_t{5}, std::ptrdiff_t{0}}) {
+    CAPTURE(lstm);
+    composed ref(seedrl::agent_options{.num_actions = 3, .seed = 4}, seedrl::vector_observations{4},
+                 cpu_torso(part), seedrl::lstm_core_options{.hidden_size = lstm},
+                 seedrl::categorical_head<S>::options_type{.num_actions = 3});
+    seedrl::backend_core_config core;
+    core.num_actions = 3;
+    core.lstm_size = lstm;
+    own net({.name = "softsign_agent", .seed = 4}, core, part);
+    REQUIRE(std::get<0>(net.recipe()).outputs == part.outputs);
+    REQUIRE(net.state_size() == ref.state_size());
+    REQUIRE(std::equal(net.parameters().begin(), net.parameters().end(), ref.parameters().begin(),
+                       ref.parameters().end()));
+    // Training steps by host_trainer on both: the same parameters after each.
+    seedrl::host_trainer trainer_a, trainer_b;
+    seedrl::adam<S> opt_a(adam_lr(3e-3)), opt_b(adam_lr(3e-3));
+    const seedrl::impala_loss<S> loss(loss_config());
+    seedrl::random_generator rng(5);
+    for (int step = 0; step < 3; ++step) {
+      const auto batch = make_batch<S>(c, static_cast<std::size_t>(net.state_size()), 4, 3, rng);
+      const auto a = trainer_a.train_step(batch.view(), net, opt_a, loss, 0.5);
+      const auto b = trainer_b.train_step(batch.view(), ref, opt_b, loss, 0.5);
+      REQUIRE(a.applied);
+      CHECK(relative(a.grad_norm, b.grad_norm) < 1e-9);
+      CHECK(max_difference<S>(net.parameters(), ref.parameters()) < 1e-9);
+    }
+    // Its messages carry its name.
+    auto state = net.initial_state(1);
+    std::vector<S> x(part.inputs), r(1), logits(3), values(1);
+    std::vector<std::uint8_t> dones(1, 0);
+    std::vector<std::int32_t> prev{7};
+    seedrl::agent_step_output<S> out{logits, values};
+    CHECK_THROWS_WITH(net.infer({x, r, dones, prev}, state, out),
+                      Catch::Contains("seedrl::softsign_agent: previous action 7"));
   }
 }
 

@@ -57,7 +57,7 @@ struct backend_agent_options {
   /// The heads' initialisation: PyTorch's default (policy gain 0.01, value 1) or orthogonal
   /// with the usual gains (orthogonal_policy_gain, orthogonal_value_gain).
   init_scheme init = init_scheme::pytorch_default;
-  double forget_bias = 0.0;      ///< added to the LSTM's forget-gate biases
+  double forget_bias = 1.0;      ///< added to the LSTM's forget-gate biases (lstm_core's default)
   double initial_log_std = 0.0;  ///< where a state-independent log-std starts
 };
 
@@ -82,13 +82,21 @@ class backend_agent {
   /// Draws the torso's initial parameters (Torso::num_parameters() values) into host memory.
   using torso_init = std::function<void(const Torso&, random_generator&, S*)>;
 
-  /// The agent of `recipe`; throws std::invalid_argument where the torso or the core refuses
-  /// it, then draws the parameters (see the file comment).
+  /// The agent of `recipe` (the core and heads `Torso::core_config(recipe...)`); throws
+  /// std::invalid_argument where the torso or the core refuses it, then draws the parameters
+  /// (see the file comment).
   backend_agent(backend_agent_options options, const torso_init& init_torso,
-                const Recipe&... recipe)
+                const Recipe&... recipe) requires requires {
+    { Torso::core_config(recipe...) } -> std::convertible_to<backend_core_config>;
+  } : backend_agent(std::move(options), init_torso, Torso::core_config(recipe...), recipe...) {
+  }
+
+  /// The torso of `recipe` under the core and heads `core`, e.g. a user's own torso part.
+  backend_agent(backend_agent_options options, const torso_init& init_torso,
+                const backend_core_config& core, const Recipe&... recipe)
       : options_(std::move(options)),
         recipe_(recipe...),
-        core_(Torso::core_config(recipe...)),
+        core_(core),
         train_(Torso(train_backend_, recipe...), core_, who()),
         step_(step_backend_, Torso(step_backend_, recipe...), core_) {
     params_.assign(train_.num_parameters(), S(0));
@@ -96,6 +104,15 @@ class backend_agent {
     random_generator rng(options_.seed);
     init_torso(train_.torso(), rng, params_.data());
     init_body(rng);
+  }
+
+  /// As above, the torso drawing its own parameters (`torso.init(rng, params)`, as a part
+  /// for backend_part_torso does).
+  backend_agent(backend_agent_options options, const backend_core_config& core,
+                const Recipe&... recipe) requires
+      requires(const Torso& t, random_generator& rng, S* p) {
+    t.init(rng, p);
+  } : backend_agent(std::move(options), part_init(), core, recipe...) {
   }
 
   /// A copy with the same parameters and its own backends, parts and buffers.
@@ -128,6 +145,8 @@ class backend_agent {
   /// The core and heads (layout, LSTM, policy layer).
   const detail::agent_body<S>& body() const noexcept { return train_.body(); }
   const backend_core_config& core_config() const noexcept { return core_; }
+  /// What the torso was built from.
+  const std::tuple<Recipe...>& recipe() const noexcept { return recipe_; }
 
   state_type initial_state(std::size_t batch_size) const {
     return state_type(static_cast<std::ptrdiff_t>(batch_size), state_size());
@@ -219,6 +238,10 @@ class backend_agent {
   }
   static step_type make_step(backend_type& b, const backend_core_config& core, const Recipe&... r) {
     return step_type(b, Torso(b, r...), core);
+  }
+
+  static torso_init part_init() {
+    return [](const Torso& t, random_generator& rng, S* p) { t.init(rng, p); };
   }
 
   std::string who() const { return "seedrl::" + options_.name; }
