@@ -968,6 +968,47 @@ mlp_parts_composition<S> mlp_parts_for(const seedrl::mlp_lstm_agent_config& c) {
       {.init = scheme});
 }
 
+/// A backend agent against the composition of CPU parts it replaces: equal initial
+/// parameters, then (parameters widened) equal outputs and gradients over an unroll and
+/// step-by-step inference equal to it. Returns the unroll.
+template <class Agent, class Reference>
+unroll check_same_agent(Agent& net, Reference& ref, bool pixels, std::size_t continuous,
+                        std::uint64_t seed) {
+  REQUIRE(net.state_size() == ref.state_size());
+  REQUIRE(net.policy_size() == ref.policy_size());
+  REQUIRE(net.observation_size() == ref.observation_size());
+  const auto p = net.parameters(), q = ref.parameters();
+  REQUIRE(std::vector<double>(p.begin(), p.end()) == std::vector<double>(q.begin(), q.end()));
+  seedrl::random_generator rng(seed);
+  for (std::size_t i = 0; i < p.size(); ++i)  // wider than the draws, so every path matters
+    p[i] = q[i] = p[i] * 3.0 + rng.uniform(-0.05, 0.05);
+  auto d = make_unroll(net, 3, 2, pixels, rng);
+  if (continuous > 0)
+    d.prev_continuous = random_vector(d.T1 * d.B * continuous, rng, 1.0);
+  const std::size_t N = d.T1 * d.B, P = static_cast<std::size_t>(net.policy_size());
+  std::vector<double> a_out(N * P), a_val(N), b_out(N * P), b_val(N);
+  seedrl::agent_unroll_output<double> a{a_out, a_val}, b{b_out, b_val};
+  net.forward_unroll(d.input(), a);
+  ref.forward_unroll(d.input(), b);
+  for (std::size_t i = 0; i < N * P; ++i)
+    REQUIRE(a_out[i] == Approx(b_out[i]).margin(1e-12));
+  for (std::size_t i = 0; i < N; ++i)
+    REQUIRE(a_val[i] == Approx(b_val[i]).margin(1e-12));
+  const auto g_out = random_vector(N * P, rng), g_val = random_vector(N, rng);
+  net.zero_gradients();
+  ref.zero_gradients();
+  net.backward_unroll({g_out, g_val});
+  ref.backward_unroll({g_out, g_val});
+  std::size_t nonzero = 0;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    REQUIRE(net.gradients()[i] == Approx(ref.gradients()[i]).margin(1e-10));
+    nonzero += net.gradients()[i] != 0.0;
+  }
+  CHECK(nonzero > p.size() / 2);
+  check_inference_matches_unroll(net, d);
+  return d;
+}
+
 TEST_CASE(
     "mlp_lstm_agent, the backend agent on the host, starts with the parameters of its "
     "composition of CPU parts and computes what it computes",
@@ -1015,78 +1056,19 @@ TEST_CASE(
   INFO("variant " << variant);
   seedrl::mlp_lstm_agent<double> net(c);
   auto parts = mlp_parts_for<double>(c);
-  REQUIRE(net.state_size() == parts.state_size());
-  REQUIRE(net.policy_size() == parts.policy_size());
-  const auto p = net.parameters(), q = parts.parameters();
-  REQUIRE(std::vector<double>(p.begin(), p.end()) == std::vector<double>(q.begin(), q.end()));
-  // And in float, as its float composition does.
+  // In float, as its float composition does.
   const seedrl::mlp_lstm_agent<float> single(c);
   const auto single_parts = mlp_parts_for<float>(c);
   REQUIRE(std::equal(single.parameters().begin(), single.parameters().end(),
                      single_parts.parameters().begin(), single_parts.parameters().end()));
-
-  spread_parameters(net, 32);
-  std::copy(p.begin(), p.end(), q.begin());
+  const auto d =
+      check_same_agent(net, parts, false, static_cast<std::size_t>(c.continuous_action_size), 32);
   seedrl::random_generator rng(33);
-  auto d = make_unroll(net, 4, 3, false, rng);
-  if (c.continuous_action_size > 0)
-    d.prev_continuous = random_vector(d.T1 * d.B * 2, rng, 1.0);
-  const std::size_t N = d.T1 * d.B, P = static_cast<std::size_t>(net.policy_size());
-  std::vector<double> a_out(N * P), a_val(N), b_out(N * P), b_val(N);
-  seedrl::agent_unroll_output<double> a{a_out, a_val}, b{b_out, b_val};
-  net.forward_unroll(d.input(), a);
-  parts.forward_unroll(d.input(), b);
-  for (std::size_t i = 0; i < N * P; ++i)
-    REQUIRE(a_out[i] == Approx(b_out[i]).margin(1e-12));
-  for (std::size_t i = 0; i < N; ++i)
-    REQUIRE(a_val[i] == Approx(b_val[i]).margin(1e-12));
-  const auto g_out = random_vector(N * P, rng), g_val = random_vector(N, rng);
-  net.zero_gradients();
-  parts.zero_gradients();
-  net.backward_unroll({g_out, g_val});
-  parts.backward_unroll({g_out, g_val});
-  for (std::size_t i = 0; i < p.size(); ++i)
-    REQUIRE(net.gradients()[i] == Approx(parts.gradients()[i]).margin(1e-11));
-  check_inference_matches_unroll(net, d);
   if (!c.separate_value_network)  // tiny towers leave dead ReLUs: the test above checks that
     check_gradients(net, d, rng);
-  // A copy has the parameters and its own buffers: it infers as the original.
+  // A copy has the parameters.
   const seedrl::mlp_lstm_agent<double> copy(net);
-  REQUIRE(std::equal(p.begin(), p.end(), copy.parameters().begin()));
-}
-
-template <class Agent, class Reference>
-void check_same_agent(Agent& net, Reference& ref, bool pixels, std::uint64_t seed) {
-  REQUIRE(net.state_size() == ref.state_size());
-  REQUIRE(net.policy_size() == ref.policy_size());
-  REQUIRE(net.observation_size() == ref.observation_size());
-  const auto p = net.parameters(), q = ref.parameters();
-  REQUIRE(std::vector<double>(p.begin(), p.end()) == std::vector<double>(q.begin(), q.end()));
-  seedrl::random_generator rng(seed);
-  for (std::size_t i = 0; i < p.size(); ++i)  // wider than the draws, so every path matters
-    p[i] = q[i] = p[i] * 3.0 + rng.uniform(-0.05, 0.05);
-  auto d = make_unroll(net, 3, 2, pixels, rng);
-  const std::size_t N = d.T1 * d.B, P = static_cast<std::size_t>(net.policy_size());
-  std::vector<double> a_out(N * P), a_val(N), b_out(N * P), b_val(N);
-  seedrl::agent_unroll_output<double> a{a_out, a_val}, b{b_out, b_val};
-  net.forward_unroll(d.input(), a);
-  ref.forward_unroll(d.input(), b);
-  for (std::size_t i = 0; i < N * P; ++i)
-    REQUIRE(a_out[i] == Approx(b_out[i]).margin(1e-12));
-  for (std::size_t i = 0; i < N; ++i)
-    REQUIRE(a_val[i] == Approx(b_val[i]).margin(1e-12));
-  const auto g_out = random_vector(N * P, rng), g_val = random_vector(N, rng);
-  net.zero_gradients();
-  ref.zero_gradients();
-  net.backward_unroll({g_out, g_val});
-  ref.backward_unroll({g_out, g_val});
-  std::size_t nonzero = 0;
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    REQUIRE(net.gradients()[i] == Approx(ref.gradients()[i]).margin(1e-10));
-    nonzero += net.gradients()[i] != 0.0;
-  }
-  CHECK(nonzero > p.size() / 2);
-  check_inference_matches_unroll(net, d);
+  REQUIRE(std::equal(net.parameters().begin(), net.parameters().end(), copy.parameters().begin()));
 }
 
 TEST_CASE(
@@ -1107,7 +1089,7 @@ TEST_CASE(
     c.seed = 41;
     seedrl::nature_cnn_lstm_agent<double> net(c);
     seedrl::detail::pixel_parts_agent<double, seedrl::nature_cnn<double>> parts(c);
-    check_same_agent(net, parts, true, 42);
+    check_same_agent(net, parts, true, 0, 42);
   }
   SECTION("IMPALA ResNet") {
     seedrl::impala_resnet_lstm_agent_config c;
@@ -1123,7 +1105,7 @@ TEST_CASE(
     c.seed = 43;
     seedrl::impala_resnet_lstm_agent<double> net(c);
     seedrl::detail::pixel_parts_agent<double, seedrl::impala_resnet<double>> parts(c);
-    check_same_agent(net, parts, true, 44);
+    check_same_agent(net, parts, true, 0, 44);
   }
   SECTION("small conv stack") {
     seedrl::small_conv_lstm_agent_config c;
@@ -1138,6 +1120,6 @@ TEST_CASE(
     c.seed = 45;
     seedrl::small_conv_lstm_agent<double> net(c);
     seedrl::detail::pixel_parts_agent<double, seedrl::small_conv_pixel_torso<double>> parts(c);
-    check_same_agent(net, parts, false, 46);
+    check_same_agent(net, parts, false, 0, 46);
   }
 }
