@@ -190,17 +190,7 @@ class actor_critic_agent {
   /// One batched step: reads the state, resets it where `dones`, writes it back updated.
   void infer(const inference_input& in, state_type& state, inference_output& out) {
     const auto B = static_cast<std::ptrdiff_t>(in.rewards.size());
-    check_common(static_cast<std::size_t>(B), in.observations, in.rewards, in.dones,
-                 in.prev_actions, in.prev_continuous_actions);
-    detail::check_extent("infer: logits", out.logits.size(),
-                         static_cast<std::size_t>(B * policy_size()));
-    detail::check_extent("infer: values", out.values.size(), static_cast<std::size_t>(B));
-    if (state.batch != B || state.width != state_size()) {
-      throw std::invalid_argument("seedrl::" + options_.name + "::infer: state is [" +
-                                  std::to_string(state.batch) + ", " + std::to_string(state.width) +
-                                  "], expected [" + std::to_string(B) + ", " +
-                                  std::to_string(state_size()) + "]");
-    }
+    detail::check_agent_step<S>(input_shape(), in, state, out);
     auto& ws = step_ws_;
     const auto x = preprocess_.apply(cview(in.observations.data(), B, observation_size()), ws.x);
     auto core_in = core_input(ws, B);
@@ -215,14 +205,7 @@ class actor_critic_agent {
   void forward_unroll(const unroll_input& in, unroll_output& out) {
     const auto T1 = static_cast<std::ptrdiff_t>(in.steps),
                B = static_cast<std::ptrdiff_t>(in.batch);
-    const auto N = static_cast<std::size_t>(T1 * B);
-    check_common(N, in.observations, in.rewards, in.dones, in.prev_actions,
-                 in.prev_continuous_actions);
-    detail::check_extent("forward_unroll: start_state", in.start_state.size(),
-                         static_cast<std::size_t>(B * state_size()));
-    detail::check_extent("forward_unroll: logits", out.logits.size(),
-                         N * static_cast<std::size_t>(policy_size()));
-    detail::check_extent("forward_unroll: values", out.values.size(), N);
+    detail::check_agent_unroll<S>(input_shape(), in, out);
     auto& ws = train_ws_;
     rows_ = T1 * B;
     const auto x =
@@ -338,15 +321,14 @@ class actor_critic_agent {
                                                : options_.num_actions;
   }
 
-  void check_common(std::size_t n, std::span<const S> obs, std::span<const S> rewards,
-                    std::span<const std::uint8_t> dones, std::span<const std::int32_t> prev_actions,
-                    std::span<const S> prev_continuous_actions) const {
-    detail::check_agent_rows<S>({.name = options_.name,
-                                 .observation_size = static_cast<std::size_t>(observation_size()),
-                                 .num_actions = options_.num_actions,
-                                 .continuous_action_size = options_.continuous_action_size,
-                                 .reward_and_action_inputs = options_.reward_and_action_inputs},
-                                n, obs, rewards, dones, prev_actions, prev_continuous_actions);
+  detail::agent_input_shape input_shape() const {
+    return {.name = options_.name,
+            .observation_size = static_cast<std::size_t>(observation_size()),
+            .num_actions = options_.num_actions,
+            .continuous_action_size = options_.continuous_action_size,
+            .reward_and_action_inputs = options_.reward_and_action_inputs,
+            .policy_size = static_cast<std::size_t>(policy_size()),
+            .state_size = static_cast<std::size_t>(state_size())};
   }
 
   matrix_view<S> core_input(workspace& ws, std::ptrdiff_t N) {

@@ -160,15 +160,7 @@ class backend_agent {
   /// One batched step: reads the state, resets it where `dones`, writes it back updated.
   void infer(const inference_input& in, state_type& state, inference_output& out) {
     const std::size_t B = in.rewards.size();
-    check_rows(B, in.observations, in.rewards, in.dones, in.prev_actions,
-               in.prev_continuous_actions);
-    detail::check_extent("infer: logits", out.logits.size(), B * policy_width());
-    detail::check_extent("infer: values", out.values.size(), B);
-    if (state.batch != static_cast<std::ptrdiff_t>(B) || state.width != state_size()) {
-      throw std::invalid_argument(who() + "::infer: state is [" + std::to_string(state.batch) +
-                                  ", " + std::to_string(state.width) + "], expected [" +
-                                  std::to_string(B) + ", " + std::to_string(state_size()) + "]");
-    }
+    detail::check_agent_step<S>(input_shape(), in, state, out);
     if (B == 0)
       return;
     step_.reserve(B);
@@ -190,12 +182,7 @@ class backend_agent {
   /// (and the input's arrays, which must stay valid until then).
   void forward_unroll(const unroll_input& in, unroll_output& out) {
     const std::size_t N = in.steps * in.batch;
-    check_rows(N, in.observations, in.rewards, in.dones, in.prev_actions,
-               in.prev_continuous_actions);
-    detail::check_extent("forward_unroll: start_state", in.start_state.size(),
-                         in.batch * static_cast<std::size_t>(state_size()));
-    detail::check_extent("forward_unroll: logits", out.logits.size(), N * policy_width());
-    detail::check_extent("forward_unroll: values", out.values.size(), N);
+    detail::check_agent_unroll<S>(input_shape(), in, out);
     if (N == 0)
       return;
     if (in.steps > train_.max_rows() / in.batch)
@@ -247,15 +234,14 @@ class backend_agent {
   std::string who() const { return "seedrl::" + options_.name; }
   std::size_t policy_width() const noexcept { return static_cast<std::size_t>(core_.num_actions); }
 
-  void check_rows(std::size_t n, std::span<const S> obs, std::span<const S> rewards,
-                  std::span<const std::uint8_t> dones, std::span<const std::int32_t> prev_actions,
-                  std::span<const S> prev_continuous_actions) const {
-    detail::check_agent_rows<S>({.name = options_.name,
-                                 .observation_size = step_.observation_size(),
-                                 .num_actions = core_.num_actions,
-                                 .continuous_action_size = core_.continuous_action_size,
-                                 .reward_and_action_inputs = core_.reward_and_action_inputs},
-                                n, obs, rewards, dones, prev_actions, prev_continuous_actions);
+  detail::agent_input_shape input_shape() const {
+    return {.name = options_.name,
+            .observation_size = step_.observation_size(),
+            .num_actions = core_.num_actions,
+            .continuous_action_size = core_.continuous_action_size,
+            .reward_and_action_inputs = core_.reward_and_action_inputs,
+            .policy_size = policy_width(),
+            .state_size = step_.state_size()};
   }
 
   /// The core's and heads' draws, after the torso's: the LSTM, the policy layer (then a
