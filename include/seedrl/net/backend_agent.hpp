@@ -30,7 +30,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
