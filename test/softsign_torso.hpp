@@ -1,18 +1,15 @@
 #pragma once
 // A user's own torso for the tests, written once against the ComputeBackend primitives: one
 // dense layer with softsign, y = z / (1 + |z|), z = x W^T + b (parameters W [outputs, inputs],
-// then b). The CPU agent runs it through backend_part_torso (test_backend_trainer.cpp), the
-// backend trainer directly, and the CUDA trainer through `softsign_recipe`
-// (test/cuda/test_cuda.cpp). No Eigen: nvcc compiles it.
+// then b). The CPU agent is `backend_agent` over it (test_backend_trainer.cpp); the backend
+// trainer runs it directly, and the CUDA trainer through the generic
+// `backend_agent_recipe<softsign_torso, softsign_config>` (test/cuda/test_cuda.cpp). No Eigen:
+// nvcc compiles it.
 #include <cstddef>
-#include <memory>
 #include <string>
-#include <tuple>
-#include <type_traits>
 
 #include "seedrl/core/config.hpp"
 #include "seedrl/core/random.hpp"
-#include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_torso.hpp"
 
 namespace seedrl_test {
@@ -20,6 +17,11 @@ namespace seedrl_test {
 struct softsign_config {
   std::size_t inputs = 3, outputs = 5;
 };
+
+/// What backend_agent_recipe keys its network on.
+inline std::string describe(const softsign_config& c) {
+  return "softsign " + std::to_string(c.inputs) + " " + std::to_string(c.outputs);
+}
 
 template <class S>
 struct softsign_bias_body {  // y[r, j] = softsign(y[r, j] + b[j])
@@ -59,7 +61,7 @@ struct column_sum_body {  // g[j] += sum_r d[r, j]
   }
 };
 
-/// The part (a seedrl::BackendTorso, plus the `init` backend_part_torso asks for).
+/// The part (a seedrl::BackendTorso, plus the `init` backend_agent draws it with).
 template <class Backend, class S>
 class softsign_torso {
  public:
@@ -100,53 +102,6 @@ class softsign_torso {
   Backend* b_;
   softsign_config c_;
   typename Backend::template buffer<S> d_;
-};
-
-/// The part and the core and heads around it: a cuda::agent_trainer Recipe's shape.
-struct softsign_shape {
-  softsign_config part;
-  seedrl::backend_core_config core;
-};
-
-/// How an actor_critic_agent with the part behind backend_part_torso maps onto a backend
-/// trainer (a cuda::agent_trainer Recipe; seedrl/cuda/agent_trainer.hpp).
-struct softsign_recipe {
-  static constexpr const char* name = "seedrl_test::softsign_trainer";
-  using shape_type = softsign_shape;
-
-  template <class Net>
-  static shape_type shape_of(const Net& net) {
-    shape_type s;
-    s.part = std::get<0>(net.torso().recipe());
-    s.core.num_actions = net.options().num_actions;
-    s.core.lstm_size = net.core().has_lstm() ? net.core().output_size() : 0;
-    s.core.reward_and_action_inputs = net.options().reward_and_action_inputs;
-    s.core.max_abs_input_reward = net.options().max_abs_input_reward;
-    return s;
-  }
-
-  static std::string describe(const shape_type& s) {
-    return "softsign " + std::to_string(s.part.inputs) + " " + std::to_string(s.part.outputs) +
-           " actions=" + std::to_string(s.core.num_actions) +
-           " lstm=" + std::to_string(s.core.lstm_size);
-  }
-
-  template <class Net>
-  static constexpr void check_network() {
-    static_assert(
-        requires(const Net& n) { n.torso().recipe(); },
-        "softsign_recipe trains agents whose torso is a backend_part_torso");
-  }
-
-  template <class Backend, class S>
-  using torso = softsign_torso<Backend, S>;
-
-  template <class Trainer, class Backend>
-  static std::unique_ptr<Trainer> make_trainer(Backend& backend, const shape_type& shape) {
-    using S = typename Trainer::scalar_type;
-    return std::make_unique<Trainer>(backend, softsign_torso<Backend, S>(backend, shape.part),
-                                     shape.core);
-  }
 };
 
 }  // namespace seedrl_test

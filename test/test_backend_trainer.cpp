@@ -27,7 +27,6 @@
 #include "seedrl/net/actor_critic_agent.hpp"
 #include "seedrl/net/backend_agent.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
-#include "seedrl/net/parts/backend_part_torso.hpp"
 #include "seedrl/net/parts/linear_heads.hpp"
 #include "seedrl/net/parts/lstm_core.hpp"
 #include "seedrl/net/parts/mlp_torso.hpp"
@@ -35,6 +34,7 @@
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/trainer.hpp"
+#include "seedrl/train/backend_agent_recipe.hpp"
 #include "seedrl/train/backend_trainer.hpp"
 #include "seedrl/train/mlp_lstm_recipe.hpp"
 #include "seedrl/train/mlp_lstm_trainer.hpp"
@@ -907,34 +907,31 @@ TEST_CASE("backend trainer refuses a loss or batch of the other action kind", "[
 }
 
 TEST_CASE(
-    "a user's torso written once over the backend trains the CPU agent and the backend "
-    "trainer alike",
-    "[backend_trainer]") {
-  // The CPU agent: actor_critic_agent with the part behind backend_part_torso (host_backend),
-  // an LSTM, categorical and value heads, trained by host_trainer; the backend trainer: the
-  // same part type on host_backend, as a CUDA trainer would take it on cuda_backend.
+    "a user's torso written once over the backend is a CPU agent that trains as the backend "
+    "trainer does",
+    "[backend_trainer][backend_agent]") {
+  // The CPU agent: backend_agent over the part (host_backend) with an LSTM or none, categorical
+  // and value heads, trained by host_trainer; the backend trainer: the same part type on
+  // host_backend, as a CUDA trainer would take it on cuda_backend.
   using S = double;
   using seedrl_test::softsign_config;
   using seedrl_test::softsign_torso;
-  using cpu_torso = seedrl::backend_part_torso<softsign_torso, S, softsign_config>;
-  static_assert(seedrl::Torso<cpu_torso, S>);
-  using agent = seedrl::actor_critic_agent<S, seedrl::vector_observations, cpu_torso,
-                                           seedrl::lstm_core<S>, seedrl::categorical_head<S>>;
+  using agent = seedrl::backend_agent<S, softsign_torso<seedrl::host_backend, S>, softsign_config>;
+  static_assert(seedrl::Network<agent>);
   const softsign_config part{4, 6};
   for (const std::ptrdiff_t lstm : {std::ptrdiff_t{5}, std::ptrdiff_t{0}}) {
     CAPTURE(lstm);
-    agent net(seedrl::agent_options{.num_actions = 3, .seed = 4}, seedrl::vector_observations{4},
-              cpu_torso(part), seedrl::lstm_core_options{.hidden_size = lstm},
-              seedrl::categorical_head<S>::options_type{.num_actions = 3});
+    seedrl::backend_core_config core;
+    core.num_actions = 3;
+    core.lstm_size = lstm;
+    agent net({.name = "softsign_agent", .seed = 4}, core, part);
+    REQUIRE(std::get<0>(net.recipe()).outputs == part.outputs);
     // The draws are the part's own: its init wrote the torso's block.
     bool drawn = false;
     for (std::size_t i = 0; i < part.outputs * (part.inputs + 1); ++i)
       drawn = drawn || net.parameters()[i] != S(0);
     CHECK(drawn);
     seedrl::host_backend backend;
-    seedrl::backend_core_config core;
-    core.num_actions = 3;
-    core.lstm_size = lstm;
     seedrl::backend_agent_trainer<seedrl::host_backend, S, softsign_torso<seedrl::host_backend, S>>
         trainer(backend, softsign_torso<seedrl::host_backend, S>(backend, part), core);
     REQUIRE(trainer.num_parameters() == net.parameters().size());
@@ -968,58 +965,58 @@ TEST_CASE(
     copy.infer({x, r, dones, prev}, s2, o2);
     CHECK(l1 == l2);
     CHECK(v1 == v2);
+    // Its messages carry its name.
+    std::vector<std::int32_t> bad{7, 0};
+    CHECK_THROWS_WITH(net.infer({x, r, dones, bad}, s1, o1),
+                      Catch::Contains("seedrl::softsign_agent: previous action 7"));
   }
 }
 
 TEST_CASE(
-    "a user's torso part is a CPU agent without an adapter: backend_agent starts, computes and "
-    "trains as the composition behind backend_part_torso",
+    "backend_agent_recipe: a user's part trains through the recipe trainer (what the GPU runs) "
+    "as host_trainer trains the agent",
     "[backend_trainer][backend_agent]") {
   using S = double;
   using seedrl_test::softsign_config;
   using seedrl_test::softsign_torso;
-  using cpu_torso = seedrl::backend_part_torso<softsign_torso, S, softsign_config>;
-  using composed = seedrl::actor_critic_agent<S, seedrl::vector_observations, cpu_torso,
-                                              seedrl::lstm_core<S>, seedrl::categorical_head<S>>;
-  using own = seedrl::backend_agent<S, softsign_torso<seedrl::host_backend, S>, softsign_config>;
-  static_assert(seedrl::Network<own>);
+  using agent = seedrl::backend_agent<S, softsign_torso<seedrl::host_backend, S>, softsign_config>;
+  using recipe = seedrl::backend_agent_recipe<softsign_torso, softsign_config>;
+  static_assert(seedrl::Trainer<seedrl::backend_trainer<S, recipe>, agent, seedrl::adam<S>,
+                                seedrl::impala_loss<S>>);
   const softsign_config part{4, 6};
   const auto c = small_config();  // 4 observations, 3 actions: the part's shape
-  for (const std::ptrdiff_t lstm : {std::ptrdiff_t{5}, std::ptrdiff_t{0}}) {
-    CAPTURE(lstm);
-    composed ref(seedrl::agent_options{.num_actions = 3, .seed = 4}, seedrl::vector_observations{4},
-                 cpu_torso(part), seedrl::lstm_core_options{.hidden_size = lstm},
-                 seedrl::categorical_head<S>::options_type{.num_actions = 3});
-    seedrl::backend_core_config core;
-    core.num_actions = 3;
-    core.lstm_size = lstm;
-    own net({.name = "softsign_agent", .seed = 4}, core, part);
-    REQUIRE(std::get<0>(net.recipe()).outputs == part.outputs);
-    REQUIRE(net.state_size() == ref.state_size());
-    REQUIRE(std::equal(net.parameters().begin(), net.parameters().end(), ref.parameters().begin(),
-                       ref.parameters().end()));
-    // Training steps by host_trainer on both: the same parameters after each.
-    seedrl::host_trainer trainer_a, trainer_b;
-    seedrl::adam<S> opt_a(adam_lr(3e-3)), opt_b(adam_lr(3e-3));
-    const seedrl::impala_loss<S> loss(loss_config());
-    seedrl::random_generator rng(5);
-    for (int step = 0; step < 3; ++step) {
-      const auto batch = make_batch<S>(c, static_cast<std::size_t>(net.state_size()), 4, 3, rng);
-      const auto a = trainer_a.train_step(batch.view(), net, opt_a, loss, 0.5);
-      const auto b = trainer_b.train_step(batch.view(), ref, opt_b, loss, 0.5);
-      REQUIRE(a.applied);
-      CHECK(relative(a.grad_norm, b.grad_norm) < 1e-9);
-      CHECK(max_difference<S>(net.parameters(), ref.parameters()) < 1e-9);
-    }
-    // Its messages carry its name.
-    auto state = net.initial_state(1);
-    std::vector<S> x(part.inputs), r(1), logits(3), values(1);
-    std::vector<std::uint8_t> dones(1, 0);
-    std::vector<std::int32_t> prev{7};
-    seedrl::agent_step_output<S> out{logits, values};
-    CHECK_THROWS_WITH(net.infer({x, r, dones, prev}, state, out),
-                      Catch::Contains("seedrl::softsign_agent: previous action 7"));
+  seedrl::backend_core_config core;
+  core.num_actions = 3;
+  core.lstm_size = 5;
+  agent ref({.seed = 4}, core, part), net(ref);
+  seedrl::host_trainer reference;
+  seedrl::backend_trainer<S, recipe> trainer;
+  seedrl::adam<S> opt_a(adam_lr(3e-3)), opt_b(adam_lr(3e-3));
+  const seedrl::impala_loss<S> loss(loss_config());
+  seedrl::random_generator rng(5);
+  for (int step = 0; step < 3; ++step) {
+    const auto batch = make_batch<S>(c, static_cast<std::size_t>(net.state_size()), 4, 3, rng);
+    const auto want = reference.train_step(batch.view(), ref, opt_a, loss, 0.5);
+    const auto got = trainer.train_step(batch.view(), net, opt_b, loss, 0.5);
+    REQUIRE(got.applied);
+    CHECK(relative(got.grad_norm, want.grad_norm) < 1e-9);
+    CHECK(max_difference<S>(net.parameters(), ref.parameters()) < 1e-9);
   }
+  // Another shape (no LSTM, a wider part) is another network: taken as the new truth
+  // (load_from_host, as after a restore), the trainer rebuilds for it.
+  CHECK(recipe::describe({std::tuple{part}, core}) !=
+        recipe::describe({std::tuple{softsign_config{4, 7}}, core}));
+  core.lstm_size = 0;
+  CHECK(recipe::describe({std::tuple{part}, core}) != recipe::describe({std::tuple{part}, {}}));
+  agent other({.seed = 9}, core, softsign_config{4, 7}), other_ref(other);
+  const auto batch = make_batch<S>(c, 0, 4, 3, rng);
+  seedrl::adam<S> opt_c(adam_lr(3e-3)), opt_d(adam_lr(3e-3));
+  seedrl::backend_trainer<S, recipe> fresh;
+  trainer.load_from_host(other, opt_d);
+  REQUIRE(trainer.num_parameters() == other.parameters().size());
+  (void)fresh.train_step(batch.view(), other_ref, opt_c, loss, 0.5);
+  (void)trainer.train_step(batch.view(), other, opt_d, loss, 0.5);
+  CHECK(max_difference<S>(other.parameters(), other_ref.parameters()) < 1e-12);
 }
 
 // --- backend_trainer: the recipe trainer (what the CUDA trainers run) on host_backend ----------

@@ -1,9 +1,10 @@
 // Must NOT compile: `part_without_init` models BackendTorso (the backend trainers take it) but
-// has no host-side init, which the CPU agents' adapter needs to draw its initial parameters. The
-// test checks that the message names the part's missing member, not an error deep inside.
+// has no host-side init, which backend_agent's constructor from a core config needs to draw its
+// initial parameters. The test checks that the message names the part's missing member, not an
+// error deep inside.
 #include <cstddef>
 
-#include "seedrl/net/parts/backend_part_torso.hpp"
+#include "seedrl/net/backend_agent.hpp"
 
 struct part_config {};
 
@@ -22,6 +23,7 @@ struct part_without_init {
 };
 
 int main() {
-  seedrl::backend_part_torso<part_without_init, float, part_config> torso{part_config{}};
-  return static_cast<int>(torso.num_parameters());
+  seedrl::backend_agent<float, part_without_init<seedrl::host_backend, float>, part_config> net(
+      {}, seedrl::backend_core_config{}, part_config{});
+  return static_cast<int>(net.parameters().size());
 }

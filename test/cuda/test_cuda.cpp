@@ -34,16 +34,17 @@
 #include "seedrl/cuda/pixel_lstm_trainer.hpp"
 #include "seedrl/detail/lstm_math.hpp"
 #include "seedrl/net/actor_critic_agent.hpp"
+#include "seedrl/net/backend_agent.hpp"
 #include "seedrl/net/frame_stack.hpp"
 #include "seedrl/net/impala_resnet_lstm_agent.hpp"
 #include "seedrl/net/lstm.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/net/nature_cnn_lstm_agent.hpp"
-#include "seedrl/net/parts/backend_part_torso.hpp"
 #include "seedrl/net/small_conv_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/trainer.hpp"
+#include "seedrl/train/backend_agent_recipe.hpp"
 
 #if defined(SEEDRL_HAS_CUDNN)
 #include "seedrl/cuda/cudnn_conv.cuh"
@@ -1023,23 +1024,24 @@ TEST_CASE("cuda mlp_lstm_trainer: Gaussian policies and separate networks match 
 
 TEST_CASE("cuda agent_trainer: a user's torso written once over the backend matches host_trainer",
           "[cuda][trainer]") {
-  // The part (test/softsign_torso.hpp) behind backend_part_torso in the CPU agent, trained by
-  // host_trainer, and on cuda_backend by cuda::agent_trainer with its recipe.
+  // The part (test/softsign_torso.hpp) as a CPU agent (backend_agent), trained by host_trainer,
+  // and on cuda_backend by cuda::agent_trainer with the generic recipe.
   using part = seedrl_test::softsign_config;
-  using cpu_torso = seedrl::backend_part_torso<seedrl_test::softsign_torso, float, part>;
   using agent =
-      seedrl::actor_critic_agent<float, seedrl::vector_observations, cpu_torso,
-                                 seedrl::lstm_core<float>, seedrl::categorical_head<float>>;
+      seedrl::backend_agent<float, seedrl_test::softsign_torso<seedrl::host_backend, float>, part>;
   const part shape{5, 16};
   const auto make = [&] {
-    return agent(seedrl::agent_options{.num_actions = 3, .seed = 2}, seedrl::vector_observations{5},
-                 cpu_torso(shape), seedrl::lstm_core_options{.hidden_size = 12},
-                 seedrl::categorical_head<float>::options_type{.num_actions = 3});
+    seedrl::backend_core_config core;
+    core.num_actions = 3;
+    core.lstm_size = 12;
+    return agent({.seed = 2}, core, shape);
   };
   agent cpu_net = make(), gpu_net = make();
   seedrl::adam<float> cpu_opt(test_adam()), gpu_opt(test_adam());
   seedrl::host_trainer cpu;
-  seedrl::cuda::agent_trainer<float, seedrl_test::softsign_recipe> gpu;
+  seedrl::cuda::agent_trainer<float,
+                              seedrl::backend_agent_recipe<seedrl_test::softsign_torso, part>>
+      gpu;
   seedrl::impala_loss_config<float> loss;
   loss.entropy_cost = 0.01f;
   const seedrl::impala_loss<float> impala(loss);

@@ -105,14 +105,12 @@ class backend_agent {
     init_body(rng);
   }
 
-  /// As above, the torso drawing its own parameters (`torso.init(rng, params)`, as a part
-  /// for backend_part_torso does).
+  /// As above, the torso drawing its own parameters: `void init(seedrl::random_generator&,
+  /// S* params) const` (num_parameters() values into host memory), which this constructor
+  /// asks of it.
   backend_agent(backend_agent_options options, const backend_core_config& core,
-                const Recipe&... recipe) requires
-      requires(const Torso& t, random_generator& rng, S* p) {
-    t.init(rng, p);
-  } : backend_agent(std::move(options), part_init(), core, recipe...) {
-  }
+                const Recipe&... recipe)
+      : backend_agent(std::move(options), part_init(), core, recipe...) {}
 
   /// A copy with the same parameters and its own backends, parts and buffers.
   backend_agent(const backend_agent& other)
@@ -227,7 +225,18 @@ class backend_agent {
   }
 
   static torso_init part_init() {
-    return [](const Torso& t, random_generator& rng, S* p) { t.init(rng, p); };
+    constexpr bool has_init = requires(const Torso& t, random_generator& rng, S* p) {
+      t.init(rng, p);
+    };
+    static_assert(
+        has_init,
+        "seedrl::backend_agent: the torso part lacks `void init(seedrl::random_generator&, "
+        "S* params) const` (its initial parameters, drawn on the host); give it one or "
+        "pass the agent a torso_init");
+    if constexpr (has_init)
+      return [](const Torso& t, random_generator& rng, S* p) { t.init(rng, p); };
+    else
+      return {};
   }
 
   std::string who() const { return "seedrl::" + options_.name; }

@@ -5,9 +5,11 @@
 /// previous action next to the torso's features) and the policy and value heads, in the
 /// terms of `actor_critic_agent`'s options (seedrl/net/actor_critic_agent.hpp).
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace seedrl {
 
@@ -31,5 +33,25 @@ struct backend_core_config {
   bool reward_and_action_inputs = true;        ///< columns after the torso's features
   std::optional<double> max_abs_input_reward;  ///< clip the reward fed to the core
 };
+
+namespace detail {
+inline std::string shortest_double(double v) {  // round-trips: distinct values, distinct text
+  char buf[32];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+}  // namespace detail
+
+/// The core and heads in one line (e.g. "core actions=3 continuous=0 lstm=64x1 reward_action=1
+/// max_abs_reward=none log_std=outputs value_features=0"): equal lines, the same
+/// core and heads.
+inline std::string describe(const backend_core_config& c) {
+  return "core actions=" + std::to_string(c.num_actions) +
+         " continuous=" + std::to_string(c.continuous_action_size) +
+         " lstm=" + std::to_string(c.lstm_size) + "x" + std::to_string(c.lstm_layers) +
+         " reward_action=" + (c.reward_and_action_inputs ? "1" : "0") + " max_abs_reward=" +
+         (c.max_abs_input_reward ? detail::shortest_double(*c.max_abs_input_reward) : "none") +
+         " log_std=" + (c.independent_log_std ? "vector" : "outputs") +
+         " value_features=" + std::to_string(c.value_features);
+}
 
 }  // namespace seedrl

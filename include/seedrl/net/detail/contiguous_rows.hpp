@@ -1,8 +1,7 @@
 #pragma once
 /// \file
 /// `detail::contiguous_rows`: a batch view's rows without gaps, for parts over the backend,
-/// whose primitives read packed rows (the CPU adapters `backend_part_torso` and
-/// `backend_feature_stack`).
+/// whose primitives read packed rows (the CPU adapter `backend_feature_stack`).
 
 #include <concepts>
 #include <cstddef>
