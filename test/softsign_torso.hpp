@@ -1,9 +1,9 @@
 #pragma once
 // A user's own torso for the tests, written once against the ComputeBackend primitives: one
 // dense layer with softsign, y = z / (1 + |z|), z = x W^T + b (parameters W [outputs, inputs],
-// then b). The CPU agent is `backend_agent` over it (test_backend_trainer.cpp); the backend
+// then b). The CPU agent is `actor_critic_agent` over it (test_backend_trainer.cpp); the backend
 // trainer runs it directly, and the CUDA trainer through the generic
-// `backend_agent_recipe<softsign_torso, softsign_config>` (test/cuda/test_cuda.cpp). No Eigen:
+// `actor_critic_recipe<softsign_torso, softsign_config>` (test/cuda/test_cuda.cpp). No Eigen:
 // nvcc compiles it.
 #include <cstddef>
 #include <string>
@@ -18,7 +18,7 @@ struct softsign_config {
   std::size_t inputs = 3, outputs = 5;
 };
 
-/// What backend_agent_recipe keys its network on.
+/// What actor_critic_recipe keys its network on.
 inline std::string describe(const softsign_config& c) {
   return "softsign " + std::to_string(c.inputs) + " " + std::to_string(c.outputs);
 }
@@ -61,7 +61,7 @@ struct column_sum_body {  // g[j] += sum_r d[r, j]
   }
 };
 
-/// The part (a seedrl::BackendTorso, plus the `init` backend_agent draws it with).
+/// The part (a seedrl::BackendTorso, plus the `init` actor_critic_agent draws it with).
 template <class Backend, class S>
 class softsign_torso {
  public:

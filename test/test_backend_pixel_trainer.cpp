@@ -638,12 +638,15 @@ TEST_CASE("pixel backend trainer skips a non-finite gradient as the reference do
   });
 }
 
-/// A feature stack's parameters after `init` from `seed` are PyTorch's default draws for its
+/// A conv stack's parameters after `init` from `seed` are PyTorch's default draws for its
 /// convolutions {out, in, kernel} in order (W then b, uniform in +-1/sqrt(in*k*k)), written
 /// here from the documented layout: a network starts as PyTorch's would, on either device.
-template <class Stack>
-void check_pytorch_init(Stack stack, const std::vector<std::array<std::size_t, 3>>& convs,
-                        std::uint64_t seed) {
+template <class Config>
+void check_pytorch_init(const Config& config, std::size_t C, std::size_t H, std::size_t W,
+                        const std::vector<std::array<std::size_t, 3>>& convs, std::uint64_t seed) {
+  seedrl::host_backend backend;
+  const typename seedrl::backend_conv_stack<seedrl::host_backend, double, Config>::type stack(
+      backend, config, C, H, W, "test");
   std::vector<double> want;
   seedrl::random_generator rng_want(seed), rng(seed);
   for (const auto& [out, in, k] : convs) {
@@ -652,26 +655,25 @@ void check_pytorch_init(Stack stack, const std::vector<std::array<std::size_t, 3
       want.push_back(rng_want.uniform(-bound, bound));
   }
   REQUIRE(stack.num_parameters() == want.size());
-  std::vector<double> params(want.size(), -9.0), grads(want.size());
-  stack.bind(params.data(), grads.data());
-  stack.init(rng);
+  std::vector<double> params(want.size(), -9.0);
+  stack.init(rng, params.data());
   CHECK(params == want);
   CHECK(rng() == rng_want());  // the same number of draws
 }
 
 TEST_CASE("the conv stacks draw PyTorch's initial parameters in their documented layout",
           "[backend_trainer]") {
-  check_pytorch_init(seedrl::nature_cnn<double>(nature{}, 3, 44, 40),
-                     {{32, 3, 8}, {64, 32, 4}, {64, 64, 3}}, 1);
-  check_pytorch_init(seedrl::small_conv<double>({.channels = {4, 6, 5}, .padding = 1}, 2, 9, 7),
-                     {{4, 2, 3}, {6, 4, 3}, {5, 6, 3}}, 2);
+  check_pytorch_init(nature{}, 3, 44, 40, {{32, 3, 8}, {64, 32, 4}, {64, 64, 3}}, 1);
+  seedrl::small_conv_torso_config small;
+  small.channels = {4, 6, 5};
+  small.padding = 1;
+  check_pytorch_init(small, 2, 9, 7, {{4, 2, 3}, {6, 4, 3}, {5, 6, 3}}, 2);
   std::vector<std::array<std::size_t, 3>> resnet_convs{{4, 3, 3}};
   resnet_convs.insert(resnet_convs.end(), 4, {4, 4, 3});
   resnet_convs.push_back({6, 4, 3});
   resnet_convs.insert(resnet_convs.end(), 4, {6, 6, 3});
-  check_pytorch_init(
-      seedrl::impala_resnet<double>({.channels = {4, 6}, .blocks_per_stack = 2}, 3, 12, 10),
-      resnet_convs, 3);
+  check_pytorch_init(seedrl::impala_resnet_config{.channels = {4, 6}, .blocks_per_stack = 2}, 3, 12,
+                     10, resnet_convs, 3);
 }
 
 TEST_CASE("pixel backend trainer refuses bad configurations, sizes and calls",

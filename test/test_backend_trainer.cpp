@@ -23,18 +23,13 @@
 #include "seedrl/backend/detail/host_dense_primitives.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
-#include "seedrl/net/activation.hpp"
+#include "seedrl/net/activation_math.hpp"
 #include "seedrl/net/actor_critic_agent.hpp"
-#include "seedrl/net/backend_agent.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
-#include "seedrl/net/parts/linear_heads.hpp"
-#include "seedrl/net/parts/lstm_core.hpp"
-#include "seedrl/net/parts/mlp_torso.hpp"
-#include "seedrl/net/parts/preprocess.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/trainer.hpp"
-#include "seedrl/train/backend_agent_recipe.hpp"
+#include "seedrl/train/actor_critic_recipe.hpp"
 #include "seedrl/train/backend_trainer.hpp"
 #include "seedrl/train/mlp_lstm_recipe.hpp"
 #include "seedrl/train/mlp_lstm_trainer.hpp"
@@ -146,26 +141,20 @@ TEST_CASE("backend trainer matches the reference: two LSTM layers, two torso lay
     CHECK(n > o.max_grad_norm);  // every step was clipped
 }
 
-TEST_CASE("backend trainer with a tanh MLP torso matches the CPU tanh composition",
+TEST_CASE("backend trainer with a tanh MLP torso trains as host_trainer trains the tanh agent",
           "[backend_trainer]") {
-  // The CPU agent: mlp_lstm_agent's composition with tanh instead of ReLU, same layout.
-  using torso_t = seedrl::mlp_torso<double, seedrl::tanh_activation>;
-  using net_t =
-      seedrl::actor_critic_agent<double, seedrl::vector_observations, torso_t,
-                                 seedrl::lstm_core<double>, seedrl::categorical_head<double>,
-                                 seedrl::value_head<double>>;
+  // The CPU agent: actor_critic_agent over the tanh torso, trained by host_trainer (its loss and
+  // optimizer); the backend trainer: its own loss and optimizer on the same part. (The tanh
+  // torso's forward and gradients against plain loops and central differences:
+  // test_agent_parts.cpp.)
   using backend_torso =
       seedrl::backend_mlp_torso<seedrl::host_backend, double, seedrl::tanh_activation>;
+  using net_t = seedrl::actor_critic_agent<double, backend_torso, seedrl::mlp_lstm_agent_config>;
   auto c = small_config();
   c.hidden_sizes = {7, 5};  // two layers: the backward passes through a hidden tanh
   c.observation_size = 3;
-  net_t net(
-      {.num_actions = c.num_actions, .reward_and_action_inputs = true, .seed = c.seed},
-      seedrl::vector_observations{c.observation_size},
-      torso_t({.input_size = c.observation_size, .widths = c.hidden_sizes}),
-      seedrl::lstm_core_options{
-          .hidden_size = c.lstm_size, .num_layers = c.lstm_layers, .forget_bias = c.forget_bias},
-      {c.num_actions});
+  net_t net({.seed = c.seed, .forget_bias = c.forget_bias},
+            seedrl::mlp_torso_init<double, seedrl::tanh_activation>(), c);
   seedrl::host_backend backend;
   seedrl::backend_agent_trainer<seedrl::host_backend, double, backend_torso> trainer(backend, c);
   REQUIRE(trainer.num_parameters() == net.parameters().size());
@@ -909,14 +898,15 @@ TEST_CASE("backend trainer refuses a loss or batch of the other action kind", "[
 TEST_CASE(
     "a user's torso written once over the backend is a CPU agent that trains as the backend "
     "trainer does",
-    "[backend_trainer][backend_agent]") {
-  // The CPU agent: backend_agent over the part (host_backend) with an LSTM or none, categorical
-  // and value heads, trained by host_trainer; the backend trainer: the same part type on
-  // host_backend, as a CUDA trainer would take it on cuda_backend.
+    "[backend_trainer][actor_critic_agent]") {
+  // The CPU agent: actor_critic_agent over the part (host_backend) with an LSTM or none,
+  // categorical and value heads, trained by host_trainer; the backend trainer: the same part type
+  // on host_backend, as a CUDA trainer would take it on cuda_backend.
   using S = double;
   using seedrl_test::softsign_config;
   using seedrl_test::softsign_torso;
-  using agent = seedrl::backend_agent<S, softsign_torso<seedrl::host_backend, S>, softsign_config>;
+  using agent =
+      seedrl::actor_critic_agent<S, softsign_torso<seedrl::host_backend, S>, softsign_config>;
   static_assert(seedrl::Network<agent>);
   const softsign_config part{4, 6};
   for (const std::ptrdiff_t lstm : {std::ptrdiff_t{5}, std::ptrdiff_t{0}}) {
@@ -925,7 +915,7 @@ TEST_CASE(
     core.num_actions = 3;
     core.lstm_size = lstm;
     agent net({.name = "softsign_agent", .seed = 4}, core, part);
-    REQUIRE(std::get<0>(net.recipe()).outputs == part.outputs);
+    REQUIRE(std::get<0>(net.configs()).outputs == part.outputs);
     // The draws are the part's own: its init wrote the torso's block.
     bool drawn = false;
     for (std::size_t i = 0; i < part.outputs * (part.inputs + 1); ++i)
@@ -973,14 +963,15 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "backend_agent_recipe: a user's part trains through the recipe trainer (what the GPU runs) "
+    "actor_critic_recipe: a user's part trains through the recipe trainer (what the GPU runs) "
     "as host_trainer trains the agent",
-    "[backend_trainer][backend_agent]") {
+    "[backend_trainer][actor_critic_agent]") {
   using S = double;
   using seedrl_test::softsign_config;
   using seedrl_test::softsign_torso;
-  using agent = seedrl::backend_agent<S, softsign_torso<seedrl::host_backend, S>, softsign_config>;
-  using recipe = seedrl::backend_agent_recipe<softsign_torso, softsign_config>;
+  using agent =
+      seedrl::actor_critic_agent<S, softsign_torso<seedrl::host_backend, S>, softsign_config>;
+  using recipe = seedrl::actor_critic_recipe<softsign_torso, softsign_config>;
   static_assert(seedrl::Trainer<seedrl::backend_trainer<S, recipe>, agent, seedrl::adam<S>,
                                 seedrl::impala_loss<S>>);
   const softsign_config part{4, 6};

@@ -38,11 +38,7 @@
 #include "seedrl/core/random.hpp"
 #include "seedrl/env/pendulum.hpp"
 #include "seedrl/io/checkpoint.hpp"
-#include "seedrl/net/actor_critic_agent.hpp"
-#include "seedrl/net/parts/gaussian_head.hpp"
-#include "seedrl/net/parts/lstm_core.hpp"
-#include "seedrl/net/parts/mlp_torso.hpp"
-#include "seedrl/net/parts/preprocess.hpp"
+#include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/action_sampler.hpp"
 #include "seedrl/runtime/actor.hpp"
@@ -56,18 +52,21 @@ namespace {
 using namespace std::chrono_literals;
 
 /// An MLP+LSTM agent with a Gaussian policy head: rows of [mean, log_std] for Pendulum's
-/// torque(s); its core reads the previous torque as its value.
-using cont_net =
-    seedrl::actor_critic_agent<float, seedrl::vector_observations, seedrl::mlp_torso<float>,
-                               seedrl::lstm_core<float>, seedrl::gaussian_head<float>>;
+/// torque(s), the log-stds one vector or (state_dependent_log_std) policy outputs; its core
+/// reads the previous torque as its value.
+using cont_net = seedrl::mlp_lstm_agent<float>;
 
 cont_net make_net(std::uint64_t seed, bool state_dependent_log_std = false, std::int32_t D = 1) {
-  return cont_net(
-      seedrl::agent_options{.num_actions = D, .seed = seed, .continuous_action_size = D},
-      seedrl::vector_observations{3},
-      seedrl::mlp_torso<float>(seedrl::mlp_torso_options{.input_size = 3, .widths = {8}}),
-      seedrl::lstm_core_options{.hidden_size = 8},
-      {.action_size = D, .state_dependent_log_std = state_dependent_log_std});
+  seedrl::mlp_lstm_agent_config c;
+  c.observation_size = 3;
+  c.hidden_sizes = {8};
+  c.lstm_size = 8;
+  c.continuous_action_size = D;
+  c.num_actions = 2 * D;
+  if (!state_dependent_log_std)
+    c.log_std_init = 0.0;
+  c.seed = seed;
+  return cont_net(c);
 }
 
 /// Moves the parameters away from the initial near-zero outputs, so that every input (the

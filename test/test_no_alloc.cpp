@@ -25,10 +25,7 @@ void seedrl_test_eigen_assertion(const char* what, const char* file, int line);
 #include "seedrl/detail/eigen_core.hpp"
 #include "seedrl/net/actor_critic_agent.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
-#include "seedrl/net/parts/dense_torso.hpp"
-#include "seedrl/net/parts/lstm_core.hpp"
-#include "seedrl/net/parts/mlp_torso.hpp"
-#include "seedrl/net/parts/no_core.hpp"
+#include "seedrl/net/small_conv_lstm_agent.hpp"
 #include "seedrl/runtime/cpu_inference_engine.hpp"
 
 namespace {
@@ -316,15 +313,16 @@ std::vector<float> pixel_rows(const Net& net, std::size_t B) {
 
 }  // namespace
 
-TEST_CASE("agents composed from parts infer without allocating in steady state", "[alloc]") {
-  // A small conv torso on 10x10x4 channels-last images, with an LSTM core.
-  seedrl::actor_critic_agent<float, seedrl::image_observations, seedrl::small_conv_torso<float>,
-                             seedrl::lstm_core<float>, seedrl::categorical_head<float>>
-      conv({.num_actions = 5},
-           seedrl::image_observations{
-               .height = 10, .width = 10, .channels = 4, .channels_last = true, .scale = 1.0 / 255},
-           seedrl::small_conv_torso<float>(seedrl::small_conv<float>({}, 4, 10, 10), {.size = 128}),
-           {.hidden_size = 64}, {.num_actions = 5});
+TEST_CASE("composed agents infer without allocating in steady state", "[alloc]") {
+  // The small conv agent on 10x10x4 channels-last images, with an LSTM core.
+  seedrl::small_conv_lstm_agent_config c;
+  c.height = c.width = 10;
+  c.channels = 4;
+  c.channels_last = true;
+  c.num_actions = 5;
+  c.dense_size = 128;
+  c.lstm_size = 64;
+  seedrl::small_conv_lstm_agent<float> conv(c);
   const auto obs = pixel_rows(conv, 32);
 #ifdef SEEDRL_DNNL_CONV
   // oneDNN allocates its argument map inside every primitive call, out of our reach: seedrl's
@@ -342,11 +340,15 @@ TEST_CASE("agents composed from parts infer without allocating in steady state",
   CHECK(allocations_during_inference_of(conv, obs, 32, 20) == 0);
 #endif
   // A tanh MLP with no core and no reward or action inputs.
-  using tanh_mlp = seedrl::mlp_torso<float, seedrl::tanh_activation>;
-  seedrl::actor_critic_agent<float, seedrl::vector_observations, tanh_mlp, seedrl::no_core<float>,
-                             seedrl::categorical_head<float>>
-      mlp({.num_actions = 3, .reward_and_action_inputs = false}, seedrl::vector_observations{6},
-          tanh_mlp({.input_size = 6, .widths = {64, 64}}), {}, {.num_actions = 3});
+  using tanh_mlp = seedrl::backend_mlp_torso<seedrl::host_backend, float, seedrl::tanh_activation>;
+  seedrl::mlp_lstm_agent_config m;
+  m.observation_size = 6;
+  m.num_actions = 3;
+  m.hidden_sizes = {64, 64};
+  m.lstm_size = 0;
+  m.reward_and_action_inputs = false;
+  seedrl::actor_critic_agent<float, tanh_mlp, seedrl::mlp_lstm_agent_config> mlp(
+      {}, seedrl::mlp_torso_init<float, seedrl::tanh_activation>(), m);
   CHECK(allocations_during_inference_of(mlp, pixel_rows(mlp, 64), 64, 50) == 0);
 }
 

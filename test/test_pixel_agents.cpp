@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gradcheck.hpp"
+#include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/backend/detail/host_primitives.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/frame_stack.hpp"
@@ -29,7 +30,10 @@
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/actor.hpp"
 #include "seedrl/runtime/learner.hpp"
+#include "seedrl/train/backend_trainer.hpp"
+#include "seedrl/train/pixel_lstm_recipe.hpp"
 #include "seedrl/transport/in_process.hpp"
+#include "tiny_conv_stack.hpp"
 
 namespace {
 
@@ -557,6 +561,32 @@ void spread_parameters(Net& net, std::uint64_t seed) {
     p = rng.uniform(-0.5, 0.5);
 }
 
+/// Step-by-step inference from the unroll's start states reproduces the unroll.
+template <class Net>
+void check_steps_match_unroll(Net& net, const pixel_unroll& d) {
+  const std::size_t T1 = d.T1, B = d.B, A = static_cast<std::size_t>(net.policy_size()),
+                    n = static_cast<std::size_t>(net.observation_size());
+  std::vector<double> logits(T1 * B * A), values(T1 * B);
+  seedrl::agent_unroll_output<double> out{logits, values};
+  net.forward_unroll(d.input(), out);
+  auto state = net.initial_state(B);
+  std::copy(d.start.begin(), d.start.end(), state.data.begin());
+  std::vector<double> step_logits(B * A), step_values(B);
+  for (std::size_t t = 0; t < T1; ++t) {
+    const std::size_t r = t * B;
+    seedrl::agent_step_output<double> step_out{step_logits, step_values};
+    net.infer({std::span<const double>(d.obs).subspan(r * n, B * n),
+               std::span<const double>(d.rewards).subspan(r, B),
+               std::span<const std::uint8_t>(d.dones).subspan(r, B),
+               std::span<const std::int32_t>(d.prev).subspan(r, B)},
+              state, step_out);
+    for (std::size_t i = 0; i < B * A; ++i)
+      REQUIRE(step_logits[i] == Approx(logits[r * A + i]).margin(1e-12));
+    for (std::size_t b = 0; b < B; ++b)
+      REQUIRE(step_values[b] == Approx(values[r + b]).margin(1e-12));
+  }
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("pixel agents match an independent float64 forward and central differences",
@@ -616,27 +646,9 @@ TEMPLATE_TEST_CASE("pixel agents: one-step inference reproduces the unroll, rese
   TestType net(config);
   spread_parameters(net, 11);
   seedrl::random_generator rng(12);
-  const std::size_t T1 = 6, B = 3, A = 3, n = static_cast<std::size_t>(net.observation_size());
-  const auto d = make_pixel_unroll(net, T1, B, rng);
-  std::vector<double> logits(T1 * B * A), values(T1 * B);
-  seedrl::agent_unroll_output<double> out{logits, values};
-  net.forward_unroll(d.input(), out);
-  auto state = net.initial_state(B);
-  std::copy(d.start.begin(), d.start.end(), state.data.begin());
-  std::vector<double> step_logits(B * A), step_values(B);
-  for (std::size_t t = 0; t < T1; ++t) {
-    const std::size_t r = t * B;
-    seedrl::agent_step_output<double> step_out{step_logits, step_values};
-    net.infer({std::span<const double>(d.obs).subspan(r * n, B * n),
-               std::span<const double>(d.rewards).subspan(r, B),
-               std::span<const std::uint8_t>(d.dones).subspan(r, B),
-               std::span<const std::int32_t>(d.prev).subspan(r, B)},
-              state, step_out);
-    for (std::size_t i = 0; i < B * A; ++i)
-      REQUIRE(step_logits[i] == Approx(logits[r * A + i]).margin(1e-12));
-    for (std::size_t b = 0; b < B; ++b)
-      REQUIRE(step_values[b] == Approx(values[r + b]).margin(1e-12));
-  }
+  const std::size_t A = 3, n = static_cast<std::size_t>(net.observation_size());
+  const auto d = make_pixel_unroll(net, 6, 3, rng);
+  check_steps_match_unroll(net, d);
   // At done, whatever state came in is replaced by zeros.
   auto zero = net.initial_state(1), junk = net.initial_state(1);
   for (auto& x : junk.data)
@@ -674,6 +686,102 @@ TEST_CASE("pixel agent reads channels-last pixels as their channels-first transp
   hwc.forward_unroll(d_hwc.input(), o2);
   for (std::size_t i = 0; i < 12; ++i)
     CHECK(l1[i] == Approx(l2[i]).margin(1e-13));
+}
+
+TEST_CASE(
+    "a user's own conv stack (backend_conv_stack) is a pixel agent: gradients, inference, "
+    "description, and the recipe trainer trains it as host_trainer does",
+    "[pixel][gradcheck]") {
+  // test/tiny_conv_stack.hpp: one 3x3 convolution with tanh, written over the backend and
+  // named to the library only through backend_conv_stack.
+  using agent_t = seedrl::pixel_lstm_agent<double, seedrl_test::tiny_conv<double>>;
+  seedrl::pixel_lstm_agent_config<seedrl_test::tiny_conv_config> c;
+  c.height = 6;
+  c.width = 5;
+  c.channels = 2;
+  c.num_actions = 3;
+  c.torso.out_channels = 2;
+  c.dense_size = 4;
+  c.lstm_size = 3;
+  c.seed = 5;
+  for (const bool channels_last : {false, true}) {
+    CAPTURE(channels_last);
+    c.channels_last = channels_last;
+    agent_t net(c);
+    // Layout: the stack's W [2, 2, 3, 3] and b, the dense layer over 2 x 4 x 3 features, the
+    // LSTM, the heads.
+    CHECK(net.parameters().size() ==
+          (2 * 2 * 9 + 2) + (4 * 24 + 4) + 4 * 3 * (4 + 1 + 3 + 3 + 1) + (3 * 3 + 3) + (3 + 1));
+    spread_parameters(net, 21);
+    seedrl::random_generator rng(22);
+    const std::size_t T1 = 3, B = 2, A = 3, N = T1 * B;
+    const auto d = make_pixel_unroll(net, T1, B, rng);
+    std::vector<double> logits(N * A), values(N);
+    seedrl::agent_unroll_output<double> out{logits, values};
+    const auto g_logits = random_vector(N * A, rng);
+    const auto g_values = random_vector(N, rng);
+    auto loss = [&] {
+      net.forward_unroll(d.input(), out);
+      return dot(logits, g_logits) + dot(values, g_values);
+    };
+    loss();
+    net.zero_gradients();
+    net.backward_unroll({g_logits, g_values});
+    const std::vector<double> analytic(net.gradients().begin(), net.gradients().end());
+    CHECK(std::all_of(analytic.begin(), analytic.begin() + 38, [](double g) { return g != 0.0; }));
+    require_close(gradcheck(net.parameters(), analytic, loss));
+    check_steps_match_unroll(net, d);
+  }
+  // Its description names it and reads back.
+  const std::string text = seedrl::describe(c);
+  CHECK(text.rfind("tiny_conv_lstm_agent height=6 width=5 channels=2 channels_last=1 actions=3 "
+                   "tiny_out=2 ",
+                   0) == 0);
+  const auto back = seedrl::parse_pixel_lstm_agent_description<seedrl_test::tiny_conv_config>(
+      text, seedrl_test::set_tiny_conv_field);
+  CHECK(seedrl::describe(back) == text);
+  // A shape the stack refuses, with the agent's name.
+  auto small = c;
+  small.height = 2;
+  CHECK_THROWS_WITH(agent_t(small), Catch::Contains("tiny conv stack needs"));
+
+  // Frame-stacked and trained through the recipe trainer (what a GPU runs) and by host_trainer.
+  using stacked_t = seedrl::frame_stacked<agent_t>;
+  const seedrl::frame_stack_config stack{.height = 6, .width = 5, .channels = 1, .depth = 2};
+  c.channels_last = false;
+  stacked_t ref(stack, c), net(ref);
+  seedrl::host_trainer host;
+  seedrl::backend_trainer<double, seedrl::pixel_lstm_recipe<seedrl_test::tiny_conv_config>> recipe;
+  seedrl::adam_config a;
+  a.learning_rate = 3e-3;
+  seedrl::adam<double> opt_a(a), opt_b(a);
+  const seedrl::impala_loss<double> impala{seedrl::impala_loss_config<double>{}};
+  seedrl::random_generator rng(23);
+  const std::size_t T = 3, B = 2, rows = (T + 1) * B,
+                    W = static_cast<std::size_t>(net.state_size());
+  for (int step = 0; step < 3; ++step) {
+    CAPTURE(step);
+    std::vector<double> obs(rows * 30), rewards = random_vector(rows, rng, 2.0), behaviour(rows),
+                                        start = random_vector(B * W, rng, 0.5);
+    for (auto& x : obs)
+      x = static_cast<double>(rng.below(256));
+    for (auto& x : behaviour)
+      x = rng.uniform(-2.0, -0.1);
+    std::vector<std::uint8_t> dones(rows), truncated(rows, 0);
+    std::vector<std::int32_t> prev(rows), actions(rows);
+    for (std::size_t i = 0; i < rows; ++i) {
+      dones[i] = rng.below(4) == 0;
+      prev[i] = static_cast<std::int32_t>(rng.below(3));
+      actions[i] = static_cast<std::int32_t>(rng.below(3));
+    }
+    const seedrl::training_batch<double> batch{T,         B,    3,       obs,       rewards, dones,
+                                               truncated, prev, actions, behaviour, start};
+    const auto want = host.train_step(batch, ref, opt_a, impala, 40.0);
+    const auto got = recipe.train_step(batch, net, opt_b, impala, 40.0);
+    CHECK(got.grad_norm == Approx(want.grad_norm).epsilon(1e-9));
+    for (std::size_t i = 0; i < net.parameters().size(); ++i)
+      REQUIRE(net.parameters()[i] == Approx(ref.parameters()[i]).margin(1e-9));
+  }
 }
 
 TEST_CASE("frame_stacked Nature agent: gradients, and inference against the unroll",

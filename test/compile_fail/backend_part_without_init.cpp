@@ -1,10 +1,10 @@
 // Must NOT compile: `part_without_init` models BackendTorso (the backend trainers take it) but
-// has no host-side init, which backend_agent's constructor from a core config needs to draw its
-// initial parameters. The test checks that the message names the part's missing member, not an
+// has no host-side init, which actor_critic_agent's constructor from a core config needs to draw
+// its initial parameters. The test checks that the message names the part's missing member, not an
 // error deep inside.
 #include <cstddef>
 
-#include "seedrl/net/backend_agent.hpp"
+#include "seedrl/net/actor_critic_agent.hpp"
 
 struct part_config {};
 
@@ -23,7 +23,7 @@ struct part_without_init {
 };
 
 int main() {
-  seedrl::backend_agent<float, part_without_init<seedrl::host_backend, float>, part_config> net(
-      {}, seedrl::backend_core_config{}, part_config{});
+  seedrl::actor_critic_agent<float, part_without_init<seedrl::host_backend, float>, part_config>
+      net({}, seedrl::backend_core_config{}, part_config{});
   return static_cast<int>(net.parameters().size());
 }

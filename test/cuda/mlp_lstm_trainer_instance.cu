@@ -12,12 +12,12 @@ template class seedrl::cuda::mlp_lstm_trainer<float>;
 template class seedrl::cuda::inference_engine<float, seedrl::cuda::mlp_lstm_recipe>;
 
 // A user's torso written once over the backend (test/softsign_torso.hpp) on the GPU trainer and
-// engine, through the generic recipe of backend_agent.
+// engine, through the generic recipe of actor_critic_agent.
 #include "../softsign_torso.hpp"
 #include "seedrl/cuda/agent_trainer.cuh"
-#include "seedrl/train/backend_agent_recipe.hpp"
+#include "seedrl/train/actor_critic_recipe.hpp"
 
 template class seedrl::cuda::agent_trainer<
-    float, seedrl::backend_agent_recipe<seedrl_test::softsign_torso, seedrl_test::softsign_config>>;
+    float, seedrl::actor_critic_recipe<seedrl_test::softsign_torso, seedrl_test::softsign_config>>;
 template class seedrl::cuda::inference_engine<
-    float, seedrl::backend_agent_recipe<seedrl_test::softsign_torso, seedrl_test::softsign_config>>;
+    float, seedrl::actor_critic_recipe<seedrl_test::softsign_torso, seedrl_test::softsign_config>>;

@@ -8,6 +8,11 @@ template class seedrl::cuda::pixel_lstm_trainer<float>;
 template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::impala_resnet_config>;
 template class seedrl::cuda::pixel_lstm_trainer<float, seedrl::small_conv_torso_config>;
 
+// A user's own conv stack (test/tiny_conv_stack.hpp), named only through backend_conv_stack.
+#include "../tiny_conv_stack.hpp"
+
+template class seedrl::cuda::pixel_lstm_trainer<float, seedrl_test::tiny_conv_config>;
+
 // The CUDA inference engine for the same networks, in the same unit.
 #include "seedrl/cuda/inference_engine.cuh"
 

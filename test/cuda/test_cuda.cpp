@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../softsign_torso.hpp"
+#include "../tiny_conv_stack.hpp"
 #include "gpu_runners.hpp"
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/loss_choice.hpp"
@@ -34,7 +35,6 @@
 #include "seedrl/cuda/pixel_lstm_trainer.hpp"
 #include "seedrl/detail/lstm_math.hpp"
 #include "seedrl/net/actor_critic_agent.hpp"
-#include "seedrl/net/backend_agent.hpp"
 #include "seedrl/net/frame_stack.hpp"
 #include "seedrl/net/impala_resnet_lstm_agent.hpp"
 #include "seedrl/net/lstm.hpp"
@@ -44,7 +44,7 @@
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/trainer.hpp"
-#include "seedrl/train/backend_agent_recipe.hpp"
+#include "seedrl/train/actor_critic_recipe.hpp"
 
 #if defined(SEEDRL_HAS_CUDNN)
 #include "seedrl/cuda/cudnn_conv.cuh"
@@ -1024,11 +1024,12 @@ TEST_CASE("cuda mlp_lstm_trainer: Gaussian policies and separate networks match 
 
 TEST_CASE("cuda agent_trainer: a user's torso written once over the backend matches host_trainer",
           "[cuda][trainer]") {
-  // The part (test/softsign_torso.hpp) as a CPU agent (backend_agent), trained by host_trainer,
-  // and on cuda_backend by cuda::agent_trainer with the generic recipe.
+  // The part (test/softsign_torso.hpp) as a CPU agent (actor_critic_agent), trained by
+  // host_trainer, and on cuda_backend by cuda::agent_trainer with the generic recipe.
   using part = seedrl_test::softsign_config;
   using agent =
-      seedrl::backend_agent<float, seedrl_test::softsign_torso<seedrl::host_backend, float>, part>;
+      seedrl::actor_critic_agent<float, seedrl_test::softsign_torso<seedrl::host_backend, float>,
+                                 part>;
   const part shape{5, 16};
   const auto make = [&] {
     seedrl::backend_core_config core;
@@ -1039,8 +1040,7 @@ TEST_CASE("cuda agent_trainer: a user's torso written once over the backend matc
   agent cpu_net = make(), gpu_net = make();
   seedrl::adam<float> cpu_opt(test_adam()), gpu_opt(test_adam());
   seedrl::host_trainer cpu;
-  seedrl::cuda::agent_trainer<float,
-                              seedrl::backend_agent_recipe<seedrl_test::softsign_torso, part>>
+  seedrl::cuda::agent_trainer<float, seedrl::actor_critic_recipe<seedrl_test::softsign_torso, part>>
       gpu;
   seedrl::impala_loss_config<float> loss;
   loss.entropy_cost = 0.01f;
@@ -1252,6 +1252,24 @@ TEST_CASE("cuda pixel_lstm_trainer: small frame-stacked IMPALA ResNet net matche
   agent.lstm_size = 16;
   agent.seed = 9;
   compare_pixel_trainer<seedrl::impala_resnet_lstm_agent<float>>(stack, agent);
+}
+
+TEST_CASE("cuda pixel_lstm_trainer: a user's own conv stack matches host_trainer",
+          "[cuda][trainer]") {
+  // test/tiny_conv_stack.hpp (one 3x3 convolution with tanh), plugged in through
+  // backend_conv_stack: the same part on cuDNN and on the CPU.
+  const seedrl::frame_stack_config stack{.height = 9, .width = 7, .channels = 1, .depth = 2};
+  seedrl::pixel_lstm_agent_config<seedrl_test::tiny_conv_config> agent;
+  agent.height = 9;
+  agent.width = 7;
+  agent.channels = 2;
+  agent.num_actions = 5;
+  agent.torso.out_channels = 4;
+  agent.dense_size = 16;
+  agent.lstm_size = 8;
+  agent.seed = 10;
+  compare_pixel_trainer<seedrl::pixel_lstm_agent<float, seedrl_test::tiny_conv<float>>>(stack,
+                                                                                        agent);
 }
 
 static_assert(seedrl::Trainer<

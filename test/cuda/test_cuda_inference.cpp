@@ -38,7 +38,7 @@
 #include "seedrl/cuda/inference_engine.hpp"
 #include "seedrl/cuda/mlp_lstm_trainer.hpp"
 #include "seedrl/cuda/pixel_lstm_trainer.hpp"
-#include "seedrl/net/backend_agent.hpp"
+#include "seedrl/net/actor_critic_agent.hpp"
 #include "seedrl/net/frame_stack.hpp"
 #include "seedrl/net/impala_resnet_lstm_agent.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
@@ -50,7 +50,7 @@
 #include "seedrl/runtime/parameter_store.hpp"
 #include "seedrl/runtime/trainer.hpp"
 #include "seedrl/runtime/training_batch.hpp"
-#include "seedrl/train/backend_agent_recipe.hpp"
+#include "seedrl/train/actor_critic_recipe.hpp"
 
 namespace {
 
@@ -388,15 +388,16 @@ TEST_CASE("cuda inference_engine matches the CPU engine: Gaussian heads, separat
 
 TEST_CASE("cuda inference_engine matches the CPU engine: a user's torso part, no recipe of its own",
           "[cuda][inference]") {
-  // test/softsign_torso.hpp as backend_agent, on the GPU through backend_agent_recipe.
+  // test/softsign_torso.hpp as actor_critic_agent, on the GPU through actor_critic_recipe.
   using part = seedrl_test::softsign_config;
   seedrl::backend_core_config core;
   core.num_actions = 4;
   for (const std::ptrdiff_t lstm : {std::ptrdiff_t{24}, std::ptrdiff_t{0}}) {
     core.lstm_size = lstm;
-    seedrl::backend_agent<float, seedrl_test::softsign_torso<seedrl::host_backend, float>, part>
+    seedrl::actor_critic_agent<float, seedrl_test::softsign_torso<seedrl::host_backend, float>,
+                               part>
         net({.seed = 7}, core, part{6, 16});
-    compare<seedrl::backend_agent_recipe<seedrl_test::softsign_torso, part>>(net, 4, -1.0, 1.0, 15);
+    compare<seedrl::actor_critic_recipe<seedrl_test::softsign_torso, part>>(net, 4, -1.0, 1.0, 15);
   }
 }
 

@@ -43,10 +43,10 @@ SEEDRL_HOST_DEVICE S sigmoid_grad_from_output(S y) {
   return y * (S(1) - y);
 }
 
-/// ReLU as a policy for parts whose activation is a template parameter (`mlp_torso`,
-/// `dense_torso`): `name`, and per element `forward(x)` and `backward(grad, y)`, grad times the
-/// derivative, taken from the forward's output y (so no input needs to be kept), host and device
-/// functions so that one part runs on every backend. A type, not a run-time flag: a part
+/// ReLU as a policy for parts whose activation is a template parameter (`backend_mlp_torso`,
+/// `detail::dense_stack`): `name`, and per element `forward(x)` and `backward(grad, y)`, grad times
+/// the derivative, taken from the forward's output y (so no input needs to be kept), host and
+/// device functions so that one part runs on every backend. A type, not a run-time flag: a part
 /// instantiates only the nonlinearity it uses.
 struct relu_activation {
   static constexpr const char* name = "relu";

@@ -5,33 +5,30 @@
 /// the one-hot previous action, then an optional LSTM core, then a policy head (logits; for
 /// continuous actions a Gaussian's means and log-stds, the log-stds state-dependent or one
 /// state-independent vector: `log_std_init`) and a value head. With
-/// `separate_value_network` the torso is two MLPs side by side (mlp_torso's `towers = 2`, the
-/// value network's first) and each head reads its own (agent_options::value_features), the
-/// policy head with the reward and previous action after its features; no LSTM then. Models
+/// `separate_value_network` the torso is two MLPs side by side (backend_mlp_torso's two towers,
+/// the value network's first) and each head reads its own (backend_core_config::value_features),
+/// the policy head with the reward and previous action after its features; no LSTM then. Models
 /// seedrl::Network.
 ///
-/// It is a backend agent (seedrl/net/backend_agent.hpp): the torso `backend_mlp_torso` and
-/// `detail::agent_body` on host_backend, the code the GPU trainer and inference step run, so
-/// the CPU learner runs them too. Built from an `mlp_lstm_agent_config` (whose description
-/// checkpoints store). Its parameter layout and initialisation order are those of the
-/// composition of CPU parts
-///
-///     actor_critic_agent<S, vector_observations, mlp_torso<S>, lstm_core<S>,
-///                        spec_policy_head<S>, value_head<S>>
-///
-/// (torso layers, LSTM layers, policy, value, drawn from one generator seeded with
-/// `config.seed`), which starts with the same parameters. For other activations, a
-/// feed-forward core or your own torso, compose the parts directly.
+/// It is an `actor_critic_agent` (seedrl/net/actor_critic_agent.hpp): the torso
+/// `backend_mlp_torso` and `detail::agent_body` on host_backend, the code the GPU trainer and
+/// inference step run. Built from an `mlp_lstm_agent_config` (whose description checkpoints
+/// store). Parameters: the torso's layers (W then b each), the LSTM layers, the policy layer
+/// (then a state-independent log-std vector), the value layer, drawn from one generator seeded
+/// with `config.seed` in that order. For another activation compose
+/// `actor_critic_agent<S, backend_mlp_torso<host_backend, S, Act>, mlp_lstm_agent_config>` with
+/// `mlp_torso_init<S, Act>`; for your own torso, see docs/concepts/trainer.md.
 
 #include <algorithm>
 #include <cmath>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <utility>
 
 #include "seedrl/backend/host_backend.hpp"
-#include "seedrl/net/backend_agent.hpp"
+#include "seedrl/net/actor_critic_agent.hpp"
 #include "seedrl/net/init_scheme.hpp"
 #include "seedrl/net/mlp_lstm_agent_config.hpp"
 #include "seedrl/net/network.hpp"
@@ -39,16 +36,31 @@
 
 namespace seedrl {
 
-/// The backend agent `mlp_lstm_agent<S>` is.
+/// Draws an MLP torso's layers (each W then b) as PyTorch's default does, or orthogonal with
+/// gain sqrt(2) (`init_scheme::orthogonal`, PPO's choice for continuous control): the torso
+/// init of `actor_critic_agent` over `backend_mlp_torso<host_backend, S, Act>`.
+template <std::floating_point S, Activation<S> Act = relu_activation>
+auto mlp_torso_init(init_scheme scheme = init_scheme::pytorch_default) {
+  return [scheme](const backend_mlp_torso<host_backend, S, Act>& torso, random_generator& rng,
+                  S* params) {
+    const auto gain =
+        static_cast<S>(scheme == init_scheme::orthogonal ? orthogonal_hidden_gain : 1.0);
+    torso.for_each_layer(params, [&](S* layer, std::size_t out, std::size_t in) {
+      init_linear_parameters(rng, layer, static_cast<std::ptrdiff_t>(out),
+                             static_cast<std::ptrdiff_t>(in), scheme, gain);
+    });
+  };
+}
+
+/// The composition `mlp_lstm_agent<S>` is.
 template <std::floating_point S>
-using mlp_lstm_backend_agent =
-    backend_agent<S, backend_mlp_torso<host_backend, S>, mlp_lstm_agent_config>;
+using mlp_lstm_composition =
+    actor_critic_agent<S, backend_mlp_torso<host_backend, S>, mlp_lstm_agent_config>;
 
 /// MLP(+LSTM) actor-critic; see the file comment.
 template <std::floating_point S = float>
-class mlp_lstm_agent : public mlp_lstm_backend_agent<S> {
+class mlp_lstm_agent : public mlp_lstm_composition<S> {
   struct checked_tag {};
-  using torso_type = backend_mlp_torso<host_backend, S>;
 
  public:
   explicit mlp_lstm_agent(mlp_lstm_agent_config config = {})
@@ -63,22 +75,12 @@ class mlp_lstm_agent : public mlp_lstm_backend_agent<S> {
 
  private:
   mlp_lstm_agent(mlp_lstm_agent_config config, checked_tag)
-      : mlp_lstm_backend_agent<S>(
-            backend_agent_options{.name = "mlp_lstm_agent",
-                                  .seed = config.seed,
-                                  .init = scheme(config),
-                                  .forget_bias = config.forget_bias,
-                                  .initial_log_std = config.log_std_init.value_or(0.0)},
-            // The torso's layers as mlp_torso draws them: gain 1, or sqrt(2) orthogonal.
-            [s = scheme(config)](const torso_type& torso, random_generator& rng, S* params) {
-              const auto gain =
-                  static_cast<S>(s == init_scheme::orthogonal ? orthogonal_hidden_gain : 1.0);
-              torso.for_each_layer(params, [&](S* layer, std::size_t out, std::size_t in) {
-                init_linear_parameters(rng, layer, static_cast<std::ptrdiff_t>(out),
-                                       static_cast<std::ptrdiff_t>(in), s, gain);
-              });
-            },
-            config),
+      : mlp_lstm_composition<S>(agent_options{.name = "mlp_lstm_agent",
+                                              .seed = config.seed,
+                                              .init = scheme(config),
+                                              .forget_bias = config.forget_bias,
+                                              .initial_log_std = config.log_std_init.value_or(0.0)},
+                                mlp_torso_init<S>(scheme(config)), config),
         config_(std::move(config)) {}
 
   static init_scheme scheme(const mlp_lstm_agent_config& c) {

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "seedrl/net/parts/small_conv_config.hpp"
 #include "seedrl/net/pixel_lstm_agent_config.hpp"
+#include "seedrl/net/small_conv_config.hpp"
 
 namespace seedrl {
 

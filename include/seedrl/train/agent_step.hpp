@@ -12,7 +12,7 @@
 ///   widen:   uint8 frames (when the operands carry them) to S, the first layer's input;
 ///   gather:  before [B, W] = table[slots] (the state each row starts from, before resets; the
 ///            unroll builder's state_before); without slots the table's first B rows are the
-///            rows, read and written in place (a host network's own state, backend_agent);
+///            rows, read and written in place (a host network's own state, actor_critic_agent);
 ///   torso:   one step (steps = 1) with `before` as the start state and the resets as dones,
 ///            into the core input;
 ///   body:    detail::agent_body's step: the reward and previous-action columns (zero at a

@@ -3,7 +3,7 @@
 /// `backend_core_config`: what `backend_agent_trainer` (seedrl/train/agent_trainer.hpp) builds
 /// after the torso: the core (an n-layer LSTM or none, optionally fed the reward and the
 /// previous action next to the torso's features) and the policy and value heads, in the
-/// terms of `actor_critic_agent`'s options (seedrl/net/actor_critic_agent.hpp).
+/// terms `actor_critic_agent` (seedrl/net/actor_critic_agent.hpp) is configured by.
 
 #include <charconv>
 #include <cstddef>
@@ -24,9 +24,10 @@ struct backend_core_config {
   /// Continuous actions only: true, the log-stds are one parameter vector of D values after the
   /// policy layer's (`detail::policy_layer`); false, the policy layer outputs them.
   bool independent_log_std = false;
-  /// > 0: separate policy and value networks (agent_options::value_features): the value head
-  /// reads the first value_features columns of the core output, the policy head the rest.
-  /// Needs lstm_size 0.
+  /// > 0: separate policy and value networks: the value head reads the first value_features
+  /// columns of the core output, the policy head the rest (with the reward and previous action
+  /// when fed), so a torso with two towers side by side shares no weights between them. Needs
+  /// lstm_size 0.
   std::ptrdiff_t value_features = 0;
   std::ptrdiff_t lstm_size = 0;  ///< 0: no LSTM, the heads read the core input
   std::ptrdiff_t lstm_layers = 1;
@@ -44,7 +45,7 @@ inline std::string shortest_double(double v) {  // round-trips: distinct values,
 /// The core and heads in one line (e.g. "core actions=3 continuous=0 lstm=64x1 reward_action=1
 /// max_abs_reward=none log_std=outputs value_features=0"): equal lines, the same
 /// core and heads.
-inline std::string describe(const backend_core_config& c) {
+inline std::string describe_core(const backend_core_config& c) {
   return "core actions=" + std::to_string(c.num_actions) +
          " continuous=" + std::to_string(c.continuous_action_size) +
          " lstm=" + std::to_string(c.lstm_size) + "x" + std::to_string(c.lstm_layers) +

@@ -2,12 +2,12 @@
 /// \file
 /// `backend_mlp_torso<Backend, S, Act>`: the torso of `seedrl::mlp_lstm_agent` as a BackendTorso
 /// part (seedrl/train/backend_torso.hpp): dense layers X_k = act(X_{k-1} W_k^T + b_k), the last
-/// one writing straight into the core input: `detail::dense_stack`, the code the CPU agent's
-/// `mlp_torso<S, Act>` runs, so it trains those compositions (`Act`: `relu_activation`, the
-/// default, `tanh_activation` or your own; net/activation_math.hpp). With separate policy and
-/// value networks (`separate_value_network`) it is two such stacks side by side, the value's
-/// first, as `mlp_torso` with two towers. Parameters in the CPU agent's order: per layer
-/// W [out, in] then b [out] (per tower). Built from an
+/// one writing straight into the core input: `detail::dense_stack` (`Act`: `relu_activation`,
+/// the default, `tanh_activation` or your own; net/activation_math.hpp). With separate policy
+/// and value networks (`separate_value_network`) it is two such stacks side by side, the
+/// value's first. Parameters: per layer W [out, in] then b [out] (per tower); the CPU agent
+/// (`actor_critic_agent` over it, on host_backend) draws them with `mlp_torso_init`
+/// (net/mlp_lstm_agent.hpp). Built from an
 /// `mlp_lstm_agent_config`, which also gives the core (`core_config`), so
 /// `backend_agent_trainer<Backend, S, backend_mlp_torso<Backend, S>>` (alias
 /// `backend_mlp_lstm_trainer`) is constructed from the agent's config alone.

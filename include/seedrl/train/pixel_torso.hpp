@@ -31,6 +31,7 @@
 #include "seedrl/backend/detail/frame_stack_kernels.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/activation_math.hpp"
+#include "seedrl/net/conv_stack.hpp"
 #include "seedrl/net/detail/dense_stack.hpp"
 #include "seedrl/net/detail/impala_resnet_torso.hpp"
 #include "seedrl/net/detail/nature_cnn_torso.hpp"
@@ -52,7 +53,7 @@ template <ComputeBackend Backend, std::floating_point S, class TorsoConfig = nat
 class backend_pixel_torso {
   template <class T>
   using buffer = typename Backend::template buffer<T>;
-  using conv_type = typename detail::backend_torso<Backend, S, TorsoConfig>::type;
+  using conv_type = typename backend_conv_stack<Backend, S, TorsoConfig>::type;
 
  public:
   using agent_config = pixel_lstm_agent_config<TorsoConfig>;  ///< the agent's shape

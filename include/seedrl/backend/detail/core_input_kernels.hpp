@@ -2,8 +2,8 @@
 /// \file
 /// The core input's reward and previous-action columns as a backend kernel, the one
 /// implementation of SEED's episode-start rule for them: `detail::agent_body` (the backend
-/// trainer and inference step, CUDA included) runs it through for_each_2d, `actor_critic_agent`
-/// (the CPU agents) as a plain loop over its rows and columns.
+/// trainer, the inference step and every `actor_critic_agent`, CUDA included) runs it through
+/// for_each_2d.
 
 #include <cstddef>
 #include <cstdint>

@@ -3,8 +3,9 @@
 /// `detail::host_dense_primitives`: the host primitives a dense part needs (detail::
 /// host_primitives plus a row-major GEMM on Eigen, and the dense layers' pointwise kernels for
 /// the library's activations as vectorised Eigen expressions), without the convolutions that
-/// `host_backend` (seedrl/backend/host_backend.hpp) adds, so that a part with no convolution
-/// (`mlp_torso`) runs on the host without including oneDNN.
+/// `host_backend` (seedrl/backend/host_backend.hpp) adds, so that code with no convolution
+/// (`host_sgemm_primitives` builds on it for the LSTM layer `lstm`) runs on the host without
+/// oneDNN's convolutions.
 
 #include <algorithm>
 #include <cstddef>

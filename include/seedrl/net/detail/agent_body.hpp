@@ -13,7 +13,7 @@
 /// - The heads are `detail::policy_layer` (the CPU heads' code) and a one-output linear layer,
 ///   reading the whole core output, or each its own columns when the policy and value
 ///   networks are separate (`backend_core_config::value_features`: the value's first).
-/// - The parameter layout is the CPU agents' (`actor_critic_agent`): the torso's parameters,
+/// - The parameter layout is the agents' (`actor_critic_agent`): the torso's parameters,
 ///   then per LSTM layer W [4H, I + H] and b [4H], the policy layer's (W [A', C_p], b [A'],
 ///   then D log-stds when state-independent, A' = A - D), the value layer's W [1, C_v], b [1].
 ///   Every member takes the whole flat array, so checkpoints and optimizers stay one array.
@@ -146,7 +146,7 @@ class agent_body {
   }
 
   /// The parts and where their parameters start in the flat array, for a host that draws the
-  /// initial parameters (backend_agent) and for tests.
+  /// initial parameters (actor_critic_agent) and for tests.
   const lstm_stack<S>& lstm() const noexcept { return lstm_; }
   const policy_layer<S>& policy() const noexcept { return policy_; }
   std::size_t lstm_offset() const noexcept { return lstm_at_; }

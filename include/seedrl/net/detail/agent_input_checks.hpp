@@ -1,10 +1,10 @@
 #pragma once
 /// \file
-/// What every composed agent (actor_critic_agent, backend_agent) checks of a step or an unroll
-/// before any arithmetic, with the same messages: `check_agent_step` and `check_agent_unroll`
-/// (the outputs' extents, the state's shape) over `check_agent_rows` (each input array's
-/// extent, and each previous action within the action count when the core reads it: a one-hot
-/// would otherwise write outside its columns).
+/// What every composed agent (actor_critic_agent and the agents built on it) checks of a step or an
+/// unroll before any arithmetic, with the same messages: `check_agent_step` and
+/// `check_agent_unroll` (the outputs' extents, the state's shape) over `check_agent_rows` (each
+/// input array's extent, and each previous action within the action count when the core reads it: a
+/// one-hot would otherwise write outside its columns).
 
 #include <cstddef>
 #include <cstdint>

@@ -7,14 +7,8 @@
 /// for_each bodies. Parameters in the CPU stacks' order: for each convolution W [O, C, KH, KW]
 /// then b [O].
 ///
-/// A backend torso (these and `backend_impala_resnet_torso`) is what the pixel trainer asks of
-/// its torso: `num_parameters()`, `output_size()` (features per image), `max_batch()` (the most
-/// images whose tensors fit int indexing), `reserve(N)`, `forward(params, input, N)` returning
-/// the features [N, output_size()] (and keeping what backward needs) and
-/// `backward(params, grads, d_features, N)` adding the parameter gradients into `grads`,
-/// `init(rng, host_params)` drawing the CPU torso's initial parameters, and for inference
-/// `reserve_inference(N)` and `infer(params, input, N)`, the features without what a backward
-/// needs.
+/// It provides what a conv stack provides (seedrl/net/conv_stack.hpp), as
+/// `backend_impala_resnet_torso` does.
 
 #include <algorithm>
 #include <concepts>
@@ -30,10 +24,6 @@
 #include "seedrl/net/detail/pytorch_default_init.hpp"
 
 namespace seedrl::detail {
-
-/// Which backend torso runs a torso config; specialised next to each torso.
-template <class Backend, class S, class TorsoConfig>
-struct backend_torso;
 
 /// Convolutions with ReLU on a backend; see the file comment.
 template <ComputeBackend Backend, std::floating_point S>

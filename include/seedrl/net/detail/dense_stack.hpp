@@ -2,8 +2,8 @@
 /// \file
 /// `detail::dense_stack<S, Act>`: fully connected layers X_k = Act(X_{k-1} W_k^T + b_k) over a
 /// backend's primitives (`gemm`, `for_each`, `for_each_2d`, `allocate`; compute_backend.hpp). It is
-/// the one implementation of the MLP torso: the CPU agent's `mlp_torso` runs it on the host
-/// (detail::host_dense_primitives), `backend_mlp_torso` on any ComputeBackend, CUDA included.
+/// the one implementation of the MLP torso and of the heads' layers: `backend_mlp_torso` runs
+/// it on any ComputeBackend (host_backend for the CPU agents, CUDA included).
 /// Parameters: per layer W [out, in] row-major, then b [out], first layer first. The stack
 /// holds only its shape; the activations and the gradient scratch live in a `workspace` that
 /// the caller keeps per use (the CPU torso keeps one for inference and one for training).

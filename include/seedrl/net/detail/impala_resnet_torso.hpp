@@ -27,6 +27,7 @@
 #include "seedrl/core/config.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/net/activation_math.hpp"
+#include "seedrl/net/conv_stack.hpp"
 #include "seedrl/net/detail/conv_relu_stack.hpp"
 #include "seedrl/net/detail/pytorch_default_init.hpp"
 #include "seedrl/net/impala_resnet_config.hpp"
@@ -285,9 +286,9 @@ class backend_impala_resnet_torso {
   buffer<S> step_a_, step_z_, step_u_;  ///< inference: a convolution's output, z, a block's middle
 };
 
-template <class Backend, class S>
-struct backend_torso<Backend, S, impala_resnet_config> {
-  using type = backend_impala_resnet_torso<Backend, S>;
-};
-
 }  // namespace seedrl::detail
+
+template <class Backend, class S>
+struct seedrl::backend_conv_stack<Backend, S, seedrl::impala_resnet_config> {
+  using type = seedrl::detail::backend_impala_resnet_torso<Backend, S>;
+};

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/net/conv_stack.hpp"
 #include "seedrl/net/detail/conv_relu_stack.hpp"
 #include "seedrl/net/nature_cnn_config.hpp"
 
@@ -63,9 +64,9 @@ class backend_nature_cnn_torso : public backend_conv_relu_stack<Backend, S> {
   }
 };
 
-template <class Backend, class S>
-struct backend_torso<Backend, S, nature_cnn_config> {
-  using type = backend_nature_cnn_torso<Backend, S>;
-};
-
 }  // namespace seedrl::detail
+
+template <class Backend, class S>
+struct seedrl::backend_conv_stack<Backend, S, seedrl::nature_cnn_config> {
+  using type = seedrl::detail::backend_nature_cnn_torso<Backend, S>;
+};

@@ -1,15 +1,16 @@
 #pragma once
 /// \file
 /// `detail::policy_layer<S>`: the arithmetic of every policy head, on any backend's primitives
-/// (the CPU heads run it on the host, the backend trainer and inference step on theirs, CUDA
-/// included). A row of `output_size()` policy outputs is
+/// (`detail::agent_body`: every agent on the host, the backend trainer and inference step on
+/// theirs, CUDA included). A row of `output_size()` policy outputs is
 ///   - all of it one linear layer of the input (categorical logits; or a Gaussian's D means
 ///     then D log-stds, state-dependent), or
 ///   - with a state-independent log-std of D values (`independent_log_std` D > 0, outputs 2D):
 ///     D means from the linear layer, then the D log-stds of one parameter vector, clamped into
 ///     diag_gaussian's range. Their gradient is the column sum of the rows' log-std gradients,
-///     passed through the clamp only where it moves the vector back into the range (see
-///     gaussian_head.hpp for why).
+///     passed through the clamp only where it moves the vector back into the range: a log-std
+///     past the clamp that took no gradient would stay there for good, while one that took
+///     every gradient would drift further out; this way it leaves when the loss asks.
 /// Parameters: the layer's W [layer outputs, inputs] row-major, then b, then the D log-stds.
 /// No Eigen, so nvcc compiles it.
 

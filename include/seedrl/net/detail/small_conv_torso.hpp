@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// `backend_small_conv_torso`: the small conv stack (3x3 stride-1 convolutions, each followed by
-/// ReLU, zero padding as configured; seedrl/net/parts/small_conv.hpp) as
+/// ReLU, zero padding as configured; small_conv_lstm_agent.hpp) as
 /// `backend_pixel_lstm_trainer` runs it on a ComputeBackend: a `backend_conv_relu_stack`
 /// (conv_relu_stack.hpp, which also states what a backend torso provides) of those shapes.
 
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "seedrl/backend/compute_backend.hpp"
+#include "seedrl/net/conv_stack.hpp"
 #include "seedrl/net/detail/conv_relu_stack.hpp"
 #include "seedrl/net/small_conv_lstm_agent_config.hpp"
 
@@ -72,9 +73,9 @@ class backend_small_conv_torso : public backend_conv_relu_stack<Backend, S> {
   }
 };
 
-template <class Backend, class S>
-struct backend_torso<Backend, S, small_conv_torso_config> {
-  using type = backend_small_conv_torso<Backend, S>;
-};
-
 }  // namespace seedrl::detail
+
+template <class Backend, class S>
+struct seedrl::backend_conv_stack<Backend, S, seedrl::small_conv_torso_config> {
+  using type = seedrl::detail::backend_small_conv_torso<Backend, S>;
+};

@@ -4,7 +4,7 @@
 /// torso part (a BackendTorso, seedrl/train/backend_torso.hpp) writing its features into the
 /// core input of `detail::agent_body` (core and heads), with the workspace the two passes
 /// share. Written once for the backend trainer (`backend_agent_trainer`, on any backend) and
-/// the host networks (`backend_agent`, on host_backend): forward over `steps` x B rows from
+/// the host networks (`actor_critic_agent`, on host_backend): forward over `steps` x B rows from
 /// the start state, then backward into the flat gradient array. No Eigen, so nvcc compiles it.
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// `small_conv_config`: the shape of the small conv stack (seedrl/net/parts/small_conv.hpp),
+/// `small_conv_config`: the shape of the small conv stack (net/detail/small_conv_torso.hpp),
 /// apart from the network so that code which only needs the shape (a GPU trainer compiled by
 /// nvcc) does not pull in Eigen.
 

@@ -1,9 +1,9 @@
 #pragma once
 /// \file
-/// `backend_agent_recipe<Part, Config...>`: the Recipe (seedrl/train/recipe_trainer.hpp) of any
-/// `backend_agent<S, Part<host_backend, S>, Config...>` (seedrl/net/backend_agent.hpp), so that
-/// a user's torso part, written once over the backend, trains on a GPU
-/// (`cuda::agent_trainer<S, backend_agent_recipe<Part, Config...>>`), infers there
+/// `actor_critic_recipe<Part, Config...>`: the Recipe (seedrl/train/recipe_trainer.hpp) of any
+/// `actor_critic_agent<S, Part<host_backend, S>, Config...>` (seedrl/net/actor_critic_agent.hpp),
+/// so that a user's torso part, written once over the backend, trains on a GPU
+/// (`cuda::agent_trainer<S, actor_critic_recipe<Part, Config...>>`), infers there
 /// (`cuda::inference_engine`) and trains through the recipe trainer on the CPU
 /// (`backend_trainer`) with no recipe of its own. The shape is what the agent was built from:
 /// the part's configs and the core and heads (`backend_core_config`).
@@ -44,14 +44,14 @@ std::string describe_part_config(const Config& c) {
 
 /// See the file comment.
 template <template <class, class> class Part, class... Config>
-struct backend_agent_recipe {
+struct actor_critic_recipe {
   static_assert((detail::describable_config<Config> && ...),
-                "seedrl::backend_agent_recipe: each of the part's config types needs "
+                "seedrl::actor_critic_recipe: each of the part's config types needs "
                 "`std::string describe(const Config&)` beside it (found by argument-dependent "
                 "lookup); the trainer rebuilds its network when the description changes");
 
   /// The trainer's name in messages (with " on CUDA" or " on host_backend" after it).
-  static constexpr const char* name = "seedrl::backend_agent_trainer";
+  static constexpr const char* name = "seedrl::actor_critic_trainer";
 
   /// What the agent was built from.
   struct shape_type {
@@ -61,11 +61,11 @@ struct backend_agent_recipe {
 
   template <class Net>
   static shape_type shape_of(const Net& net) {
-    return {net.recipe(), net.core_config()};
+    return {net.configs(), net.core_config()};
   }
 
   static std::string describe(const shape_type& s) {
-    std::string out = seedrl::describe(s.core);
+    std::string out = describe_core(s.core);
     std::apply(
         [&](const Config&... c) { ((out += " | ", out += detail::describe_part_config(c)), ...); },
         s.configs);
@@ -76,17 +76,18 @@ struct backend_agent_recipe {
   static constexpr void check_network() {
     constexpr bool fits = requires(const Net& n) {
       typename Net::torso_type;
-      { n.recipe() } -> std::same_as<const std::tuple<Config...>&>;
+      { n.configs() } -> std::same_as<const std::tuple<Config...>&>;
       n.core_config();
     };
     if constexpr (fits) {
       static_assert(detail::is_part_instance<Part, typename Net::torso_type>::value,
-                    "seedrl: backend_agent_recipe<Part, Config...> trains a "
-                    "seedrl::backend_agent whose torso is Part; use host_trainer for others");
+                    "seedrl: actor_critic_recipe<Part, Config...> trains a "
+                    "seedrl::actor_critic_agent whose torso is Part; use host_trainer for others");
     } else {
-      static_assert(fits,
-                    "seedrl: backend_agent_recipe<Part, Config...> trains a seedrl::backend_agent "
-                    "built from Config...; use host_trainer for other networks");
+      static_assert(
+          fits,
+          "seedrl: actor_critic_recipe<Part, Config...> trains a seedrl::actor_critic_agent "
+          "built from Config...; use host_trainer for other networks");
     }
   }
 
