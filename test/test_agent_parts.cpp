@@ -135,48 +135,15 @@ void check_gradients(Net& net, const unroll& d, seedrl::random_generator& rng,
   require_close(gradcheck(net.parameters(), analytic, loss));
 }
 
-/// Step-by-step inference from the unroll's start states must reproduce the unroll.
+/// Step-by-step `infer` over `d` from its start states: per step the B rows' logits, then their
+/// values; `state` ends as the state after the last step.
 template <class Net>
-void check_inference_matches_unroll(Net& net, const unroll& d) {
+std::vector<double> step_outputs(Net& net, const unroll& d, typename Net::state_type& state) {
   const std::size_t B = d.B, P = static_cast<std::size_t>(net.policy_size()),
                     n = static_cast<std::size_t>(net.observation_size());
-  std::vector<double> logits(d.T1 * B * P), values(d.T1 * B);
-  seedrl::agent_unroll_output<double> out{logits, values};
-  net.forward_unroll(d.input(), out);
-  auto state = net.initial_state(B);
+  state = net.initial_state(B);
   std::copy(d.start.begin(), d.start.end(), state.data.begin());
-  std::vector<double> step_logits(B * P), step_values(B);
-  const std::size_t D = d.prev_continuous.size() / (d.T1 * B);
-  for (std::size_t t = 0; t < d.T1; ++t) {
-    const std::size_t r = t * B;
-    seedrl::agent_step_output<double> step_out{step_logits, step_values};
-    net.infer({std::span<const double>(d.obs).subspan(r * n, B * n),
-               std::span<const double>(d.rewards).subspan(r, B),
-               std::span<const std::uint8_t>(d.dones).subspan(r, B),
-               std::span<const std::int32_t>(d.prev).subspan(r, B),
-               std::span<const double>(d.prev_continuous).subspan(r * D, B * D)},
-              state, step_out);
-    for (std::size_t i = 0; i < B * P; ++i)
-      REQUIRE(step_logits[i] == Approx(logits[r * P + i]).margin(1e-12));
-    for (std::size_t b = 0; b < B; ++b)
-      REQUIRE(step_values[b] == Approx(values[r + b]).margin(1e-12));
-  }
-}
-
-/// Logits and values of `forward_unroll` and of step-by-step `infer` (with the state after the
-/// last step) over `d`: everything the agent computes from its inputs.
-template <class Net>
-std::vector<double> all_outputs(Net& net, const unroll& d) {
-  const std::size_t B = d.B, P = static_cast<std::size_t>(net.policy_size()),
-                    n = static_cast<std::size_t>(net.observation_size());
-  std::vector<double> logits(d.T1 * B * P), values(d.T1 * B);
-  seedrl::agent_unroll_output<double> out{logits, values};
-  net.forward_unroll(d.input(), out);
-  std::vector<double> all = logits;
-  all.insert(all.end(), values.begin(), values.end());
-  auto state = net.initial_state(B);
-  std::copy(d.start.begin(), d.start.end(), state.data.begin());
-  std::vector<double> step_logits(B * P), step_values(B);
+  std::vector<double> step_logits(B * P), step_values(B), all;
   const std::size_t D = d.prev_continuous.size() / (d.T1 * B);
   for (std::size_t t = 0; t < d.T1; ++t) {
     const std::size_t r = t * B;
@@ -190,6 +157,40 @@ std::vector<double> all_outputs(Net& net, const unroll& d) {
     all.insert(all.end(), step_logits.begin(), step_logits.end());
     all.insert(all.end(), step_values.begin(), step_values.end());
   }
+  return all;
+}
+
+/// Step-by-step inference from the unroll's start states must reproduce the unroll.
+template <class Net>
+void check_inference_matches_unroll(Net& net, const unroll& d) {
+  const std::size_t B = d.B, P = static_cast<std::size_t>(net.policy_size());
+  std::vector<double> logits(d.T1 * B * P), values(d.T1 * B);
+  seedrl::agent_unroll_output<double> out{logits, values};
+  net.forward_unroll(d.input(), out);
+  auto state = net.initial_state(B);
+  const auto steps = step_outputs(net, d, state);
+  for (std::size_t t = 0; t < d.T1; ++t) {
+    const double* step = steps.data() + t * B * (P + 1);
+    for (std::size_t i = 0; i < B * P; ++i)
+      REQUIRE(step[i] == Approx(logits[t * B * P + i]).margin(1e-12));
+    for (std::size_t b = 0; b < B; ++b)
+      REQUIRE(step[B * P + b] == Approx(values[t * B + b]).margin(1e-12));
+  }
+}
+
+/// Logits and values of `forward_unroll` and of step-by-step `infer` (with the state after the
+/// last step) over `d`: everything the agent computes from its inputs.
+template <class Net>
+std::vector<double> all_outputs(Net& net, const unroll& d) {
+  const std::size_t B = d.B, P = static_cast<std::size_t>(net.policy_size());
+  std::vector<double> logits(d.T1 * B * P), values(d.T1 * B);
+  seedrl::agent_unroll_output<double> out{logits, values};
+  net.forward_unroll(d.input(), out);
+  std::vector<double> all = logits;
+  all.insert(all.end(), values.begin(), values.end());
+  auto state = net.initial_state(B);
+  const auto steps = step_outputs(net, d, state);
+  all.insert(all.end(), steps.begin(), steps.end());
   all.insert(all.end(), state.data.begin(), state.data.end());
   return all;
 }
