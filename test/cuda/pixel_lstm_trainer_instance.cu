@@ -20,3 +20,7 @@ template class seedrl::cuda::inference_engine<
     float, seedrl::cuda::pixel_lstm_recipe<seedrl::nature_cnn_config>>;
 template class seedrl::cuda::inference_engine<
     float, seedrl::cuda::pixel_lstm_recipe<seedrl::impala_resnet_config>>;
+template class seedrl::cuda::inference_engine<
+    float, seedrl::cuda::pixel_lstm_recipe<seedrl::small_conv_torso_config>>;
+template class seedrl::cuda::inference_engine<
+    float, seedrl::cuda::pixel_lstm_recipe<seedrl_test::tiny_conv_config>>;

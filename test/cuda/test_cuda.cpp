@@ -1147,15 +1147,13 @@ static_assert(seedrl::Trainer<seedrl::cuda::pixel_lstm_trainer<float>,
 /// frame_stacked<Agent> from the same parameters, 5 actions, T = 6, B = 4, with resets at t = 0
 /// and mid-unroll and an environment reading its start state's frame history. Tolerances as
 /// compare_training: float sums in another order (cuBLAS and cuDNN, no TF32).
-template <class Agent, class TorsoConfig>
+template <class Agent, class TorsoConfig, class Loss>
 void compare_pixel_trainer(const seedrl::frame_stack_config& stack,
-                           const seedrl::pixel_lstm_agent_config<TorsoConfig>& agent) {
+                           const seedrl::pixel_lstm_agent_config<TorsoConfig>& agent,
+                           const Loss& loss) {
   using net_t = seedrl::frame_stacked<Agent>;
   net_t cpu_net(stack, agent), gpu_net(stack, agent);
   seedrl::adam<float> cpu_opt(test_adam()), gpu_opt(test_adam());
-  seedrl::impala_loss_config<float> loss_config;
-  loss_config.entropy_cost = 0.01f;
-  const seedrl::impala_loss<float> loss(loss_config);
   seedrl::host_trainer cpu;
   seedrl::cuda::pixel_lstm_trainer<float, TorsoConfig> gpu;
   const double p_abs = 1e-5, p_rel = 1e-4;
@@ -1209,6 +1207,15 @@ void compare_pixel_trainer(const seedrl::frame_stack_config& stack,
   }
   gpu.sync_to_host(gpu_net, gpu_opt);
   check_state(gpu_opt, cpu_opt);
+}
+
+/// As above with IMPALA's loss (entropy cost 0.01).
+template <class Agent, class TorsoConfig>
+void compare_pixel_trainer(const seedrl::frame_stack_config& stack,
+                           const seedrl::pixel_lstm_agent_config<TorsoConfig>& agent) {
+  seedrl::impala_loss_config<float> loss_config;
+  loss_config.entropy_cost = 0.01f;
+  compare_pixel_trainer<Agent>(stack, agent, seedrl::impala_loss<float>(loss_config));
 }
 
 TEST_CASE("cuda pixel_lstm_trainer: small frame-stacked Nature CNN net matches host_trainer",
@@ -1302,6 +1309,13 @@ TEST_CASE("cuda pixel_lstm_trainer: small conv stack on 10x10 frames matches hos
     agent.lstm_size = 16;
     agent.seed = 10;
     compare_pixel_trainer<seedrl::small_conv_lstm_agent<float>>(stack, agent);
+    // PPO's epochs x minibatches through the pixel torso (loss_choice, as a learner passes it).
+    seedrl::ppo_loss_config<float> ppo;
+    ppo.epochs = 2;
+    ppo.minibatches = 2;
+    ppo.entropy_cost = 0.01f;
+    compare_pixel_trainer<seedrl::small_conv_lstm_agent<float>>(
+        stack, agent, seedrl::loss_choice<float>(seedrl::ppo_loss<float>(ppo)));
   }
 }
 

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "../softsign_torso.hpp"
+#include "../tiny_conv_stack.hpp"
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/core/counter_random.hpp"
 #include "seedrl/core/random.hpp"
@@ -43,6 +44,7 @@
 #include "seedrl/net/impala_resnet_lstm_agent.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/net/nature_cnn_lstm_agent.hpp"
+#include "seedrl/net/small_conv_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/cpu_inference_engine.hpp"
 #include "seedrl/runtime/inference_engine.hpp"
@@ -436,6 +438,41 @@ TEST_CASE("cuda inference_engine matches the CPU engine: frame-stacked IMPALA Re
   seedrl::frame_stacked<seedrl::impala_resnet_lstm_agent<float>> net(stack, agent);
   compare<seedrl::cuda::pixel_lstm_recipe<cfg>>(net, 3, 0.0, 255.0, 9);
   compare<seedrl::cuda::pixel_lstm_recipe<cfg>>(net, 3, 0.0, 255.0, 12, true);
+}
+
+TEST_CASE(
+    "cuda inference_engine matches the CPU engine: frame-stacked small conv stack, and a user's "
+    "own conv stack",
+    "[cuda][inference]") {
+  // 10x10 frames of 2 channels stacked 2 deep, HWC (as seedrl_gym --torso small feeds them).
+  const seedrl::frame_stack_config stack{
+      .height = 10, .width = 10, .channels = 2, .depth = 2, .channels_last = true};
+  seedrl::small_conv_lstm_agent_config small;
+  small.height = small.width = 10;
+  small.channels = 4;
+  small.channels_last = true;
+  small.num_actions = 4;
+  small.torso.channels = {6, 8};
+  small.dense_size = 24;
+  small.lstm_size = 12;
+  small.seed = 5;
+  seedrl::frame_stacked<seedrl::small_conv_lstm_agent<float>> small_net(stack, small);
+  compare<seedrl::cuda::pixel_lstm_recipe<seedrl::small_conv_torso_config>>(small_net, 4, 0.0,
+                                                                            255.0, 16);
+  // test/tiny_conv_stack.hpp, named to the library only through backend_conv_stack.
+  seedrl::pixel_lstm_agent_config<seedrl_test::tiny_conv_config> tiny;
+  tiny.height = tiny.width = 10;
+  tiny.channels = 4;
+  tiny.channels_last = true;
+  tiny.num_actions = 4;
+  tiny.torso.out_channels = 5;
+  tiny.dense_size = 24;
+  tiny.lstm_size = 12;
+  tiny.seed = 6;
+  seedrl::frame_stacked<seedrl::pixel_lstm_agent<float, seedrl_test::tiny_conv<float>>> tiny_net(
+      stack, tiny);
+  compare<seedrl::cuda::pixel_lstm_recipe<seedrl_test::tiny_conv_config>>(tiny_net, 4, 0.0, 255.0,
+                                                                          17, true);
 }
 
 TEST_CASE("cuda inference_engine refuses what it cannot serve", "[cuda][inference]") {
