@@ -786,7 +786,13 @@ TEST_CASE("mlp_lstm_agent description round trips and bad ones are refused", "[n
         "mlp_lstm_agent obs=4 actions=2 hidden=64,x lstm=0 layers=1 reward_action_inputs=1 "
         "max_abs_input_reward=none",
         "mlp_lstm_agent obs=4 actions=2 hidden=64 lstm=0 layers=1 reward_action_inputs=1 "
-        "max_abs_input_reward=none colour=blue"}) {
+        "max_abs_input_reward=none colour=blue",
+        // a field twice (the count alone would not see it), another kind that starts alike
+        "mlp_lstm_agent obs=4 obs=4 actions=2 hidden=64 lstm=0 layers=1 reward_action_inputs=1",
+        "mlp_lstm_agentx obs=4 actions=2 hidden=64 lstm=0 layers=1 reward_action_inputs=1 "
+        "max_abs_input_reward=none",
+        "mlp_lstm_agent obs=4 actions=2 hidden=64 lstm=0 layers=1 reward_action_inputs=1 "
+        "max_abs_input_reward=1,5"}) {
     INFO(bad);
     CHECK_THROWS_AS(seedrl::parse_mlp_lstm_agent_description(bad), std::invalid_argument);
   }

@@ -4,17 +4,15 @@
 /// description, apart from the network so that code which only needs the shape (a GPU trainer
 /// compiled by nvcc, a checkpoint reader) does not pull in Eigen.
 
-#include <algorithm>
-#include <charconv>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
+
+#include "seedrl/net/detail/description_fields.hpp"
 
 namespace seedrl {
 
@@ -87,81 +85,57 @@ inline mlp_lstm_agent_config parse_mlp_lstm_agent_description(std::string_view t
   };
   const auto integer = [&](std::string_view v, std::string_view key) {
     std::int64_t x = 0;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-    if (ec != std::errc() || end != v.data() + v.size() || x < 0)
+    if (!detail::parse_non_negative(v, x))
       throw fail(std::string(key) + " is not a non-negative integer");
     return x;
   };
-  constexpr std::string_view kind = "mlp_lstm_agent";
-  if (text.substr(0, kind.size()) != kind)
-    throw fail("it does not start with mlp_lstm_agent");
   mlp_lstm_agent_config c;
   c.hidden_sizes.clear();
-  int seen = 0;
   bool continuous = false, independent = false, separate = false;  // the optional fields
-  std::size_t at = kind.size();
-  while (at < text.size()) {
-    if (text[at] == ' ') {
-      ++at;
-      continue;
-    }
-    const std::size_t end = std::min(text.find(' ', at), text.size());
-    const std::string_view field = text.substr(at, end - at);
-    at = end;
-    const std::size_t eq = field.find('=');
-    if (eq == std::string_view::npos)
-      throw fail("field \"" + std::string(field) + "\" has no '='");
-    const std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
-    ++seen;
-    if (key == "obs") {
-      c.observation_size = static_cast<std::ptrdiff_t>(integer(value, key));
-    } else if (key == "actions") {
-      c.num_actions = static_cast<std::int32_t>(integer(value, key));
-    } else if (key == "hidden") {
-      for (std::size_t p = 0; p <= value.size();) {
-        const std::size_t comma = std::min(value.find(',', p), value.size());
-        c.hidden_sizes.push_back(
-            static_cast<std::ptrdiff_t>(integer(value.substr(p, comma - p), key)));
-        p = comma + 1;
-      }
-    } else if (key == "lstm") {
-      c.lstm_size = static_cast<std::ptrdiff_t>(integer(value, key));
-    } else if (key == "layers") {
-      c.lstm_layers = static_cast<std::ptrdiff_t>(integer(value, key));
-    } else if (key == "reward_action_inputs") {
-      c.reward_and_action_inputs = integer(value, key) != 0;
-    } else if (key == "max_abs_input_reward") {
-      if (value == "none") {
-        c.max_abs_input_reward.reset();
-      } else {
-        try {
-          c.max_abs_input_reward = std::stod(std::string(value));
-        } catch (const std::exception&) {
-          throw fail("max_abs_input_reward is not a number");
+  const std::size_t fields = detail::for_each_description_field(
+      text, "mlp_lstm_agent", fail, [&](std::string_view key, std::string_view value) {
+        if (key == "obs") {
+          c.observation_size = static_cast<std::ptrdiff_t>(integer(value, key));
+        } else if (key == "actions") {
+          c.num_actions = static_cast<std::int32_t>(integer(value, key));
+        } else if (key == "hidden") {
+          if (!detail::parse_int_list(value, c.hidden_sizes))
+            throw fail("hidden is not a list of non-negative integers");
+        } else if (key == "lstm") {
+          c.lstm_size = static_cast<std::ptrdiff_t>(integer(value, key));
+        } else if (key == "layers") {
+          c.lstm_layers = static_cast<std::ptrdiff_t>(integer(value, key));
+        } else if (key == "reward_action_inputs") {
+          c.reward_and_action_inputs = integer(value, key) != 0;
+        } else if (key == "max_abs_input_reward") {
+          if (value == "none") {
+            c.max_abs_input_reward.reset();
+          } else {
+            double x = 0.0;
+            if (!detail::parse_double(value, x))
+              throw fail("max_abs_input_reward is not a number");
+            c.max_abs_input_reward = x;
+          }
+        } else if (key == "continuous_actions") {
+          c.continuous_action_size = static_cast<std::int32_t>(integer(value, key));
+          if (c.continuous_action_size <= 0)
+            throw fail("continuous_actions must be positive");
+          continuous = true;
+        } else if (key == "log_std") {
+          if (value != "independent")
+            throw fail("log_std is not \"independent\"");
+          c.log_std_init = 0.0;  // the kind; the value is in the parameters
+          independent = true;
+        } else if (key == "value_network") {
+          if (value != "separate")
+            throw fail("value_network is not \"separate\"");
+          c.separate_value_network = true;
+          separate = true;
+        } else {
+          throw fail("unknown field \"" + std::string(key) + "\"");
         }
-      }
-    } else if (key == "continuous_actions" && !continuous) {
-      c.continuous_action_size = static_cast<std::int32_t>(integer(value, key));
-      if (c.continuous_action_size <= 0)
-        throw fail("continuous_actions must be positive");
-      continuous = true;
-      --seen;
-    } else if (key == "log_std" && !independent) {
-      if (value != "independent")
-        throw fail("log_std is not \"independent\"");
-      c.log_std_init = 0.0;  // the kind; the value is in the parameters
-      independent = true;
-      --seen;
-    } else if (key == "value_network" && !separate) {
-      if (value != "separate")
-        throw fail("value_network is not \"separate\"");
-      c.separate_value_network = true;
-      separate = true;
-      --seen;
-    } else {
-      throw fail("unknown field \"" + std::string(key) + "\"");
-    }
-  }
+      });
+  const std::size_t seen = fields - continuous - independent - separate;
   if (seen != 7)
     throw fail("expected 7 fields, got " + std::to_string(seen));
   if (independent && !continuous)

@@ -13,8 +13,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
+
+#include "seedrl/net/detail/description_fields.hpp"
 
 namespace seedrl {
 
@@ -57,31 +58,6 @@ std::string describe(const pixel_lstm_agent_config<TorsoConfig>& c) {
          " scale=" + number(c.observation_scale);
 }
 
-namespace detail {
-
-/// Reads a comma-separated list of non-negative integers; false if malformed.
-inline bool parse_int_list(std::string_view v, std::vector<std::ptrdiff_t>& out) {
-  out.clear();
-  for (std::size_t p = 0; p <= v.size();) {
-    const std::size_t comma = std::min(v.find(',', p), v.size());
-    std::int64_t x = 0;
-    const auto [end, ec] = std::from_chars(v.data() + p, v.data() + comma, x);
-    if (ec != std::errc() || end != v.data() + comma || x < 0)
-      return false;
-    out.push_back(static_cast<std::ptrdiff_t>(x));
-    p = comma + 1;
-  }
-  return true;
-}
-
-/// Reads a double written by `describe` (std::to_chars); false if malformed.
-inline bool parse_double(std::string_view v, double& out) {
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  return ec == std::errc() && end == v.data() + v.size();
-}
-
-}  // namespace detail
-
 /// Reads what `describe` wrote for an agent over a torso with configuration `TorsoConfig`;
 /// throws std::invalid_argument naming the bad field. `set_torso_field(config, key, value)`
 /// returns false when the value is malformed.
@@ -95,69 +71,50 @@ pixel_lstm_agent_config<TorsoConfig> parse_pixel_lstm_agent_description(
   };
   const auto integer = [&](std::string_view v, std::string_view key) {
     std::int64_t x = 0;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-    if (ec != std::errc() || end != v.data() + v.size() || x < 0)
+    if (!detail::parse_non_negative(v, x))
       throw fail(std::string(key) + " is not a non-negative integer");
     return x;
   };
-  if (text.substr(0, kind.size()) != kind ||
-      (text.size() > kind.size() && text[kind.size()] != ' '))
-    throw fail("it does not start with " + std::string(kind));
   pixel_lstm_agent_config<TorsoConfig> c;
-  std::vector<std::string_view> seen;
-  std::size_t at = kind.size();
-  while (at < text.size()) {
-    if (text[at] == ' ') {
-      ++at;
-      continue;
-    }
-    const std::size_t end = std::min(text.find(' ', at), text.size());
-    const std::string_view field = text.substr(at, end - at);
-    at = end;
-    const std::size_t eq = field.find('=');
-    if (eq == std::string_view::npos)
-      throw fail("field \"" + std::string(field) + "\" has no '='");
-    const std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
-    if (std::find(seen.begin(), seen.end(), key) != seen.end())
-      throw fail("field \"" + std::string(key) + "\" appears twice");
-    seen.push_back(key);
-    if (key == "height") {
-      c.height = static_cast<std::ptrdiff_t>(integer(value, key));
-    } else if (key == "width") {
-      c.width = static_cast<std::ptrdiff_t>(integer(value, key));
-    } else if (key == "channels") {
-      c.channels = static_cast<std::ptrdiff_t>(integer(value, key));
-    } else if (key == "channels_last") {
-      c.channels_last = integer(value, key) != 0;
-    } else if (key == "actions") {
-      c.num_actions = static_cast<std::int32_t>(integer(value, key));
-    } else if (key == "dense") {
-      c.dense_size = static_cast<std::ptrdiff_t>(integer(value, key));
-    } else if (key == "lstm") {
-      c.lstm_size = static_cast<std::ptrdiff_t>(integer(value, key));
-    } else if (key == "max_abs_input_reward") {
-      if (value == "none") {
-        c.max_abs_input_reward.reset();
-      } else {
-        double x = 0.0;
-        if (!detail::parse_double(value, x))
-          throw fail("max_abs_input_reward is not a number");
-        c.max_abs_input_reward = x;
-      }
-    } else if (key == "scale") {
-      if (!detail::parse_double(value, c.observation_scale))
-        throw fail("scale is not a number");
-    } else if (std::find(TorsoConfig::field_keys.begin(), TorsoConfig::field_keys.end(), key) !=
-               TorsoConfig::field_keys.end()) {
-      if (!set_torso_field(c.torso, key, value))
-        throw fail(std::string(key) + " is malformed");
-    } else {
-      throw fail("unknown field \"" + std::string(key) + "\"");
-    }
-  }
+  const std::size_t fields = detail::for_each_description_field(
+      text, kind, fail, [&](std::string_view key, std::string_view value) {
+        if (key == "height") {
+          c.height = static_cast<std::ptrdiff_t>(integer(value, key));
+        } else if (key == "width") {
+          c.width = static_cast<std::ptrdiff_t>(integer(value, key));
+        } else if (key == "channels") {
+          c.channels = static_cast<std::ptrdiff_t>(integer(value, key));
+        } else if (key == "channels_last") {
+          c.channels_last = integer(value, key) != 0;
+        } else if (key == "actions") {
+          c.num_actions = static_cast<std::int32_t>(integer(value, key));
+        } else if (key == "dense") {
+          c.dense_size = static_cast<std::ptrdiff_t>(integer(value, key));
+        } else if (key == "lstm") {
+          c.lstm_size = static_cast<std::ptrdiff_t>(integer(value, key));
+        } else if (key == "max_abs_input_reward") {
+          if (value == "none") {
+            c.max_abs_input_reward.reset();
+          } else {
+            double x = 0.0;
+            if (!detail::parse_double(value, x))
+              throw fail("max_abs_input_reward is not a number");
+            c.max_abs_input_reward = x;
+          }
+        } else if (key == "scale") {
+          if (!detail::parse_double(value, c.observation_scale))
+            throw fail("scale is not a number");
+        } else if (std::find(TorsoConfig::field_keys.begin(), TorsoConfig::field_keys.end(), key) !=
+                   TorsoConfig::field_keys.end()) {
+          if (!set_torso_field(c.torso, key, value))
+            throw fail(std::string(key) + " is malformed");
+        } else {
+          throw fail("unknown field \"" + std::string(key) + "\"");
+        }
+      });
   const std::size_t want = 9 + TorsoConfig::field_keys.size();
-  if (seen.size() != want)
-    throw fail("expected " + std::to_string(want) + " fields, got " + std::to_string(seen.size()));
+  if (fields != want)
+    throw fail("expected " + std::to_string(want) + " fields, got " + std::to_string(fields));
   return c;
 }
 
