@@ -6,8 +6,8 @@
 /// oneDNN's sgemm or Eigen products, V-trace is the CPU scan of seedrl/algo/vtrace.hpp,
 /// convolutions are oneDNN for float when SEEDRL_HAS_DNNL (seedrl/detail/dnnl_conv2d.hpp,
 /// primitives kept per shape), otherwise im2col + GEMM (backend/detail/conv2d_gemm.hpp on
-/// detail::host_conv_primitives). It runs the CPU agents' conv stacks (`backend_feature_stack`),
-/// the CPU tests' backend-generic trainers, and is the reference for the GPU backend's primitives.
+/// detail::host_conv_primitives). Every CPU agent (`actor_critic_agent`) runs on it, so do the
+/// CPU tests' backend trainers, and it is the reference for the GPU backend's primitives.
 /// Its GEMM is the CPU agents' (detail::host_sgemm_primitives: oneDNN's sgemm from 16 rows). The
 /// convolutions' and the few-row products' scratch is kept between calls, so one object must not be
 /// used by two threads at once.

@@ -73,7 +73,7 @@ struct agent_options {
   /// The heads' initialisation: PyTorch's default (policy gain 0.01, value 1) or orthogonal
   /// with the usual gains (orthogonal_policy_gain, orthogonal_value_gain).
   init_scheme init = init_scheme::pytorch_default;
-  double forget_bias = 1.0;      ///< added to the LSTM's forget-gate biases (lstm_core's default)
+  double forget_bias = 1.0;      ///< added to the LSTM's forget-gate biases
   double initial_log_std = 0.0;  ///< where a state-independent log-std starts
 };
 
