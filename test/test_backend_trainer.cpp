@@ -895,6 +895,12 @@ TEST_CASE("backend trainer refuses a loss or batch of the other action kind", "[
   CHECK_THROWS_AS(trainer_t<S>(backend, lstm_separate), std::invalid_argument);
 }
 
+/// A user's torso part (test/softsign_torso.hpp) as a whole CPU agent.
+template <class S>
+using softsign_agent =
+    seedrl::actor_critic_agent<S, seedrl_test::softsign_torso<seedrl::host_backend, S>,
+                               seedrl_test::softsign_config>;
+
 TEST_CASE(
     "a user's torso written once over the backend is a CPU agent that trains as the backend "
     "trainer does",
@@ -905,8 +911,7 @@ TEST_CASE(
   using S = double;
   using seedrl_test::softsign_config;
   using seedrl_test::softsign_torso;
-  using agent =
-      seedrl::actor_critic_agent<S, softsign_torso<seedrl::host_backend, S>, softsign_config>;
+  using agent = softsign_agent<S>;
   static_assert(seedrl::Network<agent>);
   const softsign_config part{4, 6};
   for (const std::ptrdiff_t lstm : {std::ptrdiff_t{5}, std::ptrdiff_t{0}}) {
@@ -969,8 +974,7 @@ TEST_CASE(
   using S = double;
   using seedrl_test::softsign_config;
   using seedrl_test::softsign_torso;
-  using agent =
-      seedrl::actor_critic_agent<S, softsign_torso<seedrl::host_backend, S>, softsign_config>;
+  using agent = softsign_agent<S>;
   using recipe = seedrl::actor_critic_recipe<softsign_torso, softsign_config>;
   static_assert(seedrl::Trainer<seedrl::backend_trainer<S, recipe>, agent, seedrl::adam<S>,
                                 seedrl::impala_loss<S>>);

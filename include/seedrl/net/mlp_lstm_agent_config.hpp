@@ -108,14 +108,8 @@ inline mlp_lstm_agent_config parse_mlp_lstm_agent_description(std::string_view t
         } else if (key == "reward_action_inputs") {
           c.reward_and_action_inputs = integer(value, key) != 0;
         } else if (key == "max_abs_input_reward") {
-          if (value == "none") {
-            c.max_abs_input_reward.reset();
-          } else {
-            double x = 0.0;
-            if (!detail::parse_double(value, x))
-              throw fail("max_abs_input_reward is not a number");
-            c.max_abs_input_reward = x;
-          }
+          if (!detail::parse_optional_double(value, c.max_abs_input_reward))
+            throw fail("max_abs_input_reward is not a number");
         } else if (key == "continuous_actions") {
           c.continuous_action_size = static_cast<std::int32_t>(integer(value, key));
           if (c.continuous_action_size <= 0)

@@ -93,14 +93,8 @@ pixel_lstm_agent_config<TorsoConfig> parse_pixel_lstm_agent_description(
         } else if (key == "lstm") {
           c.lstm_size = static_cast<std::ptrdiff_t>(integer(value, key));
         } else if (key == "max_abs_input_reward") {
-          if (value == "none") {
-            c.max_abs_input_reward.reset();
-          } else {
-            double x = 0.0;
-            if (!detail::parse_double(value, x))
-              throw fail("max_abs_input_reward is not a number");
-            c.max_abs_input_reward = x;
-          }
+          if (!detail::parse_optional_double(value, c.max_abs_input_reward))
+            throw fail("max_abs_input_reward is not a number");
         } else if (key == "scale") {
           if (!detail::parse_double(value, c.observation_scale))
             throw fail("scale is not a number");

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -40,6 +41,19 @@ inline bool parse_int_list(std::string_view v, std::vector<std::ptrdiff_t>& out)
 inline bool parse_double(std::string_view v, double& out) {
   const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   return ec == std::errc() && end == v.data() + v.size();
+}
+
+/// Reads "none" (no value) or a double; false if malformed.
+inline bool parse_optional_double(std::string_view v, std::optional<double>& out) {
+  if (v == "none") {
+    out.reset();
+    return true;
+  }
+  double x = 0.0;
+  if (!parse_double(v, x))
+    return false;
+  out = x;
+  return true;
 }
 
 /// Calls field(key, value) for each "key=value" of `text` after its leading `kind` (the first
