@@ -3,7 +3,8 @@
 // (up to float summation order), for the CartPole MLP+LSTM and a pixel conv+LSTM agent, under
 // IMPALA's loss (one step per batch) and PPO's (epochs x minibatches, advantages normalised over
 // each minibatch: a per-chunk loss would change them). The reference is the W = 1 trainer, whose
-// step is the unsplit forward/loss/backward checked elsewhere against finite differences.
+// step is the unsplit forward/loss/backward checked elsewhere against finite differences. Also
+// the step protocol itself (train_on_batch) on a recording model.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -20,6 +21,7 @@
 #include "seedrl/net/small_conv_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/trainer.hpp"
+#include "seedrl/runtime/training_step.hpp"
 
 namespace {
 
@@ -188,4 +190,103 @@ TEST_CASE("host_trainer refuses 0 threads and can change its count between steps
   (void)t.train_step(batch.view(), net, o1, impala, 1e9);
   (void)one.train_step(batch.view(), ref, o2, impala, 1e9);
   CHECK(scaled_difference(net.parameters(), ref.parameters()) < 1e-5);
+}
+
+namespace {
+
+/// A TrainingModel that records what train_on_batch asks of it. Every row's output value is
+/// its first observation element, so the proximal values a minibatch step receives show which
+/// rows were gathered.
+struct recording_model {
+  std::vector<std::string> calls;
+  std::vector<float> values;  ///< the last forward's, one per row
+  std::size_t minibatch_rows_checked = 0;
+
+  void forward(const seedrl::training_batch<float>& batch) {
+    calls.push_back("forward B=" + std::to_string(batch.B));
+    const std::size_t rows = (batch.T + 1) * batch.B, obs = batch.observations.size() / rows;
+    values.resize(rows);
+    for (std::size_t r = 0; r < rows; ++r)
+      values[r] = batch.observations[r * obs];
+  }
+  void copy_outputs(std::vector<float>& logits, std::vector<float>& out) const {
+    logits.assign(values.size() * 2, 0.0f);
+    out = values;
+  }
+  template <class L>
+  seedrl::loss_terms loss(const seedrl::training_batch<float>& batch, const L&,
+                          seedrl::proximal_outputs<float> proximal) {
+    calls.push_back("loss");
+    if (!proximal.values.empty()) {  // the whole batch's outputs, at this minibatch's rows
+      REQUIRE(proximal.values.size() == values.size());
+      for (std::size_t r = 0; r < values.size(); ++r)
+        CHECK(proximal.values[r] == values[r]);
+      minibatch_rows_checked += values.size();
+    }
+    seedrl::loss_terms t{};
+    t.total = static_cast<double>(batch.B);
+    return t;
+  }
+  void backward(const seedrl::training_batch<float>&) { calls.push_back("backward"); }
+  void apply(double max_grad_norm, seedrl::train_step_result& r) {
+    calls.push_back("apply");
+    r.grad_norm = max_grad_norm;
+  }
+};
+
+}  // namespace
+
+// The one step protocol (runtime/training_step.hpp) that host_trainer and backend_agent_trainer
+// both run, on a model that only records: the order of the passes, the proximal pass, the
+// minibatches' rows of the proximal outputs, and the refusals before any work.
+TEST_CASE("train_on_batch: passes in order, the proximal pass once, minibatches' proximal rows",
+          "[trainer]") {
+  const owned_batch batch(3, 4, 2, 5, 0, -1.0, 1.0, 8);
+  seedrl::random_generator rng(1);
+  seedrl::minibatch_scratch<float> mb;
+  static_assert(seedrl::TrainingModel<recording_model, float, seedrl::ppo_loss<float>>);
+
+  SECTION("IMPALA: one step, no proximal pass") {
+    recording_model m;
+    const auto r =
+        seedrl::train_on_batch(m, batch.view(), seedrl::impala_loss<float>(), 7.0, rng, mb, "test");
+    CHECK(m.calls == std::vector<std::string>{"forward B=4", "loss", "backward", "apply"});
+    CHECK(r.applied);
+    CHECK(r.grad_norm == 7.0);
+  }
+  SECTION("PPO, 2 epochs x 2 minibatches: one whole forward, then four steps of 2 unrolls") {
+    recording_model m;
+    const auto r = seedrl::train_on_batch(m, batch.view(), ppo_two_by_two(), 7.0, rng, mb, "test");
+    std::vector<std::string> want{"forward B=4"};
+    for (int i = 0; i < 4; ++i)
+      want.insert(want.end(), {"forward B=2", "loss", "backward", "apply"});
+    CHECK(m.calls == want);
+    CHECK(m.minibatch_rows_checked == 4 * (3 + 1) * 2);
+    CHECK(r.terms.total == Approx(2.0));  // the steps' mean
+  }
+  SECTION("bad max_grad_norm or schedule: refused before any pass") {
+    recording_model m;
+    for (const double bad : {0.0, -1.0, std::nan("")})
+      CHECK_THROWS_AS(seedrl::train_on_batch(m, batch.view(), seedrl::impala_loss<float>(), bad,
+                                             rng, mb, "test"),
+                      std::invalid_argument);
+    seedrl::ppo_loss_config<float> c;
+    c.minibatches = 3;  // 4 unrolls do not split in 3
+    CHECK_THROWS_AS(
+        seedrl::train_on_batch(m, batch.view(), seedrl::ppo_loss<float>(c), 1.0, rng, mb, "test"),
+        std::invalid_argument);
+    CHECK(m.calls.empty());
+  }
+}
+
+TEST_CASE("host_trainer refuses max_grad_norm <= 0 before any work", "[trainer]") {
+  auto net = cartpole_net();
+  const auto before = std::vector<float>(net.parameters().begin(), net.parameters().end());
+  const owned_batch batch(5, 4, 2, 4, static_cast<std::size_t>(net.state_size()), -1.0, 1.0, 5);
+  seedrl::adam<float> opt;
+  seedrl::host_trainer t(1, 2);
+  CHECK_THROWS_WITH(t.train_step(batch.view(), net, opt, ppo_two_by_two(), 0.0),
+                    Catch::Contains("seedrl::host_trainer::train_step needs max_grad_norm > 0"));
+  CHECK(opt.step_count() == 0);
+  CHECK(std::equal(before.begin(), before.end(), net.parameters().begin()));
 }

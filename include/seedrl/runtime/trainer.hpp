@@ -53,6 +53,7 @@
 #include "seedrl/runtime/minibatch_schedule.hpp"
 #include "seedrl/runtime/parameter_source.hpp"
 #include "seedrl/runtime/training_batch.hpp"
+#include "seedrl/runtime/training_step.hpp"
 
 namespace seedrl {
 
@@ -75,7 +76,9 @@ concept DevicePublishingTrainer = requires(T& t, Net& net, Opt& opt) {
 };
 
 /// Trains the network object on the CPU: its forward_unroll / backward_unroll, the CPU loss,
-/// clip_by_global_norm and the optimizer's step. Keeps its buffers between steps.
+/// clip_by_global_norm and the optimizer's step, as the step protocol every trainer runs
+/// (`train_on_batch`, runtime/training_step.hpp) over the network. Keeps its buffers between
+/// steps. Throws std::invalid_argument on max_grad_norm <= 0 before any work.
 /// The loss is any seedrl::Loss whose batch and gradient types are laid out as
 /// `impala_batch<S>` and `impala_gradients<S>` (the policy outputs, values, actions, behaviour
 /// log-probabilities, rewards, dones and truncation flags of the unrolls), e.g. impala_loss; a
@@ -130,27 +133,9 @@ class host_trainer {
   template <class Net, class Opt, class L, class S = typename Net::scalar_type>
   requires Loss<L> && std::same_as<typename L::scalar_type, S> train_step_result train_step(
       const training_batch<S>& batch, Net& net, Opt& opt, const L& loss, double max_grad_norm) {
-    const update_schedule plan = schedule_of(loss);
     auto& s = scratch<S>();
-    constexpr bool wants_proximal = requires(typename L::batch_type b) {
-      b.old_values = std::span<const S>();
-    };
-    if (plan == update_schedule{})  // one step: the proximal outputs are the step's own
-      return step(batch, net, opt, loss, max_grad_norm, proximal_outputs<S>{});
-    check_update_schedule(plan, batch.B, "seedrl::host_trainer");
-    s.mb.old_values.clear();
-    s.mb.proximal_logits.clear();
-    if constexpr (wants_proximal) {
-      if (needs_proximal_outputs(loss)) {  // a whole forward pass: only when the loss reads them
-        forward(batch, net, s);
-        s.mb.old_values = s.values;
-        s.mb.proximal_logits = s.logits;
-      }
-    }
-    return run_update_schedule(batch, plan, rng_, s.mb,
-                               [&](const training_batch<S>& part, proximal_outputs<S> proximal) {
-                                 return step(part, net, opt, loss, max_grad_norm, proximal);
-                               });
+    network_model<Net, Opt, S> model{*this, net, opt, s};
+    return train_on_batch(model, batch, loss, max_grad_norm, rng_, s.mb, "seedrl::host_trainer");
   }
 
   template <class Net, class Opt>
@@ -302,19 +287,30 @@ class host_trainer {
     });
   }
 
-  /// Forward, loss, backward, clipping and one optimizer step on `batch`.
-  template <class Net, class Opt, class L, class S>
-  train_step_result step(const training_batch<S>& batch, Net& net, Opt& opt, const L& loss,
-                         double max_grad_norm, proximal_outputs<S> proximal) {
-    const std::size_t rows = (batch.T + 1) * batch.B, A = batch.num_actions;
-    auto& s = scratch<S>();
-    forward(batch, net, s);
-    s.d_logits.resize(rows * A);
-    s.d_values.resize(rows);
-    typename L::gradient_type grads{s.d_logits, s.d_values};
-    using batch_type = typename L::batch_type;
-    // impala_batch's fields by name; the optional ones only where the loss's batch has them.
-    const batch_type lb = [&] {
+  /// train_on_batch's model (runtime/training_step.hpp) over a host network and optimizer:
+  /// the outputs and their gradients in the trainer's buffers, the lanes when it has threads.
+  template <class Net, class Opt, class S>
+  struct network_model {
+    host_trainer& trainer;
+    Net& net;
+    Opt& opt;
+    buffers<S>& s;
+
+    void forward(const training_batch<S>& batch) { trainer.forward(batch, net, s); }
+
+    void copy_outputs(std::vector<S>& logits, std::vector<S>& values) const {
+      logits = s.logits;
+      values = s.values;
+    }
+
+    template <class L>
+    loss_terms loss(const training_batch<S>& batch, const L& loss, proximal_outputs<S> proximal) {
+      const std::size_t rows = (batch.T + 1) * batch.B, A = batch.num_actions;
+      s.d_logits.resize(rows * A);
+      s.d_values.resize(rows);
+      typename L::gradient_type grads{s.d_logits, s.d_values};
+      using batch_type = typename L::batch_type;
+      // impala_batch's fields by name; the optional ones only where the loss's batch has them.
       batch_type b{};
       b.T = batch.T;
       b.B = batch.B;
@@ -334,27 +330,30 @@ class host_trainer {
         b.old_values = proximal.values.empty() ? std::span<const S>(s.values) : proximal.values;
       if constexpr (requires { b.proximal_logits = proximal.logits; })
         b.proximal_logits = proximal.logits;  // empty: the step's own, which the loss knows
-      return b;
-    }();
-    train_step_result r;
-    r.terms = loss(lb, grads);
-    if (pool_ && batch.B > 1) {
-      backward_chunks(batch.T, batch.B, A, net, s);
-    } else {
-      net.zero_gradients();
-      net.backward_unroll({s.d_logits, s.d_values});
+      return loss(b, grads);
     }
-    if constexpr (requires { opt.learning_rate(); })
-      r.learning_rate = static_cast<double>(opt.learning_rate());
-    try {
-      r.grad_norm = clip_by_global_norm<S>(net.gradients(), max_grad_norm);
-      opt.step(net.parameters(), net.gradients());
-    } catch (const std::domain_error& e) {
-      r.applied = false;
-      r.skipped = e.what();
+
+    void backward(const training_batch<S>& batch) {
+      if (trainer.pool_ && batch.B > 1) {
+        trainer.backward_chunks(batch.T, batch.B, batch.num_actions, net, s);
+      } else {
+        net.zero_gradients();
+        net.backward_unroll({s.d_logits, s.d_values});
+      }
     }
-    return r;
-  }
+
+    void apply(double max_grad_norm, train_step_result& r) {
+      if constexpr (requires { opt.learning_rate(); })
+        r.learning_rate = static_cast<double>(opt.learning_rate());
+      try {
+        r.grad_norm = clip_by_global_norm<S>(net.gradients(), max_grad_norm);
+        opt.step(net.parameters(), net.gradients());
+      } catch (const std::domain_error& e) {
+        r.applied = false;
+        r.skipped = e.what();
+      }
+    }
+  };
 
   random_generator rng_;
   buffers<float> float_;

@@ -5,11 +5,12 @@
 /// fed the clipped reward and the previous action: a one-hot, or a continuous action's values)
 /// and policy and value heads (categorical or diagonal Gaussian, one network or separate
 /// policy and value networks; backend_core_config): forward
-/// over the unrolls, SEED's IMPALA loss or PPO's update (its epochs x minibatches by
-/// runtime/minibatch_schedule.hpp, as host_trainer runs them; both losses' `compute`),
+/// over the unrolls, SEED's IMPALA loss or PPO's update (both losses' `compute`),
 /// back-propagation through time, global-norm clipping, Adam or RMSProp, written once against
-/// the ComputeBackend primitives
-/// (seedrl/backend/compute_backend.hpp). On `host_backend` it runs on the CPU, which is how the
+/// the ComputeBackend primitives (seedrl/backend/compute_backend.hpp). The step itself (the
+/// schedule's epochs x minibatches, the proximal pass, forward / loss / backward / clip /
+/// optimizer) is `train_on_batch` (runtime/training_step.hpp), which host_trainer runs too,
+/// over this trainer's buffers. On `host_backend` it runs on the CPU, which is how the
 /// tests check its data flow against `host_trainer` + the CPU agents; on a CUDA backend the
 /// same code keeps every array on the GPU (seedrl/cuda/agent_trainer.hpp wraps it as a
 /// Trainer). It includes no Eigen, so nvcc compiles it together with a CUDA backend.
@@ -65,8 +66,8 @@
 #include "seedrl/net/detail/torso_and_body.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
-#include "seedrl/runtime/minibatch_schedule.hpp"
 #include "seedrl/runtime/training_batch.hpp"
+#include "seedrl/runtime/training_step.hpp"
 #include "seedrl/train/backend_core_config.hpp"
 #include "seedrl/train/backend_optimizer.hpp"
 #include "seedrl/train/backend_torso.hpp"
@@ -209,8 +210,7 @@ class backend_agent_trainer {
     const std::size_t N = (batch.T + 1) * batch.B;
     check_size("evaluate (logits)", logits.size(), N * A_);
     check_size("evaluate (values)", values.size(), N);
-    upload(batch);
-    forward(batch.T + 1, batch.B);
+    step_model{*this}.forward(batch);
     backend_->download(static_cast<const S*>(logits_.data()), logits);
     backend_->download(static_cast<const S*>(values_.data()), values);
   }
@@ -230,42 +230,19 @@ class backend_agent_trainer {
   template <class Dist>
   train_step_result train_step(const training_batch<S>& batch,
                                const seedrl::impala_loss<S, Dist>& loss, double max_grad_norm) {
-    opt_.require("train_step");
-    check_max_grad_norm(max_grad_norm);
-    check_batch(batch, "train_step");
-    check_distribution(loss.distribution(), batch);
-    return gradient_step(batch, max_grad_norm, [&](Backend& be) {
-      impala_loss_operands<S> op;
-      fill_operands(op, batch);
-      return loss.compute(be, op, loss_workspace_);
-    });
+    return train(batch, loss, max_grad_norm);
   }
 
   /// PPO's update on `batch` (seedrl/algo/ppo_loss.hpp, any policy distribution): the loss's
-  /// epochs x minibatches gradient steps by `run_update_schedule`, the minibatches drawn from
-  /// this trainer's generator (`seed_schedule`) as host_trainer draws them, and first one
-  /// forward pass over the whole batch for the proximal outputs (`evaluate`). Each step runs
+  /// epochs x minibatches gradient steps, the minibatches drawn from this trainer's generator
+  /// (`seed_schedule`) as host_trainer draws them, and first one forward pass over the whole
+  /// batch for the proximal outputs (runtime/training_step.hpp). Each step runs
   /// `ppo_loss::compute` on the backend. Checks and skipped steps as the IMPALA train_step;
   /// the result is the steps' mean, applied only if every step was.
   template <class Dist>
   train_step_result train_step(const training_batch<S>& batch, const ppo_loss<S, Dist>& loss,
                                double max_grad_norm) {
-    opt_.require("train_step");
-    check_max_grad_norm(max_grad_norm);
-    check_batch(batch, "train_step");
-    check_distribution(loss.distribution(), batch);
-    const update_schedule plan = loss.schedule();
-    if (plan == update_schedule{})  // one step: the proximal outputs are the step's own
-      return ppo_step(batch, loss, proximal_outputs<S>{}, max_grad_norm);
-    check_update_schedule(plan, batch.B, who_);
-    const std::size_t N = (batch.T + 1) * batch.B;
-    schedule_.old_values.resize(N);
-    schedule_.proximal_logits.resize(N * A_);
-    evaluate(batch, schedule_.proximal_logits, schedule_.old_values);
-    return run_update_schedule(batch, plan, rng_, schedule_,
-                               [&](const training_batch<S>& part, proximal_outputs<S> proximal) {
-                                 return ppo_step(part, loss, proximal, max_grad_norm);
-                               });
+    return train(batch, loss, max_grad_norm);
   }
 
   /// The loss a learner chose at run time (seedrl/algo/loss_choice.hpp): its IMPALA loss or
@@ -282,52 +259,71 @@ class backend_agent_trainer {
   void seed_schedule(std::uint64_t seed) { rng_ = random_generator(seed); }
 
  private:
-  static void check_max_grad_norm(double max_grad_norm) {
-    if (!(max_grad_norm > 0.0)) {
-      throw std::invalid_argument(std::string(who_) + "::train_step needs max_grad_norm > 0, got " +
-                                  std::to_string(max_grad_norm) + " (+infinity never clips)");
-    }
+  /// The checks, then the one training step (runtime/training_step.hpp) over step_model.
+  template <class L>
+  train_step_result train(const training_batch<S>& batch, const L& loss, double max_grad_norm) {
+    opt_.require("train_step");
+    check_max_grad_norm(max_grad_norm, who_);
+    check_batch(batch, "train_step");
+    check_distribution(loss.distribution(), batch);
+    step_model model{*this};
+    return train_on_batch(model, batch, loss, max_grad_norm, rng_, schedule_, who_);
   }
 
-  /// One PPO gradient step on `batch` (the whole batch or a minibatch), with the proximal
-  /// outputs of its unrolls (empty: its own).
-  template <class Dist>
-  train_step_result ppo_step(const training_batch<S>& batch, const ppo_loss<S, Dist>& loss,
-                             proximal_outputs<S> proximal, double max_grad_norm) {
-    return gradient_step(batch, max_grad_norm, [&](Backend& be) {
+  /// train_on_batch's model over this trainer's backend buffers: each pass uploads the batch
+  /// it is handed (checked by train), the losses run their `compute` on the backend, the
+  /// gradient is clipped and applied by backend kernels.
+  struct step_model {
+    backend_agent_trainer& t;
+
+    void forward(const training_batch<S>& batch) {
+      t.upload(batch);
+      t.forward(batch.T + 1, batch.B);
+    }
+
+    void copy_outputs(std::vector<S>& logits, std::vector<S>& values) const {
+      logits.resize(t.rows_ * t.A_);
+      values.resize(t.rows_);
+      t.backend_->download(static_cast<const S*>(t.logits_.data()), std::span<S>(logits));
+      t.backend_->download(static_cast<const S*>(t.values_.data()), std::span<S>(values));
+    }
+
+    template <class Dist>
+    loss_terms loss(const training_batch<S>& batch, const seedrl::impala_loss<S, Dist>& loss,
+                    proximal_outputs<S>) {
+      impala_loss_operands<S> op;
+      t.fill_operands(op, batch);
+      return loss.compute(*t.backend_, op, t.loss_workspace_);
+    }
+
+    template <class Dist>
+    loss_terms loss(const training_batch<S>& batch, const ppo_loss<S, Dist>& loss,
+                    proximal_outputs<S> proximal) {
+      Backend& be = *t.backend_;
       ppo_loss_operands<S> op;
-      fill_operands(op, batch);
+      t.fill_operands(op, batch);
       if (!proximal.logits.empty()) {
-        backend_.grow(proximal_logits_, proximal.logits.size());
-        be.upload(proximal.logits, proximal_logits_.data());
-        op.proximal = rows_of(proximal_logits_.data());
+        t.backend_.grow(t.proximal_logits_, proximal.logits.size());
+        be.upload(proximal.logits, t.proximal_logits_.data());
+        op.proximal = t.rows_of(t.proximal_logits_.data());
       }
       if (!proximal.values.empty()) {
-        backend_.grow(old_values_, proximal.values.size());
-        be.upload(proximal.values, old_values_.data());
-        op.old_values = old_values_.data();
+        t.backend_.grow(t.old_values_, proximal.values.size());
+        be.upload(proximal.values, t.old_values_.data());
+        op.old_values = t.old_values_.data();
       }
-      return loss.compute(be, op, ppo_workspace_);
-    });
-  }
+      return loss.compute(be, op, t.ppo_workspace_);
+    }
 
-  /// Upload, forward, `loss(backend)` (the loss on the outputs: its terms, the output
-  /// gradients written), back-propagation, clipping and the optimizer step on `batch`.
-  template <class LossOnOutputs>
-  train_step_result gradient_step(const training_batch<S>& batch, double max_grad_norm,
-                                  LossOnOutputs&& loss) {
-    const std::size_t B = batch.B, steps = batch.T + 1;
-    upload(batch);
-    forward(steps, B);
-    Backend& be = *backend_;
-    train_step_result r;
-    r.terms = loss(be);
-    backward(steps, B);
-    r.learning_rate = opt_.learning_rate();
-    if (clip_gradients_on_backend(be, grads_.data(), num_parameters(), max_grad_norm, r))
-      opt_.step(params_.data(), grads_.data());
-    return r;
-  }
+    void backward(const training_batch<S>& batch) { t.backward(batch.T + 1, batch.B); }
+
+    void apply(double max_grad_norm, train_step_result& r) {
+      r.learning_rate = t.opt_.learning_rate();
+      if (clip_gradients_on_backend(*t.backend_, t.grads_.data(), t.num_parameters(), max_grad_norm,
+                                    r))
+        t.opt_.step(t.params_.data(), t.grads_.data());
+    }
+  };
 
   /// The operand fields both losses share, pointing at the uploaded batch and the outputs.
   template <class Operands>
@@ -535,6 +531,7 @@ class backend_agent_trainer {
   }
 
   void forward(std::size_t steps, std::size_t B) {
+    rows_ = steps * B;
     net_.forward(*backend_, params_.data(), torso_batch(steps, B), row_inputs(), logits_.data(),
                  values_.data());
   }
@@ -548,6 +545,7 @@ class backend_agent_trainer {
   detail::backend_ref<Backend> backend_;
   detail::torso_and_body<Backend, S, Torso> net_;  ///< the torso, core and heads
   std::size_t A_ = 0, D_ = 0;  ///< policy outputs per row, continuous action elements
+  std::size_t rows_ = 0;       ///< rows of the last forward pass
   buffer<S> params_, grads_;
 
   backend_optimizer<Backend, S> opt_;  ///< Adam or RMSProp state

@@ -1,0 +1,99 @@
+#pragma once
+/// \file
+/// The training step, written once for every trainer: `train_on_batch(model, batch, loss, ...)`
+/// follows the loss's update schedule (epochs x minibatches, runtime/minibatch_schedule.hpp),
+/// computes the proximal outputs PPO clips against (one forward pass over the whole batch,
+/// when the update has more than one step and the loss reads them) and runs each gradient step
+/// as: forward over the unrolls, the loss on the outputs (its terms, the outputs' gradients),
+/// back-propagation through time, then clipping by global norm and the optimizer step (a
+/// non-finite norm skips the step and changes no parameter).
+///
+/// What differs between trainers is where the arrays live, and that is the `Model`:
+///   - `host_trainer` (runtime/trainer.hpp): any host `Network` and `Optimizer`, its lanes
+///     (threads over unroll chunks, each with a network copy) a property of its model;
+///   - `backend_agent_trainer` (train/agent_trainer.hpp): the agent's buffers on a
+///     ComputeBackend (host_backend, or a GPU's), Adam or RMSProp as backend kernels.
+/// A model provides, for the batch it is handed (already checked by the trainer):
+///   - `void forward(const training_batch<S>&)`: the policy outputs and values of every row,
+///     kept for what follows;
+///   - `void copy_outputs(std::vector<S>& logits, std::vector<S>& values)`: the last forward's
+///     outputs, to the host (the proximal outputs);
+///   - `loss_terms loss(const training_batch<S>&, const L&, proximal_outputs<S>)`: the loss on
+///     the kept outputs (proximal empty: the step's own), writing the outputs' gradients;
+///   - `void backward(const training_batch<S>&)`: the parameters' gradient (not accumulated);
+///   - `void apply(double max_grad_norm, train_step_result&)`: the learning rate, then the
+///     gradient's norm and clipping (`clip_by_global_norm`'s rule; a non-finite norm sets
+///     `applied` false and `skipped`, and leaves grad_norm 0) and, if finite, the optimizer step.
+/// Host memory for the schedule only; no Eigen, so nvcc compiles it with a CUDA backend.
+
+#include <concepts>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "seedrl/algo/loss.hpp"
+#include "seedrl/core/random.hpp"
+#include "seedrl/runtime/minibatch_schedule.hpp"
+#include "seedrl/runtime/training_batch.hpp"
+
+namespace seedrl {
+
+/// What a trainer's model provides to `train_on_batch`; see the file comment.
+template <class M, class S, class L>
+concept TrainingModel = requires(M& m, const training_batch<S>& batch, const L& loss,
+                                 proximal_outputs<S> proximal, std::vector<S>& out,
+                                 train_step_result& r) {
+  m.forward(batch);
+  m.copy_outputs(out, out);
+  { m.loss(batch, loss, proximal) } -> std::same_as<loss_terms>;
+  m.backward(batch);
+  m.apply(1.0, r);
+};
+
+/// Throws std::invalid_argument, naming `who`, unless max_grad_norm > 0 (+infinity never
+/// clips); a trainer checks it before any work.
+inline void check_max_grad_norm(double max_grad_norm, const char* who) {
+  if (!(max_grad_norm > 0.0)) {
+    throw std::invalid_argument(std::string(who) + "::train_step needs max_grad_norm > 0, got " +
+                                std::to_string(max_grad_norm) + " (+infinity never clips)");
+  }
+}
+
+/// One training step of `loss` on `batch` over `model` (see the file comment): the schedule's
+/// minibatches drawn from `rng` into `mb`, `who` naming the trainer in errors. The result is
+/// the mean of the gradient steps' terms and norms, applied only if every step was. Throws
+/// std::invalid_argument on max_grad_norm <= 0 or a schedule the batch cannot split, before
+/// any work.
+template <class S, class Model, class L>
+requires TrainingModel<Model, S, L> train_step_result
+train_on_batch(Model& model, const training_batch<S>& batch, const L& loss, double max_grad_norm,
+               random_generator& rng, minibatch_scratch<S>& mb, const char* who) {
+  check_max_grad_norm(max_grad_norm, who);
+  const auto step = [&](const training_batch<S>& part, proximal_outputs<S> proximal) {
+    model.forward(part);
+    train_step_result r;
+    r.terms = model.loss(part, loss, proximal);
+    model.backward(part);
+    model.apply(max_grad_norm, r);
+    return r;
+  };
+  const update_schedule plan = schedule_of(loss);
+  if (plan == update_schedule{})  // one step: the proximal outputs are the step's own
+    return step(batch, proximal_outputs<S>{});
+  check_update_schedule(plan, batch.B, who);
+  mb.old_values.clear();
+  mb.proximal_logits.clear();
+  constexpr bool reads_proximal = requires(typename L::batch_type b) {
+    b.old_values = std::span<const S>();
+  };
+  if constexpr (reads_proximal) {
+    if (needs_proximal_outputs(loss)) {  // a whole forward pass: only when the loss reads them
+      model.forward(batch);
+      model.copy_outputs(mb.proximal_logits, mb.old_values);
+    }
+  }
+  return run_update_schedule(batch, plan, rng, mb, step);
+}
+
+}  // namespace seedrl
