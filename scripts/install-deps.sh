@@ -4,9 +4,9 @@
 #                                        nlohmann_json, Google Benchmark, oneDNN (the CPU
 #                                        convolutions) with the OpenCL headers its CMake config
 #                                        needs (libdnnl-dev only recommends them)
-#   scripts/install-deps.sh --test-tools also clang-format, Conan, TensorBoard, matplotlib,
-#                                        numpy, gymnasium, ale-py and MuJoCo (all but the
-#                                        first from PyPI, into .venv)
+#   scripts/install-deps.sh --test-tools also clang-format, Open MPI (seedrl::mpi), Conan,
+#                                        TensorBoard, matplotlib, numpy, gymnasium, ale-py and
+#                                        MuJoCo (all but the first two from PyPI, into .venv)
 # Runs apt-get through sudo when not root, with --no-install-recommends: whatever a CMake config
 # or a test needs must be named here, even where a package only recommends it
 # (scripts/fresh-machine-check.sh proves the list on a minimal Debian 12). In CI (CI=true) a
@@ -22,6 +22,8 @@ packages=(build-essential cmake git pkg-config libeigen3-dev libboost-dev libcli
 if [ "$test_tools" = 1 ]; then
   # clang, libFuzzer's runtime (libclang_rt.fuzzer) and llvm-symbolizer: scripts/fuzz.sh.
   packages+=(clang-format python3-venv python3-pip clang libclang-rt-dev llvm)
+  # Open MPI: seedrl::mpi (data-parallel learners) and its two-rank tests under mpirun.
+  packages+=(libopenmpi-dev openmpi-bin)
 fi
 
 # A python3 from elsewhere (e.g. pyenv) is as good as Debian's, with working venv and pip.

@@ -228,10 +228,35 @@ struct recording_model {
     return t;
   }
   void backward(const seedrl::training_batch<float>&) { calls.push_back("backward"); }
+  void reduce(seedrl::distributed::gradient_reducer& r) {
+    calls.push_back("reduce");
+    float g[] = {1.0f};
+    r.mean(std::span<float>(g));
+  }
   void apply(double max_grad_norm, seedrl::train_step_result& r) {
     calls.push_back("apply");
     r.grad_norm = max_grad_norm;
   }
+};
+
+/// A reducer of two ranks whose other rank always holds zeros: a mean halves every value.
+struct halving_reducer final : seedrl::distributed::gradient_reducer {
+  std::vector<std::string>* calls;
+  explicit halving_reducer(std::vector<std::string>* c) : calls(c) {}
+  int rank() const override { return 0; }
+  int ranks() const override { return 2; }
+  void mean(std::span<float> v) override {
+    calls->push_back("mean of " + std::to_string(v.size()));
+    for (float& x : v)
+      x *= 0.5f;
+  }
+  void mean(std::span<double> v) override {
+    calls->push_back("mean of " + std::to_string(v.size()) + " doubles");
+    for (double& x : v)
+      x *= 0.5;
+  }
+  std::vector<std::uint64_t> gather(std::uint64_t h) override { return {h, h}; }
+  std::string describe() const override { return "halving"; }
 };
 
 }  // namespace
@@ -263,6 +288,18 @@ TEST_CASE("train_on_batch: passes in order, the proximal pass once, minibatches'
     CHECK(m.calls == want);
     CHECK(m.minibatch_rows_checked == 4 * (3 + 1) * 2);
     CHECK(r.terms.total == Approx(2.0));  // the steps' mean
+  }
+  SECTION("with a reducer: each step's gradient between backward and apply, the terms once") {
+    recording_model m;
+    halving_reducer reducer(&m.calls);
+    const auto r =
+        seedrl::train_on_batch(m, batch.view(), ppo_two_by_two(), 7.0, rng, mb, "test", &reducer);
+    std::vector<std::string> want{"forward B=4"};
+    for (int i = 0; i < 4; ++i)
+      want.insert(want.end(), {"forward B=2", "loss", "backward", "reduce", "mean of 1", "apply"});
+    want.push_back("mean of 8 doubles");
+    CHECK(m.calls == want);
+    CHECK(r.terms.total == Approx(1.0));  // the steps' mean, then the ranks' (the other: 0)
   }
   SECTION("bad max_grad_norm or schedule: refused before any pass") {
     recording_model m;

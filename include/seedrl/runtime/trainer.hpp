@@ -107,13 +107,17 @@ class host_trainer {
     set_threads(threads);
   }
 
-  /// A new trainer with `other`'s seed state and thread count (its own threads and copies).
-  host_trainer(const host_trainer& other) : rng_(other.rng_) { set_threads(other.threads()); }
+  /// A new trainer with `other`'s seed state, thread count and reducer (its own threads and
+  /// copies).
+  host_trainer(const host_trainer& other) : rng_(other.rng_), reducer_(other.reducer_) {
+    set_threads(other.threads());
+  }
   host_trainer(host_trainer&&) noexcept = default;
   host_trainer& operator=(host_trainer&&) noexcept = default;
   host_trainer& operator=(const host_trainer& other) {
     if (this != &other) {
       rng_ = other.rng_;
+      reducer_ = other.reducer_;
       set_threads(other.threads());
     }
     return *this;
@@ -130,12 +134,24 @@ class host_trainer {
   }
   std::size_t threads() const noexcept { return pool_ ? pool_->lanes() : 1; }
 
+  /// Data-parallel training: every gradient step averages its gradient over the reducer's
+  /// ranks before clipping and the optimizer (distributed/gradient_reducer.hpp), and the
+  /// reported loss terms are the ranks' mean. Every rank must run the same steps on batches of
+  /// the same shape. Null (the default): this process alone.
+  void set_gradient_reducer(std::shared_ptr<distributed::gradient_reducer> reducer) {
+    reducer_ = std::move(reducer);
+  }
+  const std::shared_ptr<distributed::gradient_reducer>& reducer() const noexcept {
+    return reducer_;
+  }
+
   template <class Net, class Opt, class L, class S = typename Net::scalar_type>
   requires Loss<L> && std::same_as<typename L::scalar_type, S> train_step_result train_step(
       const training_batch<S>& batch, Net& net, Opt& opt, const L& loss, double max_grad_norm) {
     auto& s = scratch<S>();
     network_model<Net, Opt, S> model{*this, net, opt, s};
-    return train_on_batch(model, batch, loss, max_grad_norm, rng_, s.mb, "seedrl::host_trainer");
+    return train_on_batch(model, batch, loss, max_grad_norm, rng_, s.mb, "seedrl::host_trainer",
+                          reducer_.get());
   }
 
   template <class Net, class Opt>
@@ -342,6 +358,8 @@ class host_trainer {
       }
     }
 
+    void reduce(distributed::gradient_reducer& reducer) { reducer.mean(net.gradients()); }
+
     void apply(double max_grad_norm, train_step_result& r) {
       if constexpr (requires { opt.learning_rate(); })
         r.learning_rate = static_cast<double>(opt.learning_rate());
@@ -360,6 +378,7 @@ class host_trainer {
   buffers<double> double_;
   std::unique_ptr<detail::worker_pool> pool_;  // null with one thread
   std::unique_ptr<replica_base> replicas_;     // the copies for the network type last trained
+  std::shared_ptr<distributed::gradient_reducer> reducer_;  // null: no other ranks
 };
 
 }  // namespace seedrl

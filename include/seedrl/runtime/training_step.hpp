@@ -21,9 +21,14 @@
 ///   - `loss_terms loss(const training_batch<S>&, const L&, proximal_outputs<S>)`: the loss on
 ///     the kept outputs (proximal empty: the step's own), writing the outputs' gradients;
 ///   - `void backward(const training_batch<S>&)`: the parameters' gradient (not accumulated);
+///   - `void reduce(distributed::gradient_reducer&)`: replaces that gradient by its mean over
+///     the data-parallel ranks (distributed/gradient_reducer.hpp; called only with a reducer);
 ///   - `void apply(double max_grad_norm, train_step_result&)`: the learning rate, then the
 ///     gradient's norm and clipping (`clip_by_global_norm`'s rule; a non-finite norm sets
 ///     `applied` false and `skipped`, and leaves grad_norm 0) and, if finite, the optimizer step.
+/// With a reducer (data-parallel learners), each gradient step's gradient is averaged over the
+/// ranks between backward and apply, and the result's loss terms are averaged once per call,
+/// so every rank reports and applies the same.
 /// Host memory for the schedule only; no Eigen, so nvcc compiles it with a CUDA backend.
 
 #include <concepts>
@@ -34,6 +39,7 @@
 
 #include "seedrl/algo/loss.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/distributed/gradient_reducer.hpp"
 #include "seedrl/runtime/minibatch_schedule.hpp"
 #include "seedrl/runtime/training_batch.hpp"
 
@@ -43,11 +49,12 @@ namespace seedrl {
 template <class M, class S, class L>
 concept TrainingModel = requires(M& m, const training_batch<S>& batch, const L& loss,
                                  proximal_outputs<S> proximal, std::vector<S>& out,
-                                 train_step_result& r) {
+                                 train_step_result& r, distributed::gradient_reducer& reducer) {
   m.forward(batch);
   m.copy_outputs(out, out);
   { m.loss(batch, loss, proximal) } -> std::same_as<loss_terms>;
   m.backward(batch);
+  m.reduce(reducer);
   m.apply(1.0, r);
 };
 
@@ -60,27 +67,44 @@ inline void check_max_grad_norm(double max_grad_norm, const char* who) {
   }
 }
 
+/// The loss terms' mean over the ranks (one collective of the eight terms).
+inline void mean_over_ranks(loss_terms& t, distributed::gradient_reducer& reducer) {
+  double v[] = {t.total,          t.policy,    t.baseline,      t.entropy,
+                t.policy_entropy, t.approx_kl, t.clip_fraction, t.behaviour_clip_fraction};
+  reducer.mean(std::span<double>(v));
+  t = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+}
+
 /// One training step of `loss` on `batch` over `model` (see the file comment): the schedule's
-/// minibatches drawn from `rng` into `mb`, `who` naming the trainer in errors. The result is
-/// the mean of the gradient steps' terms and norms, applied only if every step was. Throws
+/// minibatches drawn from `rng` into `mb`, `who` naming the trainer in errors, and with a
+/// `reducer` each step's gradient averaged over the ranks. The result is the mean of the
+/// gradient steps' terms and norms, applied only if every step was. Throws
 /// std::invalid_argument on max_grad_norm <= 0 or a schedule the batch cannot split, before
 /// any work.
 template <class S, class Model, class L>
 requires TrainingModel<Model, S, L> train_step_result
 train_on_batch(Model& model, const training_batch<S>& batch, const L& loss, double max_grad_norm,
-               random_generator& rng, minibatch_scratch<S>& mb, const char* who) {
+               random_generator& rng, minibatch_scratch<S>& mb, const char* who,
+               distributed::gradient_reducer* reducer = nullptr) {
   check_max_grad_norm(max_grad_norm, who);
   const auto step = [&](const training_batch<S>& part, proximal_outputs<S> proximal) {
     model.forward(part);
     train_step_result r;
     r.terms = model.loss(part, loss, proximal);
     model.backward(part);
+    if (reducer != nullptr)
+      model.reduce(*reducer);
     model.apply(max_grad_norm, r);
+    return r;
+  };
+  const auto averaged = [&](train_step_result r) {
+    if (reducer != nullptr)
+      mean_over_ranks(r.terms, *reducer);
     return r;
   };
   const update_schedule plan = schedule_of(loss);
   if (plan == update_schedule{})  // one step: the proximal outputs are the step's own
-    return step(batch, proximal_outputs<S>{});
+    return averaged(step(batch, proximal_outputs<S>{}));
   check_update_schedule(plan, batch.B, who);
   mb.old_values.clear();
   mb.proximal_logits.clear();
@@ -93,7 +117,7 @@ train_on_batch(Model& model, const training_batch<S>& batch, const L& loss, doub
       model.copy_outputs(mb.proximal_logits, mb.old_values);
     }
   }
-  return run_update_schedule(batch, plan, rng, mb, step);
+  return averaged(run_update_schedule(batch, plan, rng, mb, step));
 }
 
 }  // namespace seedrl

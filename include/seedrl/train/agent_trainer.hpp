@@ -46,6 +46,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -255,6 +256,13 @@ class backend_agent_trainer {
     return train_step(batch, *loss.impala(), max_grad_norm);
   }
 
+  /// Data-parallel training, as host_trainer::set_gradient_reducer: each gradient step's
+  /// gradient is averaged over the reducer's ranks (through host memory) before clipping and
+  /// the optimizer. Null (the default): this process alone.
+  void set_gradient_reducer(std::shared_ptr<distributed::gradient_reducer> reducer) {
+    reducer_ = std::move(reducer);
+  }
+
   /// Seeds the generator that orders an update's minibatches (host_trainer's `seed`).
   void seed_schedule(std::uint64_t seed) { rng_ = random_generator(seed); }
 
@@ -267,7 +275,7 @@ class backend_agent_trainer {
     check_batch(batch, "train_step");
     check_distribution(loss.distribution(), batch);
     step_model model{*this};
-    return train_on_batch(model, batch, loss, max_grad_norm, rng_, schedule_, who_);
+    return train_on_batch(model, batch, loss, max_grad_norm, rng_, schedule_, who_, reducer_.get());
   }
 
   /// train_on_batch's model over this trainer's backend buffers: each pass uploads the batch
@@ -316,6 +324,16 @@ class backend_agent_trainer {
     }
 
     void backward(const training_batch<S>& batch) { t.backward(batch.T + 1, batch.B); }
+
+    /// Through the host: the reducer's collective runs on host memory (a device's own
+    /// collective, NCCL, would take the backend's pointer instead).
+    void reduce(distributed::gradient_reducer& reducer) {
+      t.reduce_host_.resize(t.num_parameters());
+      const std::span<S> host(t.reduce_host_);
+      t.backend_->download(static_cast<const S*>(t.grads_.data()), host);
+      reducer.mean(host);
+      t.backend_->upload(std::span<const S>(host), t.grads_.data());
+    }
 
     void apply(double max_grad_norm, train_step_result& r) {
       r.learning_rate = t.opt_.learning_rate();
@@ -563,7 +581,9 @@ class backend_agent_trainer {
   ppo_loss_workspace<Backend, S> ppo_workspace_;
   buffer<S> proximal_logits_, old_values_;  ///< a PPO step's proximal outputs
   minibatch_scratch<S> schedule_;           ///< PPO's minibatches and proximal outputs (host)
-  random_generator rng_{0};                 ///< orders the minibatches
+  std::vector<S> reduce_host_;              ///< the gradient on its way through a reducer
+  std::shared_ptr<distributed::gradient_reducer> reducer_;  ///< null: no other ranks
+  random_generator rng_{0};                                 ///< orders the minibatches
 };
 
 }  // namespace seedrl

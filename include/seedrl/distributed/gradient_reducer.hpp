@@ -1,0 +1,67 @@
+#pragma once
+/// \file
+/// `gradient_reducer`: what a data-parallel trainer needs from the ranks' collective library,
+/// behind a virtual interface so the trainer does not depend on it (MPI for CPU ranks,
+/// distributed/mpi_reducer.hpp; NCCL for GPU ranks). Every rank calls the same members in
+/// the same order with arrays of the same size (the trainer's step does: one fused gradient
+/// buffer per step, then the step's loss terms); a rank that does not would block the others.
+///
+/// A trainer with a reducer averages each gradient step's gradient over the ranks before its
+/// norm, clipping and optimizer step (runtime/training_step.hpp), so every rank applies the
+/// same update and the parameters stay identical; a gradient that is not finite on one rank is
+/// not finite on all after the mean, and every rank skips that step alike.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace seedrl::distributed {
+
+/// See the file comment.
+class gradient_reducer {
+ public:
+  virtual ~gradient_reducer() = default;
+
+  /// This process's rank, 0 .. ranks()-1.
+  virtual int rank() const = 0;
+  /// Ranks taking part.
+  virtual int ranks() const = 0;
+
+  /// Replaces `values` on every rank by their element-wise mean over the ranks.
+  virtual void mean(std::span<float> values) = 0;
+  virtual void mean(std::span<double> values) = 0;
+
+  /// Gathers one value per rank (e.g. a hash of the parameters): the ranks' values by rank.
+  virtual std::vector<std::uint64_t> gather(std::uint64_t value) = 0;
+
+  /// Where the ranks meet, for messages ("MPI_COMM_WORLD, 2 ranks").
+  virtual std::string describe() const = 0;
+};
+
+/// FNV-1a over the bytes of `values`: equal arrays give equal hashes on every machine of the same
+/// byte order; what `check_identical` compares.
+template <class T>
+std::uint64_t hash_bytes(std::span<const T> values, std::uint64_t h = 14695981039346656037ull) {
+  const auto* p = reinterpret_cast<const unsigned char*>(values.data());
+  for (std::size_t i = 0; i < values.size_bytes(); ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/// The ranks whose `hash` differs from rank 0's, gathered over `r` (every rank calls it);
+/// empty when all agree.
+inline std::vector<int> ranks_differing_from_rank0(gradient_reducer& r, std::uint64_t hash) {
+  const std::vector<std::uint64_t> all = r.gather(hash);
+  std::vector<int> differ;
+  for (std::size_t k = 1; k < all.size(); ++k) {
+    if (all[k] != all[0])
+      differ.push_back(static_cast<int>(k));
+  }
+  return differ;
+}
+
+}  // namespace seedrl::distributed

@@ -1,0 +1,140 @@
+// The pieces of a data-parallel run that need no MPI: where a rank stands (from each launcher's
+// variables, checked), and which learner an actor talks to and where it goes when that one is
+// lost.
+#include <catch2/catch.hpp>
+#include <cstddef>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "seedrl/distributed/actor_placement.hpp"
+#include "seedrl/distributed/rendezvous.hpp"
+
+namespace {
+
+/// The environment a test sets: rendezvous reads it through a plain function pointer.
+std::map<std::string, std::string>& fake_env() {
+  static std::map<std::string, std::string> env;
+  return env;
+}
+const char* lookup(const char* name) {
+  const auto it = fake_env().find(name);
+  return it == fake_env().end() ? nullptr : it->second.c_str();
+}
+seedrl::distributed::world_place place_with(std::map<std::string, std::string> env) {
+  fake_env() = std::move(env);
+  return seedrl::distributed::world_place_from_environment(&lookup);
+}
+
+}  // namespace
+
+TEST_CASE("rendezvous: each launcher's variables give the rank's place", "[distributed]") {
+  SECTION("nothing set: one rank") {
+    const auto p = place_with({});
+    CHECK(p.rank == 0);
+    CHECK(p.size == 1);
+    CHECK(p.local_rank == 0);
+    CHECK(p.master_addr.empty());
+  }
+  SECTION("mpirun") {
+    const auto p = place_with({{"OMPI_COMM_WORLD_RANK", "3"},
+                               {"OMPI_COMM_WORLD_SIZE", "4"},
+                               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}});
+    CHECK(p.rank == 3);
+    CHECK(p.size == 4);
+    CHECK(p.local_rank == 1);
+    CHECK(p.source.find("mpirun") != std::string::npos);
+  }
+  SECTION("PMI") {
+    const auto p = place_with({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}});
+    CHECK(p.rank == 1);
+    CHECK(p.size == 2);
+  }
+  SECTION("srun: the step's task count, not the allocation's") {
+    const auto p = place_with({{"SLURM_PROCID", "2"},
+                               {"SLURM_NTASKS", "8"},
+                               {"SLURM_STEP_NUM_TASKS", "3"},
+                               {"SLURM_LOCALID", "0"}});
+    CHECK(p.rank == 2);
+    CHECK(p.size == 3);
+  }
+  SECTION("an sbatch script outside srun is one rank") {
+    const auto p = place_with({{"SLURM_NTASKS", "8"}, {"SLURM_JOB_ID", "17"}});
+    CHECK(p.rank == 0);
+    CHECK(p.size == 1);
+  }
+  SECTION("RANK / WORLD_SIZE with the bootstrap address") {
+    const auto p = place_with({{"RANK", "1"},
+                               {"WORLD_SIZE", "2"},
+                               {"LOCAL_RANK", "1"},
+                               {"MASTER_ADDR", "learner-0.learners"},
+                               {"MASTER_PORT", "29500"}});
+    CHECK(p.rank == 1);
+    CHECK(p.size == 2);
+    CHECK(p.local_rank == 1);
+    CHECK(p.master_addr == "learner-0.learners");
+    CHECK(p.master_port == 29500);
+  }
+  SECTION("two launchers that agree") {
+    const auto p = place_with({{"OMPI_COMM_WORLD_RANK", "1"},
+                               {"OMPI_COMM_WORLD_SIZE", "2"},
+                               {"PMI_RANK", "1"},
+                               {"PMI_SIZE", "2"}});
+    CHECK(p.rank == 1);
+  }
+}
+
+TEST_CASE("rendezvous: bad or contradictory variables are refused by name", "[distributed]") {
+  using Catch::Contains;
+  const auto refused = [](std::map<std::string, std::string> env, const std::string& words) {
+    INFO(words);
+    CHECK_THROWS_WITH(place_with(std::move(env)), Contains(words));
+  };
+  refused({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}},
+          "RANK=2 is not below WORLD_SIZE=2");
+  refused({{"RANK", "x"}, {"WORLD_SIZE", "2"}}, "RANK='x' is not an integer");
+  refused({{"RANK", "1 "}, {"WORLD_SIZE", "2"}}, "RANK='1 ' is not an integer");
+  refused({{"RANK", "-1"}, {"WORLD_SIZE", "2"}}, "RANK='-1'");
+  refused({{"WORLD_SIZE", "0"}, {"RANK", "0"}}, "WORLD_SIZE='0'");
+  refused({{"WORLD_SIZE", "2"}}, "RANK is not set, but WORLD_SIZE is");
+  refused({{"OMPI_COMM_WORLD_RANK", "0"}}, "OMPI_COMM_WORLD_SIZE is not set");
+  refused({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, "MASTER_ADDR and MASTER_PORT");
+  refused({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}},
+          "MASTER_PORT='70000'");
+  refused({{"OMPI_COMM_WORLD_RANK", "0"},
+           {"OMPI_COMM_WORLD_SIZE", "2"},
+           {"RANK", "1"},
+           {"WORLD_SIZE", "2"}},
+          "says rank 0 of 2, but RANK / WORLD_SIZE says rank 1 of 2");
+}
+
+TEST_CASE("actor placement: home rank by index, equal shares, failover in turn", "[distributed]") {
+  using namespace seedrl::distributed;
+  CHECK(home_learner(0, 3) == 0);
+  CHECK(home_learner(4, 3) == 1);
+  CHECK(learner_order(5, 3) == std::vector<std::size_t>{2, 0, 1});
+  CHECK(learner_order(7, 1) == std::vector<std::size_t>{0});
+  CHECK_THROWS_AS(home_learner(0, 0), std::invalid_argument);
+  // Every actor has one home; the shares differ by at most one and add up.
+  const std::size_t actors = 11, learners = 4;
+  std::vector<std::size_t> count(learners, 0);
+  for (std::size_t a = 0; a < actors; ++a)
+    ++count[home_learner(a, learners)];
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < learners; ++r) {
+    CHECK(count[r] == actors_of_learner(r, learners, actors));
+    total += count[r];
+  }
+  CHECK(total == actors);
+  CHECK_THROWS_AS(actors_of_learner(4, 4, 11), std::invalid_argument);
+}
+
+TEST_CASE("actor placement: the --learner list", "[distributed]") {
+  using seedrl::distributed::split_learner_list;
+  CHECK(split_learner_list("a:1") == std::vector<std::string>{"a:1"});
+  CHECK(split_learner_list("a:1,b:2,[::1]:3") == std::vector<std::string>{"a:1", "b:2", "[::1]:3"});
+  CHECK_THROWS_WITH(split_learner_list("a:1,,b:2"), Catch::Contains("empty address"));
+  CHECK_THROWS_WITH(split_learner_list("a:1,"), Catch::Contains("empty address"));
+  CHECK_THROWS_WITH(split_learner_list("a:1,a:1"), Catch::Contains("names a:1 twice"));
+}
