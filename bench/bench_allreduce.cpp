@@ -18,12 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "atari_network.hpp"
 #include "random_training_batch.hpp"
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/distributed/mpi_reducer.hpp"
-#include "seedrl/net/frame_stack.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
-#include "seedrl/net/nature_cnn_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/trainer.hpp"
 
@@ -115,15 +114,9 @@ int main(int argc, char** argv) {
     measure("CartPole MLP 64-64 + LSTM 64", net, s, steps, reducer);
   }
   {
-    const seedrl::frame_stack_config stack;
-    seedrl::nature_cnn_lstm_agent_config agent;
-    agent.num_actions = 6;
-    const seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>> net(stack, agent);
-    seedrl_bench::batch_shape s;
-    s.observation_size = 84 * 84;
-    s.num_actions = 6;
-    s.state_width = static_cast<std::size_t>(net.state_size());
-    measure("Atari Nature CNN + LSTM 256, 4-frame stacks", net, s, std::max(1, steps / 5), reducer);
+    const auto net = seedrl_bench::make_atari_network();
+    measure("Atari Nature CNN + LSTM 256, 4-frame stacks", net,
+            seedrl_bench::atari_batch_shape(net), std::max(1, steps / 5), reducer);
   }
   return 0;
 }

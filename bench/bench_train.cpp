@@ -26,12 +26,11 @@
 #include <cstdio>
 #include <vector>
 
+#include "atari_network.hpp"
 #include "random_training_batch.hpp"
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/core/random.hpp"
-#include "seedrl/net/frame_stack.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
-#include "seedrl/net/nature_cnn_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/clip.hpp"
 #include "seedrl/runtime/trainer.hpp"
@@ -151,15 +150,8 @@ void BM_trainer_threads_cartpole(benchmark::State& state) {
 }
 
 void BM_trainer_threads_atari(benchmark::State& state) {
-  const seedrl::frame_stack_config stack;  // 84x84 grayscale, 4-frame stacks
-  seedrl::nature_cnn_lstm_agent_config agent;
-  agent.num_actions = 6;
-  const seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>> net(stack, agent);
-  seedrl_bench::batch_shape s;
-  s.observation_size = 84 * 84;  // single frames; the stacks are built from them
-  s.num_actions = 6;
-  s.state_width = static_cast<std::size_t>(net.state_size());
-  trainer_threads(state, net, s);
+  const auto net = seedrl_bench::make_atari_network();
+  trainer_threads(state, net, seedrl_bench::atari_batch_shape(net));
 }
 BENCHMARK(BM_trainer_threads_cartpole)->UseManualTime()->Iterations(40);
 BENCHMARK(BM_trainer_threads_atari)->UseManualTime()->Iterations(3);
@@ -186,15 +178,9 @@ void BM_one_trainer_cartpole_lstm(benchmark::State& state) {
 }
 
 void BM_one_trainer_atari(benchmark::State& state) {
-  const seedrl::frame_stack_config stack;
-  seedrl::nature_cnn_lstm_agent_config agent;
-  agent.num_actions = 6;
-  const seedrl::frame_stacked<seedrl::nature_cnn_lstm_agent<float>> net(stack, agent);
-  seedrl_bench::batch_shape s;
-  s.observation_size = 84 * 84;
-  s.num_actions = 6;
-  s.state_width = static_cast<std::size_t>(net.state_size());
-  one_trainer<seedrl::pixel_lstm_recipe<seedrl::nature_cnn_config>>(state, net, s);
+  const auto net = seedrl_bench::make_atari_network();
+  one_trainer<seedrl::pixel_lstm_recipe<seedrl::nature_cnn_config>>(
+      state, net, seedrl_bench::atari_batch_shape(net));
 }
 BENCHMARK(BM_one_trainer_cartpole_mlp)->UseManualTime()->Iterations(200);
 BENCHMARK(BM_one_trainer_cartpole_lstm)->UseManualTime()->Iterations(60);
