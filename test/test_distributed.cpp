@@ -1,15 +1,22 @@
 // The pieces of a data-parallel run that need no MPI: where a rank stands (from each launcher's
-// variables, checked), and which learner an actor talks to and where it goes when that one is
-// lost.
+// variables, checked), which learner an actor talks to and where it goes when that one is
+// lost, and the check that the ranks' training state is identical.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "seedrl/distributed/actor_placement.hpp"
+#include "seedrl/distributed/gradient_reducer.hpp"
 #include "seedrl/distributed/rendezvous.hpp"
+#include "seedrl/distributed/state_check.hpp"
+#include "seedrl/optim/adam.hpp"
 
 namespace {
 
@@ -137,4 +144,52 @@ TEST_CASE("actor placement: the --learner list", "[distributed]") {
   CHECK_THROWS_WITH(split_learner_list("a:1,,b:2"), Catch::Contains("empty address"));
   CHECK_THROWS_WITH(split_learner_list("a:1,"), Catch::Contains("empty address"));
   CHECK_THROWS_WITH(split_learner_list("a:1,a:1"), Catch::Contains("names a:1 twice"));
+}
+
+namespace {
+
+/// A reducer whose other ranks hold given hashes (this process is rank 0).
+struct fixed_ranks final : seedrl::distributed::gradient_reducer {
+  std::vector<std::uint64_t> others;
+  explicit fixed_ranks(std::vector<std::uint64_t> o) : others(std::move(o)) {}
+  int rank() const override { return 0; }
+  int ranks() const override { return static_cast<int>(others.size()) + 1; }
+  void mean(std::span<float>) override {}
+  void mean(std::span<double>) override {}
+  std::vector<std::uint64_t> gather(std::uint64_t mine) override {
+    std::vector<std::uint64_t> all{mine};
+    all.insert(all.end(), others.begin(), others.end());
+    return all;
+  }
+  std::string describe() const override { return "fixed ranks"; }
+};
+
+}  // namespace
+
+TEST_CASE("state check: the hash follows parameters and optimizer state, mismatches name ranks",
+          "[distributed]") {
+  using namespace seedrl::distributed;
+  std::vector<float> params{0.5f, -1.0f, 2.0f}, grads{0.1f, 0.2f, -0.3f};
+  seedrl::adam<float> opt;
+  const auto h0 = training_state_hash<float>(params, opt);
+  CHECK(training_state_hash<float>(params, seedrl::adam<float>()) == h0);
+  auto other = params;
+  other[1] = std::nextafter(other[1], 0.0f);  // one ulp
+  CHECK(training_state_hash<float>(other, opt) != h0);
+  auto stepped = params;
+  seedrl::adam<float> opt2;
+  opt2.step(stepped, grads);
+  const auto h1 = training_state_hash<float>(stepped, opt2);
+  CHECK(h1 != h0);
+  CHECK(training_state_hash<float>(stepped, opt) != h1);  // same parameters, another state
+
+  fixed_ranks same({h0, h0});
+  CHECK_NOTHROW(require_identical_ranks(same, h0, "after training step 10"));
+  fixed_ranks two_differ({h1, h0, h1});
+  CHECK_THROWS_WITH(require_identical_ranks(two_differ, h0, "after training step 10"),
+                    Catch::Contains("differ after training step 10: ranks 1, 3 differ from "
+                                    "rank 0 (fixed ranks)"));
+  fixed_ranks one_differs({h1});
+  CHECK_THROWS_WITH(require_identical_ranks(one_differs, h0, "at the end"),
+                    Catch::Contains("at the end: rank 1 differs from rank 0"));
 }

@@ -1,9 +1,9 @@
 // Data-parallel learners over MPI, run by ctest as `mpirun -np 2 seedrl_mpi_tests`: the
 // reducer against a serial sum, and a host_trainer with the reducer (each rank training on
 // its half of a batch) against one trainer on the whole batch, with the ranks' parameters
-// bit-identical afterwards; the backend trainer (what a GPU rank runs) likewise on
-// host_backend. Every rank runs every test case in the same order (their collectives pair
-// up); a check that fails on one rank fails the run.
+// bit-identical afterwards (and a drift on one rank reported by every rank); the backend trainer
+// (what a GPU rank runs) likewise on host_backend. Every rank runs every test case in the same
+// order (their collectives pair up); a check that fails on one rank fails the run.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
@@ -18,6 +18,7 @@
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/distributed/mpi_reducer.hpp"
+#include "seedrl/distributed/state_check.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/minibatch_schedule.hpp"
@@ -106,7 +107,7 @@ struct split_batch {
 
 }  // namespace
 
-TEST_CASE("mpi_reducer: the mean over ranks equals a serial sum; gather orders by rank", "[mpi]") {
+TEST_CASE("mpi_reducer: the mean over ranks equals a serial sum, gather orders by rank", "[mpi]") {
   auto& reducer = *world();
   REQUIRE(reducer.ranks() >= 2);  // ctest starts this under mpirun -np 2
   check_mean_against_serial_sum<float>(1000);
@@ -182,8 +183,16 @@ TEST_CASE("data-parallel host_trainer: PPO with threads keeps the ranks' paramet
     REQUIRE(trainer.train_step(d.view(), net, opt, ppo, 0.5).applied);
   const auto params = net.parameters();
   CHECK(seedrl_test::max_difference<double>(params, before) > 1e-6);
-  const auto hash = seedrl::distributed::hash_bytes(std::span<const double>(params));
-  CHECK(seedrl::distributed::ranks_differing_from_rank0(*reducer, hash).empty());
+  using seedrl::distributed::training_state_hash;
+  const auto hash = training_state_hash<double>(params, opt);
+  CHECK_NOTHROW(seedrl::distributed::require_identical_ranks(*reducer, hash, "after 3 steps"));
+  // One ulp on rank 1 is a mismatch every rank reports, naming rank 1.
+  auto drifted = std::vector<double>(params.begin(), params.end());
+  if (reducer->rank() == 1)
+    drifted[7] = std::nextafter(drifted[7], 1e9);
+  CHECK_THROWS_WITH(seedrl::distributed::require_identical_ranks(
+                        *reducer, training_state_hash<double>(drifted, opt), "after 3 steps"),
+                    Catch::Contains("rank 1 differs from rank 0"));
 }
 
 TEST_CASE("data-parallel backend trainer (the GPU trainer's code) on host_backend", "[mpi]") {
