@@ -25,7 +25,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -84,12 +83,11 @@ class mpi_runtime {
 
 template <class T>
 MPI_Datatype mpi_type() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
   if constexpr (std::is_same_v<T, float>)
     return MPI_FLOAT;
-  else if constexpr (std::is_same_v<T, double>)
-    return MPI_DOUBLE;
   else
-    return MPI_UINT64_T;
+    return MPI_DOUBLE;
 }
 
 inline void mpi_check(int code, const char* what) {
@@ -149,7 +147,7 @@ class mpi_reducer final : public gradient_reducer {
   }
 
  private:
-  /// One all-reduce over the whole array (MPI's count is an int: chunks past 2^31 - 1).
+  /// One all-reduce over the whole array (MPI's count is an int: chunks of 2^30 past that).
   template <class T>
   void sum_and_scale(std::span<T> values) {
     if (size_ == 1)

@@ -17,6 +17,30 @@
 
 namespace seedrl::distributed {
 
+/// FNV-1a over the bytes of `values`: equal arrays give equal hashes on every machine of the same
+/// byte order.
+template <class T>
+std::uint64_t hash_bytes(std::span<const T> values, std::uint64_t h = 14695981039346656037ull) {
+  const auto* p = reinterpret_cast<const unsigned char*>(values.data());
+  for (std::size_t i = 0; i < values.size_bytes(); ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/// The ranks whose `hash` differs from rank 0's, gathered over `r` (every rank calls it);
+/// empty when all agree.
+inline std::vector<int> ranks_differing_from_rank0(gradient_reducer& r, std::uint64_t hash) {
+  const std::vector<std::uint64_t> all = r.gather(hash);
+  std::vector<int> differ;
+  for (std::size_t k = 1; k < all.size(); ++k) {
+    if (all[k] != all[0])
+      differ.push_back(static_cast<int>(k));
+  }
+  return differ;
+}
+
 /// FNV-1a over the parameters' bytes, then the optimizer's saved state (`save_state()`, the
 /// bytes a checkpoint keeps: step count and moment arrays).
 template <class S, class Opt>
