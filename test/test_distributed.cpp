@@ -2,10 +2,13 @@
 // variables, checked), which learner an actor talks to and where it goes when that one is
 // lost, and the check that the ranks' training state is identical.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
+#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -14,9 +17,11 @@
 
 #include "seedrl/distributed/actor_placement.hpp"
 #include "seedrl/distributed/gradient_reducer.hpp"
+#include "seedrl/distributed/learner_failover.hpp"
 #include "seedrl/distributed/rendezvous.hpp"
 #include "seedrl/distributed/state_check.hpp"
 #include "seedrl/optim/adam.hpp"
+#include "seedrl/transport/transport_error.hpp"
 
 namespace {
 
@@ -161,6 +166,10 @@ struct fixed_ranks final : seedrl::distributed::gradient_reducer {
     all.insert(all.end(), others.begin(), others.end());
     return all;
   }
+  std::vector<double> gather(std::span<const double>) override {
+    throw std::logic_error("fixed_ranks: no array gather");
+  }
+  [[noreturn]] void abort_all(int code) noexcept override { std::_Exit(code); }
   std::string describe() const override { return "fixed ranks"; }
 };
 
@@ -186,10 +195,91 @@ TEST_CASE("state check: the hash follows parameters and optimizer state, mismatc
   fixed_ranks same({h0, h0});
   CHECK_NOTHROW(require_identical_ranks(same, h0, "after training step 10"));
   fixed_ranks two_differ({h1, h0, h1});
-  CHECK_THROWS_WITH(require_identical_ranks(two_differ, h0, "after training step 10"),
-                    Catch::Contains("differ after training step 10: ranks 1, 3 differ from "
-                                    "rank 0 (fixed ranks)"));
+  const std::string t0 = hash_text(h0), t1 = hash_text(h1);
+  CHECK(t0.size() == 16);
+  CHECK(t0 != t1);
+  // Both hashes printed, so that a user sees which rank holds what.
+  CHECK_THROWS_WITH(
+      require_identical_ranks(two_differ, h0, "after training step 10"),
+      Catch::Contains("parameters and optimizer state differ after training step "
+                      "10: ranks 1 (" +
+                      t1 + "), 3 (" + t1 + ") differ from rank 0 (" + t0 + "; fixed ranks)"));
   fixed_ranks one_differs({h1});
-  CHECK_THROWS_WITH(require_identical_ranks(one_differs, h0, "at the end"),
-                    Catch::Contains("at the end: rank 1 differs from rank 0"));
+  CHECK_THROWS_WITH(require_same_on_all_ranks(one_differs, 5, "configuration", "at rendezvous"),
+                    Catch::Contains("configuration differ at rendezvous: rank 1 (" + t1 +
+                                    ") differs from rank 0 (" + hash_text(5)));
+}
+
+namespace {
+
+/// A transport whose endpoints are numbers; connecting to one in `down` fails.
+struct numbered_transport {
+  using endpoint_type = int;
+  using connection_type = int;
+  std::set<int> down;
+  std::vector<int> attempts;
+  int connect(const int& endpoint) {
+    attempts.push_back(endpoint);
+    if (down.contains(endpoint))
+      throw seedrl::transport_error("endpoint " + std::to_string(endpoint) + " is down");
+    return endpoint;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("learner failover: an actor connects to its home rank, and moves on when it is gone",
+          "[distributed]") {
+  using seedrl::distributed::learner_failover;
+  numbered_transport t;
+  std::vector<std::string> log;
+  const auto name = [](const int& e) { return "learner-" + std::to_string(e); };
+  // Actor 4 of 3 ranks: home rank 1, then 2, then 0.
+  learner_failover<numbered_transport> connect(
+      t, {100, 101, 102}, 4, [&](const std::string& s) { log.push_back(s); }, name, 2);
+  // Before its first connection it waits for its home rank (actors often start first).
+  t.down = {101};
+  for (int i = 0; i < 5; ++i)
+    CHECK_THROWS_AS(connect(), seedrl::transport_error);
+  CHECK(connect.current_rank() == 1);
+  t.down.clear();
+  CHECK(connect.current_rank() == 1);
+  CHECK(connect() == 101);
+  CHECK(connect() == 101);  // a working rank is kept
+  t.down = {101};
+  CHECK_THROWS_AS(connect(), seedrl::transport_error);
+  CHECK(connect.current_rank() == 1);  // one failure: still trying its home
+  CHECK_THROWS_AS(connect(), seedrl::transport_error);
+  CHECK(connect.current_rank() == 2);  // two in a row: the next rank
+  REQUIRE(log.size() == 1);
+  CHECK(log[0] ==
+        "seedrl actor: learner rank 1 at learner-101 is unreachable; moving to rank 2 at "
+        "learner-102");
+  CHECK(connect() == 102);
+  // Every rank down: it goes round the list, and comes back to the first that answers.
+  t.down = {100, 101, 102};
+  for (int i = 0; i < 6; ++i)
+    CHECK_THROWS_AS(connect(), seedrl::transport_error);
+  CHECK(connect.current_rank() == 2);  // 2 -> 0 -> 1 -> 2
+  t.down = {100, 101};
+  CHECK(connect() == 102);
+  // One learner: nowhere to move to, it keeps trying.
+  numbered_transport lone;
+  lone.down = {7};
+  learner_failover<numbered_transport> only(lone, {7}, 3, {}, name, 1);
+  // A home rank that never answers: after first_contact_wait, the next one.
+  numbered_transport late;
+  late.down = {0};
+  learner_failover<numbered_transport> impatient(late, {0, 1}, 0, {}, name, 3,
+                                                 std::chrono::milliseconds(0));
+  CHECK_THROWS_AS(impatient(), seedrl::transport_error);
+  CHECK(impatient.current_rank() == 1);
+  CHECK(impatient() == 1);
+  for (int i = 0; i < 3; ++i)
+    CHECK_THROWS_AS(only(), seedrl::transport_error);
+  CHECK(lone.attempts == std::vector<int>{7, 7, 7});
+  CHECK_THROWS_AS(learner_failover<numbered_transport>(lone, {}, 0, {}, name),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(learner_failover<numbered_transport>(lone, {7}, 0, {}, name, 0),
+                  std::invalid_argument);
 }

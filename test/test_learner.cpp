@@ -26,6 +26,7 @@
 
 #include "learner_bad_input.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/distributed/state_check.hpp"
 #include "seedrl/env/cartpole.hpp"
 #include "seedrl/env/environment.hpp"
 #include "seedrl/io/checkpoint.hpp"
@@ -40,6 +41,7 @@
 #include "seedrl/train/backend_trainer.hpp"
 #include "seedrl/train/mlp_lstm_recipe.hpp"
 #include "seedrl/transport/in_process.hpp"
+#include "thread_ranks.hpp"
 
 namespace {
 
@@ -1436,5 +1438,131 @@ TEST_CASE("an inference-only learner plays greedy actions, reports every episode
     const auto it = finished.find(e);
     REQUIRE(it != finished.end());
     finished.erase(it);
+  }
+}
+
+namespace {
+
+/// K learners that train together as data-parallel ranks (thread ranks: test/thread_ranks.hpp),
+/// each with one CartPole actor of two environments, on the in-process transport. `vary`
+/// changes rank k's config or network before its learner is built.
+struct rank_learners {
+  seedrl::in_process_transport transport;
+  seedrl::mlp_lstm_agent_config nc;
+  std::vector<std::unique_ptr<learner_t>> learners;
+  std::vector<std::unique_ptr<cartpole_actor_thread>> actors;
+
+  explicit rank_learners(
+      int ranks, const std::function<void(int, seedrl::learner_config&, net_t&)>& vary = {}) {
+    auto hub = std::make_shared<seedrl_test::thread_rank_hub>(ranks);
+    nc.hidden_sizes = {8};
+    nc.lstm_size = 8;
+    for (int k = 0; k < ranks; ++k) {
+      seedrl::learner_config lc = small_learner_config();
+      lc.rank_check_every = 5;
+      lc.seed = 100 + static_cast<std::uint64_t>(k);  // each rank samples its own actions
+      net_t net(nc);
+      if (vary)
+        vary(k, lc, net);
+      seedrl::host_trainer trainer;
+      trainer.set_gradient_reducer(std::make_shared<seedrl_test::thread_rank>(hub, k));
+      learners.push_back(
+          std::make_unique<learner_t>(lc, net, seedrl::adam<float>(), seedrl::impala_loss<float>(),
+                                      seedrl::cartpole::observation_spec(),
+                                      seedrl::cartpole::action_spec(), std::move(trainer)));
+    }
+  }
+
+  void start(bool with_actors = true) {
+    for (std::size_t k = 0; k < learners.size(); ++k) {
+      learners[k]->start();
+      if (!with_actors)
+        continue;
+      const seedrl::in_process_endpoint endpoint{"rank-" + std::to_string(k)};
+      learners[k]->serve(transport.listen(endpoint));
+      actors.push_back(std::make_unique<cartpole_actor_thread>(transport, endpoint, 2));
+    }
+  }
+
+  std::vector<float> parameters(std::size_t k) const {
+    net_t copy(nc);
+    learners[k]->copy_parameters(copy);
+    return {copy.parameters().begin(), copy.parameters().end()};
+  }
+
+  ~rank_learners() {
+    for (auto& l : learners)
+      l->stop();
+    actors.clear();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("learner ranks train every step together, stop together and stay identical",
+          "[learner][distributed]") {
+  rank_learners run(2);
+  const auto initial = run.parameters(0);
+  run.start();
+  REQUIRE(wait_for([&] { return run.learners[0]->stats().train_steps >= 12; }, 30s));
+  CHECK(run.learners[0]->ranks() != nullptr);
+  CHECK(run.learners[1]->ranks()->rank() == 1);
+  // Rank 1 stops for its own reason; rank 0, still running, learns it at the next step.
+  run.learners[1]->request_stop(seedrl::run_stop::solved);
+  run.learners[1]->stop();
+  REQUIRE(wait_for([&] { return run.learners[0]->stats().ranks_stopped != seedrl::run_stop::none; },
+                   30s));
+  run.learners[0]->stop();
+  const auto s0 = run.learners[0]->stats(), s1 = run.learners[1]->stats();
+  CHECK(s0.ranks_stopped == seedrl::run_stop::solved);
+  CHECK(s1.ranks_stopped == seedrl::run_stop::solved);
+  CHECK(s0.stopping_rank == 1);
+  CHECK(s0.trainer_error.empty());
+  CHECK(s1.trainer_error.empty());
+  CHECK(s0.rank == 0);
+  CHECK(s1.rank == 1);
+  // Every step was trained by both, with the same averaged gradient.
+  CHECK(s0.train_steps == s1.train_steps);
+  const auto p0 = run.parameters(0), p1 = run.parameters(1);
+  CHECK(p0 == p1);  // bit for bit
+  CHECK(p0 != initial);
+  // Both see every rank's counters from the last agreement, and the totals add them up.
+  REQUIRE(s0.ranks.size() == 2);
+  CHECK(s0.ranks[0].frames > 0);
+  CHECK(s0.ranks[1].frames > 0);
+  CHECK(seedrl::over_all_ranks(s0).frames == s0.ranks[0].frames + s0.ranks[1].frames);
+  CHECK(s1.ranks.size() == 2);
+  CHECK(s0.seconds_waiting_for_ranks > 0.0);
+}
+
+TEST_CASE("learner ranks with other settings or parameters are refused when they meet",
+          "[learner][distributed]") {
+  using seedrl::distributed::hash_text;
+  SECTION("settings: both hashes printed") {
+    rank_learners run(
+        2, [](int k, seedrl::learner_config& lc, net_t&) { lc.run_hash = k == 0 ? 11 : 22; });
+    run.start(false);
+    for (auto& l : run.learners) {
+      REQUIRE(wait_for([&] { return !l->stats().trainer_error.empty(); }, 30s));
+      const auto s = l->stats();
+      CHECK_THAT(s.trainer_error,
+                 Catch::Contains("run settings differ when they met: rank 1 (" + hash_text(22) +
+                                 ") differs from rank 0 (" + hash_text(11)));
+      CHECK(s.ranks_stopped == seedrl::run_stop::failed);
+      CHECK(s.train_steps == 0);
+    }
+  }
+  SECTION("parameters: a rank initialised differently") {
+    rank_learners run(2, [](int k, seedrl::learner_config&, net_t& net) {
+      if (k == 1)
+        net.parameters()[3] += 0.25f;
+    });
+    run.start(false);
+    for (auto& l : run.learners) {
+      REQUIRE(wait_for([&] { return !l->stats().trainer_error.empty(); }, 30s));
+      CHECK_THAT(l->stats().trainer_error,
+                 Catch::Contains("parameters and optimizer state differ when they met (a rank "
+                                 "initialised or restored differently): rank 1 ("));
+    }
   }
 }

@@ -5,11 +5,14 @@
 // (what a GPU rank runs) likewise on host_backend. Every rank runs every test case in the same
 // order (their collectives pair up); a check that fails on one rank fails the run.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "backend_trainer_support.hpp"
@@ -188,11 +191,13 @@ TEST_CASE("data-parallel host_trainer: PPO with threads keeps the ranks' paramet
   CHECK_NOTHROW(seedrl::distributed::require_identical_ranks(*reducer, hash, "after 3 steps"));
   // One ulp on rank 1 is a mismatch every rank reports, naming rank 1.
   auto drifted = std::vector<double>(params.begin(), params.end());
-  if (reducer->rank() == 1)
-    drifted[7] = std::nextafter(drifted[7], 1e9);
-  CHECK_THROWS_WITH(seedrl::distributed::require_identical_ranks(
-                        *reducer, training_state_hash<double>(drifted, opt), "after 3 steps"),
-                    Catch::Contains("rank 1 differs from rank 0"));
+  drifted[7] = std::nextafter(drifted[7], 1e9);
+  const auto rank1_hash = training_state_hash<double>(drifted, opt);  // what rank 1 holds
+  CHECK_THROWS_WITH(
+      seedrl::distributed::require_identical_ranks(
+          *reducer, reducer->rank() == 1 ? rank1_hash : hash, "after 3 steps"),
+      Catch::Contains("rank 1 (" + seedrl::distributed::hash_text(rank1_hash) +
+                      ") differs from rank 0 (" + seedrl::distributed::hash_text(hash)));
 }
 
 TEST_CASE("data-parallel backend trainer (the GPU trainer's code) on host_backend", "[mpi]") {
@@ -221,4 +226,23 @@ TEST_CASE("data-parallel backend trainer (the GPU trainer's code) on host_backen
     trainer.get_parameters(p);
     CHECK(seedrl_test::max_difference<double>(p, reference.parameters()) < 1e-9);
   }
+}
+
+TEST_CASE("ranks meet with a deadline: one that comes late is named, and a later meeting works",
+          "[mpi]") {
+  using namespace std::chrono_literals;
+  using seedrl::distributed::detail::meet_ranks;
+  const auto reducer = world();  // MPI is up
+  CHECK(meet_ranks(MPI_COMM_WORLD, 10s).empty());
+  // Rank 1 comes 1.5 s late to a meeting that waits 0.5 s.
+  if (reducer->rank() == 1)
+    std::this_thread::sleep_for(1500ms);
+  const std::string failed = meet_ranks(MPI_COMM_WORLD, 500ms);
+  if (reducer->rank() == 0)
+    CHECK_THAT(failed, Catch::Contains("rank 0 of 2: rank 1 has not arrived within 0.500 s"));
+  else
+    CHECK_THAT(failed, Catch::Contains("learner rank 1 of 2: rank 0 did not confirm"));
+  MPI_Barrier(MPI_COMM_WORLD);
+  // The late hello of the failed meeting does not answer this one.
+  CHECK(meet_ranks(MPI_COMM_WORLD, 10s).empty());
 }

@@ -7,8 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "seedrl/algo/running_mean_std.hpp"
@@ -17,6 +19,7 @@
 #include "seedrl/io/checkpoint.hpp"
 #include "seedrl/runtime/input_normalizer.hpp"
 #include "seedrl/runtime/learner_config.hpp"
+#include "thread_ranks.hpp"
 
 namespace {
 
@@ -257,4 +260,94 @@ TEST_CASE("input_normalizer refuses normalizing pixel observations", "[normaliza
                     Catch::Contains("float observations"));
   // Reward scaling alone is fine for pixels.
   CHECK_NOTHROW(seedrl::input_normalizer<float>({}, {.enabled = true}, pixels, 4, false));
+}
+
+TEST_CASE("running_mean_std: merging two sets of rows equals updating with all of them",
+          "[normalization]") {
+  constexpr std::size_t n = 2;
+  seedrl::random_generator rng(11);
+  std::vector<float> a(5 * n), b(9 * n);
+  for (auto& v : a)
+    v = static_cast<float>(3.0 + rng.normal());
+  for (auto& v : b)
+    v = static_cast<float>(-1.0 + 4.0 * rng.normal());
+  seedrl::running_mean_std left(n), right(n), empty(n);
+  left.update(std::span<const float>(a), 5);
+  right.update(std::span<const float>(b), 9);
+  left.merge(empty);  // nothing to merge: unchanged
+  CHECK(left.count() == 5.0);
+  left.merge(right);
+  std::vector<double> all(a.begin(), a.end());
+  all.insert(all.end(), b.begin(), b.end());
+  CHECK(left.count() == 14.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto want = two_pass(all, n, i);
+    CHECK(left.mean()[i] == Approx(want.mean).epsilon(1e-12));
+    CHECK(left.var()[i] == Approx(want.var).epsilon(1e-12));
+  }
+  CHECK_THROWS_AS(left.merge(seedrl::running_mean_std(3)), std::invalid_argument);
+}
+
+TEST_CASE("input_normalizer: learner ranks share their statistics at every exchange",
+          "[normalization][distributed]") {
+  constexpr std::size_t n = 2, envs = 2;
+  auto hub = std::make_shared<seedrl_test::thread_rank_hub>(2);
+  std::vector<std::unique_ptr<seedrl::input_normalizer<float>>> ranks;
+  for (int k = 0; k < 2; ++k) {
+    ranks.push_back(std::make_unique<seedrl::input_normalizer<float>>(
+        seedrl::observation_normalization_config{.enabled = true},
+        seedrl::reward_scaling_config{.enabled = true, .gamma = 0.5}, vector_spec(n), envs, false));
+    ranks.back()->share_between_ranks();
+  }
+  std::vector<double> seen;  // every observation row of both ranks
+  seedrl::random_generator rng(5);
+  // Rank k steps its two envs `steps` times; rewards 1 with no episode end.
+  const auto feed = [&](int k, int steps) {
+    for (int t = 0; t < steps; ++t) {
+      std::vector<float> obs(envs * n), rewards(envs, 1.0f);
+      for (auto& v : obs) {
+        v = static_cast<float>(k * 10.0 + rng.normal());
+        seen.push_back(static_cast<double>(v));
+      }
+      const std::uint32_t slots[envs] = {0, 1};
+      const std::uint8_t dones[envs] = {0, 0}, starts[envs] = {0, 0};
+      ranks[static_cast<std::size_t>(k)]->apply(envs, slots, std::span<float>(obs),
+                                                std::span<float>(rewards), dones, starts);
+    }
+  };
+  const auto exchange = [&] {
+    std::vector<std::thread> threads;
+    for (int k = 0; k < 2; ++k)
+      threads.emplace_back([&, k] {
+        seedrl_test::thread_rank rank(hub, k);
+        ranks[static_cast<std::size_t>(k)]->share_with_ranks(rank);
+      });
+    for (auto& t : threads)
+      t.join();
+  };
+  const auto check_all_seen = [&] {
+    const auto s0 = ranks[0]->observation_statistics(), s1 = ranks[1]->observation_statistics();
+    CHECK(s0.count() == static_cast<double>(seen.size() / n));
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto want = two_pass(seen, n, i);
+      CHECK(s0.mean()[i] == Approx(want.mean).epsilon(1e-12));
+      CHECK(s0.var()[i] == Approx(want.var).epsilon(1e-10));
+      CHECK(s1.mean()[i] == s0.mean()[i]);  // bit for bit: merged in the same order
+      CHECK(s1.var()[i] == s0.var()[i]);
+    }
+    CHECK(ranks[1]->return_statistics().count() == ranks[0]->return_statistics().count());
+    CHECK(ranks[1]->return_statistics().var()[0] == ranks[0]->return_statistics().var()[0]);
+  };
+  feed(0, 3);
+  feed(1, 5);
+  // Before the exchange each rank knows its own rows only.
+  CHECK(ranks[0]->observation_statistics().count() == 6.0);
+  CHECK(ranks[1]->observation_statistics().count() == 10.0);
+  exchange();
+  check_all_seen();
+  // Returns: rank 0 had 2 envs x 3 steps, rank 1 2 x 5, each counted once.
+  CHECK(ranks[0]->return_statistics().count() == 16.0);
+  feed(0, 4);  // only rank 0 sees new rows; the next exchange brings them to rank 1
+  exchange();
+  check_all_seen();
 }

@@ -256,6 +256,12 @@ struct halving_reducer final : seedrl::distributed::gradient_reducer {
       x *= 0.5;
   }
   std::vector<std::uint64_t> gather(std::uint64_t h) override { return {h, h}; }
+  std::vector<double> gather(std::span<const double> v) override {
+    std::vector<double> all(v.begin(), v.end());
+    all.resize(2 * v.size(), 0.0);
+    return all;
+  }
+  [[noreturn]] void abort_all(int code) noexcept override { std::_Exit(code); }
   std::string describe() const override { return "halving"; }
 };
 

@@ -61,6 +61,26 @@ class running_mean_std {
     count_ = total;
   }
 
+  /// Merges statistics of other rows (`other`, of the same size), as if their rows had been
+  /// updated here: Chan et al.'s merge, as `update` does with a batch's own statistics.
+  void merge(const running_mean_std& other) {
+    if (other.size() != size())
+      throw std::invalid_argument("seedrl::running_mean_std::merge: statistics of " +
+                                  std::to_string(other.size()) + " elements into " +
+                                  std::to_string(size()));
+    if (other.count_ == 0.0)
+      return;
+    const double total = count_ + other.count_;
+    for (std::size_t i = 0; i < size(); ++i) {
+      const double delta = other.mean_[i] - mean_[i];
+      mean_[i] += delta * other.count_ / total;
+      var_[i] = (var_[i] * count_ + other.var_[i] * other.count_ +
+                 delta * delta * count_ * other.count_ / total) /
+                total;
+    }
+    count_ = total;
+  }
+
   /// Normalizes `rows` rows in place: clip((x - mean) / sqrt(var + epsilon), -clip, clip).
   template <std::floating_point S>
   void normalize(std::span<S> x, std::size_t rows, double clip, double epsilon) const {

@@ -5,6 +5,7 @@
 /// the Python actor for an environment's spec).
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,15 +19,22 @@
 namespace seedrl::app {
 
 /// Starts `args` (looked up on PATH; "/proc/self/exe" re-runs this program) and returns its
-/// pid. A command that cannot start exits 127 in the child, saying so on stderr.
+/// pid. A command that cannot start exits 127 in the child, saying so on stderr. The child gets
+/// SIGTERM when the thread that started it ends (PR_SET_PDEATHSIG; programs call this from
+/// their main thread), so that actors do not outlive a learner that was killed (SIGKILL
+/// leaves it no time to stop them; under mpirun, a rank that dies takes the others down so).
 inline pid_t spawn(const std::vector<std::string>& args) {
   // Built before fork: only exec runs in the child of a multi-threaded process.
   std::vector<char*> argv;
   for (const auto& a : args)
     argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent)  // the parent died before prctl took effect
+      std::_Exit(1);
     ::execvp(argv[0], argv.data());
     std::fprintf(stderr, "cannot start %s\n", argv[0]);
     std::_Exit(127);

@@ -7,6 +7,12 @@
 /// --total-frames (exit 1 below a target, 0 without one), when training fails or every actor
 /// of a local run is gone (exit 1), or on SIGINT/SIGTERM (exit 130). A checkpoint that cannot
 /// be used exits 2.
+///
+/// Under `mpirun -np K` (or `srun`), K learner ranks train one policy together
+/// (app/learner_ranks.hpp, docs/scaling.md): each serves its own actors (local mode: --actors
+/// each) on its own port, every step averages the ranks' gradients, rank 0 prints the progress
+/// line of all ranks together and writes checkpoints and metrics, and the ranks stop together,
+/// each with the exit status of the reason that stopped them.
 
 #include <algorithm>
 #include <chrono>
@@ -26,6 +32,7 @@
 #include "seedrl/app/auth.hpp"
 #include "seedrl/app/checkpoint_network.hpp"
 #include "seedrl/app/checkpoint_settings.hpp"
+#include "seedrl/app/learner_ranks.hpp"
 #include "seedrl/app/processes.hpp"
 #include "seedrl/app/run_loss.hpp"
 #include "seedrl/app/run_options.hpp"
@@ -58,12 +65,15 @@ inline std::vector<std::string> self_actor_command(const run_options& o, const s
 }
 
 /// Starts --actors actor processes (env.actor_command, or this program in actor mode) for a
-/// learner on --host:`port`, each with its own seed, and says so.
+/// learner on --host:`port`, actor i with seed `first_seed` + i (by default --seed x 1000 + 1;
+/// learner ranks give each rank's actors their own: app/learner_ranks.hpp), and says so.
 inline void spawn_local_actors(child_processes& kids, const run_options& o,
-                               const environment_info& env, std::uint16_t port) {
+                               const environment_info& env, std::uint16_t port,
+                               std::optional<std::uint64_t> first_seed = std::nullopt) {
   const std::string address = o.host + ":" + std::to_string(port);
+  const std::uint64_t first = first_seed.value_or(o.seed * 1000 + 1);
   for (int i = 0; i < o.actors; ++i) {
-    const std::uint64_t seed = o.seed * 1000 + static_cast<std::uint64_t>(i) + 1;
+    const std::uint64_t seed = first + static_cast<std::uint64_t>(i);
     kids.add(spawn(env.actor_command ? env.actor_command(address, i, seed)
                                      : self_actor_command(o, address, seed)));
   }
@@ -207,6 +217,22 @@ int run_learner(const run_options& flags, secret_ptr secret, const agent_parts<N
   lc.auth_secret = std::move(secret);
   lc.checkpoint_meta["network"] = agent.description;
   lc.checkpoint_meta["environment"] = env.name;
+  // Several learner ranks (mpirun / srun): they train together; see app/learner_ranks.hpp.
+  const distributed::world_place place = distributed::world_place_from_environment();
+  const std::shared_ptr<distributed::gradient_reducer> world = join_learner_ranks();
+  const int rank = world ? world->rank() : 0;
+  const rank_seed_plan seeds = rank_seeds(o, rank);
+  if (world) {
+    if constexpr (requires { trainer.set_gradient_reducer(world); }) {
+      trainer.set_gradient_reducer(world);
+    } else {
+      std::fprintf(stderr, "%s trains on one rank only; run it without mpirun or srun\n",
+                   device_flag(o, false).c_str());
+      return 2;
+    }
+    lc.seed = seeds.action_sampling;
+    lc.run_hash = run_settings_hash(o, lc, algorithm_summary(o));
+  }
   using S = typename Net::scalar_type;
   using loss_type = run_loss_t<Trainer, S>;
   using sampler_type = run_sampler_t<Trainer>;
@@ -230,9 +256,14 @@ int run_learner(const run_options& flags, secret_ptr secret, const agent_parts<N
   // Before listening: start() refuses a checkpoint directory that holds another run's.
   l.start();
   tcp_transport transport;
-  auto listener = transport.listen({o.host, o.port});
+  auto listener = transport.listen({o.host, rank_port(o.port, place.local_rank)});
   const auto port = listener.local_port();
-  std::printf("learner listening on %s:%u\n", o.host.c_str(), static_cast<unsigned>(port));
+  if (world) {
+    std::printf("learner listening on %s:%u (rank %d of %d, %s)\n", o.host.c_str(),
+                static_cast<unsigned>(port), rank, world->ranks(), world->describe().c_str());
+  } else {
+    std::printf("learner listening on %s:%u\n", o.host.c_str(), static_cast<unsigned>(port));
+  }
   if (env.announce_network) {
     // A count for discrete actions, the shape for continuous ones (which have no count).
     // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on "..." + std::string.
@@ -251,14 +282,15 @@ int run_learner(const run_options& flags, secret_ptr secret, const agent_parts<N
 
   child_processes kids;
   if (o.mode == run_mode::local)
-    spawn_local_actors(kids, o, env, port);
+    spawn_local_actors(kids, o, env, port, seeds.first_actor);
   std::unique_ptr<metrics_log> metrics;
-  if (!o.logdir.empty())
+  if (!o.logdir.empty() && rank == 0)  // rank 0 logs the ranks' totals
     metrics = std::make_unique<metrics_log>(o.logdir);
 
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  learner_stats last = l.stats();  // a resumed run starts from its counters
+  learner_stats last = over_all_ranks(l.stats());  // a resumed run starts from its counters
+  std::int64_t last_local_frames = l.stats().frames;
   entropy_collapse_watch collapse(env.actions.is_discrete() ? env.actions.num_actions : 0,
                                   o.target_return);
   auto last_time = t0;
@@ -266,20 +298,29 @@ int run_learner(const run_options& flags, secret_ptr secret, const agent_parts<N
   auto& stop = stop_requested();
   while (!stop) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    const auto s = l.stats();
+    const learner_stats local = l.stats();
+    const learner_stats s = over_all_ranks(local);  // this rank's own with one rank
     const auto now = clock::now();
     if (!s.trainer_error.empty()) {
       std::fprintf(stderr, "training failed: %s\n", s.trainer_error.c_str());
+      break;
+    }
+    if (s.ranks_stopped != run_stop::none) {  // another rank's reason: every rank stops
+      rc = exit_status_of(s.ranks_stopped, o);
+      if (rank == 0)
+        std::printf("%s\n",
+                    ranks_stopped_line(s, std::chrono::duration<double>(now - t0).count()).c_str());
       break;
     }
     const bool solved =
         o.target_return && s.returns_counted == 100 && s.mean_return >= *o.target_return;
     const bool out_of_frames = s.frames >= o.total_frames;
     // Actors that all died (e.g. a Python package missing) would leave the learner waiting.
-    const bool actors_gone = !kids.empty() && s.connected_actors == 0 &&
-                             now - t0 > std::chrono::seconds(60) && s.frames == last.frames;
-    if (now - last_time >= std::chrono::duration<double>(o.progress_seconds) || solved ||
-        out_of_frames || actors_gone) {
+    const bool actors_gone = !kids.empty() && local.connected_actors == 0 &&
+                             now - t0 > std::chrono::seconds(60) &&
+                             local.frames == last_local_frames;
+    if (rank == 0 && (now - last_time >= std::chrono::duration<double>(o.progress_seconds) ||
+                      solved || out_of_frames || actors_gone)) {
       const double dt = std::chrono::duration<double>(now - last_time).count();
       const auto p = progress_between(last, s, dt, o.inference_batch);
       std::printf("%s\n", progress_line(p).c_str());
@@ -289,7 +330,24 @@ int run_learner(const run_options& flags, secret_ptr secret, const agent_parts<N
       if (metrics)
         log_progress(*metrics, p);
       last = s;
+      last_local_frames = local.frames;
       last_time = now;
+    } else if (rank != 0 && now - last_time >= std::chrono::duration<double>(o.progress_seconds)) {
+      last_local_frames = local.frames;  // for actors_gone: frames since the last window
+      last_time = now;
+    }
+    if (world && (solved || out_of_frames || actors_gone)) {
+      // The ranks stop together: this rank's reason reaches the others at the next step.
+      l.request_stop(solved          ? run_stop::solved
+                     : out_of_frames ? run_stop::frames_done
+                                     : run_stop::actors_gone);
+      if (rank != 0) {
+        rc = exit_status_of(solved          ? run_stop::solved
+                            : out_of_frames ? run_stop::frames_done
+                                            : run_stop::actors_gone,
+                            o);
+        break;
+      }
     }
     const double elapsed = std::chrono::duration<double>(now - t0).count();
     if (solved) {
@@ -319,6 +377,8 @@ int run_learner(const run_options& flags, secret_ptr secret, const agent_parts<N
       break;
     }
   }
+  if (world && stop)
+    l.request_stop(run_stop::signal);
   return end_run(rc, kids, l);
 }
 

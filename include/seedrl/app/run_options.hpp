@@ -43,6 +43,16 @@ struct run_options {
   run_mode mode = run_mode::local;
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
+  /// Actor mode with several learner ranks (`--learner A,B,...`): their addresses in rank
+  /// order (host and port hold the first); the actor goes to rank --actor-index mod K and
+  /// moves on when that rank cannot be reached (distributed/learner_failover.hpp).
+  std::vector<host_port> learners;
+  /// Which rank an actor belongs to: unset takes the launcher's rank (srun, mpirun), else a
+  /// hash of the host name.
+  std::optional<std::size_t> actor_index;
+  /// Seconds an actor that has not reached any rank yet waits for its home rank before trying
+  /// the next (actors often start before their learners).
+  double home_rank_wait = 30.0;
   int actors = 4;
   std::size_t envs_per_actor = 4;
   std::size_t max_envs = 4096;  ///< env slots; local mode: at least actors x envs

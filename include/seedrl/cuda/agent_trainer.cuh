@@ -126,6 +126,10 @@ class agent_trainer_engine_impl final
     return channel_;
   }
 
+  void set_gradient_reducer(std::shared_ptr<distributed::gradient_reducer> reducer) override {
+    model_->set_gradient_reducer(std::move(reducer));
+  }
+
   void download_parameters(std::span<S> params_out) const override {
     use_agent_trainer_device(device_);
     model_->download_parameters(params_out);

@@ -57,6 +57,7 @@
 #include "seedrl/algo/impala_loss_config.hpp"
 #include "seedrl/algo/loss_choice.hpp"
 #include "seedrl/algo/policy_distribution.hpp"
+#include "seedrl/distributed/gradient_reducer.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/parameter_source.hpp"
@@ -96,6 +97,8 @@ class agent_trainer_engine {
   /// returns it; upload_model and step publish into it from then on.
   virtual std::shared_ptr<parameter_source<S>> publish_on_device() = 0;
   virtual void download_parameters(std::span<S> params_out) const = 0;
+  /// Data-parallel training (recipe_model::set_gradient_reducer).
+  virtual void set_gradient_reducer(std::shared_ptr<distributed::gradient_reducer> reducer) = 0;
   virtual std::int64_t optimizer_steps() const = 0;
   virtual std::vector<std::vector<S>> optimizer_arrays() const = 0;
   virtual double learning_rate() const = 0;

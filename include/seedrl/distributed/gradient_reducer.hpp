@@ -34,6 +34,14 @@ class gradient_reducer {
 
   /// Gathers one value per rank (e.g. a hash of the parameters): the ranks' values by rank.
   virtual std::vector<std::uint64_t> gather(std::uint64_t value) = 0;
+  /// Gathers an array of the same size from every rank: ranks() x values.size() values,
+  /// rank 0's first (the learner's per-step status, runtime/rank_agreement.hpp).
+  virtual std::vector<double> gather(std::span<const double> values) = 0;
+
+  /// Ends every rank's process at once, with `code`, when this rank cannot go on and the
+  /// others may be waiting for it inside a collective (a clean exit would leave them waiting,
+  /// or hang in finalisation). Does not return.
+  [[noreturn]] virtual void abort_all(int code) noexcept = 0;
 
   /// Where the ranks meet, for messages ("MPI_COMM_WORLD, 2 ranks").
   virtual std::string describe() const = 0;

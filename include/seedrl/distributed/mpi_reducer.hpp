@@ -10,6 +10,11 @@
 /// The reducer works on a duplicate of MPI_COMM_WORLD, so the program's own messages never
 /// mix with the trainer's.
 ///
+/// Meeting: before its first collective the reducer has every rank say hello to rank 0 with
+/// point-to-point messages it can wait on with a deadline; a rank that has not arrived when it
+/// passes (one still loading, one stuck before the learner) is named and the job aborted,
+/// instead of every other rank waiting in a collective forever.
+///
 /// Failure: MPI's default error handler aborts the whole job on a communication error, and
 /// mpirun stops every rank when one dies (naming it); so a killed rank never leaves the
 /// others blocked in a collective.
@@ -24,10 +29,14 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -100,25 +109,97 @@ inline void mpi_check(int code, const char* what) {
   }
 }
 
+/// Waits on `r` until it completes or `deadline` passes; false on the deadline.
+inline bool wait_until(MPI_Request& r, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    int done = 0;
+    mpi_check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done)
+      return true;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      MPI_Cancel(&r);
+      MPI_Request_free(&r);
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+/// The ranks of `comm` meet within `within` (see the file comment): every rank sends rank 0 a
+/// hello, rank 0 answers each once all arrived. Returns an empty string when they met, else
+/// what went wrong, naming the ranks that did not arrive (on rank 0) or rank 0 (on the
+/// others). Each call uses tags of its own, so a late hello never meets a later call.
+inline std::string meet_ranks(MPI_Comm comm, std::chrono::milliseconds within) {
+  static int round = 0;
+  const int hello_tag = 0x5eed0 + 2 * (round % 1000), answer_tag = hello_tag + 1;
+  ++round;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  const std::string waited = std::to_string(within.count() / 1000.0).substr(0, 5) + " s";
+  int token = rank;
+  if (rank != 0) {
+    mpi_check(MPI_Send(&token, 1, MPI_INT, 0, hello_tag, comm), "MPI_Send");
+    MPI_Request answer = MPI_REQUEST_NULL;
+    mpi_check(MPI_Irecv(&token, 1, MPI_INT, 0, answer_tag, comm, &answer), "MPI_Irecv");
+    if (!wait_until(answer, deadline))
+      return "seedrl: learner rank " + std::to_string(rank) + " of " + std::to_string(size) +
+             ": rank 0 did not confirm within " + waited + " that every rank arrived";
+    return {};
+  }
+  std::vector<int> hello(static_cast<std::size_t>(size), 0);
+  std::vector<MPI_Request> pending(static_cast<std::size_t>(size), MPI_REQUEST_NULL);
+  for (int k = 1; k < size; ++k)
+    mpi_check(MPI_Irecv(&hello[static_cast<std::size_t>(k)], 1, MPI_INT, k, hello_tag, comm,
+                        &pending[static_cast<std::size_t>(k)]),
+              "MPI_Irecv");
+  std::string missing;
+  int count = 0;
+  for (int k = 1; k < size; ++k) {
+    if (!wait_until(pending[static_cast<std::size_t>(k)], deadline)) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(k);
+      ++count;
+    }
+  }
+  if (count > 0)
+    return "seedrl: learner rank 0 of " + std::to_string(size) + ": rank" +
+           (count > 1 ? "s " : " ") + missing + (count > 1 ? " have" : " has") +
+           " not arrived within " + waited + " (still starting, or stuck before the learner)";
+  for (int k = 1; k < size; ++k)
+    mpi_check(MPI_Send(&token, 1, MPI_INT, k, answer_tag, comm), "MPI_Send");
+  return {};
+}
+
 }  // namespace detail
 
 /// See the file comment.
 class mpi_reducer final : public gradient_reducer {
  public:
-  /// Joins MPI_COMM_WORLD (initialising MPI if needed). Throws std::runtime_error when what
-  /// MPI reports differs from the launcher's variables (world_place_from_environment), e.g.
-  /// ranks started by hand instead of by mpirun.
-  mpi_reducer() {
+  /// Joins MPI_COMM_WORLD (initialising MPI if needed), once every rank arrived within
+  /// `meet_within` (else it says which did not, on stderr, and aborts the job: see the file
+  /// comment). Throws std::runtime_error when what MPI reports differs from the launcher's
+  /// variables (world_place_from_environment), e.g. ranks started by hand instead of by mpirun.
+  explicit mpi_reducer(std::chrono::milliseconds meet_within = std::chrono::minutes(5)) {
     detail::mpi_runtime::get();
-    detail::mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
-    MPI_Comm_rank(comm_, &rank_);
-    MPI_Comm_size(comm_, &size_);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
     const world_place place = world_place_from_environment();
     if (place.size > 1 && (place.rank != rank_ || place.size != size_)) {
       throw std::runtime_error("seedrl: MPI says rank " + std::to_string(rank_) + " of " +
                                std::to_string(size_) + ", but " + place.source + " says rank " +
                                std::to_string(place.rank) + " of " + std::to_string(place.size));
     }
+    if (size_ > 1) {
+      if (const std::string failed = detail::meet_ranks(MPI_COMM_WORLD, meet_within);
+          !failed.empty()) {
+        std::fprintf(stderr, "%s\n", failed.c_str());
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+    }
+    // Collective: every rank is known to be here now.
+    detail::mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
   }
   mpi_reducer(const mpi_reducer&) = delete;
   mpi_reducer& operator=(const mpi_reducer&) = delete;
@@ -140,6 +221,19 @@ class mpi_reducer final : public gradient_reducer {
     detail::mpi_check(MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm_),
                       "MPI_Allgather");
     return all;
+  }
+
+  std::vector<double> gather(std::span<const double> values) override {
+    const int n = static_cast<int>(values.size());
+    std::vector<double> all(values.size() * static_cast<std::size_t>(size_));
+    detail::mpi_check(MPI_Allgather(values.data(), n, MPI_DOUBLE, all.data(), n, MPI_DOUBLE, comm_),
+                      "MPI_Allgather");
+    return all;
+  }
+
+  [[noreturn]] void abort_all(int code) noexcept override {
+    MPI_Abort(comm_, code);
+    std::_Exit(code);  // MPI_Abort does not return; this is for the compiler
   }
 
   std::string describe() const override {

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -49,21 +50,39 @@ std::uint64_t training_state_hash(std::span<const S> parameters, const Opt& opti
   return hash_bytes(std::span<const std::byte>(state), hash_bytes(parameters));
 }
 
+/// A hash as 16 hexadecimal digits, for messages.
+inline std::string hash_text(std::uint64_t h) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
 /// Gathers `hash` over the ranks (every rank calls it) and throws std::runtime_error, on every
-/// rank alike, when some rank's differs from rank 0's; `what` names what was hashed and when
-/// ("after training step 500").
-inline void require_identical_ranks(gradient_reducer& reducer, std::uint64_t hash,
-                                    const std::string& what) {
-  const std::vector<int> differ = ranks_differing_from_rank0(reducer, hash);
-  if (differ.empty())
+/// rank alike, when some rank's differs from rank 0's, printing both hashes; `subject` names
+/// what was hashed ("configuration"), `when` when ("after training step 500").
+inline void require_same_on_all_ranks(gradient_reducer& reducer, std::uint64_t hash,
+                                      const std::string& subject, const std::string& when) {
+  const std::vector<std::uint64_t> all = reducer.gather(hash);
+  std::string differ;
+  std::size_t count = 0;
+  for (std::size_t k = 1; k < all.size(); ++k) {
+    if (all[k] == all[0])
+      continue;
+    differ += (differ.empty() ? "" : ", ") + std::to_string(k) + " (" + hash_text(all[k]) + ")";
+    ++count;
+  }
+  if (count == 0)
     return;
-  std::string ranks;
-  for (const int r : differ)
-    ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-  throw std::runtime_error("seedrl: the learner ranks' parameters and optimizer state differ " +
-                           what + ": rank" + (differ.size() > 1 ? "s " : " ") + ranks + " differ" +
-                           (differ.size() > 1 ? "" : "s") + " from rank 0 (" + reducer.describe() +
-                           ")");
+  throw std::runtime_error("seedrl: the learner ranks' " + subject + " differ " + when + ": rank" +
+                           (count > 1 ? "s " : " ") + differ +
+                           (count > 1 ? " differ" : " differs") + " from rank 0 (" +
+                           hash_text(all[0]) + "; " + reducer.describe() + ")");
+}
+
+/// require_same_on_all_ranks for training_state_hash: the parameters and optimizer state.
+inline void require_identical_ranks(gradient_reducer& reducer, std::uint64_t hash,
+                                    const std::string& when) {
+  require_same_on_all_ranks(reducer, hash, "parameters and optimizer state", when);
 }
 
 }  // namespace seedrl::distributed

@@ -31,6 +31,7 @@
 
 #include "seedrl/algo/running_mean_std.hpp"
 #include "seedrl/core/spec.hpp"
+#include "seedrl/distributed/gradient_reducer.hpp"
 #include "seedrl/io/checkpoint.hpp"
 #include "seedrl/runtime/learner_config.hpp"
 
@@ -98,8 +99,11 @@ class input_normalizer {
     std::lock_guard lock(mutex_);
     if (obs_config_.enabled) {
       const auto x = observations.first(rows * obs_.size());
-      if (!frozen_)
-        update_observation_statistics(x, rows);
+      if (!frozen_) {
+        update_observation_statistics(obs_, x, rows);
+        if (sharing_)
+          update_observation_statistics(new_obs_, x, rows);
+      }
       obs_.normalize(x, rows, obs_config_.clip, obs_config_.epsilon);
     }
     if (reward_config_.enabled) {
@@ -117,8 +121,11 @@ class input_normalizer {
         if (dones[r] != 0)
           R = 0.0;
       }
-      if (!frozen_)
+      if (!frozen_) {
         returns_.update(std::span<const double>(batch_returns_), batch_returns_.size());
+        if (sharing_)
+          new_returns_.update(std::span<const double>(batch_returns_), batch_returns_.size());
+      }
       const double scale = 1.0 / std::sqrt(returns_.var()[0] + reward_config_.epsilon);
       for (std::size_t r = 0; r < rows; ++r)
         rewards[r] = static_cast<S>(std::clamp(static_cast<double>(rewards[r]) * scale,
@@ -174,6 +181,68 @@ class input_normalizer {
       obs_ = *s.observations;
     if (s.returns)
       returns_ = *s.returns;
+    shared_obs_ = obs_;
+    shared_returns_ = returns_;
+  }
+
+  /// Several learner ranks: from now on the statistics are shared. Each rank keeps the rows it
+  /// saw since the last `share_with_ranks`, which merges every rank's into the statistics all
+  /// of them last agreed on, in rank order: the same statistics on every rank afterwards (plus,
+  /// on each, what it saw meanwhile, until the next call shares it). Call before start().
+  void share_between_ranks() {
+    std::lock_guard lock(mutex_);
+    sharing_ = !frozen_ && (obs_config_.enabled || reward_config_.enabled);
+    shared_obs_ = obs_;
+    shared_returns_ = returns_;
+    new_obs_ = running_mean_std(obs_.size());
+    new_returns_ = running_mean_std(1);
+  }
+
+  /// Several learner ranks: one exchange over `ranks` (the trainer thread; every rank calls it
+  /// at the same point, with the same settings). Does nothing unless share_between_ranks().
+  void share_with_ranks(distributed::gradient_reducer& ranks) {
+    if (!sharing_)
+      return;
+    std::vector<double> mine;
+    const auto pack = [&mine](const running_mean_std& r) {
+      mine.push_back(r.count());
+      mine.insert(mine.end(), r.mean().begin(), r.mean().end());
+      mine.insert(mine.end(), r.var().begin(), r.var().end());
+    };
+    running_mean_std obs_shared, returns_shared;
+    {
+      std::lock_guard lock(mutex_);
+      pack(new_obs_);
+      pack(new_returns_);
+      new_obs_ = running_mean_std(obs_.size());
+      new_returns_ = running_mean_std(1);
+      obs_shared = shared_obs_;
+      returns_shared = shared_returns_;
+    }
+    const std::vector<double> all = ranks.gather(std::span<const double>(mine));
+    if (all.size() != mine.size() * static_cast<std::size_t>(ranks.ranks()))
+      throw std::runtime_error(
+          "seedrl::learner: the ranks' normalization statistics differ in "
+          "size (another observation size or setting on some rank)");
+    const auto unpack = [](const double* v, std::size_t n) {
+      running_mean_std r(n);
+      r.assign(v[0], std::span<const double>(v + 1, n), std::span<const double>(v + 1 + n, n));
+      return r;
+    };
+    const std::size_t n = obs_shared.size();
+    for (int k = 0; k < ranks.ranks(); ++k) {
+      const double* v = all.data() + static_cast<std::size_t>(k) * mine.size();
+      obs_shared.merge(unpack(v, n));
+      returns_shared.merge(unpack(v + 1 + 2 * n, 1));
+    }
+    std::lock_guard lock(mutex_);
+    shared_obs_ = obs_shared;
+    shared_returns_ = returns_shared;
+    // What this rank saw since the exchange began stays in its own view until the next one.
+    obs_ = obs_shared;
+    obs_.merge(new_obs_);
+    returns_ = returns_shared;
+    returns_.merge(new_returns_);
   }
 
   /// Copies of the statistics, for tests and reports.
@@ -190,10 +259,11 @@ class input_normalizer {
   /// Updates the observation statistics with the batch's rows that are finite. The wire
   /// refuses non-finite observations (non_finite_observation), so this skips nothing unless
   /// a caller bypasses it; but one such row would make the statistics NaN for good.
-  void update_observation_statistics(std::span<const S> x, std::size_t rows) {
+  void update_observation_statistics(running_mean_std& stats, std::span<const S> x,
+                                     std::size_t rows) {
     const auto finite = [](S v) { return std::isfinite(v); };
     if (std::all_of(x.begin(), x.end(), finite)) {
-      obs_.update(std::span<const S>(x), rows);
+      stats.update(std::span<const S>(x), rows);
       return;
     }
     const std::size_t n = obs_.size();
@@ -204,7 +274,7 @@ class input_normalizer {
         finite_rows_.insert(finite_rows_.end(), row.begin(), row.end());
     }
     if (!finite_rows_.empty())
-      obs_.update(std::span<const S>(finite_rows_), finite_rows_.size() / n);
+      stats.update(std::span<const S>(finite_rows_), finite_rows_.size() / n);
   }
 
   observation_normalization_config obs_config_;
@@ -213,6 +283,10 @@ class input_normalizer {
   mutable std::mutex mutex_;  // the statistics: inference updates, the trainer saves
   running_mean_std obs_;
   running_mean_std returns_;
+  // Several ranks (share_between_ranks): what all ranks agreed on at the last exchange, and
+  // what this rank saw since.
+  bool sharing_ = false;
+  running_mean_std shared_obs_, shared_returns_, new_obs_, new_returns_;
   std::vector<double> discounted_;     // [max_envs] R per env slot; inference thread only
   std::vector<double> batch_returns_;  // reused: no allocation per batch once grown
   std::vector<S> finite_rows_;         // the finite rows of a batch that has others

@@ -132,6 +132,8 @@ class learner {
       if (inference_.engine_takes_device_parameters())
         inference_.use_parameter_source(training_.publish_on_device());
     }
+    // Several ranks: each rank's status at every agreement carries both threads' time.
+    training_.set_stats_source([this] { return stats(); });
   }
 
   learner(const learner&) = delete;
@@ -186,6 +188,14 @@ class learner {
     training_.stop();
     server_.join();
   }
+
+  /// Several learner ranks (a trainer with a gradient reducer): why this rank is about to stop,
+  /// which the other ranks learn at the next step's agreement (and stop too: see
+  /// learner_stats::ranks_stopped). Call before stop().
+  void request_stop(run_stop why) noexcept { training_.request_stop(why); }
+
+  /// The reducer joining this learner to the other ranks, or null with one rank.
+  distributed::gradient_reducer* ranks() const noexcept { return training_.ranks(); }
 
   /// Connections the learner still holds (open, or finished and not yet joined); for tests.
   std::size_t held_connections() const { return server_.held_connections(); }

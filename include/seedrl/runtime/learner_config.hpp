@@ -136,6 +136,14 @@ struct learner_config {
   /// uses them frozen.
   observation_normalization_config normalize_observations{};
   reward_scaling_config scale_rewards{};
+  /// Several learner ranks (a trainer with a gradient reducer, docs/scaling.md): a hash of the
+  /// settings every rank must share, compared when the ranks meet; a rank whose hash differs
+  /// is refused, with both hashes printed. 0: nothing beyond the network and optimizer state,
+  /// which are always compared.
+  std::uint64_t run_hash = 0;
+  /// Several learner ranks: compare the parameters and optimizer state of all ranks every
+  /// this many training steps (and at the start and the end); a mismatch stops the run.
+  std::int64_t rank_check_every = 100;
 };
 
 }  // namespace seedrl

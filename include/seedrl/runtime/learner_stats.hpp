@@ -9,10 +9,57 @@
 #include <cstdint>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "seedrl/algo/loss.hpp"
 
 namespace seedrl {
+
+/// Why a run of several learner ranks stopped. When ranks stop in the same step for different
+/// reasons, the last in this order wins (a failure over a signal over ... over solved).
+enum class run_stop : std::uint8_t {
+  none,         ///< still running
+  solved,       ///< the mean return reached the target
+  frames_done,  ///< the frame budget is spent
+  stopped,      ///< the learner was stopped (its program's own reason)
+  actors_gone,  ///< a rank's actors all left
+  signal,       ///< SIGINT or SIGTERM
+  failed,       ///< training failed on a rank
+};
+
+/// A readable name for messages: "solved", "frames done", ...
+constexpr const char* to_string(run_stop s) noexcept {
+  switch (s) {
+    case run_stop::solved:
+      return "solved";
+    case run_stop::frames_done:
+      return "frames done";
+    case run_stop::stopped:
+      return "stopped";
+    case run_stop::actors_gone:
+      return "actors gone";
+    case run_stop::signal:
+      return "signal";
+    case run_stop::failed:
+      return "training failed";
+    case run_stop::none:
+      break;
+  }
+  return "running";
+}
+
+/// One learner rank's figures as of the ranks' last agreement (several ranks only): what the
+/// progress line and the stop rule add up over the ranks.
+struct rank_figures {
+  std::int64_t frames = 0;
+  std::int64_t episodes = 0;
+  std::size_t returns_counted = 0;  ///< of the last 100 episodes
+  double mean_return = 0.0;         ///< over those
+  double seconds_since_start = 0.0;
+  double seconds_inference = 0.0;          ///< inference thread busy
+  double seconds_training = 0.0;           ///< trainer busy
+  double seconds_waiting_for_ranks = 0.0;  ///< trainer waiting for the other ranks
+};
 
 /// Counters for the progress line; every field is a running total unless said otherwise.
 struct learner_stats {
@@ -54,6 +101,7 @@ struct learner_stats {
   double seconds_blocked_on_queue = 0.0;   ///< inference thread blocked: training queue full
   double seconds_waiting_for_data = 0.0;   ///< trainer idle
   double seconds_training = 0.0;           ///< trainer busy (training steps and checkpoints)
+  double seconds_waiting_for_ranks = 0.0;  ///< trainer waiting for the other learner ranks
   // Per request (one actor step), from the learner's side: arrival to the start of its batch's
   // inference, and from there to its actions being written.
   std::int64_t requests = 0;
@@ -64,7 +112,36 @@ struct learner_stats {
   std::int64_t actor_steps = 0;
   double actor_seconds_env = 0.0;
   double actor_seconds_waiting = 0.0;
+  // Several learner ranks (a data-parallel run, seedrl/distributed/): this one's rank, every
+  // rank's figures at the last step they agreed on (empty with one rank), and, once they
+  // agreed to stop, why and whose reason it was.
+  int rank = 0;
+  std::vector<rank_figures> ranks;
+  run_stop ranks_stopped = run_stop::none;
+  int stopping_rank = -1;
 };
+
+/// The figures of all ranks together, as the progress line and the stop rule read them: frames
+/// and episodes summed, the mean return weighted by each rank's episodes in its window, and
+/// `returns_counted` the smallest window (the target counts once every rank has 100). The
+/// rest is this rank's. With one rank, `s` itself.
+inline learner_stats over_all_ranks(const learner_stats& s) {
+  if (s.ranks.empty())
+    return s;
+  learner_stats all = s;
+  all.frames = all.episodes = 0;
+  all.returns_counted = s.ranks.front().returns_counted;
+  double weighted = 0.0, counted = 0.0;
+  for (const rank_figures& r : s.ranks) {
+    all.frames += r.frames;
+    all.episodes += r.episodes;
+    all.returns_counted = std::min(all.returns_counted, r.returns_counted);
+    weighted += r.mean_return * static_cast<double>(r.returns_counted);
+    counted += static_cast<double>(r.returns_counted);
+  }
+  all.mean_return = counted > 0.0 ? weighted / counted : 0.0;
+  return all;
+}
 
 /// The stage that limits a run, judged from two snapshots of learner_stats (see
 /// `binding_stage`).

@@ -30,6 +30,11 @@ struct progress_report {
   double batch_fill = 0.0;         ///< mean inference batch rows / max_batch, 0..1
   stage_times stages;
   run_bound bound = run_bound::unknown;
+  /// Several learner ranks: the slowest one over the window (the rank the others waited for
+  /// least: theirs is the batch they wait for) and its busy shares; -1 with one rank.
+  int slowest_rank = -1;
+  double slowest_inference_busy = 0.0;
+  double slowest_training_busy = 0.0;
 };
 
 /// The window between snapshots `before` and `after`, taken `seconds` apart; `max_batch` is the
@@ -48,6 +53,22 @@ inline progress_report progress_between(const learner_stats& before, const learn
   }
   p.stages = stage_times_between(before, after, seconds);
   p.bound = binding_stage(p.stages);
+  if (after.ranks.size() > 1 && before.ranks.size() == after.ranks.size()) {
+    double least_wait = 2.0;
+    for (std::size_t k = 0; k < after.ranks.size(); ++k) {
+      const rank_figures &a = after.ranks[k], &b = before.ranks[k];
+      const double wall = a.seconds_since_start - b.seconds_since_start;
+      if (wall <= 0.0)
+        continue;
+      const double wait = (a.seconds_waiting_for_ranks - b.seconds_waiting_for_ranks) / wall;
+      if (wait < least_wait) {
+        least_wait = wait;
+        p.slowest_rank = static_cast<int>(k);
+        p.slowest_inference_busy = (a.seconds_inference - b.seconds_inference) / wall;
+        p.slowest_training_busy = (a.seconds_training - b.seconds_training) / wall;
+      }
+    }
+  }
   return p;
 }
 
@@ -73,21 +94,26 @@ inline std::string progress_line(const progress_report& p) {
   if (s.clipped_actions > 0)
     std::snprintf(clipped, sizeof clipped, "  clipped actions %lld",
                   static_cast<long long>(s.clipped_actions));
-  char line[640];
+  char ranks[96] = "";
+  if (p.slowest_rank >= 0)
+    std::snprintf(ranks, sizeof ranks,
+                  "  ranks %zu (slowest %d: inference %3.0f%% training %3.0f%%)", s.ranks.size(),
+                  p.slowest_rank, 100 * p.slowest_inference_busy, 100 * p.slowest_training_busy);
+  char line[736];
   std::snprintf(
       line, sizeof line,
       "frames %9lld  %6.0f f/s  episodes %6lld  return %6.1f  loss %7.3f (pg %6.3f v %6.3f ent "
       "%7.4f%s)  entropy %.3f  lag %.1f/%llu  batch fill %3.0f%%  queue %zu  actors %zu  per "
       "step: env %.0f us "
       "link %.0f us batching %.0f us inference %.0f us  busy: inference %3.0f%% (queue-blocked "
-      "%3.0f%%) training %3.0f%%  %s%s",
+      "%3.0f%%) training %3.0f%%  %s%s%s",
       static_cast<long long>(s.frames), p.frames_per_second, static_cast<long long>(s.episodes),
       s.mean_return, s.last_loss.total, s.last_loss.policy, s.last_loss.baseline,
       s.last_loss.entropy, trust, s.last_loss.policy_entropy, s.policy_lag_mean,
       static_cast<unsigned long long>(s.policy_lag_max), 100 * p.batch_fill, s.queue_depth,
       s.connected_actors, 1e6 * st.env, 1e6 * st.link, 1e6 * st.batching, 1e6 * st.inference,
       100 * st.inference_busy, 100 * st.queue_blocked, 100 * st.training_busy, to_string(p.bound),
-      clipped);
+      clipped, ranks);
   return line;
 }
 
@@ -177,6 +203,12 @@ inline void log_progress(metrics_log& log, const progress_report& p) {
   }
   if (s.clipped_actions > 0)
     all.push_back({"actions/clipped", static_cast<double>(s.clipped_actions)});
+  if (p.slowest_rank >= 0) {
+    all.push_back({"ranks/count", static_cast<double>(s.ranks.size())});
+    all.push_back({"ranks/slowest", static_cast<double>(p.slowest_rank)});
+    all.push_back({"ranks/slowest_busy_inference", p.slowest_inference_busy});
+    all.push_back({"ranks/slowest_busy_training", p.slowest_training_busy});
+  }
   log.log(s.frames, all);
 }
 

@@ -15,16 +15,25 @@
 /// device publication removes; nothing in the learner reads the store while it trains (only
 /// learner::copy_parameters, which then returns the last checkpoint's parameters).
 ///
+/// With several learner ranks (a trainer with a gradient reducer, docs/scaling.md), the ranks
+/// meet before the first step (the run's settings, parameters and optimizer state compared),
+/// agree before every step whether all of them train it (distributed/rank_agreement.hpp: no
+/// rank is left waiting in a gradient collective for one that stopped), compare their
+/// parameters and optimizer state every learner_config::rank_check_every steps and at the
+/// end, and only rank 0 writes checkpoints.
+///
 /// `Net` models LearnerNetwork, `Opt` Optimizer, `Trn` Trainer<Trn, Net, Opt, LossFn> and
 /// `LossFn` Loss (seedrl::impala_loss by default).
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -36,6 +45,9 @@
 
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/loss.hpp"
+#include "seedrl/distributed/gradient_reducer.hpp"
+#include "seedrl/distributed/rank_agreement.hpp"
+#include "seedrl/distributed/state_check.hpp"
 #include "seedrl/io/checkpoint.hpp"
 #include "seedrl/io/checkpoint_schedule.hpp"
 #include "seedrl/runtime/bounded_queue.hpp"
@@ -59,7 +71,7 @@ class training_loop {
  public:
   using scalar = typename Net::scalar_type;
   using unroll_queue = bounded_queue<unroll<scalar>*>;
-  using time_split = thread_time_split<2>;
+  using time_split = thread_time_split<3>;
 
   /// `net` is copied; unrolls of `observation_size`-element observations come from `queue`
   /// and go back to `pool`, parameters are published to `params`, counters go to `stats`.
@@ -71,8 +83,7 @@ class training_loop {
                 LossFn loss, std::size_t observation_size, std::size_t num_actions,
                 std::size_t action_dim, unroll_queue& queue, unroll_builder<scalar>& pool,
                 parameter_store<scalar>& params, detail::stats_board& stats,
-                std::chrono::steady_clock::time_point created,
-                const input_normalizer<scalar>& normalizer)
+                std::chrono::steady_clock::time_point created, input_normalizer<scalar>& normalizer)
       : config_(config),
         obs_size_(observation_size),
         num_actions_(num_actions),
@@ -152,6 +163,26 @@ class training_loop {
     return device_source_ ? device_source_->version() : params_.version();
   }
 
+  /// Several ranks: where the rank's status reads its counters (the learner's stats(), which
+  /// holds both threads' time). Call before start().
+  void set_stats_source(std::function<learner_stats()> source) {
+    stats_source_ = std::move(source);
+  }
+
+  /// Several ranks: why this rank stops, told to the others at the next agreement; call before
+  /// stopping the learner (a rank stopped without it tells them run_stop::stopped).
+  void request_stop(run_stop why) noexcept { stop_reason_.store(why); }
+
+  /// The reducer of a data-parallel trainer with more than one rank, else null.
+  distributed::gradient_reducer* ranks() const noexcept {
+    if constexpr (requires { trainer_.reducer().get(); }) {
+      distributed::gradient_reducer* r = trainer_.reducer().get();
+      return r != nullptr && r->ranks() > 1 ? r : nullptr;
+    } else {
+      return nullptr;
+    }
+  }
+
   /// Starts the trainer thread. Throws checkpoint_error, and starts nothing, if
   /// checkpoint_dir holds checkpoints and this loop was not restored in full from one of
   /// them: a new run must not save beside another run's (require_no_checkpoints).
@@ -163,7 +194,12 @@ class training_loop {
     if (!config_.checkpoint_dir.empty()) {
       if (!continues_checkpoint_dir())
         require_no_checkpoints(config_.checkpoint_dir);
-      checkpoints_.emplace(config_.checkpointing, stats_.read().train_steps);
+      if (ranks() == nullptr || ranks()->rank() == 0)  // rank 0 writes for all
+        checkpoints_.emplace(config_.checkpointing, stats_.read().train_steps);
+    }
+    if (ranks() != nullptr) {
+      stats_.update([&](learner_stats& s) { s.rank = ranks()->rank(); });
+      normalizer_.share_between_ranks();  // before inference starts updating them
     }
     thread_ = std::thread([this] { run(); });
   }
@@ -184,13 +220,14 @@ class training_loop {
   const time_split& thread_time() const noexcept { return time_; }
 
   /// Writes a reading of thread_time() into the learner's counters.
-  static void report_time(const std::array<double, 2>& seconds, learner_stats& s) noexcept {
+  static void report_time(const std::array<double, 3>& seconds, learner_stats& s) noexcept {
     s.seconds_waiting_for_data = seconds[waiting_for_data];
     s.seconds_training = seconds[training];
+    s.seconds_waiting_for_ranks = seconds[waiting_for_ranks];
   }
 
  private:
-  enum state : std::size_t { waiting_for_data, training };
+  enum state : std::size_t { waiting_for_data, training, waiting_for_ranks };
 
   void join() {
     if (thread_.joinable())
@@ -198,6 +235,9 @@ class training_loop {
   }
 
   void run() {
+    distributed::gradient_reducer* const world = ranks();
+    if (world != nullptr && !meet(*world))
+      return;
     const std::size_t T = config_.unroll_length, T1 = T + 1, B = config_.batch_size,
                       A = num_actions_;
     const auto W = static_cast<std::size_t>(net_.state_size());
@@ -211,16 +251,23 @@ class training_loop {
     for (;;) {
       time_.enter(waiting_for_data);
       batch.clear();
+      bool have_batch = true;
       while (batch.size() < B) {
         auto u = queue_.pop();
         if (!u) {
-          for (auto* v : batch)
-            pool_.recycle(v);
-          if (device_source_)
-            refresh_host_copy();  // the final parameters, for learner::copy_parameters
-          return;
+          have_batch = false;
+          break;
         }
         batch.push_back(*u);
+      }
+      if (world != nullptr && !agree(*world, have_batch))
+        have_batch = false;
+      if (!have_batch) {
+        for (auto* v : batch)
+          pool_.recycle(v);
+        if (device_source_)
+          refresh_host_copy();  // the final parameters, for learner::copy_parameters
+        return;
       }
       time_.enter(training);
       // The parameters about to be trained are the last ones published; only this thread
@@ -261,6 +308,14 @@ class training_loop {
       try {
         r = trainer_.train_step(tb, net_, optimizer_, loss_, config_.max_grad_norm);
       } catch (const std::exception& e) {
+        if (world != nullptr) {
+          // The other ranks may already wait in this step's collective for a gradient this
+          // rank will never send: only ending every rank's process frees them.
+          config_.log("seedrl learner: rank " + std::to_string(world->rank()) +
+                      ": training failed: " + e.what() + "; ending every rank (" +
+                      world->describe() + ")");
+          world->abort_all(1);
+        }
         // A trainer that fails (e.g. a GPU error) stops training, not the process: inference
         // goes on with the last parameters and the log says why.
         config_.log(std::string("seedrl learner: training stopped: ") + e.what());
@@ -287,7 +342,102 @@ class training_loop {
       // This thread owns the parameters and optimizer, so its checkpoints are consistent.
       if (checkpoints_ && checkpoints_->due(steps) != checkpoint_reason::none)
         save_checkpoint(to_string(checkpoints_->due(steps)));
+      if (world != nullptr && config_.rank_check_every > 0 &&
+          steps % config_.rank_check_every == 0 &&
+          !same_state(*world, "after training step " + std::to_string(steps)))
+        return;
     }
+  }
+
+  /// Several ranks, before the first step: the run's settings, then the parameters and
+  /// optimizer state (initialised from the same seed, or restored from the same checkpoint)
+  /// must match rank 0's. False when they do not: every rank stops alike.
+  bool meet(distributed::gradient_reducer& world) {
+    time_.enter(waiting_for_ranks);
+    try {
+      distributed::require_same_on_all_ranks(world, config_.run_hash, "run settings",
+                                             "when they met");
+    } catch (const std::exception& e) {
+      return stop_for(e.what());
+    }
+    return same_state(world, "when they met (a rank initialised or restored differently)");
+  }
+
+  /// Several ranks: the parameters and optimizer state compared across the ranks (every rank
+  /// calls it at the same step). False, with the error recorded, when they differ.
+  bool same_state(distributed::gradient_reducer& world, const std::string& when) {
+    try {
+      trainer_.sync_to_host(net_, optimizer_);
+      const std::uint64_t h =
+          distributed::training_state_hash<scalar>(net_.parameters(), optimizer_);
+      distributed::require_identical_ranks(world, h, when);
+      last_state_hash_ = h;
+      return true;
+    } catch (const std::exception& e) {
+      return stop_for(e.what());
+    }
+  }
+
+  /// Records why every rank stops (the same on each) and closes the queue so that inference
+  /// never blocks on it; returns false.
+  bool stop_for(const std::string& why) {
+    config_.log(std::string("seedrl learner: ") + why);
+    time_.enter(waiting_for_data);  // not busy
+    stats_.update([&](learner_stats& s) {
+      s.trainer_error = why;
+      s.ranks_stopped = run_stop::failed;
+    });
+    queue_.close();
+    return false;
+  }
+
+  /// Several ranks, with or without a batch: the agreement of this step. True when every
+  /// rank trains it; otherwise every rank compares its final state and returns false.
+  bool agree(distributed::gradient_reducer& world, bool have_batch) {
+    time_.enter(waiting_for_ranks);
+    distributed::rank_status mine;
+    mine.have_batch = have_batch;
+    mine.stop = stop_reason_.load();
+    const learner_stats now = stats_source_ ? stats_source_() : stats_.read();
+    mine.figures.frames = now.frames;
+    mine.figures.episodes = now.episodes;
+    mine.figures.returns_counted = now.returns_counted;
+    mine.figures.mean_return = now.mean_return;
+    mine.figures.seconds_since_start = now.seconds_since_start;
+    mine.figures.seconds_inference = now.seconds_inference;
+    mine.figures.seconds_training = now.seconds_training;
+    mine.figures.seconds_waiting_for_ranks = now.seconds_waiting_for_ranks;
+    distributed::rank_agreement a;
+    try {
+      a = distributed::agree_on_step(world, mine);
+    } catch (const std::exception& e) {
+      return stop_for(e.what());
+    }
+    stats_.update([&](learner_stats& s) { s.ranks = a.ranks; });
+    if (a.stop == run_stop::none) {
+      try {
+        normalizer_.share_with_ranks(world);  // the same statistics on every rank
+      } catch (const std::exception& e) {
+        return stop_for(e.what());
+      }
+      return true;
+    }
+    const std::int64_t steps = stats_.read().train_steps;
+    config_.log("seedrl learner: " + distributed::describe_stop(a) + " after training step " +
+                std::to_string(steps));
+    if (!same_state(world, "at the end, after training step " + std::to_string(steps)))
+      return false;
+    config_.log("seedrl learner: rank " + std::to_string(world.rank()) + " of " +
+                std::to_string(world.ranks()) + ": parameters and optimizer state " +
+                distributed::hash_text(last_state_hash_) + " after training step " +
+                std::to_string(steps) + ", the same on every rank");
+    time_.enter(waiting_for_data);
+    stats_.update([&](learner_stats& s) {
+      s.ranks_stopped = a.stop;
+      s.stopping_rank = a.stopping_rank;
+    });
+    queue_.close();
+    return false;
   }
 
   /// With device publication: brings the trainer's parameters to the host store.
@@ -365,12 +515,15 @@ class training_loop {
   unroll_builder<scalar>& pool_;
   parameter_store<scalar>& params_;
   detail::stats_board& stats_;
-  const input_normalizer<scalar>& normalizer_;
+  input_normalizer<scalar>& normalizer_;  // several ranks: shared at every agreement
   time_split time_;
   std::shared_ptr<parameter_source<scalar>> device_source_;  // set by publish_on_device()
   std::optional<checkpoint_schedule<>> checkpoints_;         // set when checkpoint_dir is
   std::optional<std::filesystem::path> resumed_from_;        // the source of a full restore()
   bool saved_at_exit_ = false;
+  std::function<learner_stats()> stats_source_;  // several ranks: the learner's stats()
+  std::atomic<run_stop> stop_reason_{run_stop::none};
+  std::uint64_t last_state_hash_ = 0;
   std::thread thread_;
 };
 

@@ -51,6 +51,7 @@
 #include "seedrl/algo/ppo_loss.hpp"
 #include "seedrl/detail/optimizer_math.hpp"
 #include "seedrl/detail/type_traits.hpp"
+#include "seedrl/distributed/gradient_reducer.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
 #include "seedrl/runtime/parameter_source.hpp"
@@ -207,6 +208,17 @@ class recipe_trainer {
     loaded_kind_ = kind_of<Opt>();
   }
 
+  /// Data-parallel training, as host_trainer::set_gradient_reducer: each gradient step's
+  /// gradient is averaged over `reducer`'s ranks before clipping and the optimizer
+  /// (distributed/gradient_reducer.hpp). Every rank calls it before its first step.
+  void set_gradient_reducer(std::shared_ptr<distributed::gradient_reducer> reducer) {
+    engine().set_gradient_reducer(reducer);
+    reducer_ = std::move(reducer);
+  }
+  const std::shared_ptr<distributed::gradient_reducer>& reducer() const noexcept {
+    return reducer_;
+  }
+
   // --- what the backend holds ---------------------------------------------------------
 
   /// The backend's optimizer step count; throws std::logic_error before the first upload.
@@ -256,6 +268,7 @@ class recipe_trainer {
     return steps == 0 ? std::span<const std::span<const S>>() : arrays;
   }
 
+  std::shared_ptr<distributed::gradient_reducer> reducer_;  // null: one rank
   bool loaded_ = false;
   bool publishing_ = false;  // publish_on_device was called: steps publish on the device
   seedrl::detail::optimizer_kind loaded_kind_ = seedrl::detail::optimizer_kind::adam;

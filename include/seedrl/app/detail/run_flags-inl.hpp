@@ -5,11 +5,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstddef>
 #include <map>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "seedrl/app/cli.hpp"
 #include "seedrl/app/run_options.hpp"
+#include "seedrl/distributed/actor_placement.hpp"
 
 namespace seedrl::app {
 
@@ -37,14 +41,34 @@ SEEDRL_APP_API void add_run_flags(CLI::App& cli, run_options& o, mode_set modes)
   cli.add_option_function<std::string>(
          "--learner",
          [&o](const std::string& v) {
-           const auto hp = parse_host_port(v);
-           if (!hp)
-             throw CLI::ValidationError("--learner", "needs HOST:PORT, got '" + v + "'");
-           o.host = hp->host;
-           o.port = hp->port;
+           std::vector<std::string> items;
+           try {
+             items = distributed::split_learner_list(v);
+           } catch (const std::invalid_argument& e) {
+             throw CLI::ValidationError("--learner", e.what());
+           }
+           o.learners.clear();
+           for (const auto& item : items) {
+             const auto hp = parse_host_port(item);
+             if (!hp)
+               throw CLI::ValidationError("--learner",
+                                          "needs HOST:PORT[,HOST:PORT...], got '" + item + "'");
+             o.learners.push_back(*hp);
+           }
+           o.host = o.learners.front().host;
+           o.port = o.learners.front().port;
          },
-         "learner address (actor mode)")
-      ->option_text("HOST:PORT");
+         "learner address (actor mode); several learner ranks: HOST:PORT,HOST:PORT,... in rank "
+         "order")
+      ->option_text("HOST:PORT[,...]");
+  cli.add_option_function<std::size_t>(
+      "--actor-index", [&o](std::size_t v) { o.actor_index = v; },
+      "actor mode with several learners: this actor's index; it goes to rank index mod K "
+      "(default: the launcher's rank, else a hash of the host name)");
+  cli.add_option("--home-rank-wait", o.home_rank_wait,
+                 "actor mode with several learners: seconds to wait for its own rank at start "
+                 "before trying the next")
+      ->check(CLI::NonNegativeNumber);
   cli.add_option("--host", o.host, "where the learner listens");
   cli.add_option("--port", o.port, "the learner's port (0: any free port)");
   cli.add_option("--actors", o.actors, "actor processes in local mode")->check(positive_number);

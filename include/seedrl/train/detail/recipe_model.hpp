@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "seedrl/distributed/gradient_reducer.hpp"
 #include "seedrl/runtime/training_batch.hpp"
 #include "seedrl/train/agent_trainer.hpp"
 
@@ -38,6 +39,7 @@ class recipe_model {
     if (!trainer_ || key_ != key) {
       trainer_.reset();  // free the old network's buffers before allocating the new one
       trainer_ = Recipe::template make_trainer<trainer_type>(*backend_, shape);
+      trainer_->set_gradient_reducer(reducer_);
       key_ = std::move(key);
     }
     trainer_->set_parameters(params);
@@ -67,6 +69,15 @@ class recipe_model {
     return r;
   }
 
+  /// Data-parallel training: the backend trainer averages each gradient step's gradient over
+  /// `reducer`'s ranks (backend_agent_trainer::set_gradient_reducer), also after a new
+  /// upload_model builds it afresh.
+  void set_gradient_reducer(std::shared_ptr<distributed::gradient_reducer> reducer) {
+    reducer_ = std::move(reducer);
+    if (trainer_)
+      trainer_->set_gradient_reducer(reducer_);
+  }
+
   void download_parameters(std::span<S> params_out) const {
     model("download_parameters").get_parameters(params_out);
   }
@@ -93,6 +104,7 @@ class recipe_model {
   Backend* backend_;
   std::string name_;
   std::unique_ptr<trainer_type> trainer_;
+  std::shared_ptr<distributed::gradient_reducer> reducer_;  // null: one rank
   std::string key_;  ///< Recipe::describe of `trainer_`'s network
 };
 
