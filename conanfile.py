@@ -1,7 +1,7 @@
 """Conan 2 recipe for seedrl, a C++20 template library with one compiled part: seedrl::app, the
 program layer (docs/getting-started.md, "Compiled or header-only"); the rest is headers.
 
-Eigen, Boost and CLI11 are ordinary requirements; a profile may satisfy them from the system with
+Eigen, OpenSSL, Boost and CLI11 are ordinary requirements; a profile may satisfy them from the system with
 [platform_requires] (test/packaging/conan_create.sh does). The package carries seedrl's own
 CMake config files, so consumers use find_package(seedrl CONFIG) exactly as with an install.
 """
@@ -31,6 +31,7 @@ class SeedrlConan(ConanFile):
 
     def requirements(self):
         self.requires("eigen/[>=3.4 <4]")
+        self.requires("openssl/[>=3.0 <4]")  # libcrypto: the actor link's SHA-256 and HMAC
         self.requires("boost/[>=1.74]")
         self.requires("cli11/[>=2.1 <3]")  # seedrl::app, the program layer (seedrl/app/)
 

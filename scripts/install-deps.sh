@@ -17,8 +17,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 test_tools=0
 [ "${1:-}" = "--test-tools" ] && test_tools=1
 
-packages=(build-essential cmake git pkg-config libeigen3-dev libboost-dev libcli11-dev catch2 nlohmann-json3-dev
-          libbenchmark-dev libdnnl-dev ocl-icd-opencl-dev python3)
+packages=(build-essential cmake git pkg-config libeigen3-dev libssl-dev libboost-dev libcli11-dev catch2
+          nlohmann-json3-dev libbenchmark-dev libdnnl-dev ocl-icd-opencl-dev python3)
 if [ "$test_tools" = 1 ]; then
   # clang, libFuzzer's runtime (libclang_rt.fuzzer) and llvm-symbolizer: scripts/fuzz.sh.
   packages+=(clang-format python3-venv python3-pip clang libclang-rt-dev llvm)

@@ -23,6 +23,7 @@ export CONAN_HOME="$work/home"
 eigen=$(dpkg-query -W -f='${Version}' libeigen3-dev 2>/dev/null | sed 's/-.*//')
 boost=$(sed -n 's/#define BOOST_LIB_VERSION "\([0-9]*\)_\([0-9]*\)"/\1.\2.0/p' /usr/include/boost/version.hpp)
 cli11=$(dpkg-query -W -f='${Version}' libcli11-dev 2>/dev/null | sed 's/[+-].*//')
+openssl=$(dpkg-query -W -f='${Version}' libssl-dev 2>/dev/null | sed 's/[~+-].*//')
 cat >"$work/profile" <<PROFILE
 include(default)
 [settings]
@@ -31,6 +32,7 @@ compiler.cppstd=20
 eigen/${eigen:-3.4.0}
 boost/${boost:-1.74.0}
 cli11/${cli11:-2.1.2}
+openssl/${openssl:-3.0.0}
 PROFILE
 echo "profile:"; cat "$work/profile"
 "$conan" create "$work/recipe" --profile:host "$work/profile" --profile:build "$work/profile" \

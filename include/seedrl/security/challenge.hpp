@@ -121,7 +121,7 @@ namespace detail {
 /// The one place that lays out a proof's input. Takes the keyed MAC by value so that the
 /// handshakes can keep the key-derived state instead of the key.
 inline auth_proof keyed_proof(hmac_sha256 mac, auth_role role, const auth_nonce& learner_nonce,
-                              const auth_nonce& actor_nonce) noexcept {
+                              const auth_nonce& actor_nonce) {
   const std::array<std::byte, 1> role_byte{static_cast<std::byte>(role)};
   mac.update(auth_label).update(role_byte).update(learner_nonce).update(actor_nonce);
   return mac.finish();
@@ -133,8 +133,7 @@ inline auth_proof keyed_proof(hmac_sha256 mac, auth_role role, const auth_nonce&
 /// layout, so that no two different inputs can run together into the same message. Exposed
 /// for test vectors and for implementations in other languages to check against.
 inline auth_proof compute_proof(std::span<const std::byte> secret, auth_role role,
-                                const auth_nonce& learner_nonce,
-                                const auth_nonce& actor_nonce) noexcept {
+                                const auth_nonce& learner_nonce, const auth_nonce& actor_nonce) {
   return detail::keyed_proof(hmac_sha256(secret), role, learner_nonce, actor_nonce);
 }
 
@@ -180,7 +179,7 @@ class learner_handshake {
   bool authenticated() const noexcept { return authenticated_; }
 
  private:
-  auth_proof proof(auth_role role, const auth_nonce& actor_nonce) const noexcept {
+  auth_proof proof(auth_role role, const auth_nonce& actor_nonce) const {
     return detail::keyed_proof(mac_, role, learner_nonce_, actor_nonce);
   }
 
@@ -239,7 +238,7 @@ class actor_handshake {
   bool authenticated() const noexcept { return authenticated_; }
 
  private:
-  auth_proof proof(auth_role role) const noexcept {
+  auth_proof proof(auth_role role) const {
     return detail::keyed_proof(mac_, role, learner_nonce_, actor_nonce_);
   }
 
