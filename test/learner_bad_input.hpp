@@ -347,7 +347,7 @@ std::int64_t run_actor(Tr& transport, const typename Tr::endpoint_type& endpoint
 }
 
 /// docs/security.md's challenge-response: the right secret is served; a wrong one, or none, is
-/// refused with one log line and never reaches the batcher.
+/// refused and never reaches the batcher; refusals log one line per address a minute.
 template <class Tr>
 void check_authentication(const typename Tr::endpoint_type& listen_at) {
   using net_t = seedrl::mlp_lstm_agent<float>;
@@ -379,10 +379,14 @@ void check_authentication(const typename Tr::endpoint_type& listen_at) {
       CHECK(std::string(e.what()).find("auth_failed") != std::string::npos);
       CHECK(std::string(e.what()).find("authentication failed") != std::string::npos);
     }
+    // Retrying with the wrong secret: refused every time, logged once a minute per address.
+    for (int retry = 0; retry < 3; ++retry)
+      CHECK_THROWS_AS(run_actor(transport, endpoint, secret_of("correct horse battery stable")),
+                      seedrl::actor_rejected);
     const auto s = learner.stats();
     CHECK(s.frames == 0);
     CHECK(s.requests == 0);
-    CHECK(s.rejected_connections == 1);
+    CHECK(s.rejected_connections == 4);
     std::lock_guard lock(log_mutex);
     REQUIRE(log.size() == 1);
     CHECK(log[0].find("auth_failed") != std::string::npos);

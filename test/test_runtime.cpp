@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/runtime/batcher.hpp"
 #include "seedrl/runtime/bounded_queue.hpp"
+#include "seedrl/runtime/detail/log_limiter.hpp"
 #include "seedrl/runtime/env_state_store.hpp"
 #include "seedrl/runtime/parameter_store.hpp"
 #include "seedrl/runtime/policy.hpp"
@@ -572,4 +575,30 @@ TEST_CASE("read_at_one_instant: states sum to the clock while threads switch sta
   ta.join();
   tb.join();
   CHECK(bad == 0);
+}
+
+TEST_CASE("log_limiter: one line per address per interval, counting what it held back",
+          "[runtime]") {
+  using seedrl::detail::log_limiter;
+  using namespace std::chrono_literals;
+  log_limiter limit(60s, 3);
+  const auto t0 = log_limiter::clock::time_point{} + 1000s;
+  CHECK(limit.admit("10.0.0.7", t0) == std::optional<std::size_t>(0));
+  CHECK_FALSE(limit.admit("10.0.0.7", t0 + 1s));
+  CHECK_FALSE(limit.admit("10.0.0.7", t0 + 59s));
+  CHECK(limit.admit("10.0.0.8", t0 + 2s) == std::optional<std::size_t>(0));  // its own key
+  // A minute after its last line: logged again, saying two were held back.
+  CHECK(limit.admit("10.0.0.7", t0 + 60s) == std::optional<std::size_t>(2));
+  CHECK_FALSE(limit.admit("10.0.0.7", t0 + 61s));
+  // Bounded: past max_keys it forgets expired keys first, then all.
+  CHECK(limit.admit("a", t0 + 62s));
+  CHECK(limit.admit("b", t0 + 63s));  // 10.0.0.8 (expired) is forgotten to make room
+  CHECK(limit.admit("c", t0 + 64s));  // nothing expired: everything is forgotten
+  CHECK(limit.admit("10.0.0.7", t0 + 65s) == std::optional<std::size_t>(0));
+  CHECK(log_limiter::address_of("10.0.0.7:51234") == "10.0.0.7");
+  CHECK(log_limiter::address_of("[::1]:9000") == "[::1]");
+  CHECK(log_limiter::address_of("::1") == "::1");
+  CHECK(log_limiter::address_of("unix:/run/l.sock#12") == "unix:/run/l.sock");
+  CHECK(log_limiter::address_of("inproc:learner#3") == "inproc:learner");
+  CHECK(log_limiter::address_of("host:") == "host:");
 }

@@ -49,6 +49,7 @@
 
 #include "seedrl/core/spec.hpp"
 #include "seedrl/protocol/frame.hpp"
+#include "seedrl/runtime/detail/log_limiter.hpp"
 #include "seedrl/runtime/detail/stats_board.hpp"
 #include "seedrl/runtime/detail/step_request.hpp"
 #include "seedrl/runtime/learner_config.hpp"
@@ -525,8 +526,20 @@ class actor_server {
               const std::string& why) {
     if (type == protocol::message_type::reject)
       stats_.update([](learner_stats& st) { ++st.rejected_connections; });
-    log("seedrl learner: closing " + s.peer + (s.name.empty() ? "" : " (" + s.name + ")") + ": " +
-        protocol::to_string(code) + ": " + why);
+    // A peer that fails authentication may retry at once, forever: one line per address a
+    // minute (docs/security.md).
+    const bool auth =
+        code == protocol::error_code::auth_failed || code == protocol::error_code::auth_required;
+    std::optional<std::size_t> held_back = 0;
+    if (auth)
+      held_back = refused_peers_.admit(detail::log_limiter::address_of(s.peer));
+    if (held_back) {
+      log("seedrl learner: closing " + s.peer + (s.name.empty() ? "" : " (" + s.name + ")") + ": " +
+          protocol::to_string(code) + ": " + why +
+          (*held_back > 0 ? " (" + std::to_string(*held_back) +
+                                " more from this address in the last minute, not logged)"
+                          : ""));
+    }
     try {
       std::vector<std::byte> frame;
       protocol::encode_status(type, {code, why}, frame);
@@ -1014,6 +1027,7 @@ class actor_server {
   action_spec act_spec_;
   Steps& steps_;
   detail::stats_board& stats_;
+  detail::log_limiter refused_peers_;  // authentication refusals: one line per address a minute
 
   // Declared before the connections, so that it outlives them: the last references to a
   // connection may be handlers still queued here, destroyed with it.
