@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rehearses deploy/slurm/seedrl.sbatch on this machine (issue 30; not part of CI): starts a
-# single-node Slurm from Debian's slurm-wlm and munge (installed when missing; needs root),
+# one-machine Slurm from Debian's slurm-wlm and munge (installed when missing; needs root),
 # submits the sbatch script with two CPU learner ranks and two actor processes (its GPU lines
 # removed, its partitions and counts fitted to one node), waits for the job and checks that the
 # learners solved CartPole with every rank ending in the same state. The daemons it started are
@@ -10,11 +10,9 @@
 #   SEEDRL_SLURM_ONLY_START=1 scripts/slurm-check.sh ...   starts the daemons, prints SLURM_CONF
 #                                                          and leaves them running, for a look
 #
-# Status (2026-12-07): NOT PASSING YET. The daemons start (the node comes up idle, a plain job
-# runs), but the two components of the heterogeneous job stay PENDING (Resources) on the one
-# node: Slurm 22.05 here does not place both components on the same node, with bf_hetjob_immediate
-# or OverSubscribe=FORCE alike. Next: a second node name on this host (slurmd -N with its own
-# port, if this slurmd allows it), or rehearse the same body as one allocation with two steps.
+# Slurm here: two node names on this host, each with a slurmd of its own (slurmd -N), since
+# Slurm does not place a heterogeneous job's two components on one node. Passes here
+# (2026-12-07: Slurm 22.05.8, Open MPI 4.1.4 with PMIx, in about a minute).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build/release}" && pwd)
@@ -66,13 +64,12 @@ AuthType=auth/munge
 AuthInfo=socket=$work/munge/socket
 CredType=cred/munge
 StateSaveLocation=$work/state
-SlurmdSpoolDir=$work/spool
+SlurmdSpoolDir=$work/spool/%n
 SlurmctldPidFile=$work/slurmctld.pid
-SlurmdPidFile=$work/slurmd.pid
+SlurmdPidFile=$work/slurmd-%n.pid
 SlurmctldLogFile=$work/slurmctld.log
-SlurmdLogFile=$work/slurmd.log
+SlurmdLogFile=$work/slurmd-%n.log
 SlurmctldPort=16817
-SlurmdPort=16818
 ProctrackType=proctrack/pgid
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -80,24 +77,30 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 DefMemPerCPU=64
 MpiDefault=none
+SchedulerParameters=bf_interval=1,bf_hetjob_immediate
 ReturnToService=2
 SlurmdParameters=config_overrides
-NodeName=$host CPUs=$cpus RealMemory=4096 State=UNKNOWN
-PartitionName=check Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+# Two node names on this host, each with a slurmd of its own (-N): the heterogeneous job's
+# components (learners, actors) go to different nodes, as on a cluster.
+NodeName=gpunode NodeHostname=$host NodeAddr=127.0.0.1 Port=16818 CPUs=$cpus RealMemory=4096 State=UNKNOWN
+NodeName=cpunode NodeHostname=$host NodeAddr=127.0.0.1 Port=16819 CPUs=$cpus RealMemory=4096 State=UNKNOWN
+PartitionName=check Nodes=gpunode,cpunode Default=YES MaxTime=INFINITE State=UP
 CONF
-mkdir -p "$work/state" "$work/spool"
+mkdir -p "$work/state" "$work/spool/gpunode" "$work/spool/cpunode"
 export SLURM_CONF="$work/slurm.conf"
 slurmctld -D -f "$SLURM_CONF" &
 pids+=($!)
-slurmd -D -f "$SLURM_CONF" &
-pids+=($!)
+for node in gpunode cpunode; do
+  slurmd -D -N "$node" -f "$SLURM_CONF" &
+  pids+=($!)
+done
 for _ in $(seq 1 100); do
-  sinfo -h -o '%T' 2>/dev/null | grep -qE '^(idle|mixed)' && break
+  [ "$(sinfo -h -N -o '%T' 2>/dev/null | grep -cE '^(idle|mixed)')" = 2 ] && break
   sleep 0.2
 done
-sinfo -h -o '%T' | grep -qE '^(idle|mixed)' ||
-  { tail -20 "$work/slurmctld.log" "$work/slurmd.log" >&2; fail "the node never came up"; }
-echo "slurm-check: single-node Slurm up ($(sinfo -h -o '%N %c CPUs %T'))"
+[ "$(sinfo -h -N -o '%T' | grep -cE '^(idle|mixed)')" = 2 ] ||
+  { tail -20 "$work"/slurm*.log >&2; fail "the nodes never came up"; }
+echo "slurm-check: Slurm up on this machine ($(sinfo -h -N -o '%N %c CPUs %T' | tr '\n' ' '))"
 
 if [ -n "${SEEDRL_SLURM_ONLY_START:-}" ]; then
   echo "SLURM_CONF=$SLURM_CONF"
