@@ -80,6 +80,22 @@ TEST_CASE("parse_host_port splits at the last colon and checks the port", "[app]
   CHECK_FALSE(parse_host_port("localhost:-1"));
 }
 
+TEST_CASE("an actor takes the learner ranks' addresses in rank order, and its index", "[app]") {
+  run_options o;
+  REQUIRE_FALSE(parse(o, {"actor", "--learner", "10.0.0.1:9000,10.0.0.2:9000,[::1]:9001",
+                          "--actor-index", "7", "--home-rank-wait", "2.5"}));
+  REQUIRE(o.learners.size() == 3);
+  CHECK(o.learners[0].host == "10.0.0.1");
+  CHECK(o.learners[1].host == "10.0.0.2");
+  CHECK(o.learners[2].host == "[::1]");
+  CHECK(o.learners[2].port == 9001);
+  CHECK(o.host == "10.0.0.1");  // the first, as with one learner
+  CHECK(o.port == 9000);
+  REQUIRE(o.actor_index);
+  CHECK(*o.actor_index == 7);
+  CHECK(o.home_rank_wait == 2.5);
+}
+
 TEST_CASE("flags set the run options, and unset ones keep the program's defaults", "[app]") {
   run_options o;
   o.entropy_cost = 0.01;  // a program's own default
@@ -92,6 +108,9 @@ TEST_CASE("flags set the run options, and unset ones keep the program's defaults
   CHECK(o.seed == 9);
   CHECK(o.no_auth);
   CHECK(o.entropy_cost == 0.01);
+  CHECK(o.learners.size() == 1);
+  CHECK_FALSE(o.actor_index);
+  CHECK(o.home_rank_wait == 30.0);
   CHECK_FALSE(o.learning_rate);  // the recipe's default
   REQUIRE(o.target_return);
   CHECK(*o.target_return == 475.0);
@@ -362,6 +381,12 @@ TEST_CASE("the flags: --help exits 0, and every kind of bad input exits 2", "[ap
   CHECK(rc({"local", "--train-device", "gpu"}) == 2);
   CHECK(rc({"local", "--inference-device"}) == 2);
   CHECK(rc({"actor", "--learner", "nohost"}) == 2);
+  // Several learner ranks: a duplicate, an empty item, a bad item, a negative wait.
+  CHECK(rc({"actor", "--learner", "a:1,b:2,a:1"}) == 2);
+  CHECK(rc({"actor", "--learner", "a:1,,b:2"}) == 2);
+  CHECK(rc({"actor", "--learner", "a:1,b"}) == 2);
+  CHECK(rc({"actor", "--learner", "a:1,b:2", "--home-rank-wait", "-1"}) == 2);
+  CHECK(rc({"actor", "--learner", "a:1,b:2", "--actor-index", "x"}) == 2);
   CHECK(rc({"local", "--resume"}) == 2);  // needs --checkpoint-dir
   CHECK(rc({"local", "--checkpoint-dir", "d", "--resume", "--init-checkpoint", "c"}) == 2);
   CHECK(rc({"local", "--auth-secret-file", "/no/such/file"}) == 2);
