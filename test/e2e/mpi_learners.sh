@@ -46,13 +46,14 @@ ckpt=$(mktemp -d)
 rc=0
 "${launch[@]}" "$bin" local --actors 1 --envs-per-actor 8 --target-return 475 \
   --total-frames 60000 --checkpoint-dir "$ckpt" --seed 9 >"$out" 2>"$err" || rc=$?
-((rc == 1)) || fail "a run stopped by its frame budget below the target exited $rc, not 1"
+# 1: stopped by the frame budget below the target (0 in the rare run that solves it sooner).
+((rc == 0 || rc == 1)) || fail "a run with a small frame budget exited $rc"
 saved=$(ls "$ckpt" | grep -c '^ckpt-' || true)
 ((saved >= 1)) || fail "rank 0 wrote no checkpoint"
 rc=0
 "${launch[@]}" "$bin" local --actors 1 --envs-per-actor 8 --target-return 475 \
   --total-frames 120000 --checkpoint-dir "$ckpt" --resume --seed 9 >"$out" 2>"$err" || rc=$?
-((rc == 1)) || fail "the resumed run exited $rc, not 1"
+((rc == 0 || rc == 1)) || fail "the resumed run exited $rc"
 [ "$(grep -c '^resumed from' "$out")" = 2 ] || fail "not every rank resumed"
 [ "$(grep '^resumed from' "$out" | sort -u | wc -l)" = 1 ] ||
   fail "the ranks resumed from different checkpoints: $(grep '^resumed from' "$out")"
@@ -66,10 +67,11 @@ dead=$((base + 2))  # nothing listens there
 learners=$!
 list="127.0.0.1:$base,127.0.0.1:$((base + 1))"
 # Actors may start before their ranks listen: they wait for their own rank (--home-rank-wait,
-# 30 s by default); the one whose home is dead moves on after 2 s.
+# 30 s by default); the one whose home is dead is told not to wait (--home-rank-wait 0), so it
+# moves on at its first failure, long before the ranks can solve CartPole.
 actor_logs=()
 actor_pids=()
-for spec in "0 30 $list" "1 30 $list" "0 2 127.0.0.1:$dead,127.0.0.1:$base"; do
+for spec in "0 30 $list" "1 30 $list" "0 0 127.0.0.1:$dead,127.0.0.1:$base"; do
   read -r index wait addresses <<<"$spec"
   log=$(mktemp)
   actor_logs+=("$log")
