@@ -24,6 +24,7 @@
 #include "seedrl/app/checkpoint_settings.hpp"
 #include "seedrl/app/cli.hpp"
 #include "seedrl/app/gym_recipe.hpp"
+#include "seedrl/app/learner_ranks.hpp"
 #include "seedrl/app/mlp_recipe.hpp"
 #include "seedrl/app/pixel_recipe.hpp"
 #include "seedrl/app/python_actor.hpp"
@@ -895,4 +896,40 @@ TEST_CASE("resume and eval adopt the settings a checkpoint keeps, and refuse fla
   run_options any;
   REQUIRE_FALSE(parse(any, {"eval"}));
   CHECK_FALSE(adopt_checkpoint_settings(any, odd, continuous, "eval"));
+}
+
+TEST_CASE("learner ranks: what must match is hashed, what must differ differs", "[app]") {
+  using namespace seedrl::app;
+  run_options o;
+  o.actors = 3;
+  seedrl::learner_config lc = make_learner_config(o);
+  const auto h = run_settings_hash(o, lc, "PPO");
+  CHECK(run_settings_hash(o, lc, "PPO") == h);
+  CHECK(run_settings_hash(o, lc, "IMPALA (V-trace)") != h);
+  run_options other = o;
+  other.entropy_cost = 0.02;
+  CHECK(run_settings_hash(other, lc, "PPO") != h);
+  seedrl::learner_config bigger = lc;
+  bigger.batch_size += 1;
+  CHECK(run_settings_hash(o, bigger, "PPO") != h);
+  bigger = lc;
+  bigger.checkpoint_meta["network"] = "MLP 64-64";
+  CHECK(run_settings_hash(o, bigger, "PPO") != h);
+  // Rank 0 keeps a lone learner's seeds; rank 1's actors follow rank 0's, its sampling differs.
+  CHECK(rank_seeds(o, 0).first_actor == o.seed * 1000 + 1);
+  CHECK(rank_seeds(o, 0).action_sampling == o.seed);
+  CHECK(rank_seeds(o, 1).first_actor == o.seed * 1000 + 1 + 3);
+  CHECK(rank_seeds(o, 1).action_sampling != o.seed);
+  CHECK(rank_port(9000, 0) == 9000);
+  CHECK(rank_port(9000, 2) == 9002);
+  CHECK(rank_port(0, 2) == 0);  // any free port, whatever the rank
+  CHECK_THROWS_AS(rank_port(65535, 1), std::invalid_argument);
+  CHECK(exit_status_of(seedrl::run_stop::solved, o) == 0);
+  CHECK(exit_status_of(seedrl::run_stop::frames_done, o) == 1);  // below the target
+  run_options no_target = o;
+  no_target.target_return.reset();
+  CHECK(exit_status_of(seedrl::run_stop::frames_done, no_target) == 0);
+  CHECK(exit_status_of(seedrl::run_stop::signal, o) == 130);
+  CHECK(exit_status_of(seedrl::run_stop::failed, o) == 1);
+  CHECK(exit_status_of(seedrl::run_stop::actors_gone, o) == 1);
 }

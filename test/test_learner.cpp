@@ -1566,3 +1566,47 @@ TEST_CASE("learner ranks with other settings or parameters are refused when they
     }
   }
 }
+
+TEST_CASE("the ranks' totals: frames and episodes summed, returns weighted, the slowest rank",
+          "[learner][distributed]") {
+  seedrl::learner_stats before, after;
+  before.rank = after.rank = 0;
+  before.frames = 7;  // this rank's own counters are not what the totals read
+  seedrl::rank_figures a0, a1;
+  a0.frames = 1000;
+  a0.episodes = 10;
+  a0.returns_counted = 100;
+  a0.mean_return = 400.0;
+  a1.frames = 3000;
+  a1.episodes = 30;
+  a1.returns_counted = 50;
+  a1.mean_return = 500.0;
+  seedrl::rank_figures b0{}, b1{};
+  b0.seconds_since_start = b1.seconds_since_start = 10.0;
+  a0.seconds_since_start = a1.seconds_since_start = 20.0;
+  a0.seconds_waiting_for_ranks = 4.0;  // rank 0 waited 40% of the window for rank 1
+  a0.seconds_training = 5.0;
+  a1.seconds_waiting_for_ranks = 0.5;  // rank 1 is the one the others wait for
+  a1.seconds_training = 9.0;
+  a1.seconds_inference = 2.0;
+  before.ranks = {b0, b1};
+  after.ranks = {a0, a1};
+  const auto all = seedrl::over_all_ranks(after);
+  CHECK(all.frames == 4000);
+  CHECK(all.episodes == 40);
+  CHECK(all.returns_counted == 50);  // the target counts once every rank has 100
+  CHECK(all.mean_return == Approx((400.0 * 100 + 500.0 * 50) / 150));
+  // One rank: its own counters, untouched.
+  seedrl::learner_stats lone;
+  lone.frames = 5;
+  lone.mean_return = 3.0;
+  CHECK(seedrl::over_all_ranks(lone).frames == 5);
+  CHECK(seedrl::over_all_ranks(lone).mean_return == 3.0);
+  const auto p = seedrl::progress_between(seedrl::over_all_ranks(before), all, 10.0, 16);
+  CHECK(p.frames_per_second == Approx(400.0));
+  CHECK(p.slowest_rank == 1);
+  CHECK(p.slowest_training_busy == Approx(0.9));
+  CHECK(p.slowest_inference_busy == Approx(0.2));
+  CHECK_THAT(seedrl::progress_line(p), Catch::Contains("ranks 2 (slowest 1: inference  20% "
+                                                       "training  90%)"));
+}
