@@ -338,14 +338,12 @@ int run_learner(const run_options& flags, secret_ptr secret, const agent_parts<N
     }
     if (world && (solved || out_of_frames || actors_gone)) {
       // The ranks stop together: this rank's reason reaches the others at the next step.
-      l.request_stop(solved          ? run_stop::solved
-                     : out_of_frames ? run_stop::frames_done
-                                     : run_stop::actors_gone);
+      const run_stop why = solved          ? run_stop::solved
+                           : out_of_frames ? run_stop::frames_done
+                                           : run_stop::actors_gone;
+      l.request_stop(why);
       if (rank != 0) {
-        rc = exit_status_of(solved          ? run_stop::solved
-                            : out_of_frames ? run_stop::frames_done
-                                            : run_stop::actors_gone,
-                            o);
+        rc = exit_status_of(why, o);
         break;
       }
     }

@@ -38,7 +38,7 @@ struct rank_agreement {
 };
 
 namespace detail {
-constexpr std::size_t status_fields = 10;
+constexpr std::size_t status_fields = 9;
 }  // namespace detail
 
 /// Gathers every rank's `mine` over `r` (every rank calls it, once per step) and decides.
@@ -55,8 +55,7 @@ inline rank_agreement agree_on_step(gradient_reducer& r, const rank_status& mine
                                                          f.seconds_since_start,
                                                          f.seconds_inference,
                                                          f.seconds_training,
-                                                         f.seconds_waiting_for_ranks,
-                                                         0.0};
+                                                         f.seconds_waiting_for_ranks};
   const std::vector<double> all = r.gather(std::span<const double>(packed));
   if (all.size() != packed.size() * static_cast<std::size_t>(r.ranks()))
     throw std::runtime_error("seedrl: the learner ranks' status gather returned " +

@@ -189,16 +189,17 @@ class training_loop {
   /// An inference-only learner (learner_config::inference_only) starts no thread and saves no
   /// checkpoint: nothing ever reaches the queue.
   void start() {
+    distributed::gradient_reducer* const world = ranks();
     if (config_.inference_only)
       return;
     if (!config_.checkpoint_dir.empty()) {
       if (!continues_checkpoint_dir())
         require_no_checkpoints(config_.checkpoint_dir);
-      if (ranks() == nullptr || ranks()->rank() == 0)  // rank 0 writes for all
+      if (world == nullptr || world->rank() == 0)  // rank 0 writes for all
         checkpoints_.emplace(config_.checkpointing, stats_.read().train_steps);
     }
-    if (ranks() != nullptr) {
-      stats_.update([&](learner_stats& s) { s.rank = ranks()->rank(); });
+    if (world != nullptr) {
+      stats_.update([&](learner_stats& s) { s.rank = world->rank(); });
       normalizer_.share_between_ranks();  // before inference starts updating them
     }
     thread_ = std::thread([this] { run(); });
