@@ -60,13 +60,17 @@ struct served_learner {
   std::atomic<bool> stop{false};
   std::thread good_actor;
 
-  /// Listens at `listen_at` (port 0 and the like are resolved: `endpoint` is where it listens).
-  explicit served_learner(const typename Tr::endpoint_type& listen_at) {
+  /// Listens at `listen_at` (port 0 and the like are resolved: `endpoint` is where it listens);
+  /// the learner's log lines go to `log` when given.
+  explicit served_learner(const typename Tr::endpoint_type& listen_at,
+                          std::function<void(const std::string&)> log = {}) {
     seedrl::mlp_lstm_agent_config nc;
     nc.hidden_sizes = {8};
     nc.lstm_size = 0;
     seedrl::learner_config lc = small_learner_config();
     lc.max_payload = 1 << 16;
+    if (log)
+      lc.log = std::move(log);
     learner = std::make_unique<learner_t>(
         lc, net_t(nc), seedrl::adam<float>(), seedrl::impala_loss<float>(),
         seedrl::cartpole::observation_spec(), seedrl::cartpole::action_spec());

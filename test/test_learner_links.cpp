@@ -1,6 +1,6 @@
-// One learner, written once against the Transport concept, trains over TCP, Unix sockets and
-// the in-process pipes alike: actors connect, are answered, unrolls reach the trainer, and
-// stop() ends everything.
+// One learner, written once against the Transport concept, trains over TCP (plain and TLS 1.3),
+// Unix sockets and the in-process pipes alike: actors connect, are answered, unrolls reach the
+// trainer, and stop() ends everything.
 #include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -30,6 +30,7 @@
 #include "seedrl/transport/tcp.hpp"
 #include "seedrl/transport/unix_socket.hpp"
 #include "skip.hpp"
+#include "tls_fixtures.hpp"
 
 namespace {
 
@@ -42,6 +43,10 @@ std::string unique_suffix() {
 
 struct tcp_link {
   using transport_type = seedrl::tcp_transport;
+  static seedrl::tcp_endpoint listen_at() { return {"127.0.0.1", 0}; }
+};
+struct tls_link {
+  using transport_type = seedrl::test::tls_tcp_transport;
   static seedrl::tcp_endpoint listen_at() { return {"127.0.0.1", 0}; }
 };
 struct unix_link {
@@ -67,8 +72,11 @@ template <class C>
 read_outcome read_frame_within(C& c, std::chrono::milliseconds timeout,
                                seedrl::protocol::frame_header& h, std::vector<std::byte>& payload) {
   if constexpr (requires { c.native_handle(); }) {
+    // A TLS link may hold a frame it decrypted already: the socket has nothing more then.
+    const bool buffered =
+        c.native_tls_handle() != nullptr && SSL_pending(c.native_tls_handle()) > 0;
     pollfd p{c.native_handle(), POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0)
+    if (!buffered && ::poll(&p, 1, static_cast<int>(timeout.count())) <= 0)
       return read_outcome::timeout;
   }  // else (in-process pipes) a blocking read: the learner under test answers or closes
   try {
@@ -128,7 +136,7 @@ bool step_and_read_actions(C& c, const std::vector<std::byte>& step) {
 }  // namespace
 
 TEMPLATE_TEST_CASE("the learner trains with actors over each transport", "[learner][links]",
-                   tcp_link, unix_link, in_process_link) {
+                   tcp_link, tls_link, unix_link, in_process_link) {
   using transport_t = typename TestType::transport_type;
   using net_t = seedrl::mlp_lstm_agent<float>;
   using learner_t = seedrl::learner<net_t, seedrl::adam<float>, transport_t>;
@@ -648,7 +656,7 @@ TEST_CASE(
 // whose connections the I/O pool serves: whole frames, then every frame a few bytes at a time
 // (the parser waits for the rest of a header or payload across reads).
 TEMPLATE_TEST_CASE("the I/O pool refuses malformed frames and keeps serving other actors",
-                   "[learner][links][bad_input]", tcp_link, unix_link) {
+                   "[learner][links][bad_input]", tcp_link, tls_link, unix_link) {
   seedrl_test::served_learner<typename TestType::transport_type> s(TestType::listen_at());
   SECTION("whole frames") {
     seedrl_test::check_malformed_frames_are_refused(s);
@@ -667,6 +675,52 @@ TEMPLATE_TEST_CASE(
 }
 
 TEMPLATE_TEST_CASE("the I/O pool runs the challenge-response: only the right secret is served",
-                   "[learner][links][auth]", tcp_link, unix_link) {
+                   "[learner][links][auth]", tcp_link, tls_link, unix_link) {
   seedrl_test::check_authentication<typename TestType::transport_type>(TestType::listen_at());
+}
+
+TEST_CASE(
+    "a TLS learner refuses actors without a certificate its CA signed, logs them once a minute "
+    "and keeps serving the others",
+    "[learner][links][tls]") {
+  std::mutex log_mutex;
+  std::vector<std::string> log;
+  seedrl_test::served_learner<seedrl::test::tls_tcp_transport> s({"127.0.0.1", 0},
+                                                                 [&](const std::string& line) {
+                                                                   std::lock_guard lock(log_mutex);
+                                                                   log.push_back(line);
+                                                                 });
+  REQUIRE(s.still_served());
+  // Another CA's certificate, then no TLS at all, twice each from the same address.
+  seedrl::tcp_transport rogue(seedrl::test::tls_fixture("rogue"));
+  seedrl::tcp_transport plain;
+  for (seedrl::tcp_transport* t : {&rogue, &rogue, &plain, &plain}) {
+    bool refused = false;
+    try {
+      auto c = t->connect(s.endpoint);  // TLS 1.3: the client's side completes first
+      const auto hello = seedrl_test::cartpole_hello();
+      const std::span<const std::byte> bufs[] = {hello};
+      c.write(bufs);
+      seedrl::protocol::frame_header h{};
+      std::vector<std::byte> payload;
+      refused = read_frame_within(c, 5s, h, payload) == read_outcome::closed;
+    } catch (const seedrl::transport_error&) {
+      refused = true;
+    }
+    CHECK(refused);
+  }
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (s.learner->stats().rejected_connections < 4 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  CHECK(s.learner->stats().rejected_connections == 4);
+  CHECK(s.still_served());
+  std::lock_guard lock(log_mutex);
+  std::size_t refusals = 0;
+  for (const auto& line : log) {
+    if (line.find("refusing 127.0.0.1:") != std::string::npos) {
+      ++refusals;
+      CHECK(line.find("TLS handshake failed") != std::string::npos);
+    }
+  }
+  CHECK(refusals == 1);  // one line per address a minute
 }

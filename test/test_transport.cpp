@@ -1,7 +1,8 @@
 // The transports. The learner is written against the Transport concept only, so the same
-// checks run on TCP, Unix sockets and the in-process pipes (TEMPLATE_TEST_CASE over one "case"
-// type each); what a transport adds of its own follows. Catch2 is not thread-safe: worker
-// threads hand their results back through futures and only the main thread asserts.
+// checks run on TCP, TCP with TLS 1.3, Unix sockets and the in-process pipes
+// (TEMPLATE_TEST_CASE over one "case" type each); what a transport adds of its own follows. Catch2
+// is not thread-safe: worker threads hand their results back through futures and only the main
+// thread asserts.
 
 // GCC 12 warns under -fsanitize=thread that TSan does not model the std::atomic_thread_fence in
 // Asio's std_fenced_block, which any Asio socket instantiates. Asio only fences around handler
@@ -39,6 +40,7 @@
 #include "seedrl/transport/transport.hpp"
 #include "seedrl/transport/transport_error.hpp"
 #include "seedrl/transport/unix_socket.hpp"
+#include "tls_fixtures.hpp"
 
 static_assert(seedrl::Transport<seedrl::tcp_transport>);
 static_assert(seedrl::Transport<seedrl::unix_transport>);
@@ -74,6 +76,15 @@ struct tcp_case {
   }
 };
 
+struct tls_case {
+  using transport_type = seedrl::test::tls_tcp_transport;
+  static constexpr const char* peer_prefix = "127.0.0.1:";
+  static seedrl::tcp_endpoint fresh_endpoint() { return tcp_case::fresh_endpoint(); }
+  static std::pair<seedrl::tcp_endpoint, std::string> dead_endpoint(transport_type& transport) {
+    return tcp_case::dead_endpoint(transport);
+  }
+};
+
 struct unix_case {
   using transport_type = seedrl::unix_transport;
   static constexpr const char* peer_prefix = "unix:";
@@ -97,14 +108,35 @@ struct in_process_case {
   }
 };
 
-// A listener and one connected pair; members are initialised in this order.
+// Connects a client and accepts it, the accepting side on another thread: a TLS client's
+// connect() runs the handshake, which needs the server's side running. Returns {client, server}.
+template <class Transport, class Listener>
+auto connect_and_accept(Transport& transport, Listener& listener) {
+  auto accepted = std::async(std::launch::async, [&listener] {
+    auto c = listener.accept();
+    if constexpr (requires { c.handshake(); })
+      c.handshake();
+    return c;
+  });
+  try {
+    auto client = transport.connect(listener.local_endpoint());
+    return std::pair{std::move(client), accepted.get()};
+  } catch (...) {
+    listener.close();  // or the accepting thread would wait forever
+    throw;
+  }
+}
+
+// A listener and one connected pair.
 template <class Case>
 struct connected_pair {
   using transport_type = typename Case::transport_type;
+  using connection_type = typename transport_type::connection_type;
   transport_type transport;
   typename transport_type::listener_type listener = transport.listen(Case::fresh_endpoint());
-  typename transport_type::connection_type client = transport.connect(listener.local_endpoint());
-  typename transport_type::connection_type server = listener.accept();
+  std::pair<connection_type, connection_type> both = connect_and_accept(transport, listener);
+  connection_type& client = both.first;
+  connection_type& server = both.second;
 };
 
 // Runs `f` on scope exit: closes connections before the futures that use them are destroyed
@@ -190,7 +222,7 @@ std::size_t echo_until_eof(C& connection) {
 
 }  // namespace
 
-#define SEEDRL_TRANSPORT_CASES tcp_case, unix_case, in_process_case
+#define SEEDRL_TRANSPORT_CASES tcp_case, tls_case, unix_case, in_process_case
 
 TEMPLATE_TEST_CASE("a connect is accepted and both ends are open and named", "[transport]",
                    SEEDRL_TRANSPORT_CASES) {
@@ -463,8 +495,10 @@ TEMPLATE_TEST_CASE("connecting where nobody listens fails with a message naming 
   CHECK_THAT(error->what(), Catch::Contains(name));
 }
 
+// Not TLS: its connect() waits for the handshake, which a connection never accepted never gets
+// (the handshake deadline covers that; the TLS tests below check it).
 TEMPLATE_TEST_CASE("a connection never accepted ends when its listener goes", "[transport]",
-                   SEEDRL_TRANSPORT_CASES) {
+                   tcp_case, unix_case, in_process_case) {
   typename TestType::transport_type transport;
   std::optional<typename TestType::transport_type::listener_type> listener(
       transport.listen(TestType::fresh_endpoint()));
@@ -490,8 +524,7 @@ TEMPLATE_TEST_CASE("connections and listeners move", "[transport]", SEEDRL_TRANS
 
   // Move assignment closes the link the target held: its peer sees end of stream.
   auto listener = std::move(l.listener);
-  auto other = l.transport.connect(listener.local_endpoint());
-  auto other_server = listener.accept();
+  auto [other, other_server] = connect_and_accept(l.transport, listener);
   other = std::move(client);
   write_value(other, 8);
   CHECK(read_value(l.server) == 8);
@@ -696,4 +729,183 @@ TEST_CASE("in-process frames far larger than the pipe wrap around intact", "[tra
 
 TEST_CASE("in-process transport rejects a zero pipe capacity", "[transport]") {
   CHECK_THROWS_AS(seedrl::in_process_transport(0), std::invalid_argument);
+}
+
+// --- TLS ---------------------------------------------------------------------------------------
+
+namespace {
+
+using seedrl::tcp_transport;
+using seedrl::tls_config;
+using seedrl::test::tls_fixture;
+
+// Fixture certificates with a short handshake deadline, so that a failing test fails fast.
+tls_config tls_fixture_fast(const std::string& name, const std::string& ca = "ca") {
+  auto c = tls_fixture(name, ca);
+  c.handshake_timeout = 5s;
+  return c;
+}
+
+tls_config tls_psk(const std::string& secret) {
+  tls_config c;
+  c.psk_secret = std::make_shared<const seedrl::security::shared_secret>(
+      seedrl::security::shared_secret::from_bytes(
+          std::as_bytes(std::span(secret.data(), secret.size())), "test"));
+  c.handshake_timeout = 5s;
+  return c;
+}
+
+// What each end saw of one connection: the learner's side accepts, completes the handshake and
+// trades a value; the actor's side connects (its handshake) and trades it back. A TLS 1.3 client
+// learns that the server refused its certificate only when it reads, hence the trade.
+struct tls_attempt {
+  std::optional<transport_error> server;
+  std::optional<transport_error> client;
+  int tls_version = 0;  // the learner's side, after its handshake
+};
+
+tls_attempt attempt(tcp_transport& learner_side, tcp_transport& actor_side,
+                    std::string host = "127.0.0.1") {
+  auto listener = learner_side.listen({"127.0.0.1", 0});
+  tls_attempt a;
+  auto served = std::async(std::launch::async, [&] {
+    return error_of([&] {
+      auto c = listener.accept();
+      c.handshake();
+      if (SSL* ssl = c.native_tls_handle())
+        a.tls_version = SSL_version(ssl);
+      write_value(c, 42);
+      if (read_value(c) != 43)
+        throw transport_error("the actor's value came back wrong");
+    });
+  });
+  a.client = error_of([&] {
+    auto c = actor_side.connect({host, listener.local_port()});
+    if (read_value(c) != 42)
+      throw transport_error("the learner's value came back wrong");
+    write_value(c, 43);
+  });
+  a.server = served.get();
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("tls: mutual certificates negotiate TLS 1.3, by address and by host name",
+          "[transport][tls]") {
+  tcp_transport learner(tls_fixture_fast("learner"));
+  tcp_transport actor(tls_fixture_fast("actor"));
+  CHECK(learner.uses_tls());
+  for (const char* host : {"127.0.0.1", "localhost"}) {
+    const auto a = attempt(learner, actor, host);
+    CHECK_FALSE(a.server);
+    CHECK_FALSE(a.client);
+    CHECK(a.tls_version == TLS1_3_VERSION);
+  }
+}
+
+TEST_CASE("tls: the learner refuses an actor whose certificate another CA signed",
+          "[transport][tls]") {
+  tcp_transport learner(tls_fixture_fast("learner"));
+  tcp_transport actor(tls_fixture_fast("rogue"));  // trusts our CA, but is not signed by it
+  const auto a = attempt(learner, actor);
+  REQUIRE(a.server);
+  CHECK_THAT(a.server->what(),
+             Catch::Contains("TLS handshake with 127.0.0.1:") && Catch::Contains("certificate"));
+  CHECK(a.client);  // refused: the learner closed the link
+}
+
+TEST_CASE("tls: an actor refuses a learner its CA did not sign", "[transport][tls]") {
+  tcp_transport learner(tls_fixture_fast("rogue"));  // trusts our CA for actors
+  tcp_transport actor(tls_fixture_fast("actor"));
+  const auto a = attempt(learner, actor);
+  REQUIRE(a.client);
+  CHECK_THAT(a.client->what(),
+             Catch::Contains("certificate verify failed") && Catch::Contains("local issuer"));
+  CHECK(a.server);
+}
+
+TEST_CASE("tls: an actor refuses a learner whose certificate names another host",
+          "[transport][tls]") {
+  tcp_transport learner(tls_fixture_fast("wrong_name"));
+  tcp_transport actor(tls_fixture_fast("actor"));
+  const auto a = attempt(learner, actor);
+  REQUIRE(a.client);
+  CHECK_THAT(a.client->what(), Catch::Contains("mismatch"));
+  // Told the name the certificate carries, the same actor accepts it.
+  auto named = tls_fixture_fast("actor");
+  named.server_name = "elsewhere.invalid";
+  tcp_transport told(named);
+  const auto b = attempt(learner, told);
+  CHECK_FALSE(b.client);
+  CHECK_FALSE(b.server);
+}
+
+TEST_CASE("tls: a pre-shared key admits holders of the secret only", "[transport][tls]") {
+  tcp_transport learner(tls_psk("a shared secret of the right length"));
+  tcp_transport actor(tls_psk("a shared secret of the right length"));
+  const auto a = attempt(learner, actor);
+  CHECK_FALSE(a.server);
+  CHECK_FALSE(a.client);
+  CHECK(a.tls_version == TLS1_3_VERSION);
+
+  tcp_transport guesser(tls_psk("another secret of the right length"));
+  const auto b = attempt(learner, guesser);
+  CHECK(b.server);
+  CHECK(b.client);
+  tcp_transport with_certificate(tls_fixture_fast("actor"));
+  const auto c = attempt(learner, with_certificate);
+  CHECK(c.server);
+  CHECK(c.client);
+}
+
+TEST_CASE("tls: a plain TCP peer on either side fails with a message saying TLS",
+          "[transport][tls]") {
+  tcp_transport tls(tls_fixture_fast("learner"));
+  tcp_transport plain;
+  const auto a = attempt(tls, plain);  // a plain actor at a TLS learner
+  REQUIRE(a.server);
+  CHECK_THAT(a.server->what(), Catch::Contains("TLS handshake"));
+  CHECK(a.client);
+  const auto b = attempt(plain, tls);  // a TLS actor at a plain learner
+  REQUIRE(b.client);
+  CHECK_THAT(b.client->what(), Catch::Contains("TLS handshake"));
+}
+
+TEST_CASE("tls: a peer that connects and says nothing is dropped at the handshake deadline",
+          "[transport][tls]") {
+  auto config = tls_fixture("learner");
+  config.handshake_timeout = 200ms;
+  tcp_transport learner(config);
+  tcp_transport plain;
+  auto listener = learner.listen({"127.0.0.1", 0});
+  auto silent = plain.connect({"127.0.0.1", listener.local_port()});
+  auto server = listener.accept();
+  const auto start = std::chrono::steady_clock::now();
+  const auto error = error_of([&] { server.handshake(); });
+  REQUIRE(error);
+  CHECK_THAT(error->what(), Catch::Contains("timed out after 200 ms"));
+  CHECK(std::chrono::steady_clock::now() - start < 10s);
+  CHECK_FALSE(server.is_open());
+}
+
+TEST_CASE("tls: bad configurations are refused up front, naming the file", "[transport][tls]") {
+  auto missing = tls_fixture("learner");
+  missing.ca_file = "/nonexistent/ca.pem";
+  CHECK_THROWS_WITH(tcp_transport(missing), Catch::Contains("/nonexistent/ca.pem"));
+  auto mismatched = tls_fixture("learner");
+  mismatched.private_key_file = tls_fixture("actor").private_key_file;
+  CHECK_THROWS_WITH(tcp_transport(mismatched), Catch::Contains("actor.key (for the certificate") &&
+                                                   Catch::Contains("learner.pem") &&
+                                                   Catch::Contains("mismatch"));
+  auto not_pem = tls_fixture("learner");
+  not_pem.certificate_file = not_pem.ca_file.substr(0, not_pem.ca_file.rfind('/')) + "/make.sh";
+  CHECK_THROWS_WITH(tcp_transport(not_pem), Catch::Contains("make.sh"));
+  auto no_ca = tls_fixture("learner");
+  no_ca.ca_file.clear();
+  CHECK_THROWS_WITH(tcp_transport(no_ca), Catch::Contains("CA"));
+  CHECK_THROWS_AS(tcp_transport(tls_config{}), std::invalid_argument);
+  auto both = tls_psk("a shared secret of the right length");
+  both.certificate_file = tls_fixture("learner").certificate_file;
+  CHECK_THROWS_WITH(tcp_transport(both), Catch::Contains("not both"));
 }

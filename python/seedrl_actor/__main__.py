@@ -98,6 +98,22 @@ def parser() -> argparse.ArgumentParser:
                     help=f"read the shared secret from FILE (mode 0600) instead of {SECRET_ENV}")
     ap.add_argument("--no-auth", action="store_true",
                     help=f"connect without authentication even when {SECRET_ENV} is set")
+    tls = ap.add_argument_group(
+        "TLS 1.3 (docs/security.md)",
+        "for links that leave the host: certificate files (the learner checks the actor's, the "
+        "actor the learner's and its name), or a key derived from the shared secret")
+    tls.add_argument("--tls-cert", metavar="FILE", default=None,
+                     help="this actor's certificate chain (PEM)")
+    tls.add_argument("--tls-key", metavar="FILE", default=None,
+                     help="the private key of --tls-cert (PEM)")
+    tls.add_argument("--tls-ca", metavar="FILE", default=None,
+                     help="the CA certificates (PEM) the learner's certificate must chain to")
+    tls.add_argument("--tls-server-name", metavar="NAME", default=None,
+                     help="the name the learner's certificate must carry (default: the host in "
+                          "--learner)")
+    tls.add_argument("--tls-psk", action="store_true",
+                     help="TLS with a pre-shared key derived from the shared secret (Python "
+                          "3.13+)")
     ap.add_argument("--max-steps", type=_positive, default=None, metavar="N",
                     help="stop after N round trips (for tests)")
     ap.add_argument("--max-backoff", type=float, default=5.0, metavar="SECONDS",
@@ -212,12 +228,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SecretError as e:
         print(e, file=sys.stderr)
         return 2
+    tls_context = None
+    if args.tls_cert or args.tls_key or args.tls_ca or args.tls_psk or args.tls_server_name:
+        from .tls import TlsConfigError, client_context
+        if args.tls_psk and secret is None:
+            print("--tls-psk derives the TLS key from the shared secret: set "
+                  f"{SECRET_ENV} or --auth-secret-file", file=sys.stderr)
+            return 2
+        try:
+            tls_context = client_context(args.tls_cert, args.tls_key, args.tls_ca,
+                                         secret if args.tls_psk else None)
+        except TlsConfigError as e:
+            print(f"seedrl actor: {e}", file=sys.stderr)
+            return 2
     # Imported here so that --help and secret errors do not wait for gymnasium.
     from .actor import Actor, ActorConfig, ActorRejected, SpaceError
 
     host, port = args.learner
     config = ActorConfig(host=host, port=port, seed=args.seed, actor_id=args.actor_id,
-                         secret=secret, max_steps=args.max_steps, max_backoff=args.max_backoff)
+                         secret=secret, max_steps=args.max_steps, max_backoff=args.max_backoff,
+                         tls=tls_context, tls_server_name=args.tls_server_name)
     if args.name is not None:
         config.name = args.name
     try:

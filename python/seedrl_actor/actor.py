@@ -20,6 +20,7 @@ import os
 import random
 import secrets
 import socket
+import ssl
 import sys
 import time
 from collections import deque
@@ -376,6 +377,8 @@ class ActorConfig:
     actor_id: int = field(default_factory=os.getpid)
     name: str = field(default_factory=default_name)
     secret: bytes | None = None  # from auth.load_secret; None: no authentication
+    tls: ssl.SSLContext | None = None  # from tls.client_context; None: plain TCP
+    tls_server_name: str | None = None  # the name the learner's certificate carries (or host)
     initial_backoff: float = 0.1
     max_backoff: float = 5.0
     max_steps: int | None = None  # stop after this many round trips (tests)
@@ -414,6 +417,16 @@ class Link:
             raise LinkError(f"cannot connect to {config.host}:{config.port}: "
                             f"{e.strerror or e}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # lock-step: no batching
+        if config.tls is not None:
+            try:  # the handshake, within the connect timeout still set on the socket
+                sock = config.tls.wrap_socket(
+                    sock, server_hostname=config.tls_server_name or config.host)
+            except (OSError, ssl.SSLError) as e:
+                sock.close()
+                checked = getattr(e, "verify_message", None)  # why the learner's cert failed
+                why = f"certificate verify failed: {checked}" if checked else str(e)
+                raise LinkError(f"TLS handshake with {config.host}:{config.port} failed: "
+                                f"{why}") from None
         return cls(sock, config, stopping)
 
     def close(self) -> None:

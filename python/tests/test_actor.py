@@ -16,6 +16,7 @@ import pathlib
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -181,15 +182,19 @@ class Peer:
 
 
 class ScriptedLearner:
-    """Accepts connections on 127.0.0.1 and runs script(peer, index) for each, in order."""
+    """Accepts connections on 127.0.0.1 and runs script(peer, index) for each, in order;
+    with `tls` (a server SSLContext), each over TLS."""
 
-    def __init__(self, script: Callable[["Peer", int], None]) -> None:
+    def __init__(self, script: Callable[["Peer", int], None],
+                 tls: "ssl.SSLContext | None" = None) -> None:
         self.script = script
+        self.tls = tls
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.listener.settimeout(0.1)
         self.port = self.listener.getsockname()[1]
         self.connections = 0
         self.errors: list[str] = []
+        self.tls_refusals: list[str] = []
         self._done = False
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
@@ -205,6 +210,13 @@ class ScriptedLearner:
             index = self.connections
             self.connections += 1
             try:
+                if self.tls is not None:
+                    conn.settimeout(10)
+                    try:
+                        conn = self.tls.wrap_socket(conn, server_side=True)
+                    except (OSError, ssl.SSLError) as e:
+                        self.tls_refusals.append(str(e))
+                        continue
                 self.script(Peer(conn), index)
             except Exception:
                 self.errors.append(traceback.format_exc())
@@ -1103,3 +1115,106 @@ class CppGaussianLearnerTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# -------------------------------------------------------------------------------------------
+# TLS
+
+
+TLS_FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "test" / "fixtures" / "tls"
+
+
+def tls_files(name: str, ca: str = "ca") -> tuple[str, str, str]:
+    return (str(TLS_FIXTURES / f"{name}.pem"), str(TLS_FIXTURES / f"{name}.key"),
+            str(TLS_FIXTURES / f"{ca}.pem"))
+
+
+def learner_tls(name: str = "learner") -> "ssl.SSLContext":
+    """The learner's side as the C++ one sets it up: TLS 1.3, a client certificate required."""
+    cert, key, ca = tls_files(name)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.load_cert_chain(cert, key)
+    ctx.load_verify_locations(ca)
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    return ctx
+
+
+@requires_tool(gym is not None, GYM_MISSING)
+class TlsTests(unittest.TestCase):
+    def setUp(self) -> None:
+        self.learners: list[ScriptedLearner] = []
+
+    def tearDown(self) -> None:
+        for learner in self.learners:
+            learner.close()
+            self.assertEqual(learner.errors, [], "".join(learner.errors))
+
+    def tls_learner(self, script, name: str = "learner") -> "ScriptedLearner":
+        learner = ScriptedLearner(script, tls=learner_tls(name))
+        self.learners.append(learner)
+        return learner
+
+    def run_actor(self, learner: "ScriptedLearner", **overrides) -> "Actor":
+        actor = Actor(config_for(learner, **overrides), counting_envs, 2)
+        self.addCleanup(actor.close)
+        actor.run()
+        return actor
+
+    def test_certificates_carry_the_steps(self) -> None:
+        from seedrl_actor.tls import client_context
+        record: list = []
+
+        def script(peer: Peer, index: int) -> None:
+            assert peer.sock.version() == "TLSv1.3", peer.sock.version()
+            assert peer.sock.getpeercert()["subject"][0][0][1] == "seedrl test actor"
+            peer.serve_steps(peer.welcome(), record, lambda k: [0] * k)
+
+        actor = self.run_actor(self.tls_learner(script), max_steps=3,
+                               tls=client_context(*tls_files("actor")))
+        self.assertEqual(actor.steps, 3)
+
+    def test_a_learner_the_ca_did_not_sign_or_of_another_name_is_refused(self) -> None:
+        from seedrl_actor.actor import Link, LinkError
+        from seedrl_actor.tls import client_context
+        for name, why in (("rogue", "unable to get local issuer certificate"),
+                          ("wrong_name", "IP address mismatch")):
+            with self.subTest(name):
+                learner = self.tls_learner(lambda peer, index: None, name)
+                config = config_for(learner, tls=client_context(*tls_files("actor")))
+                with self.assertRaises(LinkError) as cm:
+                    Link.connect(config, lambda: False)
+                self.assertIn("TLS handshake with 127.0.0.1:", str(cm.exception))
+                self.assertIn(why, str(cm.exception))
+                # Told the name the certificate carries, the actor accepts the second one.
+                if name == "wrong_name":
+                    config.tls_server_name = "elsewhere.invalid"
+                    Link.connect(config, lambda: False).close()
+
+    def test_an_actor_the_ca_did_not_sign_is_refused_by_the_learner(self) -> None:
+        from seedrl_actor.actor import Link, LinkError
+        from seedrl_actor.tls import client_context
+        learner = self.tls_learner(lambda peer, index: peer.welcome())
+        config = config_for(learner, tls=client_context(*tls_files("rogue")))
+        link = Link.connect(config, lambda: False)  # TLS 1.3: the client's side ends first
+        with self.assertRaises(LinkError):
+            link.send(p.encode_keepalive())
+            link.recv_frame()
+        link.close()
+        wait_until(lambda: learner.tls_refusals)
+        self.assertTrue(learner.tls_refusals)
+
+    def test_bad_settings_are_refused_naming_the_file(self) -> None:
+        from seedrl_actor.tls import TlsConfigError, client_context
+        cert, key, ca = tls_files("actor")
+        with self.assertRaises(TlsConfigError) as cm:
+            client_context(cert, key, "/nonexistent/ca.pem")
+        self.assertIn("/nonexistent/ca.pem", str(cm.exception))
+        with self.assertRaises(TlsConfigError) as cm:
+            client_context(cert, tls_files("learner")[1], ca)
+        self.assertIn("actor.pem", str(cm.exception))
+        with self.assertRaises(TlsConfigError) as cm:
+            client_context(cert, None, ca)
+        self.assertIn("--tls-key", str(cm.exception))
+        with self.assertRaises(TlsConfigError):
+            client_context(cert, key, ca, psk_secret=SECRET)

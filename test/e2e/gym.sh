@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # seedrl_gym (docs/gym.md) through Python actors: CartPole-v1 trains to a mean return of 150
-# and eval mode plays its checkpoint greedily to at least 100;
+# and eval mode plays its checkpoint greedily to at least 100; a few frames go over TLS 1.3;
 # a third-party environment registered
 # by --env-import with bool observations (mapped to uint8, said at start) trains too, as do an
 # image one through the Nature CNN and a 10x10x4 one through the small conv torso. Unsupported
@@ -71,6 +71,10 @@ grep -q 'eval: greedy actions, no training' "$out" || fail "eval did not say wha
 ! grep -q 'saved .*ckpt-' "$out" || fail "eval wrote a checkpoint"
 refused "holds a different network" eval --env CartPole-v1 --checkpoint-dir "$ckpt" --lstm
 refused "eval needs --checkpoint-dir" eval --env CartPole-v1
+# TLS 1.3 between the C++ learner and Python actors (ssl), certificates checked both ways.
+tls=$(cd "$(dirname "$0")/../fixtures/tls" && pwd)
+trains "^done: " --env CartPole-v1 --actors 1 --total-frames 3000 --seed 3 \
+  --tls-cert "$tls/learner.pem" --tls-key "$tls/learner.key" --tls-ca "$tls/ca.pem"
 trains "bool observations travel as uint8" --env seedrl_toy/Bits-v0 --env-import toy_envs \
   --actors 1 --total-frames 3000 --seed 3
 trains "image -> nature conv torso" --env seedrl_toy/Image-v0 \

@@ -26,6 +26,7 @@
 #include "seedrl/app/auth.hpp"
 #include "seedrl/app/checkpoint_network.hpp"
 #include "seedrl/app/checkpoint_settings.hpp"
+#include "seedrl/app/link_transport.hpp"
 #include "seedrl/app/processes.hpp"
 #include "seedrl/app/run_eval.hpp"
 #include "seedrl/app/run_learner.hpp"
@@ -107,7 +108,7 @@ int run_actor_eval(const run_options& flags, secret_ptr secret, const agent_part
   std::printf("%s: training step %lld, %s\n", c->source.c_str(), static_cast<long long>(c->step),
               agent.description.c_str());
   l.start();
-  tcp_transport transport;
+  tcp_transport transport = make_link_transport(o, lc.auth_secret);
   auto listener = transport.listen({o.host, o.port});
   const auto port = listener.local_port();
   std::printf("eval learner listening on %s:%u (inference only)\n", o.host.c_str(),

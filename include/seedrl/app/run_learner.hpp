@@ -33,6 +33,7 @@
 #include "seedrl/app/checkpoint_network.hpp"
 #include "seedrl/app/checkpoint_settings.hpp"
 #include "seedrl/app/learner_ranks.hpp"
+#include "seedrl/app/link_transport.hpp"
 #include "seedrl/app/processes.hpp"
 #include "seedrl/app/run_loss.hpp"
 #include "seedrl/app/run_options.hpp"
@@ -66,7 +67,8 @@ inline std::vector<std::string> self_actor_command(const run_options& o, const s
 
 /// Starts --actors actor processes (env.actor_command, or this program in actor mode) for a
 /// learner on --host:`port`, actor i with seed `first_seed` + i (by default --seed x 1000 + 1;
-/// learner ranks give each rank's actors their own: app/learner_ranks.hpp), and says so.
+/// learner ranks give each rank's actors their own: app/learner_ranks.hpp), and says so. The
+/// --tls-* flags go to every actor (the Python actor takes the same names).
 inline void spawn_local_actors(child_processes& kids, const run_options& o,
                                const environment_info& env, std::uint16_t port,
                                std::optional<std::uint64_t> first_seed = std::nullopt) {
@@ -74,8 +76,11 @@ inline void spawn_local_actors(child_processes& kids, const run_options& o,
   const std::uint64_t first = first_seed.value_or(o.seed * 1000 + 1);
   for (int i = 0; i < o.actors; ++i) {
     const std::uint64_t seed = first + static_cast<std::uint64_t>(i);
-    kids.add(spawn(env.actor_command ? env.actor_command(address, i, seed)
-                                     : self_actor_command(o, address, seed)));
+    auto command = env.actor_command ? env.actor_command(address, i, seed)
+                                     : self_actor_command(o, address, seed);
+    const auto tls = tls_flags(o);
+    command.insert(command.end(), tls.begin(), tls.end());
+    kids.add(spawn(command));
   }
   std::printf("started %d %sactor processes with %zu envs each\n", o.actors,
               env.actor_kind.empty() ? "" : (env.actor_kind + " ").c_str(), o.envs_per_actor);
@@ -215,6 +220,14 @@ int run_learner(const run_options& flags, secret_ptr secret, const agent_parts<N
                  o.host.c_str());
   }
   lc.auth_secret = std::move(secret);
+  // Before anything starts: a TLS file that cannot be used stops the run here.
+  tcp_transport transport = make_link_transport(o, lc.auth_secret);
+  if (!transport.uses_tls() && !loopback) {
+    std::fprintf(stderr,
+                 "warning: the links to %s are not encrypted; across machines use TLS "
+                 "(--tls-cert, --tls-key and --tls-ca, or --tls-psk)\n",
+                 o.host.c_str());
+  }
   lc.checkpoint_meta["network"] = agent.description;
   lc.checkpoint_meta["environment"] = env.name;
   // Several learner ranks (mpirun / srun): they train together; see app/learner_ranks.hpp.
@@ -255,7 +268,6 @@ int run_learner(const run_options& flags, secret_ptr secret, const agent_parts<N
     return *rc;
   // Before listening: start() refuses a checkpoint directory that holds another run's.
   l.start();
-  tcp_transport transport;
   auto listener = transport.listen({o.host, rank_port(o.port, place.local_rank)});
   const auto port = listener.local_port();
   if (world) {

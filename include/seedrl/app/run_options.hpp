@@ -98,6 +98,14 @@ struct run_options {
   std::string init_checkpoint;
   std::string auth_secret_file;
   bool no_auth = false;
+  /// TLS 1.3 on the link (app/link_transport.hpp): certificate files (--tls-cert, --tls-key,
+  /// --tls-ca; the actor checks the learner's name, or --tls-server-name), or --tls-psk (a key
+  /// derived from the link's shared secret).
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
+  std::string tls_server_name;
+  bool tls_psk = false;
   int eval_episodes = 100;
   bool eval_sample = false;
   /// The learning algorithm: "impala" (V-trace actor-critic, SEED's) or "ppo".

@@ -78,8 +78,7 @@ class basic_actor {
     while (!stop && !done(steps)) {
       try {
         auto conn = connect_();
-        backoff = config_.initial_backoff;
-        steps += session(conn, stop, steps);
+        steps += session(conn, stop, steps, backoff);
         if (stop || done(steps)) {
           say_goodbye(conn);
           return steps;
@@ -121,9 +120,13 @@ class basic_actor {
     conn.close();
   }
 
-  /// One connection's life: handshake, then lock-step step/actions until stop or failure.
+  /// One connection's life: handshake, then lock-step step/actions until stop or failure. The
+  /// backoff starts again once the learner welcomed us: a link that connects and is then
+  /// refused (TLS 1.3 refuses a client's certificate after the client's connect returned) keeps
+  /// backing off.
   template <class C>
-  std::int64_t session(C& conn, const std::atomic<bool>& stop, std::int64_t steps_before) {
+  std::int64_t session(C& conn, const std::atomic<bool>& stop, std::int64_t steps_before,
+                       std::chrono::milliseconds& backoff) {
     // Fresh environments and run ids for every connection: the learner starts them afresh.
     const std::unique_ptr<any_env_batch> fresh = make_batch_(config_.num_envs, rng_());
     any_env_batch& batch = *fresh;
@@ -145,6 +148,7 @@ class basic_actor {
     if (h.type != protocol::message_type::welcome) {
       throw transport_error(std::string("expected welcome, got ") + protocol::to_string(h.type));
     }
+    backoff = config_.initial_backoff;
     std::vector<std::uint64_t> run_ids(config_.num_envs);
     for (auto& id : run_ids)
       id = rng_();

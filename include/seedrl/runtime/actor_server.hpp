@@ -504,11 +504,18 @@ class actor_server {
   }
 
   /// Refuses a connection beyond max_connections on the accepting thread: one small frame,
-  /// which the socket buffer takes at once.
+  /// which the socket buffer takes at once. A TLS link is only closed: its frame would need
+  /// the handshake first, which a peer could stall, and this thread accepts everyone.
   void refuse_at_accept(connection_type& c, const std::string& why) {
     stats_.update([](learner_stats& st) { ++st.rejected_connections; });
     log("seedrl learner: closing " + c.peer() + ": " +
         protocol::to_string(protocol::error_code::too_many_envs) + ": " + why);
+    if constexpr (requires { c.uses_tls(); }) {
+      if (c.uses_tls()) {
+        c.close();
+        return;
+      }
+    }
     try {
       std::vector<std::byte> frame;
       protocol::encode_status(protocol::message_type::reject,
@@ -548,6 +555,19 @@ class actor_server {
       // The peer may already be gone; the log line above is what matters.
     }
     s.close_link();
+  }
+
+  /// A peer whose TLS handshake failed (no TLS, a certificate the CA did not sign, the wrong
+  /// pre-shared key): counted as refused and logged like a failed authentication, one line
+  /// per address a minute.
+  void refused_tls(conn_t& s, const std::string& why) {
+    stats_.update([](learner_stats& st) { ++st.rejected_connections; });
+    if (const auto held_back = refused_peers_.admit(detail::log_limiter::address_of(s.peer))) {
+      log("seedrl learner: refusing " + s.peer + ": " + why +
+          (*held_back > 0 ? " (" + std::to_string(*held_back) +
+                                " more from this address in the last minute, not logged)"
+                          : ""));
+    }
   }
 
   // --- the handshake and the steps, one frame at a time (both paths)
@@ -853,7 +873,9 @@ class actor_server {
     if (!s->reading)
       return;  // ended meanwhile (refused by the watchdog, stopped)
     if (!r.ok) {
-      if (!stopping_) {
+      if (r.tls_refused) {
+        refused_tls(*s, r.error);
+      } else if (!stopping_) {
         log("seedrl learner: actor " + (s->name.empty() ? s->peer : s->name) + " went away: " +
             (r.peer_gone ? "the peer closed the connection (" + r.error + ")" : r.error));
       }

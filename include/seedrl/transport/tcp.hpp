@@ -6,6 +6,12 @@
 /// is set on both ends: a request is one small frame and waiting for Nagle's timer would add tens
 /// of milliseconds to every inference round trip.
 ///
+/// `tcp_transport(tls_config)` runs TLS 1.3 on every link it makes (Asio's ssl::stream over
+/// OpenSSL), for links that leave the host: the actor's connect() completes the handshake
+/// (checking the learner's certificate and name), the learner's side completes it on the I/O
+/// pool, or on the first read or write of a blocking connection (`handshake()` forces it). Same
+/// types, same calls: the learner's code does not change.
+///
 /// Threading: one thread at a time reads or writes a connection (or accepts on a listener);
 /// `close()` may be called from any other thread and makes a blocked call throw
 /// `transport_error` with `transport_failure::closed`; destroy it only once no other thread uses
@@ -26,12 +32,14 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -42,6 +50,8 @@
 #include <utility>
 #include <vector>
 
+#include "seedrl/transport/detail/tls_context.hpp"
+#include "seedrl/transport/tls_config.hpp"
 #include "seedrl/transport/transport.hpp"
 #include "seedrl/transport/transport_error.hpp"
 
@@ -79,9 +89,10 @@ class fixed_const_buffers {
 
 /// Whether an Asio error means the other end went away rather than something failing here.
 inline bool is_peer_gone(const boost::system::error_code& ec) noexcept {
+  // A TLS peer that goes without close_notify truncates the stream: the same as end of file.
   return ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset ||
          ec == boost::asio::error::broken_pipe || ec == boost::asio::error::connection_aborted ||
-         ec == boost::asio::error::not_connected;
+         ec == boost::asio::error::not_connected || ec == boost::asio::ssl::error::stream_truncated;
 }
 
 /// The learner's I/O threads: one io_context run by `start(n)` threads. Sockets moved onto it
@@ -242,12 +253,19 @@ class async_socket {
   /// would allocate a copy of it.
   using socket_type = typename Protocol::socket::template rebind_executor<strand_type>::other;
 
-  /// Takes a socket whose executor is `strand`.
-  async_socket(socket_type socket, strand_type strand)
+  /// Takes a socket whose executor is `strand`; with `tls`, the link runs TLS as its server
+  /// end, the handshake first thing in the first read_some().
+  async_socket(socket_type socket, strand_type strand, std::shared_ptr<tls_context> tls = {})
       : socket_(std::move(socket)),
         fd_(socket_.native_handle()),
         strand_(std::move(strand)),
-        slots_(std::make_shared<handler_slots>()) {}
+        slots_(std::make_shared<handler_slots>()),
+        tls_context_(std::move(tls)) {
+    if (tls_context_) {
+      tls_ =
+          std::make_unique<tls_stream>(std::move(socket_), tls_context_->context(tls_role::server));
+    }
+  }
 
   /// Runs `f` on the strand; from any thread, without allocating in steady state.
   template <class F>
@@ -256,23 +274,50 @@ class async_socket {
   }
 
   /// Reads what has arrived (at least one byte) into `into`, then calls `done(io_result)`.
+  /// A TLS link's first call runs the handshake first; a failed one ends with `tls_refused`.
   template <class F>
   void read_some(std::span<std::byte> into, F&& done) {
-    socket_.async_read_some(
-        boost::asio::buffer(into.data(), into.size()),
-        with_slots([f = std::forward<F>(done)](const boost::system::error_code& ec,
-                                               std::size_t n) mutable { f(result(ec, n)); },
-                   slots_));
+    if (!tls_) {
+      socket_.async_read_some(boost::asio::buffer(into.data(), into.size()),
+                              completion(std::forward<F>(done)));
+    } else if (handshaken_) {
+      tls_->async_read_some(boost::asio::buffer(into.data(), into.size()),
+                            completion(std::forward<F>(done)));
+    } else {
+      // `this` outlives the handshake: `done` holds the connection that owns this socket.
+      tls_->async_handshake(
+          tls_stream::server,
+          with_slots(
+              [this, into, f = std::forward<F>(done)](const boost::system::error_code& ec) mutable {
+                if (ec) {
+                  io_result r = result(ec, 0);
+                  r.tls_refused = !r.peer_gone;
+                  r.error =
+                      "TLS handshake failed: " + describe_tls_failure(ec, tls_->native_handle());
+                  f(r);
+                  return;
+                }
+                handshaken_ = true;
+                read_some(into, std::move(f));
+              },
+              slots_));
+    }
   }
 
   /// Writes all of `bytes` (which must stay valid until then), then calls `done(io_result)`.
+  /// Before a TLS link's handshake has finished nothing can be written: `done` gets !ok.
   template <class F>
   void write(std::span<const std::byte> bytes, F&& done) {
-    boost::asio::async_write(
-        socket_, boost::asio::buffer(bytes.data(), bytes.size()),
-        with_slots([f = std::forward<F>(done)](const boost::system::error_code& ec,
-                                               std::size_t n) mutable { f(result(ec, n)); },
-                   slots_));
+    const auto buffer = boost::asio::buffer(bytes.data(), bytes.size());
+    if (!tls_) {
+      boost::asio::async_write(socket_, buffer, completion(std::forward<F>(done)));
+    } else if (handshaken_) {
+      boost::asio::async_write(*tls_, buffer, completion(std::forward<F>(done)));
+    } else {
+      post([f = std::forward<F>(done)]() mutable {
+        f(io_result{0, false, false, "the TLS handshake has not finished"});
+      });
+    }
   }
 
   /// Sends what the socket buffer takes at once, without blocking and without the strand: from
@@ -281,6 +326,8 @@ class async_socket {
   /// is full), or nullopt when the link failed. Lets the learner's inference thread answer an
   /// actor without waking an I/O thread.
   std::optional<std::size_t> send_now(std::span<const std::byte> bytes) noexcept {
+    if (tls_)
+      return 0;  // TLS records are the strand's to write: the ssl::stream is not thread-safe
     for (;;) {
       const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
       if (n >= 0) {
@@ -300,11 +347,14 @@ class async_socket {
   /// complete with !ok.
   void close() noexcept {
     boost::system::error_code ec;
-    socket_.shutdown(socket_type::shutdown_both, ec);
-    socket_.close(ec);
+    auto& s = tls_ ? tls_->next_layer() : socket_;
+    s.shutdown(socket_type::shutdown_both, ec);
+    s.close(ec);
   }
 
  private:
+  using tls_stream = boost::asio::ssl::stream<socket_type>;
+
   static io_result result(const boost::system::error_code& ec, std::size_t n) {
     if (!ec) {
       return {n, true, false, {}};
@@ -312,10 +362,20 @@ class async_socket {
     return {n, false, is_peer_gone(ec), ec.message()};
   }
 
-  socket_type socket_;
-  int fd_;  // for send_now, which must not touch socket_ (the strand's)
+  template <class F>
+  auto completion(F&& done) {
+    return with_slots([f = std::forward<F>(done)](const boost::system::error_code& ec,
+                                                  std::size_t n) mutable { f(result(ec, n)); },
+                      slots_);
+  }
+
+  socket_type socket_;  // plain links; a TLS link's socket is tls_'s next layer
+  int fd_;              // for send_now, which must not touch socket_ (the strand's)
   strand_type strand_;
   std::shared_ptr<handler_slots> slots_;
+  std::shared_ptr<tls_context> tls_context_;
+  std::unique_ptr<tls_stream> tls_;  // on the heap: the socket moves, the TLS state stays put
+  bool handshaken_ = false;
 };
 
 /// A connected blocking stream socket of `Protocol` (TCP or a Unix stream socket) that models
@@ -333,15 +393,22 @@ class socket_connection {
   static constexpr std::size_t max_write_buffers = 8;
 
   /// Takes a connected socket. `peer` names the other end in messages; `who` is the class name
-  /// that messages start with.
+  /// that messages start with. With `tls`, the link runs TLS as the `role` end; the caller
+  /// runs handshake() (the client) or the first read or write does (the server).
   socket_connection(std::shared_ptr<boost::asio::io_context> io, socket_type socket,
-                    std::string peer, const char* who)
+                    std::string peer, const char* who, std::shared_ptr<tls_context> tls = {},
+                    tls_role role = tls_role::server)
       : io_(std::move(io)),
         socket_(std::move(socket)),
         fd_(socket_.native_handle()),
         open_(true),
         peer_(std::move(peer)),
-        who_(who) {}
+        who_(who),
+        tls_context_(std::move(tls)),
+        role_(role) {
+    if (tls_context_)
+      tls_ = std::make_unique<tls_stream>(std::move(socket_), tls_context_->context(role));
+  }
 
   /// Takes over the socket; `other` is left closed.
   socket_connection(socket_connection&& other) noexcept
@@ -350,14 +417,22 @@ class socket_connection {
         fd_(std::exchange(other.fd_, -1)),
         open_(other.open_.exchange(false)),
         peer_(std::move(other.peer_)),
-        who_(other.who_) {}
+        who_(other.who_),
+        tls_context_(std::move(other.tls_context_)),
+        tls_(std::move(other.tls_)),
+        role_(other.role_),
+        handshaken_(other.handshaken_) {}
 
   /// Closes this connection's socket and takes over `other`'s; `other` is left closed.
   socket_connection& operator=(socket_connection&& other) noexcept {
     if (this != &other) {
       // The old socket is destroyed here, before the io_context it may be the last user of.
+      tls_ = std::move(other.tls_);
       socket_ = std::move(other.socket_);
       io_ = std::move(other.io_);
+      tls_context_ = std::move(other.tls_context_);
+      role_ = other.role_;
+      handshaken_ = other.handshaken_;
       fd_ = std::exchange(other.fd_, -1);
       open_.store(other.open_.exchange(false));
       peer_ = std::move(other.peer_);
@@ -384,7 +459,25 @@ class socket_connection {
       throw_closed("write to");
     }
     boost::system::error_code ec;
-    boost::asio::write(socket_, fixed_const_buffers<max_write_buffers>(buffers), ec);
+    if (!tls_) {
+      boost::asio::write(socket_, fixed_const_buffers<max_write_buffers>(buffers), ec);
+    } else {
+      handshake();
+      // One TLS record per buffer would cost a record header and a MAC each, and the peer a
+      // decryption each: the frame is gathered into one buffer first (kept, so that steady
+      // state does not allocate).
+      std::size_t total = 0;
+      for (const auto& b : buffers)
+        total += b.size();
+      gathered_.resize(total);
+      std::size_t at = 0;
+      for (const auto& b : buffers) {
+        if (!b.empty())
+          std::memcpy(gathered_.data() + at, b.data(), b.size());
+        at += b.size();
+      }
+      boost::asio::write(*tls_, boost::asio::buffer(gathered_.data(), total), ec);
+    }
     if (ec) {
       fail("write to", ec);
     }
@@ -397,11 +490,55 @@ class socket_connection {
       throw_closed("read from");
     }
     boost::system::error_code ec;
-    boost::asio::read(socket_, boost::asio::buffer(buffer.data(), buffer.size()), ec);
+    if (!tls_) {
+      boost::asio::read(socket_, boost::asio::buffer(buffer.data(), buffer.size()), ec);
+    } else {
+      handshake();
+      boost::asio::read(*tls_, boost::asio::buffer(buffer.data(), buffer.size()), ec);
+    }
     if (ec) {
       fail("read from", ec);
     }
   }
+
+  /// Runs a TLS link's handshake now, if it has not run yet (a no-op on a plain link). The
+  /// client checks the server's certificate and name here. Throws `transport_error` naming the
+  /// peer and OpenSSL's reason when it fails or takes longer than the tls_config's
+  /// handshake_timeout; the link is closed then.
+  void handshake() {
+    if (!tls_ || handshaken_)
+      return;
+    if (!is_open())
+      throw_closed("handshake with");
+    boost::system::error_code ec;
+    handshake_deadline deadline(fd_, tls_context_->config().handshake_timeout);
+    tls_->handshake(role_ == tls_role::client ? tls_stream::client : tls_stream::server, ec);
+    const bool timed_out = deadline.finish();
+    if (!ec) {
+      handshaken_ = true;
+      return;
+    }
+    const bool closed_here = !is_open();
+    const std::string why = describe_tls_failure(ec, tls_->native_handle());
+    close();
+    if (closed_here)
+      throw_closed("handshake with");
+    if (timed_out)
+      throw transport_error(
+          std::string(who_) + ": TLS handshake with " + peer_ + " timed out after " +
+          std::to_string(tls_context_->config().handshake_timeout.count()) + " ms");
+    throw transport_error(std::string(who_) + ": TLS handshake with " + peer_ + " failed: " + why +
+                              (is_peer_gone(ec) ? " (the peer refused the link: does it speak "
+                                                  "TLS, and does it accept this certificate?)"
+                                                : ""),
+                          transport_failure::other);
+  }
+
+  /// Whether the link runs TLS.
+  bool uses_tls() const noexcept { return tls_ != nullptr; }
+
+  /// The OpenSSL object of a TLS link (null on a plain one), for settings seedrl does not make.
+  SSL* native_tls_handle() noexcept { return tls_ ? tls_->native_handle() : nullptr; }
 
   /// Shuts the link down in both directions: the peer sees end of stream and a read or write
   /// blocked in another thread returns. Only `shutdown` here, because closing the descriptor
@@ -424,18 +561,27 @@ class socket_connection {
     if (!is_open()) {
       throw_closed("hand over");
     }
+    if (tls_ && (handshaken_ || role_ == tls_role::client)) {
+      // The TLS session lives in this connection's ssl::stream; only a server end that has not
+      // started its handshake can move (the pool's socket runs the handshake).
+      throw transport_error(std::string(who_) + ": cannot hand the TLS link to " + peer_ +
+                                " over once its handshake ran",
+                            transport_failure::other);
+    }
     boost::system::error_code ec;
-    const auto local = socket_.local_endpoint(ec);
+    auto& socket = tls_ ? tls_->next_layer() : socket_;
+    const auto local = socket.local_endpoint(ec);
     if (!ec) {
-      const int fd = socket_.release(ec);
+      const int fd = socket.release(ec);
       if (!ec) {
         open_.store(false, std::memory_order_release);
         fd_ = -1;
+        tls_.reset();
         auto strand = boost::asio::make_strand(pool.context());
         typename async_socket<Protocol>::socket_type moved(strand);
         moved.assign(local.protocol(), fd, ec);
         if (!ec) {
-          return async_socket<Protocol>(std::move(moved), std::move(strand));
+          return async_socket<Protocol>(std::move(moved), std::move(strand), tls_context_);
         }
         ::close(fd);
       }
@@ -471,17 +617,30 @@ class socket_connection {
                                 " failed: the peer closed the connection (" + ec.message() + ")",
                             transport_failure::peer_closed);
     }
-    throw transport_error(
-        std::string(who_) + ": " + operation + " " + peer_ + " failed: " + ec.message(),
-        transport_failure::other);
+    // An alert from the peer's TLS: it refused this end (TLS 1.3 checks a client's certificate
+    // after the client's handshake returned, so the client hears of it here).
+    const bool tls_alert = tls_ && ec.category() == boost::asio::error::get_ssl_category();
+    throw transport_error(std::string(who_) + ": " + operation + " " + peer_ + " failed: " +
+                              (tls_alert ? "TLS refused: " + describe_tls_failure(ec, nullptr) +
+                                               " (does the peer accept this end's certificate "
+                                               "or key?)"
+                                         : ec.message()),
+                          transport_failure::other);
   }
 
+  using tls_stream = boost::asio::ssl::stream<socket_type>;
+
   std::shared_ptr<boost::asio::io_context> io_;  // declared first: outlives socket_
-  socket_type socket_;
-  int fd_;  // cached: close() from another thread must not touch socket_
+  socket_type socket_;  // plain links; a TLS link's socket is tls_'s next layer
+  int fd_;              // cached: close() from another thread must not touch socket_
   std::atomic<bool> open_;
   std::string peer_;
   const char* who_;
+  std::shared_ptr<tls_context> tls_context_;
+  std::unique_ptr<tls_stream> tls_;  // on the heap: the connection moves, the TLS state stays
+  tls_role role_;
+  bool handshaken_ = false;
+  std::vector<std::byte> gathered_;  // a TLS write's frame in one piece
 };
 
 /// A listening stream socket of `Protocol`; `accept_socket()` blocks for the next client and
@@ -613,10 +772,12 @@ struct tcp_endpoint {
 class tcp_connection final : public detail::socket_connection<boost::asio::ip::tcp> {
  public:
   /// Wraps a connected socket; `tcp_transport::connect` and `tcp_listener::accept` call this.
+  /// With `tls`, the link runs TLS as the `role` end.
   tcp_connection(std::shared_ptr<boost::asio::io_context> io, boost::asio::ip::tcp::socket socket,
-                 std::string peer)
+                 std::string peer, std::shared_ptr<detail::tls_context> tls = {},
+                 detail::tls_role role = detail::tls_role::server)
       : socket_connection(std::move(io), std::move(socket), std::move(peer),
-                          "seedrl::tcp_connection") {}
+                          "seedrl::tcp_connection", std::move(tls), role) {}
 };
 
 /// A listening TCP socket (SO_REUSEADDR, so that a restarted learner can bind its port while
@@ -626,12 +787,16 @@ class tcp_listener final : public detail::socket_listener<boost::asio::ip::tcp> 
   /// Wraps a bound, listening acceptor whose address is `local`; `tcp_transport::listen` calls
   /// this.
   tcp_listener(std::shared_ptr<boost::asio::io_context> io, boost::asio::ip::tcp::acceptor acceptor,
-               const boost::asio::ip::tcp::endpoint& local)
+               const boost::asio::ip::tcp::endpoint& local,
+               std::shared_ptr<detail::tls_context> tls = {})
       : socket_listener(std::move(io), std::move(acceptor), detail::format_tcp_endpoint(local),
                         "seedrl::tcp_listener"),
-        local_(local) {}
+        local_(local),
+        tls_(std::move(tls)) {}
 
-  /// Blocks until an actor connects and returns the link, with TCP_NODELAY set.
+  /// Blocks until an actor connects and returns the link, with TCP_NODELAY set. A TLS link's
+  /// handshake has not run yet: it runs on the I/O pool after release_to, or on the first read
+  /// or write (not here, where a client that never speaks would hold up every other).
   tcp_connection accept() {
     auto socket = accept_socket();
     boost::system::error_code ec;
@@ -640,7 +805,7 @@ class tcp_listener final : public detail::socket_listener<boost::asio::ip::tcp> 
     socket.set_option(boost::asio::ip::tcp::no_delay(true), ec);
     const auto remote = socket.remote_endpoint(ec);
     std::string peer = ec ? std::string("(unknown peer)") : detail::format_tcp_endpoint(remote);
-    return tcp_connection(io(), std::move(socket), std::move(peer));
+    return tcp_connection(io(), std::move(socket), std::move(peer), tls_);
   }
 
   /// The bound port: the one picked when the endpoint asked for port 0.
@@ -652,6 +817,7 @@ class tcp_listener final : public detail::socket_listener<boost::asio::ip::tcp> 
 
  private:
   boost::asio::ip::tcp::endpoint local_;
+  std::shared_ptr<detail::tls_context> tls_;
 };
 
 /// TCP over Boost.Asio; models `seedrl::Transport`. Copies share one io_context.
@@ -669,9 +835,20 @@ class tcp_transport {
   /// Owns an io_context; the connections and listeners it makes keep it alive.
   tcp_transport() : io_(std::make_shared<boost::asio::io_context>()) {}
 
+  /// Runs TLS 1.3 on every link (see tls_config). Throws std::invalid_argument when a file of
+  /// `tls` is missing, unreadable or does not fit, naming it.
+  explicit tcp_transport(tls_config tls)
+      : io_(std::make_shared<boost::asio::io_context>()),
+        tls_(std::make_shared<detail::tls_context>(std::move(tls))) {}
+
+  /// Whether links run TLS.
+  bool uses_tls() const noexcept { return tls_ != nullptr; }
+
   /// Connects to a listening learner (trying each address the host resolves to), with
-  /// TCP_NODELAY set. Throws `transport_error` naming host:port when nobody listens there
-  /// (`transport_failure::refused`) or the host does not resolve.
+  /// TCP_NODELAY set, and with TLS runs the handshake. Throws `transport_error` naming
+  /// host:port when nobody listens there (`transport_failure::refused`), the host does not
+  /// resolve, or the TLS handshake fails (the learner's certificate is not signed by the CA or
+  /// does not name the host, the learner refuses this end's certificate or key).
   connection_type connect(const endpoint_type& endpoint) {
     const std::string where = detail::format_host_port(endpoint.host, endpoint.port);
     boost::asio::ip::tcp::resolver resolver(*io_);
@@ -698,7 +875,12 @@ class tcp_transport {
     }
     const auto remote = socket.remote_endpoint(ec);
     std::string peer = ec ? where : detail::format_tcp_endpoint(remote);
-    return connection_type(io_, std::move(socket), std::move(peer));
+    if (!tls_)
+      return connection_type(io_, std::move(socket), std::move(peer));
+    connection_type c(io_, std::move(socket), std::move(peer), tls_, detail::tls_role::client);
+    expect_server_name(c, endpoint.host);
+    c.handshake();
+    return c;
   }
 
   /// Binds and listens, with SO_REUSEADDR. A host name is resolved and the first address that
@@ -744,7 +926,7 @@ class tcp_transport {
         local = acceptor.local_endpoint(ec);
       }
       if (!ec) {
-        return listener_type(io_, std::move(acceptor), local);
+        return listener_type(io_, std::move(acceptor), local, tls_);
       }
       // Otherwise try the next address; ec keeps the last failure for the message.
     }
@@ -753,7 +935,28 @@ class tcp_transport {
   }
 
  private:
+  /// With certificates, the learner's must name `host` (or the tls_config's server_name): its
+  /// DNS name or IP address in subjectAltName, checked by OpenSSL during the handshake.
+  void expect_server_name(connection_type& c, const std::string& host) const {
+    if (!tls_->config().uses_certificates())
+      return;
+    const std::string& name =
+        tls_->config().server_name.empty() ? host : tls_->config().server_name;
+    SSL* ssl = c.native_tls_handle();
+    boost::system::error_code ec;
+    boost::asio::ip::make_address(name, ec);
+    const int ok = !ec ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str())
+                       : SSL_set1_host(ssl, name.c_str()) &
+                             SSL_set_tlsext_host_name(ssl, const_cast<char*>(name.c_str()));
+    if (ok != 1) {
+      ERR_clear_error();
+      throw std::invalid_argument("seedrl::tcp_transport: cannot check the learner's name " + name +
+                                  " in its certificate");
+    }
+  }
+
   std::shared_ptr<boost::asio::io_context> io_;
+  std::shared_ptr<detail::tls_context> tls_;
 };
 
 static_assert(Connection<tcp_connection>);

@@ -31,10 +31,11 @@ namespace detail {
 /// How an asynchronous read or write of a transport that serves the learner's connections on
 /// an I/O pool ended (see actor_server's async_transport; TCP and Unix sockets provide one).
 struct io_result {
-  std::size_t bytes = 0;   ///< bytes moved
-  bool ok = true;          ///< false: the link failed, was closed, or the operation was cancelled
-  bool peer_gone = false;  ///< the other end closed or reset the link
-  std::string error;       ///< what failed, when !ok
+  std::size_t bytes = 0;     ///< bytes moved
+  bool ok = true;            ///< false: the link failed, was closed, or the operation was cancelled
+  bool peer_gone = false;    ///< the other end closed or reset the link
+  std::string error;         ///< what failed, when !ok
+  bool tls_refused = false;  ///< the TLS handshake failed: a wrong certificate or key, or no TLS
 };
 
 }  // namespace detail

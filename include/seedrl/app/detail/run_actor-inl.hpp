@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "seedrl/app/link_transport.hpp"
 #include "seedrl/app/run_actor.hpp"
 #include "seedrl/app/signals.hpp"
 #include "seedrl/distributed/learner_failover.hpp"
@@ -40,13 +41,13 @@ inline std::size_t default_actor_index() {
 SEEDRL_APP_API int run_actor(const run_options& o, secret_ptr secret, env_batch_factory make_batch,
                              const std::string& name) {
   actor_config c;
+  tcp_transport transport = make_link_transport(o, secret);
   c.auth_secret = std::move(secret);
   c.num_envs = o.envs_per_actor;
   c.seed = o.seed;
   c.actor_id = o.seed;
   c.name = name + ":" + std::to_string(::getpid());
   c.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
-  tcp_transport transport;
   std::function<tcp_connection()> connect;
   std::optional<distributed::learner_failover<tcp_transport>> failover;
   if (o.learners.size() > 1) {  // several learner ranks: its home rank, then the next ones

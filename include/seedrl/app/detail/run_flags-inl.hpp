@@ -226,7 +226,30 @@ SEEDRL_APP_API void add_run_flags(CLI::App& cli, run_options& o, mode_set modes)
                  "command line. Local mode makes a random one for its actors when neither is "
                  "given")
       ->check(CLI::ExistingFile);
-  cli.add_flag("--no-auth", o.no_auth, "run the link without authentication");
+  auto* no_auth = cli.add_flag("--no-auth", o.no_auth, "run the link without authentication");
+  // TLS 1.3 for links that leave the host (docs/security.md).
+  auto* cert = cli.add_option("--tls-cert", o.tls_cert,
+                              "TLS: this end's certificate chain (PEM); with --tls-key and "
+                              "--tls-ca, both ends present and check certificates")
+                   ->check(CLI::ExistingFile);
+  auto* key = cli.add_option("--tls-key", o.tls_key, "TLS: the private key of --tls-cert (PEM)")
+                  ->check(CLI::ExistingFile);
+  auto* ca = cli.add_option("--tls-ca", o.tls_ca,
+                            "TLS: the CA certificates (PEM) the other end's certificate must "
+                            "chain to")
+                 ->check(CLI::ExistingFile);
+  cert->needs(key)->needs(ca);
+  key->needs(cert);
+  ca->needs(cert);
+  cli.add_option("--tls-server-name", o.tls_server_name,
+                 "TLS, actors: the name the learner's certificate must carry (default: the host "
+                 "in --learner)")
+      ->needs(cert);
+  cli.add_flag("--tls-psk", o.tls_psk,
+               "TLS with a pre-shared key derived from the link's shared secret, instead of "
+               "certificates")
+      ->excludes(cert)
+      ->excludes(no_auth);
   if (modes.eval) {
     cli.add_option("--episodes", o.eval_episodes, "episodes to play (eval mode)")
         ->check(positive_number);
