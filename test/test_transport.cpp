@@ -19,6 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -35,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "seedrl/distributed/tcp_bootstrap.hpp"
 #include "seedrl/transport/in_process.hpp"
 #include "seedrl/transport/tcp.hpp"
 #include "seedrl/transport/transport.hpp"
@@ -158,6 +160,17 @@ std::optional<transport_error> error_of(F&& f) {
     std::forward<F>(f)();
   } catch (const transport_error& e) {
     return e;
+  }
+  return std::nullopt;
+}
+
+// The message of whatever `f` throws, or nullopt.
+template <class F>
+std::optional<std::string> error_of_any(F&& f) {
+  try {
+    std::forward<F>(f)();
+  } catch (const std::exception& e) {
+    return std::string(e.what());
   }
   return std::nullopt;
 }
@@ -908,4 +921,99 @@ TEST_CASE("tls: bad configurations are refused up front, naming the file", "[tra
   auto both = tls_psk("a shared secret of the right length");
   both.certificate_file = tls_fixture("learner").certificate_file;
   CHECK_THROWS_WITH(tcp_transport(both), Catch::Contains("not both"));
+}
+
+// --- the MASTER_ADDR bootstrap (distributed/tcp_bootstrap.hpp) ---------------------------------
+
+namespace {
+
+using seedrl::distributed::share_from_rank0;
+using seedrl::distributed::tcp_bootstrap_config;
+using seedrl::distributed::world_place;
+
+std::uint16_t free_port() {
+  seedrl::tcp_transport t;
+  return t.listen({"127.0.0.1", 0}).local_port();  // free again once the listener goes
+}
+
+world_place bootstrap_place(int rank, int size, std::uint16_t port) {
+  world_place p;
+  p.rank = rank;
+  p.size = size;
+  p.master_addr = "127.0.0.1";
+  p.master_port = port;
+  p.source = "RANK / WORLD_SIZE";
+  return p;
+}
+
+tcp_bootstrap_config quick_bootstrap(std::chrono::milliseconds timeout = 5s) {
+  tcp_bootstrap_config c;
+  c.timeout = timeout;
+  c.retry = 20ms;
+  c.settings_hash = 42;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("bootstrap: every rank gets rank 0's bytes over MASTER_ADDR:MASTER_PORT",
+          "[transport][bootstrap]") {
+  const auto port = free_port();
+  const auto id = pattern(128, 3);
+  std::vector<std::future<std::vector<std::byte>>> ranks;
+  for (int r = 3; r >= 1; --r) {  // before rank 0 is up: they retry
+    ranks.push_back(std::async(std::launch::async, [r, port] {
+      return share_from_rank0(bootstrap_place(r, 4, port), {}, quick_bootstrap());
+    }));
+  }
+  std::this_thread::sleep_for(50ms);
+  CHECK(share_from_rank0(bootstrap_place(0, 4, port), id, quick_bootstrap()) == id);
+  for (auto& r : ranks)
+    CHECK(r.get() == id);
+}
+
+TEST_CASE("bootstrap: rank 0 names the ranks that never came and refuses strangers",
+          "[transport][bootstrap]") {
+  const auto port = free_port();
+  std::vector<std::string> log;
+  auto root = std::async(std::launch::async, [&] {
+    return error_of_any([&] {
+      share_from_rank0(bootstrap_place(0, 4, port), pattern(16, 1), quick_bootstrap(1500ms),
+                       [&](const std::string& line) { log.push_back(line); });
+    });
+  });
+  // Rank 1 of another run (8 ranks), then rank 1 with other settings, then the real rank 1.
+  auto other_run = bootstrap_place(1, 8, port);
+  auto other_settings = quick_bootstrap(300ms);
+  other_settings.settings_hash = 7;
+  CHECK_THROWS(share_from_rank0(other_run, {}, quick_bootstrap(300ms)));
+  CHECK_THROWS(share_from_rank0(bootstrap_place(1, 4, port), {}, other_settings));
+  auto one = std::async(std::launch::async, [&] {
+    return error_of_any(
+        [&] { share_from_rank0(bootstrap_place(1, 4, port), {}, quick_bootstrap(3s)); });
+  });
+  const auto error = root.get();
+  REQUIRE(error);
+  CHECK_THAT(*error, Catch::Contains("rank(s) 2, 3 of 4 never arrived"));
+  CHECK(one.get());  // rank 0 gave up: rank 1 hears of it
+  // Each stranger retried until its own deadline: refused (and logged) every time.
+  const auto logged = [&](const std::string& what) {
+    return std::any_of(log.begin(), log.end(),
+                       [&](const std::string& line) { return line.find(what) != line.npos; });
+  };
+  CHECK(logged("it belongs to a run of 8 ranks, not 4"));
+  CHECK(logged("its settings differ"));
+}
+
+TEST_CASE("bootstrap: a rank without rank 0 gives up naming MASTER_ADDR:MASTER_PORT",
+          "[transport][bootstrap]") {
+  const auto port = free_port();
+  const auto error = error_of_any(
+      [&] { share_from_rank0(bootstrap_place(2, 4, port), {}, quick_bootstrap(200ms)); });
+  REQUIRE(error);
+  CHECK_THAT(*error, Catch::Contains("rank 2") &&
+                         Catch::Contains("127.0.0.1:" + std::to_string(port)) &&
+                         Catch::Contains("MASTER_ADDR:MASTER_PORT"));
+  world_place no_master = bootstrap_place(1, 2, 0);
+  CHECK_THROWS_WITH(share_from_rank0(no_master, {}), Catch::Contains("MASTER_PORT"));
 }

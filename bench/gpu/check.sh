@@ -54,8 +54,11 @@ if ! timeout 25 cmake -S "$root" -B "$build" "${args[@]}" > "$logs/configure.log
 fi
 grep -E "Found CUDAToolkit|Found CUDNN|cuDNN not found" "$logs/configure.log" || true
 
-stage "build seedrl_cuda_tests seedrl_bench_gpu"
-if ! timeout 200 cmake --build "$build" -j"$(nproc)" --target seedrl_cuda_tests seedrl_bench_gpu \
+stage "build seedrl_cuda_tests seedrl_bench_gpu (and seedrl_nccl_tests when NCCL was found)"
+targets=(seedrl_cuda_tests seedrl_bench_gpu)
+grep -q "seedrl::nccl (data-parallel GPU learners)" "$logs/configure.log" &&
+  targets+=(seedrl_nccl_tests)
+if ! timeout 200 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" \
     > "$logs/build.log" 2>&1; then
   grep -E "error|Error" "$logs/build.log" | head -40
   echo "check.sh: build failed (log: $logs/build.log)"

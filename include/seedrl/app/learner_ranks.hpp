@@ -2,14 +2,19 @@
 /// \file
 /// Several learner ranks for the programs (docs/scaling.md): `mpirun -np K prog local|learner`
 /// (or `srun`) starts K learners that train one policy together. `join_learner_ranks` reads
-/// the launcher's variables and, for more than one rank, joins them over MPI (the programs
-/// link seedrl::mpi when CMake found an MPI library); `rank_seeds` and `rank_port` keep what
-/// must differ between ranks apart (their actors' environments and action sampling, their
+/// the launcher's variables and, for more than one rank, joins them: CPU ranks over MPI (the
+/// programs link seedrl::mpi when CMake found an MPI library), GPU ranks (--device cuda) over
+/// NCCL when the programs link seedrl::nccl, its id passed over MPI or, for ranks started with
+/// RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT, over distributed/tcp_bootstrap.hpp.
+/// `select_rank_gpu` gives each rank on a machine its own GPU; `rank_seeds` and `rank_port` keep
+/// what must differ between ranks apart (their actors' environments and action sampling, their
 /// ports on one machine) while the trainer's seed, and so every rank's initial parameters,
 /// stay the same; `run_settings_hash` is what every rank must share, compared when they meet.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -24,22 +29,74 @@
 #if defined(SEEDRL_HAS_MPI)
 #include "seedrl/distributed/mpi_reducer.hpp"
 #endif
+#if defined(SEEDRL_HAS_NCCL)
+#include "seedrl/distributed/nccl_reducer.hpp"
+#include "seedrl/distributed/tcp_bootstrap.hpp"
+#endif
 
 namespace seedrl::app {
 
-/// This learner's ranks: null when it runs alone; else the reducer joining it to the others.
-/// Throws std::runtime_error when the launcher asks for several ranks and this program cannot
-/// join them (built without MPI, or started by a launcher MPI does not know).
-inline std::shared_ptr<distributed::gradient_reducer> join_learner_ranks() {
+/// Ranks that train on the GPU each take one: with several ranks and CUDA_VISIBLE_DEVICES
+/// unset, rank r on a machine sees only GPU r (its local rank), as Slurm's --gpus-per-task and
+/// Kubernetes' one-GPU pods arrange by themselves. Call it before anything touches CUDA.
+inline void select_rank_gpu(const run_options& o) {
+  const distributed::world_place place = distributed::world_place_from_environment();
+  if (place.size <= 1 || (train_device(o) != "cuda" && inference_device(o) != "cuda") ||
+      std::getenv("CUDA_VISIBLE_DEVICES") != nullptr)
+    return;
+  ::setenv("CUDA_VISIBLE_DEVICES", std::to_string(place.local_rank).c_str(), 1);
+}
+
+/// This learner's ranks: null when it runs alone; else the reducer joining it to the others
+/// (NCCL for GPU training where the program links it, else MPI). `settings_hash` is what the
+/// MASTER_ADDR bootstrap compares. Throws std::runtime_error when the launcher asks for several
+/// ranks and this program cannot join them (built without MPI, or started by a launcher MPI
+/// does not know), or when the ranks do not meet.
+inline std::shared_ptr<distributed::gradient_reducer> join_learner_ranks(
+    const run_options& o, std::uint64_t settings_hash = 0) {
   const distributed::world_place place = distributed::world_place_from_environment();
   if (place.size <= 1)
     return nullptr;
+#if defined(SEEDRL_HAS_NCCL)
+  if (train_device(o) == "cuda") {
+    namespace dist = distributed;
+    std::shared_ptr<dist::gradient_reducer> control;
+    dist::nccl_id_bytes id{};
+    if (place.source == "RANK / WORLD_SIZE") {
+      dist::tcp_bootstrap_config c;
+      c.settings_hash = settings_hash;
+      const auto mine = place.rank == 0 ? dist::new_nccl_id() : dist::nccl_id_bytes{};
+      const auto got = dist::share_from_rank0(place, mine, c, [](const std::string& line) {
+        std::fprintf(stderr, "%s\n", line.c_str());
+      });
+      if (got.size() != id.size())
+        throw std::runtime_error("seedrl: the bootstrap gave " + std::to_string(got.size()) +
+                                 " bytes, not an NCCL id");
+      std::copy(got.begin(), got.end(), id.begin());
+    } else {
+#if defined(SEEDRL_HAS_MPI)
+      control = std::make_shared<dist::mpi_reducer>();
+      id = dist::nccl_id_over(*control, place.rank == 0 ? dist::new_nccl_id() : id);
+#else
+      throw std::runtime_error("seedrl: " + place.source +
+                               " starts GPU learner ranks, but the "
+                               "program was built without MPI to pass NCCL's id: start the "
+                               "ranks with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT");
+#endif
+    }
+    // select_rank_gpu left this rank one visible GPU (or the launcher did).
+    return std::make_shared<dist::nccl_reducer>(place.rank, place.size, id, 0, control);
+  }
+#else
+  (void)o;
+  (void)settings_hash;
+#endif
 #if defined(SEEDRL_HAS_MPI)
   if (place.source == "RANK / WORLD_SIZE") {
     throw std::runtime_error(
         "seedrl: " + place.source + " asks for " + std::to_string(place.size) +
         " learner ranks; CPU learner ranks meet over MPI: start them with mpirun or srun "
-        "(docs/scaling.md)");
+        "(GPU ranks, --device cuda, may meet over MASTER_ADDR; docs/scaling.md)");
   }
   return std::make_shared<distributed::mpi_reducer>();
 #else

@@ -15,6 +15,7 @@
 #include "seedrl/app/agent_recipe.hpp"
 #include "seedrl/app/auth.hpp"
 #include "seedrl/app/cli.hpp"
+#include "seedrl/app/learner_ranks.hpp"
 #include "seedrl/app/program_setup.hpp"
 #include "seedrl/app/run_actor.hpp"
 #include "seedrl/app/run_actor_eval.hpp"
@@ -52,6 +53,7 @@ int run_program(const program_setup& setup, Recipe& recipe, int argc, char** arg
   if (const auto rc = parse_command_line(cli, argc, argv))
     return *rc;
   finish_run_options(options);
+  select_rank_gpu(options);  // before anything touches CUDA
   install_stop_handlers();
   try {
     const std::string env_name =

@@ -230,9 +230,11 @@ int run_learner(const run_options& flags, secret_ptr secret, const agent_parts<N
   }
   lc.checkpoint_meta["network"] = agent.description;
   lc.checkpoint_meta["environment"] = env.name;
-  // Several learner ranks (mpirun / srun): they train together; see app/learner_ranks.hpp.
+  // Several learner ranks (mpirun, srun, RANK / WORLD_SIZE): they train together; see
+  // app/learner_ranks.hpp.
   const distributed::world_place place = distributed::world_place_from_environment();
-  const std::shared_ptr<distributed::gradient_reducer> world = join_learner_ranks();
+  const std::shared_ptr<distributed::gradient_reducer> world =
+      join_learner_ranks(o, run_settings_hash(o, lc, algorithm_summary(o)));
   const int rank = world ? world->rank() : 0;
   const rank_seed_plan seeds = rank_seeds(o, rank);
   if (world) {

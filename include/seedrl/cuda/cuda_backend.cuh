@@ -143,6 +143,9 @@ class cuda_backend {
   template <class T>
   using buffer = device_buffer<T>;
 
+  /// Buffers live in device memory: a reducer that reaches it (NCCL) averages gradients there.
+  static constexpr bool device_memory = true;
+
   /// Creates and owns a stream (blocking with respect to the legacy default stream, so that
   /// device_buffer's synchronous copies elsewhere stay ordered with this backend's work).
   cuda_backend() : stream_(stream_holder::create()), blas_(stream_.get()) { set_math_mode(); }

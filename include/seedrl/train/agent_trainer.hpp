@@ -325,9 +325,14 @@ class backend_agent_trainer {
 
     void backward(const training_batch<S>& batch) { t.backward(batch.T + 1, batch.B); }
 
-    /// Through the host: the reducer's collective runs on host memory (a device's own
-    /// collective, NCCL, would take the backend's pointer instead).
+    /// On the device when the backend's memory is a device's and the reducer reaches it
+    /// (NCCL); otherwise through the host, where every reducer's collective runs.
     void reduce(distributed::gradient_reducer& reducer) {
+      if constexpr (requires { Backend::device_memory; }) {
+        if (Backend::device_memory &&
+            reducer.mean_on_device(static_cast<S*>(t.grads_.data()), t.num_parameters()))
+          return;
+      }
       t.reduce_host_.resize(t.num_parameters());
       const std::span<S> host(t.reduce_host_);
       t.backend_->download(static_cast<const S*>(t.grads_.data()), host);
