@@ -93,6 +93,10 @@ if [ "$test_tools" = 1 ]; then
   # environments through Python actors.
   pip_tool "mujoco and gymnasium[mujoco]" "import mujoco, gymnasium.envs.mujoco" \
     mujoco "gymnasium[mujoco]" -- "the MuJoCo tests will skip"
+  # The Kubernetes manifests' test (test/deploy/) validates against the schemas this package
+  # bundles (no download at test time).
+  pip_tool "kubernetes-validate" "import kubernetes_validate, yaml" kubernetes-validate \
+    -- "the Kubernetes manifest test will skip"
   if [ "${#pip_failed[@]}" -gt 0 ] && [ "${CI:-}" = true ]; then
     printf 'seedrl: CI=true and these test tools are missing: %s\n' "${pip_failed[*]}" >&2
     exit 1
