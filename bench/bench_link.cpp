@@ -17,6 +17,11 @@
 // server thread, kernel included): ours_cpu_us, raw_cpu_us and cpu_ratio = ours/raw. On an idle
 // machine the two ratios agree.
 //
+// BM_tls_paired/k: the same step round trip over seedrl's TCP transport with TLS 1.3 (AES-GCM
+// records; a pre-shared key, so no certificate files: the per-record cost is the same with
+// certificates) against plain seedrl TCP, paired the same way: tls_ratio = TLS / plain wall
+// time per round trip (target: at most 1.3), tls_cpu_ratio likewise for CPU time.
+//
 // Our side does what seedrl's actor and learner do per step, minus stepping environments and
 // inference: the client encodes a CartPole step (float32[4] observations) with
 // protocol::encode_step and writes it, then reads the reply header, decode_header, reads the
@@ -48,7 +53,9 @@
 #include <vector>
 
 #include "seedrl/protocol/frame.hpp"
+#include "seedrl/security/shared_secret.hpp"
 #include "seedrl/transport/tcp.hpp"
+#include "seedrl/transport/tls_config.hpp"
 
 namespace {
 
@@ -113,11 +120,22 @@ void serve_steps(seedrl::tcp_connection& conn, std::size_t k) {
   }
 }
 
-/// The actor's side of one link to a server thread running serve_steps.
+/// TLS 1.3 with a pre-shared key (the same key both ends).
+seedrl::tls_config bench_tls() {
+  static const std::string secret = "bench_link's pre-shared TLS secret";
+  seedrl::tls_config c;
+  c.psk_secret = std::make_shared<const seedrl::security::shared_secret>(
+      seedrl::security::shared_secret::from_bytes(
+          std::as_bytes(std::span(secret.data(), secret.size())), "bench_link"));
+  return c;
+}
+
+/// The actor's side of one link to a server thread running serve_steps; with `tls`, over TLS.
 class seedrl_link {
  public:
-  explicit seedrl_link(std::size_t k)
+  explicit seedrl_link(std::size_t k, bool tls = false)
       : k_(k),
+        transport_(tls ? seedrl::tcp_transport(bench_tls()) : seedrl::tcp_transport()),
         listener_(transport_.listen({"127.0.0.1", 0})),
         step_frame_(step_bytes(k)),
         run_ids_(k),
@@ -422,6 +440,36 @@ void BM_link_paired(benchmark::State& state) try {
   state.SkipWithError(e.what());
 }
 BENCHMARK(BM_link_paired)->Arg(1)->Arg(64)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+/// TLS against plain TCP, both seedrl's transport, paired as above.
+void BM_tls_paired(benchmark::State& state) try {
+  constexpr int block = 16;
+  const auto k = static_cast<std::size_t>(state.range(0));
+  seedrl_link plain(k);
+  seedrl_link tls(k, true);
+  warm_up(plain);
+  warm_up(tls);
+  link_time plain_time, tls_time;
+  bool tls_first = false;
+  for (auto _ : state) {
+    if (tls_first)
+      timed_round_trips(tls, block, tls_time);
+    timed_round_trips(plain, block, plain_time);
+    if (!tls_first)
+      timed_round_trips(tls, block, tls_time);
+    tls_first = !tls_first;
+  }
+  const double trips = static_cast<double>(state.iterations()) * block;
+  state.counters["tls_us"] = tls_time.wall / trips * 1e6;
+  state.counters["tcp_us"] = plain_time.wall / trips * 1e6;
+  state.counters["tls_ratio"] = tls_time.wall / plain_time.wall;
+  state.counters["tls_cpu_us"] = tls_time.cpu / trips * 1e6;
+  state.counters["tcp_cpu_us"] = plain_time.cpu / trips * 1e6;
+  state.counters["tls_cpu_ratio"] = tls_time.cpu / plain_time.cpu;
+} catch (const std::exception& e) {
+  state.SkipWithError(e.what());
+}
+BENCHMARK(BM_tls_paired)->Arg(1)->Arg(64)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
