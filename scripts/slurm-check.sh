@@ -3,7 +3,9 @@
 # one-machine Slurm from Debian's slurm-wlm and munge (installed when missing; needs root),
 # submits the sbatch script with two CPU learner ranks and two actor processes (its GPU lines
 # removed, its partitions and counts fitted to one node), waits for the job and checks that the
-# learners solved CartPole with every rank ending in the same state. The daemons it started are
+# learners solved CartPole with every rank ending in the same state. The links between the two
+# components run TLS 1.3 with the test certificates (SEEDRL_TLS_DIR=test/fixtures/tls; the
+# learners' certificate names 127.0.0.1, the nodes' NodeAddr here). The daemons it started are
 # stopped at the end, pass or fail.
 #
 #   scripts/slurm-check.sh [build dir]     (default build/release; builds seedrl_cartpole_seed)
@@ -123,7 +125,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 out="$work/run/job.out"
 rc=0
 (cd "$work/run" && SEEDRL_PROGRAM="$program" SEEDRL_RUN_DIR="$work/run" SEEDRL_PORT=19300 \
-  SEEDRL_ENVS_PER_ACTOR=8 timeout 900 sbatch --wait --output="$out" "$work/seedrl.sbatch" \
+  SEEDRL_ENVS_PER_ACTOR=8 SEEDRL_TLS_DIR="$root/test/fixtures/tls" timeout 900 sbatch --wait --output="$out" "$work/seedrl.sbatch" \
   --algo ppo --target-return 475 --total-frames 4000000) || rc=$?
 echo "slurm-check: job output:"
 grep -v '^frames' "$out" | tail -30 || true
@@ -132,4 +134,5 @@ grep -q '^solved: mean return\|stopped the run (solved)' "$out" || fail "CartPol
 hashes=$(sed -n 's/.*rank \([01]\) of 2: parameters and optimizer state \([0-9a-f]*\) after.*/\2/p' "$out" | sort -u)
 [ "$(echo "$hashes" | wc -w)" = 1 ] || fail "the ranks did not end in one state: $hashes"
 ls "$work/run/checkpoints" | grep -q '^ckpt-' || fail "rank 0 wrote no checkpoint"
-echo "slurm-check: PASS (two learner ranks and two actors under Slurm solved CartPole)"
+! grep -q 'TLS handshake failed\|TLS refused' "$out" || fail "a TLS handshake failed"
+echo "slurm-check: PASS (two learner ranks and two actors under Slurm, over TLS, solved CartPole)"
