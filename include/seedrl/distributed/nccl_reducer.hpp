@@ -195,6 +195,7 @@ class nccl_reducer final : public gradient_reducer {
   void host_mean(std::span<T> values) {
     if (values.empty())
       return;
+    detail::cuda_check(cudaSetDevice(device_), "cudaSetDevice");  // the stream's device
     T* d = staging<T>(values.size());
     copy(d, values.data(), values.size_bytes(), cudaMemcpyHostToDevice);
     detail::nccl_check(
@@ -206,6 +207,7 @@ class nccl_reducer final : public gradient_reducer {
 
   template <class T>
   void all_gather(std::span<const T> mine, std::span<T> all) {
+    detail::cuda_check(cudaSetDevice(device_), "cudaSetDevice");
     T* d = staging<T>(all.size());
     copy(d + static_cast<std::size_t>(rank_) * mine.size(), mine.data(), mine.size_bytes(),
          cudaMemcpyHostToDevice);
