@@ -101,8 +101,9 @@ class tls_context {
       throw std::invalid_argument("seedrl: this OpenSSL cannot do TLS 1.3");
     // AES-128-GCM first: with AES-NI the cheapest per record of TLS 1.3's suites (OpenSSL's
     // default order puts AES-256 first, and ChaCha20 first for a SHA-256 PSK).
-    if (SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
-                                      "TLS_CHACHA20_POLY1305_SHA256") != 1)
+    if (SSL_CTX_set_ciphersuites(ctx,
+                                 "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
+                                 "TLS_CHACHA20_POLY1305_SHA256") != 1)
       throw std::invalid_argument("seedrl: this OpenSSL lacks TLS 1.3's AES-GCM suites");
     SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
     if (SSL_CTX_set_ex_data(ctx, ex_index(), this) != 1)
