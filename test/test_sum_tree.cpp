@@ -1,7 +1,8 @@
 // seedrl::replay::sum_tree (R2D2's prioritized sampling) against brute force: the item a
 // prefix sum lands on, checked against a linear scan on exactly representable priorities;
 // draws proportional to priority, checked with a chi-square test over many draws; priority
-// changes, zero priorities, the edges of the range and the refusals.
+// changes, zero priorities, the edges of the range and the refusals. Then the sequence priority
+// (eta mix) and the importance weights that go with the draws.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "seedrl/replay/priorities.hpp"
 #include "seedrl/replay/sum_tree.hpp"
 
 namespace {
@@ -134,4 +136,42 @@ TEST_CASE("sum_tree refuses NaN, infinite and negative priorities and stays unch
   CHECK_THROWS_AS(sum_tree(0), std::invalid_argument);
   sum_tree empty(3);
   CHECK_THROWS_AS(empty.find(0.0), std::logic_error);
+}
+
+// --- R2D2's priorities and importance weights (seedrl/replay/priorities.hpp) -----------------
+
+TEST_CASE("sequence priority mixes the largest and the mean absolute TD error", "[replay]") {
+  const std::vector<double> td = {0.5, -2.0, 1.0, -0.5};  // |.|: max 2, mean 1
+  CHECK(seedrl::replay::sequence_priority(std::span<const double>(td)) ==
+        Approx(0.9 * 2.0 + 0.1 * 1.0));
+  CHECK(seedrl::replay::sequence_priority(std::span<const double>(td), 0.0) == Approx(1.0));
+  CHECK(seedrl::replay::sequence_priority(std::span<const double>(td), 1.0) == Approx(2.0));
+  const std::vector<float> tdf = {-3.0f};
+  CHECK(seedrl::replay::sequence_priority(std::span<const float>(tdf)) == Approx(3.0));
+  std::vector<double> bad = td;
+  bad[2] = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_WITH(seedrl::replay::sequence_priority(std::span<const double>(bad)),
+                    Catch::Contains("step 2"));
+  CHECK_THROWS_AS(seedrl::replay::sequence_priority(std::span<const double>()),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(seedrl::replay::sequence_priority(std::span<const double>(td), 1.5),
+                  std::invalid_argument);
+}
+
+TEST_CASE("importance weights are (N P)^-beta over the batch's largest", "[replay]") {
+  // N = 10: P = 0.05 -> 0.5^-0.6, P = 0.2 -> 2^-0.6, P = 0.1 -> 1; the largest is 0.5^-0.6.
+  const std::vector<double> p = {0.05, 0.2, 0.1};
+  const auto w = seedrl::replay::importance_weights(std::span<const double>(p), 10, 0.6);
+  REQUIRE(w.size() == 3);
+  CHECK(w[0] == Approx(1.0));
+  CHECK(w[1] == Approx(std::pow(2.0, -0.6) / std::pow(0.5, -0.6)));
+  CHECK(w[2] == Approx(1.0 / std::pow(0.5, -0.6)));
+  // beta 0: no correction.
+  for (const double x : seedrl::replay::importance_weights(std::span<const double>(p), 10, 0.0))
+    CHECK(x == 1.0);
+  const std::vector<double> zero = {0.1, 0.0};
+  CHECK_THROWS_WITH(seedrl::replay::importance_weights(std::span<const double>(zero), 10),
+                    Catch::Contains("item 1"));
+  CHECK_THROWS_AS(seedrl::replay::importance_weights(std::span<const double>(p), 0),
+                  std::invalid_argument);
 }
