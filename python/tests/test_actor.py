@@ -349,8 +349,9 @@ class SpecTests(unittest.TestCase):
 # Against a scripted learner
 
 
-@requires_tool(gym is not None, GYM_MISSING)
-class ScriptedLearnerTests(unittest.TestCase):
+class ScriptedLearnerCase(unittest.TestCase):
+    """Closes the scripted learners a test made and fails it on any error in their scripts."""
+
     def setUp(self) -> None:
         self.learners: list[ScriptedLearner] = []
 
@@ -358,6 +359,10 @@ class ScriptedLearnerTests(unittest.TestCase):
         for learner in self.learners:
             learner.close()
             self.assertEqual(learner.errors, [], "".join(learner.errors))
+
+
+@requires_tool(gym is not None, GYM_MISSING)
+class ScriptedLearnerTests(ScriptedLearnerCase):
 
     def learner(self, script: Callable[["Peer", int], None]) -> "ScriptedLearner":
         learner = ScriptedLearner(script)
@@ -1141,15 +1146,7 @@ def learner_tls(name: str = "learner") -> "ssl.SSLContext":
 
 
 @requires_tool(gym is not None, GYM_MISSING)
-class TlsTests(unittest.TestCase):
-    def setUp(self) -> None:
-        self.learners: list[ScriptedLearner] = []
-
-    def tearDown(self) -> None:
-        for learner in self.learners:
-            learner.close()
-            self.assertEqual(learner.errors, [], "".join(learner.errors))
-
+class TlsTests(ScriptedLearnerCase):
     def tls_learner(self, script, name: str = "learner") -> "ScriptedLearner":
         learner = ScriptedLearner(script, tls=learner_tls(name))
         self.learners.append(learner)

@@ -15,13 +15,11 @@
 
 #include <array>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -31,6 +29,7 @@
 #include <vector>
 
 #include "seedrl/distributed/rendezvous.hpp"
+#include "seedrl/transport/detail/deadline.hpp"
 #include "seedrl/transport/tcp.hpp"
 #include "seedrl/transport/transport_error.hpp"
 
@@ -59,41 +58,6 @@ struct bootstrap_hello {
   std::uint64_t settings_hash = 0;
 };
 static_assert(sizeof(bootstrap_hello) == 24);
-
-/// Closes `listener` at `deadline` unless cancelled first (a blocking accept then returns).
-class accept_deadline {
- public:
-  accept_deadline(tcp_listener& listener, std::chrono::steady_clock::time_point deadline)
-      : thread_([this, &listener, deadline] {
-          std::unique_lock lock(mutex_);
-          if (!wake_.wait_until(lock, deadline, [this] { return done_; })) {
-            expired_ = true;
-            listener.close();
-          }
-        }) {}
-  accept_deadline(const accept_deadline&) = delete;
-  accept_deadline& operator=(const accept_deadline&) = delete;
-  ~accept_deadline() { cancel(); }
-
-  /// Stops the timer; whether it had fired.
-  bool cancel() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    wake_.notify_one();
-    if (thread_.joinable())
-      thread_.join();
-    return expired_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool done_ = false;
-  bool expired_ = false;
-  std::thread thread_;
-};
 
 inline std::string rank_list(const std::vector<int>& ranks) {
   std::string s;
@@ -126,7 +90,7 @@ inline std::vector<std::byte> share_from_rank0(
     auto listener = transport.listen({"", port});
     std::map<int, tcp_connection> arrived;
     {
-      detail::accept_deadline timer(listener, deadline);
+      seedrl::detail::call_at_deadline timer(deadline, [&listener] { listener.close(); });
       while (static_cast<int>(arrived.size()) < place.size - 1) {
         std::optional<tcp_connection> c;
         try {

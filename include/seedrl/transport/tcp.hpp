@@ -511,9 +511,13 @@ class socket_connection {
     if (!is_open())
       throw_closed("handshake with");
     boost::system::error_code ec;
-    handshake_deadline deadline(fd_, tls_context_->config().handshake_timeout);
+    // A peer that never answers must not hold this thread: the socket is shut down at the
+    // deadline, which ends the handshake's blocked read.
+    call_at_deadline deadline(
+        std::chrono::steady_clock::now() + tls_context_->config().handshake_timeout,
+        [fd = fd_] { ::shutdown(fd, SHUT_RDWR); });
     tls_->handshake(role_ == tls_role::client ? tls_stream::client : tls_stream::server, ec);
-    const bool timed_out = deadline.finish();
+    const bool timed_out = deadline.cancel();
     if (!ec) {
       handshaken_ = true;
       return;

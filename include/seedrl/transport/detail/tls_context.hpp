@@ -2,33 +2,28 @@
 /// \file
 /// The OpenSSL side of TLS on the actor link (seedrl/transport/tls_config.hpp): one client and
 /// one server `boost::asio::ssl::context` built from a tls_config, TLS 1.3 only, with mutual
-/// certificate checks or a pre-shared key; how a failed handshake is described; and the
-/// deadline that keeps a blocking handshake from waiting forever.
+/// certificate checks or a pre-shared key; and how a failed handshake is described.
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
-#include <sys/socket.h>
 
 #include <array>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <cerrno>
-#include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstring>
 #include <fstream>
-#include <mutex>
 #include <new>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 #include "seedrl/security/hmac.hpp"
+#include "seedrl/transport/detail/deadline.hpp"
 #include "seedrl/transport/tls_config.hpp"
 
 namespace seedrl::detail {
@@ -196,43 +191,5 @@ inline std::string describe_tls_failure(const boost::system::error_code& ec, SSL
   ERR_clear_error();  // this thread's queue: the next operation starts clean
   return why;
 }
-
-/// Shuts a socket down if a blocking handshake on it has not ended within `timeout`: the
-/// blocked call then fails, and its caller reports the timeout (timed_out()). A thread that
-/// sleeps on a condition variable; handshakes are rare (one per link), so that costs nothing
-/// where it matters.
-class handshake_deadline {
- public:
-  handshake_deadline(int fd, std::chrono::milliseconds timeout)
-      : thread_([this, fd, timeout] {
-          std::unique_lock lock(mutex_);
-          if (!wake_.wait_for(lock, timeout, [this] { return done_; })) {
-            timed_out_ = true;
-            ::shutdown(fd, SHUT_RDWR);
-          }
-        }) {}
-  handshake_deadline(const handshake_deadline&) = delete;
-  handshake_deadline& operator=(const handshake_deadline&) = delete;
-  ~handshake_deadline() { finish(); }
-
-  /// The handshake ended: the socket is left alone from now on. Returns whether it timed out.
-  bool finish() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    wake_.notify_one();
-    if (thread_.joinable())
-      thread_.join();
-    return timed_out_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool done_ = false;
-  bool timed_out_ = false;
-  std::thread thread_;  // last: starts once the members it uses exist
-};
 
 }  // namespace seedrl::detail
