@@ -533,20 +533,14 @@ class actor_server {
               const std::string& why) {
     if (type == protocol::message_type::reject)
       stats_.update([](learner_stats& st) { ++st.rejected_connections; });
-    // A peer that fails authentication may retry at once, forever: one line per address a
-    // minute (docs/security.md).
-    const bool auth =
-        code == protocol::error_code::auth_failed || code == protocol::error_code::auth_required;
-    std::optional<std::size_t> held_back = 0;
-    if (auth)
-      held_back = refused_peers_.admit(detail::log_limiter::address_of(s.peer));
-    if (held_back) {
-      log("seedrl learner: closing " + s.peer + (s.name.empty() ? "" : " (" + s.name + ")") + ": " +
-          protocol::to_string(code) + ": " + why +
-          (*held_back > 0 ? " (" + std::to_string(*held_back) +
-                                " more from this address in the last minute, not logged)"
-                          : ""));
-    }
+    const std::string line = "seedrl learner: closing " + s.peer +
+                             (s.name.empty() ? "" : " (" + s.name + ")") + ": " +
+                             protocol::to_string(code) + ": " + why;
+    // A peer that fails authentication may retry at once, forever (docs/security.md).
+    if (code == protocol::error_code::auth_failed || code == protocol::error_code::auth_required)
+      log_once_a_minute(s.peer, line);
+    else
+      log(line);
     try {
       std::vector<std::byte> frame;
       protocol::encode_status(type, {code, why}, frame);
@@ -558,15 +552,19 @@ class actor_server {
   }
 
   /// A peer whose TLS handshake failed (no TLS, a certificate the CA did not sign, the wrong
-  /// pre-shared key): counted as refused and logged like a failed authentication, one line
-  /// per address a minute.
+  /// pre-shared key): counted as refused and logged like a failed authentication.
   void refused_tls(conn_t& s, const std::string& why) {
     stats_.update([](learner_stats& st) { ++st.rejected_connections; });
-    if (const auto held_back = refused_peers_.admit(detail::log_limiter::address_of(s.peer))) {
-      log("seedrl learner: refusing " + s.peer + ": " + why +
-          (*held_back > 0 ? " (" + std::to_string(*held_back) +
-                                " more from this address in the last minute, not logged)"
-                          : ""));
+    log_once_a_minute(s.peer, "seedrl learner: refusing " + s.peer + ": " + why);
+  }
+
+  /// Logs `line` about a refused peer at most once per address a minute, saying how many lines
+  /// about that address were held back since.
+  void log_once_a_minute(const std::string& peer, const std::string& line) {
+    if (const auto held_back = refused_peers_.admit(detail::log_limiter::address_of(peer))) {
+      log(line + (*held_back > 0 ? " (" + std::to_string(*held_back) +
+                                       " more from this address in the last minute, not logged)"
+                                 : ""));
     }
   }
 
