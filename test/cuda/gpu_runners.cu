@@ -9,6 +9,7 @@
 
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/ppo_loss.hpp"
+#include "seedrl/algo/r2d2_loss.hpp"
 #include "seedrl/cuda/cuda_backend.cuh"
 #include "seedrl/cuda/device.cuh"
 #include "seedrl/cuda/lstm_step.cuh"
@@ -375,6 +376,35 @@ loss_terms backend_ppo_loss(const ppo_loss_config<float>& config, const loss_arr
   op.old_values = batch.old_values.empty() ? nullptr : d.old_values.data();
   seedrl::ppo_loss_workspace<cuda::cuda_backend, float> ws;
   return d.finish(be, seedrl::ppo_loss<float>(config).compute(be, op, ws), grad_logits,
+                  grad_values);
+}
+
+loss_terms backend_r2d2_loss(const r2d2_loss_config<float>& config, const loss_arrays& batch,
+                             std::vector<float>& grad_logits, std::vector<float>& grad_values,
+                             std::vector<double>& priorities) {
+  cuda::cuda_backend be;
+  device_loss_batch d(be, batch);
+  auto target_logits = backend_up(be, batch.target_logits);
+  auto target_values = backend_up(be, batch.target_values);
+  auto weights = backend_up(be, batch.importance_weights);
+  seedrl::r2d2_loss_operands<float> op;
+  op.T = batch.T;
+  op.B = batch.B;
+  op.A = batch.A;
+  op.logits = d.logits.data();
+  op.values = d.values.data();
+  op.target_logits = target_logits.data();
+  op.target_values = target_values.data();
+  op.actions = d.actions.data();
+  op.rewards = d.rewards.data();
+  op.dones = d.dones.data();
+  op.truncated = d.truncated.data();
+  op.importance_weights = batch.importance_weights.empty() ? nullptr : weights.data();
+  op.grad_logits = d.gl.data();
+  op.grad_values = d.gv.data();
+  priorities.assign(static_cast<std::size_t>(batch.B), -1.0);
+  seedrl::r2d2_loss_workspace<cuda::cuda_backend, float> ws;
+  return d.finish(be, seedrl::r2d2_loss<float>(config).compute(be, op, ws, priorities), grad_logits,
                   grad_values);
 }
 

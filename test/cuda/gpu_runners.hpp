@@ -11,6 +11,7 @@
 #include "seedrl/algo/impala_loss_config.hpp"
 #include "seedrl/algo/loss.hpp"
 #include "seedrl/algo/ppo_loss_config.hpp"
+#include "seedrl/algo/r2d2_loss_config.hpp"
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/core/config.hpp"
 #include "seedrl/detail/optimizer_math.hpp"
@@ -100,11 +101,13 @@ double backend_sum_of_squares(const std::vector<S>& x);
 /// backend.sums(x, arrays, n) on a device copy of x (arrays * n values).
 std::vector<double> backend_sums(const std::vector<double>& x, std::size_t arrays, std::size_t n);
 
-/// A loss batch as host arrays, for `backend_impala_loss` and `backend_ppo_loss`; empty
-/// proximal_logits / old_values mean none (PPO only), as in seedrl::ppo_batch.
+/// A loss batch as host arrays, for `backend_impala_loss`, `backend_ppo_loss` and
+/// `backend_r2d2_loss`; empty proximal_logits / old_values mean none (PPO only), as in
+/// seedrl::ppo_batch; the target network's outputs and importance weights are R2D2's.
 struct loss_arrays {
   int T = 0, B = 0, A = 0;
   std::vector<float> logits, values, behaviour_log_probs, rewards, proximal_logits, old_values;
+  std::vector<float> target_logits, target_values, importance_weights;
   std::vector<std::int32_t> actions;
   std::vector<std::uint8_t> dones, truncated;
 };
@@ -117,6 +120,11 @@ loss_terms backend_impala_loss(const impala_loss_config<float>& config, const lo
 /// ppo_loss<float>(config).compute on cuda_backend, likewise.
 loss_terms backend_ppo_loss(const ppo_loss_config<float>& config, const loss_arrays& batch,
                             std::vector<float>& grad_logits, std::vector<float>& grad_values);
+
+/// r2d2_loss<float>(config).compute on cuda_backend, likewise; the sequences' priorities too.
+loss_terms backend_r2d2_loss(const r2d2_loss_config<float>& config, const loss_arrays& batch,
+                             std::vector<float>& grad_logits, std::vector<float>& grad_values,
+                             std::vector<double>& priorities);
 
 /// What cuda_backend's convolutions give in `backend_conv2d`.
 template <class S>

@@ -27,6 +27,7 @@
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/loss_choice.hpp"
 #include "seedrl/algo/ppo_loss.hpp"
+#include "seedrl/algo/r2d2_loss.hpp"
 #include "seedrl/algo/vtrace.hpp"
 #include "seedrl/backend/host_backend.hpp"
 #include "seedrl/core/random.hpp"
@@ -619,6 +620,53 @@ TEST_CASE("impala_loss::compute on cuda_backend matches the CPU loss, with and w
     std::vector<float> gl, gv;
     const seedrl::loss_terms got = seedrl::test_gpu::backend_impala_loss(config, d, gl, gv);
     check_same_loss(got, want, gl, want_gl, gv, want_gv);
+  }
+}
+
+TEST_CASE("r2d2_loss::compute on cuda_backend matches the CPU loss: targets, burn-in, priorities",
+          "[cuda][backend]") {
+  seedrl::random_generator rng(131);
+  auto d = random_loss_arrays(rng, 23, 6, 5, 0.15);  // terminations and truncations
+  d.target_logits = d.logits;
+  for (float& x : d.target_logits)
+    x += static_cast<float>(rng.uniform(-0.5, 0.5));
+  d.target_values = d.values;
+  for (float& x : d.target_values)
+    x += static_cast<float>(rng.uniform(-0.5, 0.5));
+  for (int b = 0; b < d.B; ++b)
+    d.importance_weights.push_back(static_cast<float>(rng.uniform(0.1, 1.0)));
+  seedrl::r2d2_loss_config<float> config;
+  config.burn_in = 7;
+  config.n_step = 4;
+  config.discount = 0.95f;
+  seedrl::r2d2_loss_config<float> plain = config;
+  plain.value_rescaling = false;
+  plain.burn_in = 0;
+  for (const auto& c : {config, plain}) {
+    CAPTURE(c.burn_in);
+    std::vector<float> want_gl(d.logits.size()), want_gv(d.values.size());
+    std::vector<double> want_priorities(static_cast<std::size_t>(d.B));
+    seedrl::r2d2_gradients<float> grads{want_gl, want_gv, want_priorities};
+    const seedrl::r2d2_batch<float> cpu{static_cast<std::size_t>(d.T),
+                                        static_cast<std::size_t>(d.B),
+                                        static_cast<std::size_t>(d.A),
+                                        d.logits,
+                                        d.values,
+                                        d.target_logits,
+                                        d.target_values,
+                                        d.actions,
+                                        d.rewards,
+                                        d.dones,
+                                        d.truncated,
+                                        d.importance_weights};
+    const seedrl::loss_terms want = seedrl::r2d2_loss<float>(c)(cpu, grads);
+    std::vector<float> gl, gv;
+    std::vector<double> priorities;
+    const seedrl::loss_terms got = seedrl::test_gpu::backend_r2d2_loss(c, d, gl, gv, priorities);
+    check_same_loss(got, want, gl, want_gl, gv, want_gv);
+    CHECK(got.q_value == Approx(want.q_value).epsilon(1e-4).margin(1e-6));
+    for (std::size_t b = 0; b < priorities.size(); ++b)
+      CHECK(priorities[b] == Approx(want_priorities[b]).epsilon(1e-4).margin(1e-6));
   }
 }
 

@@ -29,7 +29,8 @@ namespace seedrl {
 /// The terms of a policy-gradient loss, for logging; `total` is what was differentiated.
 /// `entropy` is the weighted bonus term; `policy_entropy` the policy's mean entropy itself
 /// (nats per step), which shows a collapse whatever the weight. The last three are diagnostics
-/// of losses with a trust region (PPO) and stay 0 for the others.
+/// of losses with a trust region (PPO) and stay 0 for the others; `q_value` is a value-based
+/// loss's (R2D2).
 struct loss_terms {
   double total = 0.0;
   double policy = 0.0;
@@ -41,6 +42,8 @@ struct loss_terms {
   /// share of steps whose ratio to the behaviour policy (the actors') left the clip range: how
   /// far policy lag alone would have clipped
   double behaviour_clip_fraction = 0.0;
+  /// value-based losses (R2D2): the mean Q(x_t, a_t) over the trained steps; 0 for the others
+  double q_value = 0.0;
 
   /// Field by field, so that means over several steps (an update schedule's) keep every term.
   friend constexpr loss_terms operator+(loss_terms a, const loss_terms& b) noexcept {
@@ -52,6 +55,7 @@ struct loss_terms {
     a.approx_kl += b.approx_kl;
     a.clip_fraction += b.clip_fraction;
     a.behaviour_clip_fraction += b.behaviour_clip_fraction;
+    a.q_value += b.q_value;
     return a;
   }
   friend constexpr loss_terms operator*(loss_terms a, double k) noexcept {
@@ -63,6 +67,7 @@ struct loss_terms {
     a.approx_kl *= k;
     a.clip_fraction *= k;
     a.behaviour_clip_fraction *= k;
+    a.q_value *= k;
     return a;
   }
 };

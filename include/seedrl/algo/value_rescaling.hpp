@@ -9,10 +9,13 @@
 /// Both are computed without the closed forms' cancellations near 0 (below).
 /// The derivatives are what backward() needs through h and h^-1. Checked against float64
 /// references made by tools/gen_r2d2_fixture.py (h^-1 there by bisection on h, derivatives by
-/// high-precision finite differences).
+/// high-precision finite differences). Host and device functions: the R2D2 loss's kernels call
+/// them.
 
 #include <cmath>
 #include <concepts>
+
+#include "seedrl/core/config.hpp"
 
 namespace seedrl {
 
@@ -22,7 +25,7 @@ inline constexpr double default_value_rescaling_eps = 1e-3;
 /// h(x); eps > 0. sqrt(|x| + 1) - 1 is computed as |x| / (sqrt(|x| + 1) + 1): the difference
 /// would cancel near 0.
 template <std::floating_point S>
-S value_rescale(S x, S eps = S(default_value_rescaling_eps)) {
+SEEDRL_HOST_DEVICE S value_rescale(S x, S eps = S(default_value_rescaling_eps)) {
   const S a = std::abs(x);
   return std::copysign(a / (std::sqrt(a + S(1)) + S(1)), x) + eps * x;
 }
@@ -31,7 +34,7 @@ S value_rescale(S x, S eps = S(default_value_rescaling_eps)) {
 /// near 0 (in float, h^-1(0) came out as 2.6e-5): with D = (1 + 2 eps)^2 + 4 eps |y| it is
 /// (root - 1)(root + 1), where root - 1 = 2 |y| / (sqrt(D) + 1 + 2 eps) has no difference.
 template <std::floating_point S>
-S value_unrescale(S y, S eps = S(default_value_rescaling_eps)) {
+SEEDRL_HOST_DEVICE S value_unrescale(S y, S eps = S(default_value_rescaling_eps)) {
   const S a = std::abs(y);
   const S b = S(1) + S(2) * eps;
   const S root_minus_one = S(2) * a / (std::sqrt(b * b + S(4) * eps * a) + b);
@@ -40,13 +43,13 @@ S value_unrescale(S y, S eps = S(default_value_rescaling_eps)) {
 
 /// h'(x) = 1 / (2 sqrt(|x| + 1)) + eps.
 template <std::floating_point S>
-S value_rescale_derivative(S x, S eps = S(default_value_rescaling_eps)) {
+SEEDRL_HOST_DEVICE S value_rescale_derivative(S x, S eps = S(default_value_rescaling_eps)) {
   return S(1) / (S(2) * std::sqrt(std::abs(x) + S(1))) + eps;
 }
 
 /// (h^-1)'(y) = 1 / h'(h^-1(y)).
 template <std::floating_point S>
-S value_unrescale_derivative(S y, S eps = S(default_value_rescaling_eps)) {
+SEEDRL_HOST_DEVICE S value_unrescale_derivative(S y, S eps = S(default_value_rescaling_eps)) {
   return S(1) / value_rescale_derivative(value_unrescale(y, eps), eps);
 }
 

@@ -67,12 +67,13 @@ inline void check_max_grad_norm(double max_grad_norm, const char* who) {
   }
 }
 
-/// The loss terms' mean over the ranks (one collective of the eight terms).
+/// The loss terms' mean over the ranks (one collective of the nine terms).
 inline void mean_over_ranks(loss_terms& t, distributed::gradient_reducer& reducer) {
   double v[] = {t.total,          t.policy,    t.baseline,      t.entropy,
-                t.policy_entropy, t.approx_kl, t.clip_fraction, t.behaviour_clip_fraction};
+                t.policy_entropy, t.approx_kl, t.clip_fraction, t.behaviour_clip_fraction,
+                t.q_value};
   reducer.mean(std::span<double>(v));
-  t = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+  t = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
 }
 
 /// One training step of `loss` on `batch` over `model` (see the file comment): the schedule's
