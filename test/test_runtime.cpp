@@ -354,6 +354,41 @@ TEST_CASE("unroll_builder reads a step's state only where an unroll starts or co
   CHECK(builder.needs_state_before(0));
 }
 
+TEST_CASE("unroll_builder overlaps R2D2's sequences by several steps and their start states",
+          "[runtime][unroll]") {
+  // Unrolls of T + 1 = 6 steps, each repeating the last 3 of the one before: they start every
+  // 3 steps, from the state before their first step.
+  const std::size_t T = 5;
+  seedrl::unroll_builder<float> builder(1, T, 1, 1, 4, 0, 3);
+  CHECK_THROWS_AS(seedrl::unroll_builder<float>(1, T, 1, 1, 4, 0, 6), std::invalid_argument);
+  CHECK_THROWS_AS(seedrl::unroll_builder<float>(1, T, 1, 1, 4, 0, 0), std::invalid_argument);
+  std::vector<std::vector<float>> observations, starts;
+  std::vector<std::vector<std::uint8_t>> dones;
+  for (int t = 0; t < 15; ++t) {
+    const float obs = static_cast<float>(t);
+    const float state = 100.0f + static_cast<float>(t);
+    // Which steps are asked for their state: 0 (the first unroll), then 3, 6, 9, 12.
+    REQUIRE(builder.needs_state_before(0) == (t % 3 == 0));
+    auto* u = builder.append(0, std::span<const float>(&obs, 1), 0.0f, t == 7, false, 0, t, 0.0f, 0,
+                             std::span<const float>(&state, 1));
+    if (u != nullptr) {
+      observations.push_back(u->observations);
+      starts.push_back(u->start_state);
+      dones.push_back(u->dones);
+      builder.recycle(u);
+    }
+  }
+  REQUIRE(observations.size() == 4);  // complete at steps 5, 8, 11, 14
+  CHECK(observations[0] == std::vector<float>{0, 1, 2, 3, 4, 5});
+  CHECK(observations[1] == std::vector<float>{3, 4, 5, 6, 7, 8});
+  CHECK(observations[3] == std::vector<float>{9, 10, 11, 12, 13, 14});
+  CHECK(starts[0] == std::vector<float>{100});
+  CHECK(starts[1] == std::vector<float>{103});
+  CHECK(starts[3] == std::vector<float>{109});
+  CHECK(dones[1] == std::vector<std::uint8_t>{0, 0, 0, 0, 1, 0});
+  CHECK(dones[2] == std::vector<std::uint8_t>{0, 1, 0, 0, 0, 0});  // repeated with the steps
+}
+
 TEST_CASE("bounded_queue applies backpressure and closes cleanly",
           "[runtime][queue][concurrency]") {
   seedrl::bounded_queue<int> q(2);

@@ -6,7 +6,9 @@
 /// space (D = `action_dim` > 0) the actions are D values each, beside the int32 arrays (which
 /// stay zero): the previous action the env got and the raw sample (pre-squash u) taken. When an
 /// unroll is complete it is handed out by pointer and the next one starts with a copy of its last
-/// step (one-step overlap) and the recurrent state from before that step. Observations come as
+/// `overlap` steps and the recurrent state from before the first of them: SEED's one-step
+/// overlap by default (the last step only bootstraps), more for R2D2's sequences, whose first
+/// steps are a burn-in (seedrl/algo/r2d2_loss.hpp). Observations come as
 /// S or as uint8 frames (widened to S here, in the one copy into the unroll). Unrolls come from a
 /// pool allocated up front; the trainer gives them back with `recycle`.
 
@@ -48,16 +50,24 @@ template <std::floating_point S>
 class unroll_builder {
  public:
   /// `pool_size` unrolls beyond one per environment bound how many can be queued or in
-  /// training at once; `action_dim` is D for continuous actions, else 0.
+  /// training at once; `action_dim` is D for continuous actions, else 0; `overlap` steps in
+  /// [1, unroll_length] begin each unroll as copies of the previous one's last steps.
   unroll_builder(std::size_t max_envs, std::size_t unroll_length, std::size_t observation_size,
-                 std::size_t state_width, std::size_t pool_size, std::size_t action_dim = 0)
+                 std::size_t state_width, std::size_t pool_size, std::size_t action_dim = 0,
+                 std::size_t overlap = 1)
       : steps_(unroll_length + 1),
+        overlap_(overlap),
         obs_size_(observation_size),
         state_width_(state_width),
         action_dim_(action_dim),
-        current_(max_envs, nullptr) {
+        current_(max_envs, nullptr),
+        next_start_(max_envs * state_width) {
     if (unroll_length == 0)
       throw std::invalid_argument("seedrl::unroll_builder: unroll_length must be positive");
+    if (overlap == 0 || overlap > unroll_length)
+      throw std::invalid_argument(
+          "seedrl::unroll_builder: overlap must be in [1, unroll_length = " +
+          std::to_string(unroll_length) + "], got " + std::to_string(overlap));
     storage_.resize(max_envs + pool_size);
     for (auto& u : storage_) {
       u.observations.resize(steps_ * obs_size_);
@@ -76,6 +86,7 @@ class unroll_builder {
   }
 
   std::size_t steps() const noexcept { return steps_; }
+  std::size_t overlap() const noexcept { return overlap_; }
   std::size_t action_dim() const noexcept { return action_dim_; }
 
   /// Appends one step for `slot`; `truncated` says the episode that `done` ends was cut by a
@@ -109,6 +120,10 @@ class unroll_builder {
       std::copy(state_before.begin(), state_before.end(), u->start_state.begin());
     }
     const std::size_t t = u->length;
+    if (t == steps_ - overlap_) {  // the next unroll starts here: keep the state before it
+      std::copy(state_before.begin(), state_before.end(),
+                next_start_.begin() + static_cast<std::ptrdiff_t>(slot * state_width_));
+    }
     std::transform(observation.begin(), observation.end(),
                    u->observations.begin() + static_cast<std::ptrdiff_t>(t * obs_size_),
                    [](T x) { return static_cast<S>(x); });
@@ -125,25 +140,29 @@ class unroll_builder {
     if (++u->length < steps_)
       return nullptr;
     unroll<S>* done_unroll = u;
-    // The next unroll starts with this one's last step and the state from before it.
+    // The next unroll starts with this one's last `overlap` steps and the state before them.
     u = take();
     u->slot = slot;
-    u->length = 1;
-    std::copy(state_before.begin(), state_before.end(), u->start_state.begin());
-    const std::size_t last = steps_ - 1;
-    std::copy_n(done_unroll->observations.begin() + static_cast<std::ptrdiff_t>(last * obs_size_),
-                obs_size_, u->observations.begin());
-    u->rewards[0] = done_unroll->rewards[last];
-    u->dones[0] = done_unroll->dones[last];
-    u->truncated[0] = done_unroll->truncated[last];
-    u->prev_actions[0] = done_unroll->prev_actions[last];
-    u->actions[0] = done_unroll->actions[last];
-    u->behaviour_log_probs[0] = done_unroll->behaviour_log_probs[last];
-    u->behaviour_versions[0] = done_unroll->behaviour_versions[last];
-    const auto last_at = static_cast<std::ptrdiff_t>(last * action_dim_);
-    std::copy_n(done_unroll->prev_env_actions.begin() + last_at, action_dim_,
+    u->length = overlap_;
+    std::copy_n(next_start_.begin() + static_cast<std::ptrdiff_t>(slot * state_width_),
+                state_width_, u->start_state.begin());
+    const std::size_t first = steps_ - overlap_;
+    const auto from = [&](std::size_t width) { return static_cast<std::ptrdiff_t>(first * width); };
+    std::copy_n(done_unroll->observations.begin() + from(obs_size_), overlap_ * obs_size_,
+                u->observations.begin());
+    std::copy_n(done_unroll->rewards.begin() + from(1), overlap_, u->rewards.begin());
+    std::copy_n(done_unroll->dones.begin() + from(1), overlap_, u->dones.begin());
+    std::copy_n(done_unroll->truncated.begin() + from(1), overlap_, u->truncated.begin());
+    std::copy_n(done_unroll->prev_actions.begin() + from(1), overlap_, u->prev_actions.begin());
+    std::copy_n(done_unroll->actions.begin() + from(1), overlap_, u->actions.begin());
+    std::copy_n(done_unroll->behaviour_log_probs.begin() + from(1), overlap_,
+                u->behaviour_log_probs.begin());
+    std::copy_n(done_unroll->behaviour_versions.begin() + from(1), overlap_,
+                u->behaviour_versions.begin());
+    std::copy_n(done_unroll->prev_env_actions.begin() + from(action_dim_), overlap_ * action_dim_,
                 u->prev_env_actions.begin());
-    std::copy_n(done_unroll->raw_actions.begin() + last_at, action_dim_, u->raw_actions.begin());
+    std::copy_n(done_unroll->raw_actions.begin() + from(action_dim_), overlap_ * action_dim_,
+                u->raw_actions.begin());
     return done_unroll;
   }
 
@@ -157,11 +176,12 @@ class unroll_builder {
   }
 
   /// Whether `slot`'s next append reads its state_before: it starts an unroll (none is open) or
-  /// completes one (the next starts from the state before that step). The inference loop asks
-  /// its engine for those rows' states only (agent_step_input::keep_state).
+  /// is the first of the steps the next unroll repeats (the next starts from the state before
+  /// it; with overlap 1, the step that completes the unroll). The inference loop asks its
+  /// engine for those rows' states only (agent_step_input::keep_state).
   bool needs_state_before(std::size_t slot) const {
     const unroll<S>* u = current_.at(slot);
-    return u == nullptr || u->length + 1 == steps_;
+    return u == nullptr || u->length == steps_ - overlap_;
   }
 
   /// Steps collected so far in `slot`'s current unroll.
@@ -195,12 +215,14 @@ class unroll_builder {
   }
 
   std::size_t steps_;
+  std::size_t overlap_;
   std::size_t obs_size_;
   std::size_t state_width_;
   std::size_t action_dim_;
   std::vector<unroll<S>> storage_;
   std::vector<unroll<S>*> current_;
   std::vector<unroll<S>*> free_;
+  std::vector<S> next_start_;  // [max_envs, state_width]: each slot's next unroll's start state
   mutable std::mutex mutex_;
 };
 
