@@ -49,8 +49,8 @@ struct case_arrays {
   }
 
   seedrl::r2d2_batch<S> batch() const {
-    return {T,       B,       A,     logits,    values, target_logits, target_values,
-            actions, rewards, dones, truncated, weights};
+    return {T,       B,       A,     logits,    values,  target_logits, target_values,
+            actions, rewards, dones, truncated, weights, config.burn_in};
   }
 };
 
@@ -104,7 +104,7 @@ TEST_CASE("the R2D2 loss's mean Q is over the trained steps and weights scale ea
   seedrl::r2d2_gradients<double> grad{gl, gv, prio};
   const auto terms =
       seedrl::r2d2_loss<double>(config)({T, B, A, logits, values, target_logits, target_values,
-                                         actions, rewards, dones, truncated, weights},
+                                         actions, rewards, dones, truncated, weights, 1},
                                         grad);
   CHECK(terms.q_value == Approx((1 + 2 + 3 + 4) / 4.0));
   // column 0: y_1 = 1 + 0.5 * 0 = 1 (Q 1), y_2 = 1 + 0.5 * 10 = 6 (Q 3): td 0 and 3
@@ -143,9 +143,9 @@ TEST_CASE("the R2D2 loss refuses bad batches before writing", "[r2d2]") {
     CHECK_THROWS_WITH(loss(batch(), grad), Catch::Contains("truncated[2]"));
   }
   SECTION("burn-in as long as the sequence") {
-    config.burn_in = 2;
-    CHECK_THROWS_WITH(seedrl::r2d2_loss<float>(config)(batch(), grad),
-                      Catch::Contains("T > burn_in"));
+    auto b = batch();
+    b.burn_in = 2;
+    CHECK_THROWS_WITH(loss(b, grad), Catch::Contains("T > burn_in"));
   }
   CHECK(gl[0] == 7.0f);  // nothing written
   CHECK_THROWS_AS(seedrl::r2d2_loss<float>(seedrl::r2d2_loss_config<float>{.n_step = 0}),

@@ -391,6 +391,7 @@ loss_terms backend_r2d2_loss(const r2d2_loss_config<float>& config, const loss_a
   op.T = batch.T;
   op.B = batch.B;
   op.A = batch.A;
+  op.burn_in = static_cast<int>(config.burn_in);
   op.logits = d.logits.data();
   op.values = d.values.data();
   op.target_logits = target_logits.data();

@@ -658,7 +658,8 @@ TEST_CASE("r2d2_loss::compute on cuda_backend matches the CPU loss: targets, bur
                                         d.rewards,
                                         d.dones,
                                         d.truncated,
-                                        d.importance_weights};
+                                        d.importance_weights,
+                                        c.burn_in};
     const seedrl::loss_terms want = seedrl::r2d2_loss<float>(c)(cpu, grads);
     std::vector<float> gl, gv;
     std::vector<double> priorities;

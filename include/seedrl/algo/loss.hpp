@@ -104,6 +104,27 @@ constexpr bool needs_proximal_outputs(const L& loss) {
     return true;
 }
 
+/// A loss trained from a prioritized replay against a target network (R2D2,
+/// seedrl/algo/r2d2_loss.hpp). Beyond seedrl::Loss it provides
+///   - `std::size_t burn_in() const`: steps at each sequence's start that only warm the
+///     recurrent state (the trainer runs them forward without back-propagation and hands the
+///     loss the rest);
+///   - `std::size_t target_update_period() const`: gradient steps between copies of the online
+///     parameters into the target network;
+/// and its batch reads the target network's outputs on the same steps (`target_logits`,
+/// `target_values`) and the sequences' importance weights, and its gradient type returns the
+/// sequences' new priorities (`priorities`).
+template <class L>
+concept ReplayLoss = requires(const L& loss, typename L::batch_type b,
+                              typename L::gradient_type g) {
+  { loss.burn_in() } -> std::convertible_to<std::size_t>;
+  { loss.target_update_period() } -> std::convertible_to<std::size_t>;
+  b.target_logits;
+  b.target_values;
+  b.importance_weights;
+  g.priorities;
+};
+
 /// A differentiable training objective; see the file comment for what it needs.
 template <class L>
 concept Loss = std::floating_point<typename L::scalar_type> &&

@@ -26,8 +26,8 @@
 /// with Qbar(x) = h^-1(Q_target(x, argmax_a Q_online(x, a))) (double Q: the online network
 /// picks, the target network values). h is value_rescale (identity when rescaling is off).
 ///
-/// Steps s in [burn_in, T) are trained: with N = (T - burn_in) B and w_b the sequence's
-/// importance weight (seedrl/replay/priorities.hpp),
+/// Steps s in [burn_in, T) are trained (burn_in: the batch's, see r2d2_batch::burn_in): with N = (T
+/// - burn_in) B and w_b the sequence's importance weight (seedrl/replay/priorities.hpp),
 ///   total = (1/N) sum_{b, s kept} w_b 0.5 (y_s - Q(x_s, a_s))^2,
 /// the targets held constant (stop gradient), so with g = -w_b (y - Q) / N
 ///   d total / d Adv(x_s, a) = g (onehot(a_s)_a - 1/A),   d total / d V(x_s) = g,
@@ -73,6 +73,9 @@ struct r2d2_batch {
   std::span<const std::uint8_t> dones;      ///< [(T+1)*B] step t's env output ended an episode
   std::span<const std::uint8_t> truncated;  ///< [(T+1)*B] ... by a time limit (dones set too)
   std::span<const S> importance_weights = {};  ///< [B]; empty: every weight 1
+  /// Steps at the start that only warmed the state: no loss there. A trainer that ran the
+  /// burn-in itself (seedrl/runtime/training_step.hpp) hands over the rest with 0 here.
+  std::size_t burn_in = 0;
 };
 
 /// Where the R2D2 loss writes d(total)/d(online outputs) (every element, not accumulated) and,
@@ -91,6 +94,7 @@ struct r2d2_loss_operands {
   int T = 0;
   int B = 0;
   int A = 0;
+  int burn_in = 0;  ///< steps with no loss at the start
   const S* logits = nullptr;
   const S* values = nullptr;
   const S* target_logits = nullptr;
@@ -140,7 +144,7 @@ SEEDRL_HOST_DEVICE int dueling_argmax(const S* advantages, S value, int A) {
 template <class S>
 struct r2d2_target_kernel {
   r2d2_loss_operands<S> op;
-  int n_step, burn_in;
+  int n_step;
   S discount, eps;
   bool rescale;
   S *td, *mask;
@@ -150,7 +154,7 @@ struct r2d2_target_kernel {
     const int B = op.B, A = op.A, T = op.T;
     const int s = static_cast<int>(i) / B, b = static_cast<int>(i) % B;
     const std::size_t n = static_cast<std::size_t>(T) * static_cast<std::size_t>(B);
-    if (s < burn_in) {
+    if (s < op.burn_in) {
       td[i] = S(0);
       mask[i] = S(0);
       terms[i] = 0.0;
@@ -206,7 +210,6 @@ struct r2d2_target_kernel {
 template <class S>
 struct r2d2_gradient_kernel {
   r2d2_loss_operands<S> op;
-  int burn_in;
   S inv_n;
   const S *td, *mask;
 
@@ -214,7 +217,7 @@ struct r2d2_gradient_kernel {
     const int B = op.B, A = op.A;
     const int s = static_cast<int>(i) / B, b = static_cast<int>(i) % B;
     S g = S(0);
-    if (s >= burn_in && s < op.T && mask[i] != S(0)) {
+    if (s >= op.burn_in && s < op.T && mask[i] != S(0)) {
       const S w = op.importance_weights != nullptr ? op.importance_weights[b] : S(1);
       g = -w * td[i] * inv_n;
     }
@@ -279,25 +282,31 @@ class r2d2_loss {
       fail("priority_eta must be in [0, 1], got " + std::to_string(config_.priority_eta));
     if (config_.burn_in > 1000000)
       fail("burn_in must be at most 1e6, got " + std::to_string(config_.burn_in));
+    if (config_.target_update_period == 0)
+      fail("target_update_period must be at least 1 (1: the target is the online network)");
   }
 
   const config_type& config() const noexcept { return config_; }
 
-  /// Steps at each sequence's start that only warm the recurrent state (the trainer runs them
-  /// without back-propagation).
+  /// Steps at each sequence's start that only warm the recurrent state (seedrl::ReplayLoss:
+  /// the trainer runs them without back-propagation).
   std::size_t burn_in() const noexcept { return config_.burn_in; }
 
+  /// Gradient steps between copies of the online parameters into the target network.
+  std::size_t target_update_period() const noexcept { return config_.target_update_period; }
+
   /// Computes the loss on `batch`, its gradient into `grad` and, when grad.priorities is not
-  /// empty, the sequences' priorities. Throws std::invalid_argument, before writing anything,
-  /// on inconsistent sizes, T <= burn_in, an action of steps 0..T-1 outside [0, A), a step
-  /// truncated but not done, an importance weight that is negative or not finite, or gradient
-  /// arrays overlapping the batch.
+  /// empty, the sequences' priorities; steps before batch.burn_in get no loss. Throws
+  /// std::invalid_argument, before writing anything, on inconsistent sizes, T <= batch.burn_in, an
+  /// action of steps 0..T-1 outside [0, A), a step truncated but not done, an importance weight
+  /// that is negative or not finite, or gradient arrays overlapping the batch.
   loss_terms operator()(const batch_type& batch, gradient_type& grad) const {
     check(batch, grad);
     r2d2_loss_operands<S> op;
     op.T = static_cast<int>(batch.T);
     op.B = static_cast<int>(batch.B);
     op.A = static_cast<int>(batch.num_actions);
+    op.burn_in = static_cast<int>(batch.burn_in);
     op.logits = batch.logits.data();
     op.values = batch.values.data();
     op.target_logits = batch.target_logits.data();
@@ -330,17 +339,16 @@ class r2d2_loss {
     S* td = ws.rows.data();
     S* mask = td + n;
     double* terms = ws.terms.data();
-    const int burn_in = static_cast<int>(config_.burn_in);
-    be.for_each(n, detail::r2d2_target_kernel<S>{op, static_cast<int>(config_.n_step), burn_in,
+    be.for_each(n, detail::r2d2_target_kernel<S>{op, static_cast<int>(config_.n_step),
                                                  config_.discount, config_.value_rescaling_eps,
                                                  config_.value_rescaling, td, mask, terms});
-    const std::size_t trained = (T - config_.burn_in) * B;
-    be.for_each(n + B, detail::r2d2_gradient_kernel<S>{op, burn_in, S(1) / static_cast<S>(trained),
-                                                       td, mask});
+    const std::size_t trained = (T - static_cast<std::size_t>(op.burn_in)) * B;
+    be.for_each(n + B,
+                detail::r2d2_gradient_kernel<S>{op, S(1) / static_cast<S>(trained), td, mask});
     if (!priorities.empty()) {
       double* device_priorities = terms + 2 * n;
-      be.for_each(B, detail::r2d2_priority_kernel<S>{op.T, op.B, burn_in, config_.priority_eta, td,
-                                                     mask, device_priorities});
+      be.for_each(B, detail::r2d2_priority_kernel<S>{op.T, op.B, op.burn_in, config_.priority_eta,
+                                                     td, mask, device_priorities});
       be.download(static_cast<const double*>(device_priorities), priorities.first(B));
     }
     double sums[2] = {};
@@ -359,8 +367,8 @@ class r2d2_loss {
       throw std::invalid_argument(std::string(who) + ": " + what);
     };
     const std::size_t T = batch.T, B = batch.B, A = batch.num_actions;
-    if (T <= config_.burn_in || B == 0)
-      fail("needs T > burn_in (" + std::to_string(config_.burn_in) +
+    if (T <= batch.burn_in || B == 0)
+      fail("needs T > burn_in (" + std::to_string(batch.burn_in) +
            ") and B > 0, got T = " + std::to_string(T) + ", B = " + std::to_string(B));
     if (A == 0 || A > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
         T + 1 > static_cast<std::size_t>(std::numeric_limits<int>::max()) / B ||
@@ -417,7 +425,8 @@ class r2d2_loss {
   config_type config_;
 };
 
-static_assert(Loss<r2d2_loss<float>>, "seedrl: r2d2_loss<float> must model seedrl::Loss");
+static_assert(Loss<r2d2_loss<float>> && ReplayLoss<r2d2_loss<float>>,
+              "seedrl: r2d2_loss<float> must model seedrl::Loss and seedrl::ReplayLoss");
 static_assert(Loss<r2d2_loss<double>>, "seedrl: r2d2_loss<double> must model seedrl::Loss");
 
 }  // namespace seedrl

@@ -19,6 +19,7 @@ struct r2d2_loss_config {
   /// Steps at the start of each sequence that only warm the recurrent state: no loss, no
   /// gradient (the trainer runs them forward without back-propagation).
   std::size_t burn_in = 40;
+  std::size_t target_update_period = 2500;  ///< gradient steps between target network copies
   double priority_eta = 0.9;  ///< a sequence's priority: eta max |TD| + (1 - eta) mean |TD|
 };
 

@@ -161,10 +161,29 @@ class host_trainer {
   void load_from_host(Net&, Opt&) noexcept {}
 
  private:
+  /// What keeps a network copy of a type known only where it is used.
+  struct replica_base {
+    virtual ~replica_base() = default;
+  };
+
   template <class S>
   struct buffers {
     std::vector<S> logits, values, d_logits, d_values;
     minibatch_scratch<S> mb;  ///< the schedule's order and minibatch (or a lane's columns)
+    // A replay loss's (R2D2): the target network's outputs on the trained steps, the burn-in's
+    // state and one step's outputs, and the sequences' priorities.
+    std::vector<S> target_logits, target_values, all_logits, all_values, warm_state, step_logits,
+        step_values;
+    std::vector<double> priorities;
+  };
+
+  /// A replay loss's target network: a copy of the online one, refreshed every update period.
+  template <class Net>
+  struct target_network final : replica_base {
+    explicit target_network(const Net& online) : net(online) {}
+    Net net;
+    std::size_t parameters = 0;  // the size it was copied at
+    std::size_t age = 0;         // gradient steps since the last copy
   };
 
   template <class S>
@@ -194,9 +213,6 @@ class host_trainer {
 
   /// Lanes' network copies and buffers for one network type: lane w > 0 trains `nets[w - 1]`,
   /// lane 0 the trainer's argument.
-  struct replica_base {
-    virtual ~replica_base() = default;
-  };
   template <class Net, class S>
   struct replica_set final : replica_base {
     std::vector<Net> nets;
@@ -319,6 +335,76 @@ class host_trainer {
       values = s.values;
     }
 
+    /// A replay loss's target network over `batch`, keeping its outputs from `first_step` on
+    /// (see training_step.hpp).
+    void target_forward(const training_batch<S>& batch, std::size_t first_step,
+                        std::size_t update_period) {
+      auto* t = dynamic_cast<target_network<Net>*>(trainer.target_.get());
+      if (t == nullptr || t->parameters != net.parameters().size()) {
+        trainer.target_ = std::make_unique<target_network<Net>>(net);
+        t = static_cast<target_network<Net>*>(trainer.target_.get());
+        t->parameters = net.parameters().size();
+        t->age = 0;
+      } else if (++t->age >= update_period) {
+        const auto online = net.parameters();
+        std::copy(online.begin(), online.end(), t->net.parameters().begin());
+        t->age = 0;
+      }
+      const std::size_t rows = (batch.T + 1) * batch.B, A = batch.num_actions;
+      s.all_logits.resize(rows * A);
+      s.all_values.resize(rows);
+      agent_unroll_output<S> out{s.all_logits, s.all_values};
+      t->net.forward_unroll({batch.T + 1, batch.B, batch.observations, batch.rewards, batch.dones,
+                             batch.prev_actions, batch.start_state, batch.prev_env_actions},
+                            out);
+      const std::size_t from = first_step * batch.B;
+      s.target_logits.assign(s.all_logits.begin() + static_cast<std::ptrdiff_t>(from * A),
+                             s.all_logits.end());
+      s.target_values.assign(s.all_values.begin() + static_cast<std::ptrdiff_t>(from),
+                             s.all_values.end());
+    }
+
+    /// The burn-in: the online network stepped (`infer`, no activations kept) over the first
+    /// `steps` steps from the batch's start state; the rest of the batch from the state reached.
+    training_batch<S> warm_up(const training_batch<S>& batch, std::size_t steps) {
+      const std::size_t B = batch.B, A = batch.num_actions;
+      const std::size_t obs = batch.observations.size() / ((batch.T + 1) * B);
+      const std::size_t D = batch.action_dim;
+      auto state = net.initial_state(B);
+      std::copy(batch.start_state.begin(), batch.start_state.end(), state.data.begin());
+      s.step_logits.resize(B * A);
+      s.step_values.resize(B);
+      for (std::size_t t = 0; t < steps; ++t) {
+        const auto rows = [&](auto span, std::size_t width) {
+          return span.empty() ? span : span.subspan(t * B * width, B * width);
+        };
+        agent_step_input<S> in{rows(batch.observations, obs), rows(batch.rewards, 1),
+                               rows(batch.dones, 1), rows(batch.prev_actions, 1),
+                               rows(batch.prev_env_actions, D)};
+        agent_step_output<S> out{s.step_logits, s.step_values};
+        net.infer(in, state, out);
+      }
+      s.warm_state = std::move(state.data);
+      const auto rest = [&](auto span, std::size_t width) {
+        return span.empty() ? span : span.subspan(steps * B * width);
+      };
+      training_batch<S> part = batch;
+      part.T = batch.T - steps;
+      part.observations = rest(batch.observations, obs);
+      part.rewards = rest(batch.rewards, 1);
+      part.dones = rest(batch.dones, 1);
+      part.truncated = rest(batch.truncated, 1);
+      part.prev_actions = rest(batch.prev_actions, 1);
+      part.actions = rest(batch.actions, 1);
+      part.behaviour_log_probs = rest(batch.behaviour_log_probs, 1);
+      part.start_state = s.warm_state;
+      part.prev_env_actions = rest(batch.prev_env_actions, D);
+      part.raw_actions = rest(batch.raw_actions, D);
+      return part;
+    }
+
+    std::span<const double> priorities() const { return s.priorities; }
+
     template <class L>
     loss_terms loss(const training_batch<S>& batch, const L& loss, proximal_outputs<S> proximal) {
       const std::size_t rows = (batch.T + 1) * batch.B, A = batch.num_actions;
@@ -334,7 +420,8 @@ class host_trainer {
       b.logits = s.logits;
       b.values = s.values;
       b.actions = batch.actions;
-      b.behaviour_log_probs = batch.behaviour_log_probs;
+      if constexpr (requires { b.behaviour_log_probs = batch.behaviour_log_probs; })
+        b.behaviour_log_probs = batch.behaviour_log_probs;
       b.rewards = batch.rewards;
       b.dones = batch.dones;
       b.truncated = batch.truncated;
@@ -346,6 +433,13 @@ class host_trainer {
         b.old_values = proximal.values.empty() ? std::span<const S>(s.values) : proximal.values;
       if constexpr (requires { b.proximal_logits = proximal.logits; })
         b.proximal_logits = proximal.logits;  // empty: the step's own, which the loss knows
+      if constexpr (ReplayLoss<L>) {  // target_forward kept the target's outputs on these steps
+        b.target_logits = s.target_logits;
+        b.target_values = s.target_values;
+        b.importance_weights = batch.importance_weights;
+        s.priorities.resize(batch.B);
+        grads.priorities = s.priorities;
+      }
       return loss(b, grads);
     }
 
@@ -378,6 +472,7 @@ class host_trainer {
   buffers<double> double_;
   std::unique_ptr<detail::worker_pool> pool_;  // null with one thread
   std::unique_ptr<replica_base> replicas_;     // the copies for the network type last trained
+  std::unique_ptr<replica_base> target_;       // a replay loss's target network
   std::shared_ptr<distributed::gradient_reducer> reducer_;  // null: no other ranks
 };
 

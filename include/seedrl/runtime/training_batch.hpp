@@ -8,6 +8,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "seedrl/algo/loss.hpp"
 
@@ -35,6 +36,8 @@ struct training_batch {
   std::size_t action_dim = 0;
   std::span<const S> prev_env_actions = {};  ///< [(T+1)*B*D] the action the env got before step t
   std::span<const S> raw_actions = {};  ///< [(T+1)*B*D] the sample taken at step t (pre-squash u)
+  /// [B] a prioritized replay's importance weights (R2D2); empty: every unroll weighs 1
+  std::span<const S> importance_weights = {};
 };
 
 /// What one training step did.
@@ -44,6 +47,8 @@ struct train_step_result {
   bool applied = true;     ///< false: the update was skipped (see `skipped`)
   std::string skipped;     ///< why, when not applied
   double learning_rate = std::numeric_limits<double>::quiet_NaN();  ///< of this step, if known
+  /// [B] a replay loss's new priorities of the batch's sequences (seedrl::ReplayLoss); else empty
+  std::vector<double> priorities;
 };
 
 }  // namespace seedrl

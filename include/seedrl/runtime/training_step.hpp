@@ -26,6 +26,18 @@
 ///   - `void apply(double max_grad_norm, train_step_result&)`: the learning rate, then the
 ///     gradient's norm and clipping (`clip_by_global_norm`'s rule; a non-finite norm sets
 ///     `applied` false and `skipped`, and leaves grad_norm 0) and, if finite, the optimizer step.
+/// A loss trained from a replay against a target network (seedrl::ReplayLoss, R2D2) takes one
+/// gradient step per batch, prepared by two more model members:
+///   - `void target_forward(const training_batch<S>&, std::size_t first_step, std::size_t
+///     update_period)`: copies the online parameters into the target network when it has none
+///     yet or `update_period` steps have passed since the last copy, then runs the target
+///     network over the whole batch and keeps its outputs on the steps from `first_step` on
+///     (what the loss reads as target_logits / target_values);
+///   - `training_batch<S> warm_up(const training_batch<S>&, std::size_t steps)`: the burn-in,
+///     the online network stepped over the first `steps` steps with no activations kept (so no
+///     gradient reaches them), and the rest of the batch from the state it reached;
+/// the model's `loss` then fills the target outputs and importance weights, and `priorities()`
+/// hands the sequences' new priorities to the result.
 /// With a reducer (data-parallel learners), each gradient step's gradient is averaged over the
 /// ranks between backward and apply, and the result's loss terms are averaged once per call,
 /// so every rank reports and applies the same.
@@ -103,6 +115,27 @@ train_on_batch(Model& model, const training_batch<S>& batch, const L& loss, doub
       mean_over_ranks(r.terms, *reducer);
     return r;
   };
+  if constexpr (ReplayLoss<L>) {
+    static_assert(
+        requires(const training_batch<S>& b) {
+          model.target_forward(b, std::size_t{}, std::size_t{});
+          { model.warm_up(b, std::size_t{}) } -> std::same_as<training_batch<S>>;
+          model.priorities();
+        },
+        "seedrl: this trainer cannot yet train a loss with a target network and burn-in "
+        "(seedrl::ReplayLoss, R2D2): its model lacks target_forward, warm_up or priorities "
+        "(seedrl/runtime/training_step.hpp)");
+    const std::size_t burn_in = loss.burn_in();
+    if (burn_in >= batch.T)
+      throw std::invalid_argument(
+          std::string(who) + ": a burn-in of " + std::to_string(burn_in) +
+          " steps leaves nothing to train in sequences of T = " + std::to_string(batch.T));
+    model.target_forward(batch, burn_in, loss.target_update_period());
+    train_step_result r = step(burn_in > 0 ? model.warm_up(batch, burn_in) : batch, {});
+    const auto p = model.priorities();
+    r.priorities.assign(p.begin(), p.end());
+    return averaged(std::move(r));
+  }
   const update_schedule plan = schedule_of(loss);
   if (plan == update_schedule{})  // one step: the proximal outputs are the step's own
     return averaged(step(batch, proximal_outputs<S>{}));
