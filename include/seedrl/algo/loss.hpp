@@ -125,6 +125,20 @@ concept ReplayLoss = requires(const L& loss, typename L::batch_type b,
   g.priorities;
 };
 
+/// Whether `loss` trains from a replay now: a ReplayLoss does, unless it is chosen at run time
+/// and says otherwise (`loss.uses_replay()`, seedrl::loss_choice).
+template <class L>
+constexpr bool uses_replay(const L& loss) {
+  if constexpr (!ReplayLoss<L>)
+    return false;
+  else if constexpr (requires {
+                       { loss.uses_replay() } -> std::convertible_to<bool>;
+                     })
+    return loss.uses_replay();
+  else
+    return true;
+}
+
 /// A differentiable training objective; see the file comment for what it needs.
 template <class L>
 concept Loss = std::floating_point<typename L::scalar_type> &&

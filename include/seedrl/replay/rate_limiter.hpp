@@ -19,15 +19,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace seedrl::replay {
+#include "seedrl/replay/replay_config.hpp"
 
-/// How fast training may consume what actors insert; see the file comment.
-struct replay_ratio {
-  double samples_per_insert = 0.0;  ///< r; 0: no limit
-  /// Samples either way that e may stray; 0: n + r (one batch and one insert).
-  double tolerance = 0.0;
-  std::size_t min_size = 1;  ///< sequences stored before the first sample
-};
+namespace seedrl::replay {
 
 /// See the file comment.
 class rate_limiter {

@@ -51,6 +51,7 @@
 #include "seedrl/core/random.hpp"
 #include "seedrl/replay/priorities.hpp"
 #include "seedrl/replay/rate_limiter.hpp"
+#include "seedrl/replay/replay_config.hpp"
 #include "seedrl/replay/sum_tree.hpp"
 #include "seedrl/runtime/training_batch.hpp"
 
@@ -62,18 +63,6 @@ struct sequence_shape {
   std::size_t observation_size = 0;    ///< values per step's observation
   std::size_t state_width = 0;         ///< values of the start state
   std::size_t state_frame_values = 0;  ///< the state's first values that are frames (as Obs)
-};
-
-/// A replay's settings; defaults are SEED RL's R2D2 Atari configuration.
-struct sequence_replay_config {
-  std::size_t max_sequences = 100000;
-  std::size_t max_bytes = 0;         ///< 0: no bound beyond max_sequences
-  double priority_exponent = 0.9;    ///< alpha
-  double importance_exponent = 0.6;  ///< beta
-  double min_priority = 1e-6;        ///< priorities are at least this
-  replay_ratio ratio;                ///< samples per insert, both ways
-  /// The memory a replay may take; 0: what the machine has available (MemAvailable).
-  std::size_t memory_limit_bytes = 0;
 };
 
 /// One sequence to insert, as views (e.g. of a completed unroll): observations [steps,

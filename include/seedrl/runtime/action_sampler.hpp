@@ -24,6 +24,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -103,6 +104,92 @@ struct categorical_sampler {
   }
 };
 
+/// R2D2's exploration (Horgan et al.'s Ape-X schedule, as SEED's R2D2): each environment acts
+/// greedily on the policy outputs (a dueling head's advantages, whose argmax is Q's:
+/// seedrl/algo/r2d2_loss.hpp) except with probability epsilon_i, when it takes a uniform action.
+/// Explorer i of N has epsilon_i = base^(1 + alpha i / (N - 1)) (base 0.4, alpha 7: from 0.4 down
+/// to 0.4^8 = 0.00066); N = 1 gives base. The recorded log-probability is the epsilon-greedy
+/// policy's. With `selection` greedy (evaluation) every row acts greedily.
+///
+/// The learner's inference loop gives each row its environment's explorer index (stable across
+/// an actor's reconnects: seedrl/runtime/inference_loop.hpp) through the overload that takes
+/// them; the other spreads the rows of a batch over the schedule by position.
+struct epsilon_greedy_sampler {
+  double base = 0.4;
+  double alpha = 7.0;
+  std::size_t explorers = 1;  ///< N; an index i >= N uses i mod N
+  action_selection selection = action_selection::sample;
+
+  void check(const action_spec& spec) const {
+    if (!spec.is_discrete()) {
+      throw std::invalid_argument(
+          "seedrl::epsilon_greedy_sampler: serves discrete action spaces only (Q values per "
+          "action), the action spec is continuous of shape " +
+          spec.shape.to_string());
+    }
+    if (!(base >= 0.0 && base <= 1.0) || !(alpha >= 0.0) || !std::isfinite(alpha) ||
+        explorers == 0) {
+      throw std::invalid_argument(
+          "seedrl::epsilon_greedy_sampler: needs base in [0, 1], a finite alpha >= 0 and at "
+          "least one explorer, got base " +
+          std::to_string(base) + ", alpha " + std::to_string(alpha) + ", " +
+          std::to_string(explorers) + " explorers");
+    }
+  }
+
+  std::size_t outputs_per_row(const action_spec& spec) const {
+    return static_cast<std::size_t>(spec.num_actions);
+  }
+
+  /// epsilon of explorer `i`.
+  double epsilon(std::size_t i) const {
+    const std::size_t n = explorers == 0 ? 1 : explorers;
+    if (n == 1)
+      return base;
+    return std::pow(base, 1.0 + alpha * static_cast<double>(i % n) / static_cast<double>(n - 1));
+  }
+
+  /// Row r is explorer explorer_of_row[r].
+  template <std::floating_point S>
+  void sample(std::span<const S> outputs, std::size_t rows, std::size_t num_actions,
+              random_generator& rng, action_buffers<S> out, std::span<S> log_probs,
+              std::span<const std::uint32_t> explorer_of_row) const {
+    const std::span<std::int32_t> actions = out.discrete;
+    argmax_actions<S>(outputs, rows, num_actions, actions);
+    const double A = static_cast<double>(num_actions);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const double eps = selection == action_selection::greedy ? 0.0 : epsilon(explorer_of_row[r]);
+      const std::int32_t greedy = actions[r];
+      if (eps > 0.0 && rng.uniform() < eps) {
+        const auto a = static_cast<std::size_t>(rng.uniform() * A);
+        actions[r] = static_cast<std::int32_t>(a < num_actions ? a : num_actions - 1);
+      }
+      const double p = eps / A + (actions[r] == greedy ? 1.0 - eps : 0.0);
+      log_probs[r] = static_cast<S>(std::log(p));
+    }
+  }
+
+  /// Without explorer indices: row r is explorer r.
+  template <std::floating_point S>
+  void sample(std::span<const S> outputs, std::size_t rows, std::size_t num_actions,
+              random_generator& rng, action_buffers<S> out, std::span<S> log_probs) const {
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::uint32_t i = static_cast<std::uint32_t>(r);
+      sample(outputs.subspan(r * num_actions, num_actions), 1, num_actions, rng,
+             {out.discrete.subspan(r, 1), {}, {}, {}, {}, 0}, log_probs.subspan(r, 1),
+             std::span<const std::uint32_t>(&i, 1));
+    }
+  }
+};
+
+/// Whether a sampler takes each row's explorer index (epsilon_greedy_sampler).
+template <class P, class S>
+concept ExplorerSampler = requires(const P& p, std::span<const S> outputs, std::size_t n,
+                                   random_generator& rng, action_buffers<S> actions,
+                                   std::span<S> log_probs, std::span<const std::uint32_t> rows) {
+  p.sample(outputs, n, n, rng, actions, log_probs, rows);
+};
+
 /// How a Gaussian sample is brought within the action bounds (seedrl/net/diag_gaussian.hpp).
 enum class bounds_handling : std::uint8_t {
   squash,  ///< tanh squashing (the log-prob carries its correction); needs finite bounds
@@ -175,15 +262,19 @@ struct gaussian_sampler {
 };
 
 /// The sampler the action spec calls for, chosen at run time: categorical_sampler for a
-/// discrete spec, gaussian_sampler for a continuous one. A program that serves environments of
-/// either kind (seedrl_gym, app::program) compiles one learner with it instead of two. Both
-/// samplers share `selection`; `bounds` is the Gaussian's.
+/// discrete spec, gaussian_sampler for a continuous one, or, with `epsilon_greedy` set (a
+/// value-based loss's, R2D2), epsilon_greedy_sampler for a discrete one. A program that serves
+/// environments of either kind (seedrl_gym, app::program) compiles one learner with it instead
+/// of two. The samplers share `selection`; `bounds` is the Gaussian's.
 struct spec_sampler {
   action_selection selection = action_selection::sample;
   bounds_handling bounds = bounds_handling::squash;
+  std::optional<epsilon_greedy_sampler> epsilon_greedy = std::nullopt;
 
   void check(const action_spec& spec) const {
-    if (!spec.is_discrete())
+    if (epsilon_greedy)
+      epsilon_greedy->check(spec);
+    else if (!spec.is_discrete())
       gaussian().check(spec);
   }
 
@@ -192,14 +283,37 @@ struct spec_sampler {
                               : gaussian().outputs_per_row(spec);
   }
 
-  /// A continuous batch is one with `out.dim` > 0 (the learner's buffers say which).
+  /// Whether a discrete draw is the policy's categorical one (an engine that samples on its
+  /// device may then take it over): not with epsilon_greedy.
+  bool samples_categorically() const noexcept { return !epsilon_greedy; }
+
+  /// A continuous batch is one with `out.dim` > 0 (the learner's buffers say which); row r is
+  /// explorer explorer_of_row[r] for epsilon_greedy.
+  template <std::floating_point S>
+  void sample(std::span<const S> outputs, std::size_t rows, std::size_t width,
+              random_generator& rng, action_buffers<S> out, std::span<S> log_probs,
+              std::span<const std::uint32_t> explorer_of_row) const {
+    if (out.dim == 0 && epsilon_greedy) {
+      epsilon_greedy_sampler e = *epsilon_greedy;
+      e.selection = selection;
+      e.sample(outputs, rows, width, rng, out, log_probs, explorer_of_row);
+    } else {
+      sample(outputs, rows, width, rng, out, log_probs);
+    }
+  }
+
   template <std::floating_point S>
   void sample(std::span<const S> outputs, std::size_t rows, std::size_t width,
               random_generator& rng, action_buffers<S> out, std::span<S> log_probs) const {
-    if (out.dim == 0)
+    if (out.dim == 0 && epsilon_greedy) {
+      epsilon_greedy_sampler e = *epsilon_greedy;
+      e.selection = selection;
+      e.sample(outputs, rows, width, rng, out, log_probs);
+    } else if (out.dim == 0) {
       categorical().sample(outputs, rows, width, rng, out, log_probs);
-    else
+    } else {
       gaussian().sample(outputs, rows, width, rng, out, log_probs);
+    }
   }
 
  private:
@@ -212,5 +326,8 @@ static_assert(ActionSampler<categorical_sampler, double>);
 static_assert(ActionSampler<gaussian_sampler, float>);
 static_assert(ActionSampler<gaussian_sampler, double>);
 static_assert(ActionSampler<spec_sampler, float>);
+static_assert(ActionSampler<epsilon_greedy_sampler, float>);
+static_assert(ExplorerSampler<epsilon_greedy_sampler, float>);
+static_assert(ExplorerSampler<spec_sampler, float>);
 
 }  // namespace seedrl

@@ -675,7 +675,11 @@ class actor_server {
                  " envs, got " + std::to_string(s.num_envs));
       return false;
     }
-    const auto first = steps_.attach(s.num_envs);
+    std::optional<std::size_t> first;
+    if constexpr (requires { steps_.attach(s.num_envs, std::string_view(s.name)); })
+      first = steps_.attach(s.num_envs, std::string_view(s.name));  // explorer indices by name
+    else
+      first = steps_.attach(s.num_envs);
     if (!first) {
       refuse(s, protocol::message_type::reject, protocol::error_code::too_many_envs,
              "no room for " + std::to_string(s.num_envs) + " more envs (max_envs " +

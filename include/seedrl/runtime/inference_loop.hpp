@@ -53,6 +53,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -64,6 +65,7 @@
 #include "seedrl/runtime/batcher.hpp"
 #include "seedrl/runtime/bounded_queue.hpp"
 #include "seedrl/runtime/cpu_inference_engine.hpp"
+#include "seedrl/runtime/detail/explorer_registry.hpp"
 #include "seedrl/runtime/detail/stats_board.hpp"
 #include "seedrl/runtime/detail/step_request.hpp"
 #include "seedrl/runtime/env_state_store.hpp"
@@ -75,6 +77,7 @@
 #include "seedrl/runtime/parameter_store.hpp"
 #include "seedrl/runtime/thread_time_split.hpp"
 #include "seedrl/runtime/unroll_builder.hpp"
+#include "seedrl/runtime/unroll_replay.hpp"
 
 namespace seedrl {
 
@@ -123,14 +126,17 @@ class inference_loop {
         store_(config.max_envs, 0, action_dim_),
         builder_(config.max_envs, config.unroll_length, obs_size_,
                  static_cast<std::size_t>(net.state_size()),
-                 (config.queue_batches + 2) * config.batch_size, action_dim_),
+                 (config.queue_batches + 2) * config.batch_size, action_dim_,
+                 config.unroll_overlap),
         batcher_(batching(config.batching), [&](std::size_t cap) { return make_payload(cap); }),
         rng_(config.seed),
         queue_(queue),
         source_(std::make_shared<store_parameter_source<scalar>>(params)),
         stats_(stats),
         normalizer_(normalizer),
-        time_(waiting_for_batch, created) {
+        time_(waiting_for_batch, created),
+        explorer_of_slot_(config.max_envs),
+        row_explorers_(std::max(config.batching.max_batch, config.batching.max_request_rows)) {
     sample_seed_ = static_cast<std::uint64_t>(config.seed);
     // The bounds the sampler keeps to, as float32 rounded inwards: actions travel as float32
     // and the actor checks them against the spec's double bounds, which a float rounded to
@@ -146,12 +152,19 @@ class inference_loop {
   ~inference_loop() { stop(); }
 
   /// Reserves `num_envs` environment slots for a new actor; nullopt when max_envs are taken.
-  /// On success the actor's environments count as connected for the batcher.
-  std::optional<std::size_t> attach(std::size_t num_envs) {
+  /// On success the actor's environments count as connected for the batcher. `actor_name`
+  /// (from its hello) keeps its environments' explorer indices across reconnects
+  /// (detail::explorer_registry), for a sampler that reads them (epsilon_greedy_sampler).
+  std::optional<std::size_t> attach(std::size_t num_envs, std::string_view actor_name = {}) {
     std::optional<std::size_t> first;
     {
       std::lock_guard lock(slots_mutex_);
       first = store_.allocate(num_envs);
+      if (first) {
+        const std::uint32_t base = explorers_.attach(actor_name, num_envs, *first);
+        for (std::size_t i = 0; i < num_envs; ++i)
+          explorer_of_slot_[*first + i] = base + static_cast<std::uint32_t>(i);
+      }
     }
     if (first)
       batcher_.add_connected(static_cast<std::ptrdiff_t>(num_envs));
@@ -164,6 +177,7 @@ class inference_loop {
     batcher_.add_connected(-static_cast<std::ptrdiff_t>(num_envs));
     std::lock_guard lock(slots_mutex_);
     releases_.push_back({first_slot, num_envs});
+    explorers_.detach(first_slot);
   }
 
   /// Puts one actor's step into the filling batch; false once stopping (nothing was taken).
@@ -178,6 +192,11 @@ class inference_loop {
     source_ = std::move(source);
   }
 
+  /// Sends completed unrolls into `replay` (a replay loss's, R2D2) instead of the training
+  /// queue: each is copied in as one sequence and goes straight back to the pool. Insertion
+  /// waits while actors are ahead of training (the replay ratio). Call before start().
+  void use_replay(unroll_replay<scalar>* replay) noexcept { replay_ = replay; }
+
   /// Whether the engine takes parameter sets device to device (DeviceParameterEngine).
   bool engine_takes_device_parameters() const { return detail::takes_device_parameters(engine_); }
 
@@ -190,7 +209,7 @@ class inference_loop {
   /// blocks on a full one) and joins the thread. Safe to call twice.
   void stop() {
     batcher_.shutdown();
-    queue_.close();
+    close_training_data();
     if (thread_.joinable())
       thread_.join();
   }
@@ -213,6 +232,13 @@ class inference_loop {
 
  private:
   enum state : std::size_t { waiting_for_batch, inferring, blocked_on_queue };
+
+  /// Closes where completed unrolls go, so that neither loop ever blocks on it again.
+  void close_training_data() {
+    queue_.close();
+    if (replay_ != nullptr)
+      replay_->close();
+  }
 
   /// One inference batch's inputs, preallocated for `capacity` rows.
   struct payload {
@@ -361,7 +387,7 @@ class inference_loop {
     if (log_)
       log_(message);
     stats_.update([&](learner_stats& s) { s.trainer_error = why; });
-    queue_.close();
+    close_training_data();
     for (batch_type* b : {batch, also}) {
       if (b == nullptr)
         continue;
@@ -547,9 +573,18 @@ class inference_loop {
         low_,
         high_,
         D};
-    if (!b.sampled_by_engine)
-      sampler_.sample(std::span<const scalar>(b.outputs).first(B * policy_width_), B, policy_width_,
-                      rng_, chosen, std::span(b.logp).first(B));
+    if (!b.sampled_by_engine) {
+      if constexpr (ExplorerSampler<Sampler, scalar>) {
+        for (std::size_t r = 0; r < B; ++r)  // written before the actor's first step
+          row_explorers_[r] = explorer_of_slot_[p.slots[r]];
+        sampler_.sample(std::span<const scalar>(b.outputs).first(B * policy_width_), B,
+                        policy_width_, rng_, chosen, std::span(b.logp).first(B),
+                        std::span<const std::uint32_t>(row_explorers_).first(B));
+      } else {
+        sampler_.sample(std::span<const scalar>(b.outputs).first(B * policy_width_), B,
+                        policy_width_, rng_, chosen, std::span(b.logp).first(B));
+      }
+    }
     if (const auto bad = unsendable_action(B, p.slots, b.actions, b.env_actions, b.version)) {
       fail(*bad, batch, next);
       return false;
@@ -603,10 +638,15 @@ class inference_loop {
                     b.actions[r], b.logp[r], b.version, before, prev_env, raw);
       if (done_unroll != nullptr) {
         slots.unlock();
-        // Backpressure from a full training queue is the trainer's limit, not inference work.
+        // Backpressure from a full training queue (or a replay ahead of training) is the
+        // trainer's limit, not inference work.
         time_.enter(blocked_on_queue);
-        if (!queue_.push(done_unroll))
+        if (replay_ != nullptr) {
+          replay_->insert(*done_unroll);  // copied in (or closed: shutting down)
+          builder_.recycle(done_unroll);
+        } else if (!queue_.push(done_unroll)) {
           builder_.recycle(done_unroll);  // shutting down
+        }
         time_.enter(inferring);
         slots.lock();
       }
@@ -698,13 +738,17 @@ class inference_loop {
   dynamic_batcher<payload> batcher_;
   random_generator rng_;
   unroll_queue& queue_;
+  unroll_replay<scalar>* replay_ = nullptr;           // set: unrolls go here instead (use_replay)
   std::shared_ptr<parameter_source<scalar>> source_;  // where the parameters come from
   detail::stats_board& stats_;
   input_normalizer<scalar>& normalizer_;
   time_split time_;
   std::thread thread_;
 
-  std::mutex slots_mutex_;  // slot allocation and release vs. the inference thread
+  std::mutex slots_mutex_;               // slot allocation and release vs. the inference thread
+  detail::explorer_registry explorers_;  // under slots_mutex_
+  std::vector<std::uint32_t> explorer_of_slot_;  // [max_envs]; set at attach, before any step
+  std::vector<std::uint32_t> row_explorers_;     // inference thread only: one batch's
   std::vector<std::pair<std::size_t, std::size_t>> releases_;
   detail::episode_window episodes_;   // inference thread only
   std::int64_t dropped_steps_ = 0;    // inference thread only; copied into the counters
@@ -727,6 +771,10 @@ class inference_loop {
   bool engine_samples_now() const {
     if (action_dim_ > 0)
       return false;
+    if constexpr (requires { sampler_.samples_categorically(); }) {
+      if (!sampler_.samples_categorically())  // e.g. epsilon-greedy: the sampler's own draw
+        return false;
+    }
     if constexpr (requires(const Engine& e) {
                     { e.samples() } -> std::convertible_to<bool>;
                   })

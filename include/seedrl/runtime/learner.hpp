@@ -127,6 +127,18 @@ class learner {
                   stats_, created_, normalizer_),
         server_(config, obs_spec, act_spec, inference_, stats_,
                 static_cast<double>(std::numeric_limits<scalar>::max())) {
+    // A loss that trains from a replay: unrolls go there instead of the training queue.
+    if (seedrl::uses_replay(training_.loss())) {
+      replay_ = std::make_unique<unroll_replay<scalar>>(
+          config.replay,
+          replay::sequence_shape{config.unroll_length + 1,
+                                 static_cast<std::size_t>(obs_spec.num_elements()),
+                                 static_cast<std::size_t>(net.state_size()), frames_in_state(net)},
+          config.batch_size,
+          obs_spec.type == dtype::uint8 && !normalizer_.normalizes_observations());
+      inference_.use_replay(replay_.get());
+      training_.use_replay(replay_.get());
+    }
     // Trainer and engine both on the device: the parameters stay there.
     if constexpr (DevicePublishingTrainer<Trn, Net, Opt>) {
       if (inference_.engine_takes_device_parameters())
@@ -204,6 +216,15 @@ class learner {
   learner_stats stats() const {
     learner_stats s = stats_.read();
     s.queue_depth = queue_.size();
+    if (replay_) {
+      const auto r = replay_->stats();
+      s.replay_size = r.size;
+      s.replay_capacity = r.capacity;
+      s.replay_inserted = static_cast<std::int64_t>(r.inserted);
+      s.replay_sampled = static_cast<std::int64_t>(r.sampled);
+      s.replay_mean_priority = r.mean_priority;
+      s.replay_bytes = r.bytes_stored;
+    }
     s.connected_actors = server_.connected();
     // One instant for the clock and both threads' splits, so their states sum to the clock.
     read_at_one_instant(
@@ -228,6 +249,15 @@ class learner {
   }
 
  private:
+  /// The state's first values that are frames (a learner-side frame stack's history,
+  /// seedrl/net/frame_stack.hpp), which the replay stores as the frames' type.
+  static std::size_t frames_in_state(const Net& net) {
+    if constexpr (requires { net.history_size(); })
+      return static_cast<std::size_t>(net.history_size());
+    else
+      return 0;
+  }
+
   /// Checks what the pieces cannot see alone, before any of them is built: a mismatch would
   /// otherwise surface as an exception on the inference thread at the first batch.
   static void checked(const Net& net, const observation_spec& obs_spec, const action_spec& act_spec,
@@ -262,9 +292,10 @@ class learner {
 
   std::chrono::steady_clock::time_point created_;  // set after checked(): it runs first
   detail::stats_board stats_;
-  bounded_queue<unroll<scalar>*> queue_;  // inference -> training, by pointer
-  parameter_store<scalar> params_;        // training -> inference
-  input_normalizer<scalar> normalizer_;   // inference updates, training saves
+  bounded_queue<unroll<scalar>*> queue_;           // inference -> training, by pointer
+  parameter_store<scalar> params_;                 // training -> inference
+  input_normalizer<scalar> normalizer_;            // inference updates, training saves
+  std::unique_ptr<unroll_replay<scalar>> replay_;  // a replay loss's, instead of the queue
   inference_type inference_;
   training_type training_;
   server_type server_;

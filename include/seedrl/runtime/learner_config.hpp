@@ -15,6 +15,7 @@
 
 #include "seedrl/io/checkpoint_schedule.hpp"
 #include "seedrl/protocol/frame.hpp"
+#include "seedrl/replay/replay_config.hpp"
 #include "seedrl/runtime/batcher.hpp"
 #include "seedrl/runtime/inference_engine.hpp"
 #include "seedrl/security/shared_secret.hpp"
@@ -76,11 +77,19 @@ inline stage_threads default_stage_threads(unsigned cores, bool inference_on_cpu
 struct learner_config {
   std::size_t max_envs = 4096;     ///< environment slots across all actors
   std::size_t unroll_length = 20;  ///< T; unrolls hold T + 1 steps
-  std::size_t batch_size = 16;     ///< unrolls per training step
+  /// Steps each unroll repeats from the end of the one before (1: SEED's overlap, the last
+  /// step only bootstraps). R2D2 sequences overlap by burn-in + 1, so that every step is
+  /// trained once after a burn-in.
+  std::size_t unroll_overlap = 1;
+  std::size_t batch_size = 16;  ///< unrolls per training step
   /// Training queue capacity, in training batches. Every env of an actor finishes an unroll
   /// on the same step, so size it to hold such a burst (actors x envs per actor / batch_size):
   /// a full queue blocks inference and starves the trainer (docs/performance.md, (d)).
   std::size_t queue_batches = 2;
+  /// A loss that trains from a replay (seedrl::ReplayLoss, R2D2): the replay's capacity,
+  /// priorities and replay ratio; completed unrolls go there instead of the training queue.
+  /// Ignored by the other losses.
+  replay::sequence_replay_config replay{};
   batcher_config batching{};    ///< inference batch size and deadline
   double max_grad_norm = 40.0;  ///< global-norm clipping
   std::uint32_t max_payload = protocol::default_max_payload;

@@ -89,7 +89,15 @@ struct learner_stats {
   std::int64_t clipped_actions = 0;
   /// Steps of partial unrolls thrown away because their actor left or restarted (run id).
   std::int64_t dropped_unroll_steps = 0;
-  std::size_t queue_depth = 0;       ///< now
+  std::size_t queue_depth = 0;  ///< now
+  // A replay loss's (R2D2) replay, now: sequences stored and room, sequences inserted and
+  // sampled since the start, the stored sequences' mean priority, bytes stored. All 0 without.
+  std::size_t replay_size = 0;
+  std::size_t replay_capacity = 0;
+  std::int64_t replay_inserted = 0;
+  std::int64_t replay_sampled = 0;
+  double replay_mean_priority = 0.0;
+  std::size_t replay_bytes = 0;
   std::size_t connected_actors = 0;  ///< now
   std::int64_t rejected_connections = 0;
   // Where the inference and trainer threads' time went, up to the snapshot (the stretch in

@@ -35,6 +35,9 @@ struct progress_report {
   int slowest_rank = -1;
   double slowest_inference_busy = 0.0;
   double slowest_training_busy = 0.0;
+  /// A replay loss's replay (R2D2): sequences inserted and sampled per second.
+  double replay_inserts_per_second = 0.0;
+  double replay_samples_per_second = 0.0;
 };
 
 /// The window between snapshots `before` and `after`, taken `seconds` apart; `max_batch` is the
@@ -44,8 +47,13 @@ inline progress_report progress_between(const learner_stats& before, const learn
   progress_report p;
   p.stats = after;
   p.seconds = seconds;
-  if (seconds > 0.0)
+  if (seconds > 0.0) {
     p.frames_per_second = static_cast<double>(after.frames - before.frames) / seconds;
+    p.replay_inserts_per_second =
+        static_cast<double>(after.replay_inserted - before.replay_inserted) / seconds;
+    p.replay_samples_per_second =
+        static_cast<double>(after.replay_sampled - before.replay_sampled) / seconds;
+  }
   const std::int64_t batches = after.batches - before.batches;
   if (batches > 0 && max_batch > 0) {
     p.batch_fill = static_cast<double>(after.batch_rows - before.batch_rows) /
@@ -94,26 +102,33 @@ inline std::string progress_line(const progress_report& p) {
   if (s.clipped_actions > 0)
     std::snprintf(clipped, sizeof clipped, "  clipped actions %lld",
                   static_cast<long long>(s.clipped_actions));
+  char replay[128] = "";
+  if (s.replay_capacity > 0)  // a value-based loss's replay: Q instead of entropy
+    std::snprintf(replay, sizeof replay,
+                  "  q %.3f  replay %zu/%zu (%.0f MB) in %.1f/s out %.1f/s priority %.3f",
+                  s.last_loss.q_value, s.replay_size, s.replay_capacity,
+                  static_cast<double>(s.replay_bytes) / 1e6, p.replay_inserts_per_second,
+                  p.replay_samples_per_second, s.replay_mean_priority);
   char ranks[96] = "";
   if (p.slowest_rank >= 0)
     std::snprintf(ranks, sizeof ranks,
                   "  ranks %zu (slowest %d: inference %3.0f%% training %3.0f%%)", s.ranks.size(),
                   p.slowest_rank, 100 * p.slowest_inference_busy, 100 * p.slowest_training_busy);
-  char line[736];
+  char line[864];
   std::snprintf(
       line, sizeof line,
       "frames %9lld  %6.0f f/s  episodes %6lld  return %6.1f  loss %7.3f (pg %6.3f v %6.3f ent "
       "%7.4f%s)  entropy %.3f  lag %.1f/%llu  batch fill %3.0f%%  queue %zu  actors %zu  per "
       "step: env %.0f us "
       "link %.0f us batching %.0f us inference %.0f us  busy: inference %3.0f%% (queue-blocked "
-      "%3.0f%%) training %3.0f%%  %s%s%s",
+      "%3.0f%%) training %3.0f%%  %s%s%s%s",
       static_cast<long long>(s.frames), p.frames_per_second, static_cast<long long>(s.episodes),
       s.mean_return, s.last_loss.total, s.last_loss.policy, s.last_loss.baseline,
       s.last_loss.entropy, trust, s.last_loss.policy_entropy, s.policy_lag_mean,
       static_cast<unsigned long long>(s.policy_lag_max), 100 * p.batch_fill, s.queue_depth,
       s.connected_actors, 1e6 * st.env, 1e6 * st.link, 1e6 * st.batching, 1e6 * st.inference,
       100 * st.inference_busy, 100 * st.queue_blocked, 100 * st.training_busy, to_string(p.bound),
-      clipped, ranks);
+      replay, clipped, ranks);
   return line;
 }
 
@@ -200,6 +215,14 @@ inline void log_progress(metrics_log& log, const progress_report& p) {
     all.push_back({"loss/approx_kl", s.last_loss.approx_kl});
     all.push_back({"loss/clip_fraction", s.last_loss.clip_fraction});
     all.push_back({"loss/behaviour_clip_fraction", s.last_loss.behaviour_clip_fraction});
+  }
+  if (s.replay_capacity > 0) {
+    all.push_back({"loss/q_value", s.last_loss.q_value});
+    all.push_back({"replay/size", static_cast<double>(s.replay_size)});
+    all.push_back({"replay/bytes", static_cast<double>(s.replay_bytes)});
+    all.push_back({"replay/inserts_per_second", p.replay_inserts_per_second});
+    all.push_back({"replay/samples_per_second", p.replay_samples_per_second});
+    all.push_back({"replay/mean_priority", s.replay_mean_priority});
   }
   if (s.clipped_actions > 0)
     all.push_back({"actions/clipped", static_cast<double>(s.clipped_actions)});

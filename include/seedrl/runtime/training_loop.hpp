@@ -61,6 +61,7 @@
 #include "seedrl/runtime/trainer.hpp"
 #include "seedrl/runtime/training_batch.hpp"
 #include "seedrl/runtime/unroll_builder.hpp"
+#include "seedrl/runtime/unroll_replay.hpp"
 
 namespace seedrl {
 
@@ -110,6 +111,7 @@ class training_loop {
           std::to_string(config.batch_size) + ") must be a multiple of the minibatch count");
     }
     params_.publish(net_.parameters());
+    sample_rng_.seed(config.seed ^ 0x5eed2d2ULL);  // the replay's draws
   }
 
   training_loop(const training_loop&) = delete;
@@ -162,6 +164,14 @@ class training_loop {
   std::uint64_t parameter_version() const {
     return device_source_ ? device_source_->version() : params_.version();
   }
+
+  /// The loss it trains with.
+  const LossFn& loss() const noexcept { return loss_; }
+
+  /// Trains from `replay` (a replay loss's, R2D2) instead of the training queue: each step
+  /// samples batch_size sequences (waiting while training is ahead of the actors), trains with
+  /// their importance weights and gives the loss's new priorities back. Call before start().
+  void use_replay(unroll_replay<scalar>* replay) noexcept { replay_ = replay; }
 
   /// Several ranks: where the rank's status reads its counters (the learner's stats(), which
   /// holds both threads' time). Call before start().
@@ -253,13 +263,17 @@ class training_loop {
       time_.enter(waiting_for_data);
       batch.clear();
       bool have_batch = true;
-      while (batch.size() < B) {
-        auto u = queue_.pop();
-        if (!u) {
-          have_batch = false;
-          break;
+      if (replay_ != nullptr) {
+        have_batch = replay_->sample(sample_rng_, sampled_);
+      } else {
+        while (batch.size() < B) {
+          auto u = queue_.pop();
+          if (!u) {
+            have_batch = false;
+            break;
+          }
+          batch.push_back(*u);
         }
-        batch.push_back(*u);
       }
       if (world != nullptr && !agree(*world, have_batch))
         have_batch = false;
@@ -275,36 +289,41 @@ class training_loop {
       // publishes once training runs. In the numbering of the source inference reads.
       const std::uint64_t trainer_version = parameter_version();
       std::uint64_t lag_sum = 0, lag_max = 0;
-      // Time-major [T+1, B]: step t of unroll b is row t * B + b.
-      for (std::size_t b = 0; b < B; ++b) {
-        const auto& u = *batch[b];
-        for (std::size_t t = 0; t < T1; ++t) {
-          const std::size_t r = t * B + b;
-          std::copy_n(u.observations.begin() + static_cast<std::ptrdiff_t>(t * obs_size_),
-                      obs_size_, obs.begin() + static_cast<std::ptrdiff_t>(r * obs_size_));
-          rewards[r] = u.rewards[t];
-          dones[r] = u.dones[t];
-          truncated[r] = u.truncated[t];
-          prev_actions[r] = u.prev_actions[t];
-          actions[r] = u.actions[t];
-          behaviour[r] = u.behaviour_log_probs[t];
-          std::copy_n(u.prev_env_actions.begin() + static_cast<std::ptrdiff_t>(t * D), D,
-                      prev_env_actions.begin() + static_cast<std::ptrdiff_t>(r * D));
-          std::copy_n(u.raw_actions.begin() + static_cast<std::ptrdiff_t>(t * D), D,
-                      raw_actions.begin() + static_cast<std::ptrdiff_t>(r * D));
-          if (t < T) {  // step T only bootstraps: its action is not trained on
-            const std::uint64_t lag = trainer_version - u.behaviour_versions[t];
-            lag_sum += lag;
-            lag_max = std::max(lag_max, lag);
+      training_batch<scalar> tb;
+      if (replay_ != nullptr) {
+        tb = sampled_.view(A);
+        tb.importance_weights = sampled_.importance_weights;
+      } else {
+        // Time-major [T+1, B]: step t of unroll b is row t * B + b.
+        for (std::size_t b = 0; b < B; ++b) {
+          const auto& u = *batch[b];
+          for (std::size_t t = 0; t < T1; ++t) {
+            const std::size_t r = t * B + b;
+            std::copy_n(u.observations.begin() + static_cast<std::ptrdiff_t>(t * obs_size_),
+                        obs_size_, obs.begin() + static_cast<std::ptrdiff_t>(r * obs_size_));
+            rewards[r] = u.rewards[t];
+            dones[r] = u.dones[t];
+            truncated[r] = u.truncated[t];
+            prev_actions[r] = u.prev_actions[t];
+            actions[r] = u.actions[t];
+            behaviour[r] = u.behaviour_log_probs[t];
+            std::copy_n(u.prev_env_actions.begin() + static_cast<std::ptrdiff_t>(t * D), D,
+                        prev_env_actions.begin() + static_cast<std::ptrdiff_t>(r * D));
+            std::copy_n(u.raw_actions.begin() + static_cast<std::ptrdiff_t>(t * D), D,
+                        raw_actions.begin() + static_cast<std::ptrdiff_t>(r * D));
+            if (t < T) {  // step T only bootstraps: its action is not trained on
+              const std::uint64_t lag = trainer_version - u.behaviour_versions[t];
+              lag_sum += lag;
+              lag_max = std::max(lag_max, lag);
+            }
           }
+          std::copy(u.start_state.begin(), u.start_state.end(),
+                    start.begin() + static_cast<std::ptrdiff_t>(b * W));
+          pool_.recycle(batch[b]);
         }
-        std::copy(u.start_state.begin(), u.start_state.end(),
-                  start.begin() + static_cast<std::ptrdiff_t>(b * W));
-        pool_.recycle(batch[b]);
+        tb = {T,       B,         A,     obs, rewards,          dones,      truncated, prev_actions,
+              actions, behaviour, start, D,   prev_env_actions, raw_actions};
       }
-      const training_batch<scalar> tb{
-          T,       B,         A,     obs, rewards,          dones,      truncated, prev_actions,
-          actions, behaviour, start, D,   prev_env_actions, raw_actions};
       train_step_result r;
       try {
         r = trainer_.train_step(tb, net_, optimizer_, loss_, config_.max_grad_norm);
@@ -322,9 +341,11 @@ class training_loop {
         config_.log(std::string("seedrl learner: training stopped: ") + e.what());
         time_.enter(waiting_for_data);  // not busy
         stats_.update([&](learner_stats& s) { s.trainer_error = e.what(); });
-        queue_.close();
+        close_data();
         return;
       }
+      if (replay_ != nullptr && r.applied && r.priorities.size() == B)
+        replay_->update_priorities(sampled_.ids, r.priorities);
       if (!r.applied)
         config_.log("seedrl learner: skipped a training step: " + r.skipped);
       if (!device_source_)  // else the trainer published on its device
@@ -388,7 +409,7 @@ class training_loop {
       s.trainer_error = why;
       s.ranks_stopped = run_stop::failed;
     });
-    queue_.close();
+    close_data();
     return false;
   }
 
@@ -437,8 +458,15 @@ class training_loop {
       s.ranks_stopped = a.stop;
       s.stopping_rank = a.stopping_rank;
     });
-    queue_.close();
+    close_data();
     return false;
+  }
+
+  /// Closes where unrolls come from, so that inference never blocks on it again.
+  void close_data() {
+    queue_.close();
+    if (replay_ != nullptr)
+      replay_->close();
   }
 
   /// With device publication: brings the trainer's parameters to the host store.
@@ -514,6 +542,9 @@ class training_loop {
   LossFn loss_;
   unroll_queue& queue_;
   unroll_builder<scalar>& pool_;
+  unroll_replay<scalar>* replay_ = nullptr;  // set: training samples here (use_replay)
+  replay::sampled_sequences<scalar> sampled_;
+  random_generator sample_rng_{0x5eed2d2ULL};
   parameter_store<scalar>& params_;
   detail::stats_board& stats_;
   input_normalizer<scalar>& normalizer_;  // several ranks: shared at every agreement

@@ -88,6 +88,32 @@ inline void mean_over_ranks(loss_terms& t, distributed::gradient_reducer& reduce
   t = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
 }
 
+/// A replay loss's one gradient step (see the file comment): the target network's outputs, the
+/// burn-in, then `step` on the rest of the batch; the priorities go into the result.
+template <class S, class Model, class L, class Step>
+train_step_result replay_step(Model& model, const training_batch<S>& batch, const L& loss,
+                              const Step& step, const char* who) {
+  static_assert(
+      requires(const training_batch<S>& b) {
+        model.target_forward(b, std::size_t{}, std::size_t{});
+        { model.warm_up(b, std::size_t{}) } -> std::same_as<training_batch<S>>;
+        model.priorities();
+      },
+      "seedrl: this trainer cannot yet train a loss with a target network and burn-in "
+      "(seedrl::ReplayLoss, R2D2): its model lacks target_forward, warm_up or priorities "
+      "(seedrl/runtime/training_step.hpp)");
+  const std::size_t burn_in = loss.burn_in();
+  if (burn_in >= batch.T)
+    throw std::invalid_argument(
+        std::string(who) + ": a burn-in of " + std::to_string(burn_in) +
+        " steps leaves nothing to train in sequences of T = " + std::to_string(batch.T));
+  model.target_forward(batch, burn_in, loss.target_update_period());
+  train_step_result r = step(burn_in > 0 ? model.warm_up(batch, burn_in) : batch, {});
+  const auto p = model.priorities();
+  r.priorities.assign(p.begin(), p.end());
+  return r;
+}
+
 /// One training step of `loss` on `batch` over `model` (see the file comment): the schedule's
 /// minibatches drawn from `rng` into `mb`, `who` naming the trainer in errors, and with a
 /// `reducer` each step's gradient averaged over the ranks. The result is the mean of the
@@ -116,25 +142,8 @@ train_on_batch(Model& model, const training_batch<S>& batch, const L& loss, doub
     return r;
   };
   if constexpr (ReplayLoss<L>) {
-    static_assert(
-        requires(const training_batch<S>& b) {
-          model.target_forward(b, std::size_t{}, std::size_t{});
-          { model.warm_up(b, std::size_t{}) } -> std::same_as<training_batch<S>>;
-          model.priorities();
-        },
-        "seedrl: this trainer cannot yet train a loss with a target network and burn-in "
-        "(seedrl::ReplayLoss, R2D2): its model lacks target_forward, warm_up or priorities "
-        "(seedrl/runtime/training_step.hpp)");
-    const std::size_t burn_in = loss.burn_in();
-    if (burn_in >= batch.T)
-      throw std::invalid_argument(
-          std::string(who) + ": a burn-in of " + std::to_string(burn_in) +
-          " steps leaves nothing to train in sequences of T = " + std::to_string(batch.T));
-    model.target_forward(batch, burn_in, loss.target_update_period());
-    train_step_result r = step(burn_in > 0 ? model.warm_up(batch, burn_in) : batch, {});
-    const auto p = model.priorities();
-    r.priorities.assign(p.begin(), p.end());
-    return averaged(std::move(r));
+    if (uses_replay(loss))
+      return averaged(replay_step(model, batch, loss, step, who));
   }
   const update_schedule plan = schedule_of(loss);
   if (plan == update_schedule{})  // one step: the proximal outputs are the step's own

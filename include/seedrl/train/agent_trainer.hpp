@@ -247,10 +247,15 @@ class backend_agent_trainer {
   }
 
   /// The loss a learner chose at run time (seedrl/algo/loss_choice.hpp): its IMPALA loss or
-  /// its PPO update.
+  /// its PPO update. R2D2 needs a target network and a burn-in, which this trainer does not
+  /// have yet (host_trainer has): std::invalid_argument says so.
   template <class Dist>
   train_step_result train_step(const training_batch<S>& batch, const loss_choice<S, Dist>& loss,
                                double max_grad_norm) {
+    if (loss.r2d2() != nullptr)
+      throw std::invalid_argument(
+          "seedrl::backend_agent_trainer: R2D2 (a target network and a burn-in) trains on the "
+          "CPU trainer for now; use --train-device cpu (docs/r2d2.md)");
     if (const auto* ppo = loss.ppo())
       return train_step(batch, *ppo, max_grad_norm);
     return train_step(batch, *loss.impala(), max_grad_norm);
