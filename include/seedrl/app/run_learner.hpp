@@ -125,6 +125,19 @@ inline learner_config make_learner_config(const run_options& o) {
   lc.checkpointing.every_seconds = o.checkpoint_every_seconds > 0
                                        ? std::optional<double>(o.checkpoint_every_seconds)
                                        : std::nullopt;
+  if (o.algorithm == "r2d2") {
+    // Sequences of burn-in + trained steps + one that only bootstraps, each repeating the last
+    // burn-in + 1 steps of the one before: every step is trained once, after a burn-in.
+    const auto& r = o.r2d2;
+    lc.unroll_length = r.burn_in + o.unroll_length;
+    lc.unroll_overlap = r.burn_in + 1;
+    lc.replay.max_sequences = r.replay_sequences;
+    lc.replay.max_bytes = static_cast<std::size_t>(r.replay_megabytes * 1e6);
+    lc.replay.priority_exponent = r.priority_exponent;
+    lc.replay.importance_exponent = r.importance_exponent;
+    lc.replay.ratio.samples_per_insert = r.replay_ratio;
+    lc.replay.ratio.min_size = r.replay_min_size;
+  }
   return lc;
 }
 
@@ -248,6 +261,13 @@ int run_learner(const run_options& flags, secret_ptr secret, const agent_parts<N
     lc.seed = seeds.action_sampling;
     lc.run_hash = run_settings_hash(o, lc, algorithm_summary(o));
   }
+  if (o.algorithm == "r2d2" && train_device(o) == "cuda") {
+    std::fprintf(stderr,
+                 "%s: --algo r2d2 trains on the CPU for now (the GPU trainer has no burn-in or "
+                 "target network yet; docs/r2d2.md); use --train-device cpu\n",
+                 device_flag(o, false).c_str());
+    return 2;
+  }
   using S = typename Net::scalar_type;
   using loss_type = run_loss_t<Trainer, S>;
   using sampler_type = run_sampler_t<Trainer>;
@@ -305,8 +325,10 @@ int run_learner(const run_options& flags, secret_ptr secret, const agent_parts<N
   const auto t0 = clock::now();
   learner_stats last = over_all_ranks(l.stats());  // a resumed run starts from its counters
   std::int64_t last_local_frames = l.stats().frames;
-  entropy_collapse_watch collapse(env.actions.is_discrete() ? env.actions.num_actions : 0,
-                                  o.target_return);
+  // A policy's entropy only: R2D2's epsilon-greedy actions have none to watch.
+  entropy_collapse_watch collapse(
+      env.actions.is_discrete() && o.algorithm != "r2d2" ? env.actions.num_actions : 0,
+      o.target_return);
   auto last_time = t0;
   int rc = 1;
   auto& stop = stop_requested();

@@ -3,6 +3,7 @@
 /// The loss a program's learner trains with, from --algo and its --ppo-* flags
 /// (app/run_options.hpp) over the agent recipe's IMPALA settings.
 
+#include <algorithm>
 #include <concepts>
 #include <stdexcept>
 #include <type_traits>
@@ -12,6 +13,7 @@
 #include "seedrl/algo/loss_choice.hpp"
 #include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/algo/ppo_loss.hpp"
+#include "seedrl/algo/r2d2_loss.hpp"
 #include "seedrl/app/run_options.hpp"
 #include "seedrl/core/spec.hpp"
 #include "seedrl/runtime/action_sampler.hpp"
@@ -31,16 +33,25 @@ using run_loss_t = loss_choice<S, spec_distribution<S>>;
 template <class Trainer>
 using run_sampler_t = spec_sampler;
 
-/// The sampler a run chooses actions with: --action-bounds, and `how` (greedy in eval).
+/// The sampler a run chooses actions with: --action-bounds, and `how` (greedy in eval); for
+/// --algo r2d2 epsilon-greedy with the --epsilon-* schedule over --explorers.
 template <class Sampler>
 Sampler make_run_sampler(const run_options& o, action_selection how = action_selection::sample) {
-  if constexpr (std::same_as<Sampler, spec_sampler>)
-    return spec_sampler{how, o.action_bounds};
-  else
+  if constexpr (std::same_as<Sampler, spec_sampler>) {
+    spec_sampler s{how, o.action_bounds};
+    if (o.algorithm == "r2d2") {
+      const auto& r = o.r2d2;
+      s.epsilon_greedy = epsilon_greedy_sampler{r.epsilon_base, r.epsilon_alpha,
+                                                std::max<std::size_t>(1, r.explorers), how};
+    }
+    return s;
+  } else {
     return Sampler{how};
+  }
 }
 
-/// The loss a run trains with: --algo and its flags over the recipe's IMPALA settings
+/// The loss a run trains with: --algo and its flags over the recipe's IMPALA settings (R2D2
+/// takes the recipe's discount too)
 /// (`recipe`: discount, reward clipping), with --entropy-cost (per action dimension for
 /// continuous actions: `loss_entropy_cost`) and --discount. PPO takes the
 /// recipe's discount; it has no reward clipping. For continuous `actions` the policy is a
@@ -73,6 +84,23 @@ L make_run_loss(const run_options& o, impala_loss_config<S> recipe, const action
           g.low.push_back(static_cast<S>(actions.low_at(i)));
           g.high.push_back(static_cast<S>(actions.high_at(i)));
         }
+      }
+    }
+    if constexpr (requires { typename L::r2d2_type; }) {
+      if (o.algorithm == "r2d2") {
+        if (!actions.is_discrete())
+          throw std::invalid_argument(
+              "--algo r2d2 learns Q values of discrete actions; this environment's actions are "
+              "continuous (use --algo ppo or impala)");
+        const auto& r = o.r2d2;
+        r2d2_loss_config<S> c;
+        c.n_step = r.n_step;
+        c.discount = recipe.discount;
+        c.value_rescaling = r.value_rescaling;
+        c.burn_in = r.burn_in;
+        c.target_update_period = r.target_update_period;
+        c.priority_eta = r.priority_eta;
+        return L(typename L::r2d2_type(c));
       }
     }
     if (o.algorithm == "ppo") {

@@ -37,6 +37,26 @@ namespace seedrl::app {
 /// What a program run does.
 enum class run_mode { local, learner, actor, eval };
 
+/// R2D2's settings (--algo r2d2, --r2d2-* and --replay-* flags; docs/r2d2.md). The defaults
+/// serve the small environments (CartPole, Catch, MinAtar); SEED's Atari configuration is
+/// burn-in 40, target period 2500, 100,000 sequences, Adam 1e-4 (docs/r2d2.md gives the flags).
+struct r2d2_options {
+  std::size_t burn_in = 10;                ///< steps before each --unroll-length trained ones
+  std::size_t n_step = 5;                  ///< rewards before the target bootstraps
+  std::size_t target_update_period = 100;  ///< training steps between target copies
+  bool value_rescaling = true;             ///< h(x) = sign(x)(sqrt(|x|+1)-1) + 1e-3 x
+  std::size_t replay_sequences = 20000;    ///< replay capacity in sequences
+  double replay_megabytes = 0.0;           ///< and in MB (0: no bound beyond sequences)
+  double replay_ratio = 1.0;               ///< sequences trained per sequence inserted; 0: free
+  std::size_t replay_min_size = 100;       ///< sequences stored before training starts
+  double priority_exponent = 0.9;          ///< alpha
+  double importance_exponent = 0.6;        ///< beta
+  double priority_eta = 0.9;               ///< eta max |TD| + (1 - eta) mean |TD|
+  double epsilon_base = 0.4;               ///< explorer i: base^(1 + alpha i / (N - 1))
+  double epsilon_alpha = 7.0;
+  std::size_t explorers = 0;  ///< N; 0: --actors x --envs-per-actor
+};
+
 /// Flags shared by the training programs; defaults are the vector-observation set (see the
 /// file comment).
 struct run_options {
@@ -108,8 +128,10 @@ struct run_options {
   bool tls_psk = false;
   int eval_episodes = 100;
   bool eval_sample = false;
-  /// The learning algorithm: "impala" (V-trace actor-critic, SEED's) or "ppo".
+  /// The learning algorithm: "impala" (V-trace actor-critic, SEED's), "ppo" or "r2d2"
+  /// (value-based, from a prioritized replay).
   std::string algorithm = "ppo";
+  r2d2_options r2d2;  ///< --algo r2d2's settings
   /// PPO's settings (--ppo-*); its discount comes from the agent recipe, its entropy cost from
   /// --entropy-cost, as IMPALA's do.
   ppo_loss_config<double> ppo = [] {
@@ -189,6 +211,20 @@ inline std::optional<std::int64_t> lr_decay_steps(const run_options& o) {
 /// The algorithm and its main settings, for a configuration line: "IMPALA (V-trace)" or e.g.
 /// "PPO (GAE advantages, lambda 0.95), 4 epochs x 4 minibatches, clip 0.2".
 inline std::string algorithm_summary(const run_options& o) {
+  if (o.algorithm == "r2d2") {
+    const auto& r = o.r2d2;
+    return "R2D2 (" + std::to_string(r.n_step) + "-step double Q" +
+           (r.value_rescaling ? ", value rescaling" : "") + ", burn-in " +
+           std::to_string(r.burn_in) + ", target every " + std::to_string(r.target_update_period) +
+           " steps), replay of " + std::to_string(r.replay_sequences) + " sequences" +
+           (r.replay_megabytes > 0 ? " or " + detail::format_number(r.replay_megabytes) + " MB"
+                                   : std::string()) +
+           ", " + detail::format_number(r.replay_ratio) + " samples per insert, priority " +
+           detail::format_number(r.priority_exponent) + "/" +
+           detail::format_number(r.importance_exponent) + ", epsilon " +
+           detail::format_number(r.epsilon_base) + "^(1+" + detail::format_number(r.epsilon_alpha) +
+           "i/(N-1))";
+  }
   if (o.algorithm != "ppo")
     return "IMPALA (V-trace)";
   const auto& p = o.ppo;
@@ -246,11 +282,27 @@ inline void use_continuous_action_defaults(run_options& o, const CLI::App& cli) 
     o.action_bounds = bounds_handling::clip;
 }
 
+/// R2D2's settings for what it shares with the other algorithms, each where the command line
+/// (`cli`) left it: batches of 32 sequences, no reward scaling (value rescaling takes its
+/// place), gradients clipped to norm 80 (SEED's R2D2). Called when --algo r2d2 is parsed.
+inline void use_r2d2_defaults(run_options& o, const CLI::App& cli) {
+  const auto left = [&cli](const char* flag) { return !detail::flag_given(cli, flag); };
+  if (left("--batch-size"))
+    o.batch_size = 32;
+  if (!o.given.scale_rewards)
+    o.scale_rewards = false;
+  if (left("--max-grad-norm"))
+    o.max_grad_norm = 80.0;
+}
+
 /// Settles what depends on more than one flag, after parsing: local mode (and eval, which
 /// may start actors too) gives the learner's env table room for all its actors' environments.
 inline void finish_run_options(run_options& o) {
   if (o.mode == run_mode::local || o.mode == run_mode::eval)
     o.max_envs = std::max(o.max_envs, static_cast<std::size_t>(o.actors) * o.envs_per_actor);
+  if (o.r2d2.explorers == 0)
+    o.r2d2.explorers =
+        std::max<std::size_t>(1, static_cast<std::size_t>(o.actors) * o.envs_per_actor);
 }
 
 }  // namespace seedrl::app

@@ -37,6 +37,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -339,7 +340,9 @@ class sequence_replay {
   };
 
   static std::string gib(double bytes) {
-    return std::to_string(std::round(bytes / 1073741824.0 * 100.0) / 100.0).substr(0, 8);
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", bytes / 1073741824.0);
+    return text;
   }
 
   void check(const sequence_view<S>& seq) const {

@@ -155,9 +155,52 @@ SEEDRL_APP_API void add_run_flags(CLI::App& cli, run_options& o, mode_set modes)
          "once the action spec is known) or squash them with tanh")
       ->check(CLI::IsMember({"squash", "clip"}));
   cli.add_option("--algo", o.algorithm,
-                 "learning algorithm: impala (V-trace actor-critic) or ppo (clipped surrogate, "
-                 "--ppo-* flags)")
-      ->check(CLI::IsMember({"impala", "ppo"}));
+                 "learning algorithm: impala (V-trace actor-critic), ppo (clipped surrogate, "
+                 "--ppo-* flags) or r2d2 (Q-learning from a prioritized replay, --r2d2-* and "
+                 "--replay-* flags; docs/r2d2.md)")
+      ->check(CLI::IsMember({"impala", "ppo", "r2d2"}))
+      ->each([&o, &cli](const std::string& v) {
+        if (v == "r2d2")
+          use_r2d2_defaults(o, cli);
+      });
+  auto& r = o.r2d2;
+  cli.add_option("--r2d2-burn-in", r.burn_in,
+                 "R2D2: steps that only warm the LSTM before each sequence's --unroll-length "
+                 "trained ones (no gradient)");
+  cli.add_option("--r2d2-n-step", r.n_step, "R2D2: rewards summed before the target bootstraps")
+      ->check(positive_number);
+  cli.add_option("--target-update-period", r.target_update_period,
+                 "R2D2: training steps between copies of the network into the target network")
+      ->check(positive_number);
+  cli.add_flag("--value-rescaling,!--no-value-rescaling", r.value_rescaling,
+               "R2D2: learn h(return), h(x) = sign(x)(sqrt(|x|+1)-1) + 0.001x");
+  cli.add_option("--replay-sequences", r.replay_sequences, "R2D2: replay capacity in sequences")
+      ->check(positive_number);
+  cli.add_option("--replay-megabytes", r.replay_megabytes,
+                 "R2D2: replay capacity in MB as well (0: no bound beyond --replay-sequences)")
+      ->check(non_negative_number);
+  cli.add_option("--replay-ratio", r.replay_ratio,
+                 "R2D2: sequences trained per sequence inserted, held both ways (0: no bound)")
+      ->check(non_negative_number);
+  cli.add_option("--replay-min-size", r.replay_min_size,
+                 "R2D2: sequences stored before training starts")
+      ->check(positive_number);
+  cli.add_option("--priority-exponent", r.priority_exponent, "R2D2: priority exponent alpha")
+      ->check(non_negative_number);
+  cli.add_option("--importance-exponent", r.importance_exponent,
+                 "R2D2: importance-sampling exponent beta")
+      ->check(non_negative_number);
+  cli.add_option("--priority-eta", r.priority_eta,
+                 "R2D2: a sequence's priority is eta max|TD| + (1 - eta) mean|TD|")
+      ->check(CLI::Range(0.0, 1.0));
+  cli.add_option("--epsilon-base", r.epsilon_base,
+                 "R2D2: explorer i of N acts at random with probability base^(1 + alpha i/(N-1))")
+      ->check(CLI::Range(0.0, 1.0));
+  cli.add_option("--epsilon-alpha", r.epsilon_alpha, "R2D2: see --epsilon-base")
+      ->check(non_negative_number);
+  cli.add_option("--explorers", r.explorers,
+                 "R2D2: N of --epsilon-base, one explorer per environment in the order actors "
+                 "first connect (default --actors x --envs-per-actor)");
   cli.add_option("--ppo-epochs", o.ppo.epochs,
                  "PPO: passes over each training batch (10 for continuous actions)")
       ->check(positive_number);

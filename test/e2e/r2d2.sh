@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# R2D2 end to end (issue 31), through the program layer's learner and TCP actor processes:
+#   - seedrl_cartpole_seed local --algo r2d2 with the R2D2 defaults must solve CartPole (mean
+#     return of the last 100 episodes >= 475) within 6M frames, then eval plays the checkpoint
+#     greedily to at least 400 over 20 episodes;
+#   - seedrl_catch local --algo r2d2 learns Catch from pixels to a mean return above 0 (random:
+#     about -0.6) within 600k frames;
+#   - bad input exits 2 naming it: a continuous environment, a replay that could never serve a
+#     batch, a replay beyond the machine's memory (with the figure it needs).
+# Usage: r2d2.sh path/to/seedrl_cartpole_seed path/to/seedrl_catch path/to/seedrl_pendulum
+set -euo pipefail
+cartpole=$1
+catch=$2
+pendulum=$3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+out="$dir/out.log"
+fail() {
+  echo "FAIL: $*" >&2
+  tail -n 40 "$out" >&2
+  exit 1
+}
+
+rc=0
+"$cartpole" local --algo r2d2 --seed 1 --checkpoint-dir "$dir/cartpole" --total-frames 6000000 \
+  >"$out" 2>&1 || rc=$?
+((rc == 0)) || fail "CartPole training exited $rc"
+grep -q '^algorithm: R2D2' "$out" || fail "no R2D2 algorithm line"
+grep -q 'replay [0-9]*/20000' "$out" || fail "no replay figures on the progress line"
+grep -q '^solved: mean return' "$out" || fail "CartPole: no 'solved:' line"
+grep '^solved:' "$out"
+rc=0
+"$cartpole" eval --checkpoint-dir "$dir/cartpole" --episodes 20 --actors 2 >"$out" 2>&1 || rc=$?
+((rc == 0)) || fail "eval exited $rc"
+mean=$(sed -n 's/^greedy policy: mean return \([0-9.]*\) over 20 episodes.*/\1/p' "$out")
+[ -n "$mean" ] || fail "no eval result line"
+grep '^greedy policy:' "$out"
+awk -v m="$mean" 'BEGIN { exit !(m >= 400) }' || fail "greedy mean return $mean is below 400"
+
+rc=0
+"$catch" local --algo r2d2 --seed 1 --target-return 0.0 --total-frames 600000 >"$out" 2>&1 || rc=$?
+((rc == 0)) || fail "Catch training exited $rc"
+grep -q '^solved: mean return' "$out" || fail "Catch: the mean return did not rise above 0"
+grep '^solved:' "$out"
+
+expect_refusal() {  # expect_refusal "what" "pattern" command...
+  local what=$1 pattern=$2
+  shift 2
+  rc=0
+  "$@" >"$out" 2>&1 || rc=$?
+  ((rc == 2)) || fail "$what exited $rc, expected 2"
+  grep -q -- "$pattern" "$out" || fail "$what: no message matching '$pattern'"
+}
+expect_refusal "R2D2 on continuous actions" "continuous" \
+  "$pendulum" local --algo r2d2 --total-frames 1000 --actors 1
+expect_refusal "a replay smaller than a batch" "can never serve a batch" \
+  "$cartpole" local --algo r2d2 --replay-sequences 8 --total-frames 1000 --actors 1
+expect_refusal "a replay beyond the machine's memory" "GiB" \
+  "$cartpole" local --algo r2d2 --replay-sequences 100000000000 --total-frames 1000 --actors 1
+echo "r2d2: CartPole solved and evaluated ($mean), Catch learned, bad settings refused"
