@@ -1,4 +1,5 @@
-// PPO's update against IMPALA's training step on the same batch (issue 15's "Numbers").
+// PPO's update (issue 15's "Numbers") and R2D2's training step (issue 31's) against IMPALA's
+// training step on the same batch.
 //
 // Both run through host_trainer::train_step, the learner's CPU trainer, on one fixed training
 // batch of T = 20, B = 32 unrolls: IMPALA takes one gradient step on the whole batch (the
@@ -6,7 +7,10 @@
 // of 8 unrolls, after one forward pass for the values the batch arrived to. Both report
 // samples (T * B) per trained batch per second, so PPO / IMPALA in samples/s is read off the
 // two rows directly (PPO's 16 steps each see a quarter of the batch: about 4 IMPALA steps'
-// arithmetic plus the extra forward).
+// arithmetic plus the extra forward). R2D2 (r2d2_loss defaults but for the burn-in) takes one
+// gradient step after the target network's forward pass over the whole batch: burn-in 0 trains
+// every step as IMPALA does; burn-in 10 first steps the network over 10 steps without keeping
+// activations and trains the other 10 (the items count the batch's steps either way).
 //
 // Networks (mlp_lstm_agent):
 //   cartpole_mlp   the CartPole demo's: MLP 64-64, no LSTM, 4 observations, 2 actions,
@@ -25,6 +29,7 @@
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/algo/ppo_loss.hpp"
+#include "seedrl/algo/r2d2_loss.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/trainer.hpp"
@@ -117,6 +122,12 @@ void BM_ppo_update(benchmark::State& state, net_kind kind) {
     run(state, kind, seedrl::ppo_loss<float>());
 }
 
+void BM_r2d2_step(benchmark::State& state, net_kind kind, std::size_t burn_in) {
+  seedrl::r2d2_loss_config<float> c;
+  c.burn_in = burn_in;
+  run(state, kind, seedrl::r2d2_loss<float>(c));
+}
+
 BENCHMARK_CAPTURE(BM_impala_step, cartpole_mlp, net_kind::cartpole_mlp)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_ppo_update, cartpole_mlp, net_kind::cartpole_mlp)
@@ -124,6 +135,12 @@ BENCHMARK_CAPTURE(BM_ppo_update, cartpole_mlp, net_kind::cartpole_mlp)
 BENCHMARK_CAPTURE(BM_impala_step, cartpole_lstm, net_kind::cartpole_lstm)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_ppo_update, cartpole_lstm, net_kind::cartpole_lstm)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_r2d2_step, cartpole_mlp, net_kind::cartpole_mlp, 0)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_r2d2_step, cartpole_lstm, net_kind::cartpole_lstm, 0)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_r2d2_step, cartpole_lstm_burn_in_10, net_kind::cartpole_lstm, 10)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_impala_step, pendulum, net_kind::pendulum)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_ppo_update, pendulum, net_kind::pendulum)->Unit(benchmark::kMicrosecond);

@@ -49,6 +49,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "seedrl/core/config.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/replay/priorities.hpp"
 #include "seedrl/replay/rate_limiter.hpp"
@@ -362,30 +363,36 @@ class sequence_replay {
     size(seq.start_state.size(), shape_.state_width, "start_state");
   }
 
-  /// x as Obs, or throws when Obs cannot hold it exactly.
-  static void narrow(std::span<const S> from, Obs* to, const char* what) {
+  /// `from` as Obs into `to`, or throws (naming the first value) when Obs cannot hold one
+  /// exactly. Branch-free per value (a clamp into Obs's range, so that an out-of-range or NaN
+  /// value converts without undefined behaviour, through int32, then a compare), so that it
+  /// vectorises. Obs is an integer type of at most 16 bits here (uint8 frames).
+  SEEDRL_VECTORIZE_SELECTS static void narrow(std::span<const S> from, Obs* to, const char* what) {
     if constexpr (std::is_same_v<Obs, S>) {
       std::copy(from.begin(), from.end(), to);
     } else {
-      bool exact = true;
-      for (std::size_t i = 0; i < from.size(); ++i) {
-        const S x = from[i];
-        // In range first: converting an out-of-range float to an integer is undefined.
-        const bool in_range = x >= static_cast<S>(std::numeric_limits<Obs>::lowest()) &&
-                              x <= static_cast<S>(std::numeric_limits<Obs>::max());
-        const Obs v = in_range ? static_cast<Obs>(x) : Obs{};
-        exact &= in_range && static_cast<S>(v) == x;
-        to[i] = v;
+      static_assert(std::is_integral_v<Obs> && sizeof(Obs) <= 2,
+                    "seedrl::replay::sequence_replay: stored observations are S or small integers");
+      constexpr S lo = static_cast<S>(std::numeric_limits<Obs>::lowest());
+      constexpr S hi = static_cast<S>(std::numeric_limits<Obs>::max());
+      const S* x = from.data();
+      const std::size_t n = from.size();
+      unsigned inexact = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        S c = x[i] > lo ? x[i] : lo;  // NaN: lo, then reported below
+        c = c < hi ? c : hi;
+        const auto k = static_cast<std::int32_t>(c);
+        inexact |= static_cast<unsigned>(static_cast<S>(k) != x[i]);
+        to[i] = static_cast<Obs>(k);
       }
-      if (!exact) {
-        for (std::size_t i = 0; i < from.size(); ++i) {
-          const S x = from[i];
-          if (!(x >= static_cast<S>(std::numeric_limits<Obs>::lowest()) &&
-                x <= static_cast<S>(std::numeric_limits<Obs>::max()) &&
-                static_cast<S>(static_cast<Obs>(x)) == x))
+      if (inexact != 0) {
+        for (std::size_t i = 0; i < n; ++i) {
+          S c = x[i] > lo ? x[i] : lo;
+          c = c < hi ? c : hi;
+          if (static_cast<S>(static_cast<std::int32_t>(c)) != x[i])
             throw std::invalid_argument(
                 std::string("seedrl::replay::sequence_replay: ") + what + " value " +
-                std::to_string(i) + " is " + std::to_string(x) +
+                std::to_string(i) + " is " + std::to_string(x[i]) +
                 ", which the replay's observation type cannot hold exactly");
         }
       }
