@@ -1,8 +1,11 @@
 // R2D2 in the training step (seedrl/runtime/training_step.hpp over host_trainer): the burn-in
 // passes no gradient (the trainer's gradient against central differences of the loss from the
 // warmed state held fixed, and apart from the differences with the burn-in recomputed), and
-// the target network is a copy of the online one refreshed every update period.
+// the target network is a copy of the online one refreshed every update period; the actors'
+// epsilon-greedy schedule and explorer indices.
+#include <array>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -10,6 +13,8 @@
 #include "gradcheck.hpp"
 #include "seedrl/algo/r2d2_loss.hpp"
 #include "seedrl/net/mlp_lstm_agent.hpp"
+#include "seedrl/runtime/action_sampler.hpp"
+#include "seedrl/runtime/detail/explorer_registry.hpp"
 #include "seedrl/runtime/trainer.hpp"
 
 namespace {
@@ -207,4 +212,64 @@ TEST_CASE("R2D2's target network is the online one, copied every update period",
     for (double& p : net.parameters())  // a change the recording optimizer does not make
       p += 0.01 * rng.uniform(-1.0, 1.0);
   }
+}
+
+TEST_CASE("epsilon-greedy: the Ape-X schedule, its draws and exact behaviour log-probs",
+          "[r2d2][sampler]") {
+  seedrl::epsilon_greedy_sampler s{0.4, 7.0, 8};
+  CHECK(s.epsilon(0) == Approx(0.4));
+  CHECK(s.epsilon(7) == Approx(std::pow(0.4, 8.0)));
+  CHECK(s.epsilon(3) == Approx(std::pow(0.4, 1.0 + 7.0 * 3.0 / 7.0)));
+  CHECK(s.epsilon(8) == s.epsilon(0));  // i mod N
+  CHECK(seedrl::epsilon_greedy_sampler{0.3, 7.0, 1}.epsilon(5) == Approx(0.3));
+  // Three actions, greedy action 1; explorer 0 (eps 0.4) and explorer 7 (eps 0.4^8).
+  const std::vector<float> q = {0.1f, 0.9f, 0.2f, 0.1f, 0.9f, 0.2f};
+  const std::uint32_t explorers[] = {0, 7};
+  seedrl::random_generator rng(9);
+  std::vector<std::int32_t> actions(2);
+  std::vector<float> logp(2);
+  const seedrl::action_buffers<float> out{actions, {}, {}, {}, {}, 0};
+  std::array<int, 3> counts{};
+  int off_greedy_7 = 0;
+  const int draws = 30000;
+  for (int i = 0; i < draws; ++i) {
+    s.sample(std::span<const float>(q), 2, 3, rng, out, std::span<float>(logp),
+             std::span<const std::uint32_t>(explorers));
+    ++counts[static_cast<std::size_t>(actions[0])];
+    off_greedy_7 += actions[1] != 1;
+    for (int r = 0; r < 2; ++r) {
+      const double eps = s.epsilon(explorers[r]);
+      const double p = eps / 3.0 + (actions[static_cast<std::size_t>(r)] == 1 ? 1.0 - eps : 0.0);
+      REQUIRE(logp[static_cast<std::size_t>(r)] == Approx(std::log(p)).epsilon(1e-6));
+    }
+  }
+  // explorer 0: P(1) = 0.6 + 0.4/3, P(0) = P(2) = 0.4/3; 4 sigma of a binomial
+  CHECK(std::abs(counts[0] - draws * 0.4 / 3.0) < 4.0 * std::sqrt(draws * 0.133 * 0.867));
+  CHECK(std::abs(counts[1] - draws * (0.6 + 0.4 / 3.0)) < 4.0 * std::sqrt(draws * 0.733 * 0.267));
+  CHECK(off_greedy_7 < 40);  // expected 0.4^8 * 2/3 * 30000 = 13
+  // Greedy selection (evaluation) never explores.
+  s.selection = seedrl::action_selection::greedy;
+  for (int i = 0; i < 100; ++i) {
+    s.sample(std::span<const float>(q), 2, 3, rng, out, std::span<float>(logp),
+             std::span<const std::uint32_t>(explorers));
+    REQUIRE(actions[0] == 1);
+  }
+  CHECK_THROWS_AS(
+      seedrl::epsilon_greedy_sampler{}.check(seedrl::action_spec::continuous({1}, -1.0, 1.0)),
+      std::invalid_argument);
+}
+
+TEST_CASE("explorer indices follow an actor's name across reconnects", "[r2d2][sampler]") {
+  seedrl::detail::explorer_registry r;
+  CHECK(r.attach("a", 4, 0) == 0);
+  CHECK(r.attach("b", 2, 4) == 4);
+  r.detach(0);
+  CHECK(r.attach("c", 3, 6) == 6);
+  CHECK(r.attach("a", 4, 9) == 0);   // back, at other slots: its indices again
+  CHECK(r.attach("a", 4, 13) == 9);  // a second "a" while the first is connected: its own
+  r.detach(4);
+  CHECK(r.attach("b", 5, 17) == 13);  // more envs than before: fresh indices
+  r.detach(9);
+  r.detach(13);
+  CHECK(r.attach("a", 2, 22) == 0);  // fewer envs: a prefix of its indices
 }

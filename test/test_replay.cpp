@@ -280,3 +280,22 @@ TEST_CASE("the replay ratio holds with threads; waits end at close", "[replay]")
   learner.join();
   CHECK(returned.load());
 }
+
+TEST_CASE("the bytes an Atari replay stores per sequence (docs/r2d2.md's figures)", "[replay]") {
+  // SEED's R2D2 on Atari: 40 burn-in + 80 trained + 1 bootstrap steps of 84x84 uint8 frames,
+  // stacked 4 deep on the learner (3 frames in the state) under a 512-unit LSTM (h and c).
+  const seedrl::replay::sequence_shape atari{.steps = 121,
+                                             .observation_size = 84 * 84,
+                                             .state_width = 3 * 84 * 84 + 2 * 512,
+                                             .state_frame_values = 3 * 84 * 84};
+  const auto one = config_for(1);
+  const sequence_replay<std::uint8_t, float> frames(one, atari, 1);
+  // per step: a frame, a float reward, a flags byte, two int32 actions; then the state
+  CHECK(frames.bytes_per_sequence() == 121 * (7056 + 4 + 1 + 8) + 3 * 7056 + 1024 * 4);
+  CHECK(frames.bytes_per_sequence() == 880613);
+  // Sequences overlap by burn-in + 1 steps, so each adds 80 new steps: 11,008 bytes per step,
+  // and a replay of 1M steps (12,500 sequences) takes 11.0 GB; as floats it would take 4x.
+  CHECK(frames.bytes_per_sequence() / 80 == 11007);
+  const sequence_replay<float, float> floats(one, atari, 1);
+  CHECK(floats.bytes_per_sequence() == 121 * (4 * 7056 + 4 + 1 + 8) + 4 * (3 * 7056 + 1024));
+}
