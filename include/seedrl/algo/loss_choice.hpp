@@ -93,10 +93,10 @@ class loss_choice {
 
   loss_terms operator()(const batch_type& b, gradient_type& g) const {
     if (const auto* r2d2_loss = r2d2())
-      return (*r2d2_loss)({b.T, b.B, b.num_actions, b.logits, b.values, b.target_logits,
-                           b.target_values, b.actions, b.rewards, b.dones, b.truncated,
-                           b.importance_weights, b.burn_in},
-                          g);
+      return (*r2d2_loss)(
+          {b.T, b.B, b.num_actions, b.logits, b.values, b.target_logits, b.target_values, b.actions,
+           b.rewards, b.dones, b.truncated, b.importance_weights, b.burn_in},
+          g);
     impala_gradients<S> policy_grads{g.logits, g.values};
     if (const auto* ppo = std::get_if<ppo_type>(&loss_))
       return (*ppo)(b, policy_grads);
