@@ -239,7 +239,7 @@ TEST_CASE("the rate limiter's arithmetic holds the ratio both ways", "[replay]")
   CHECK_FALSE(off.can_sample(1));
 }
 
-TEST_CASE("the replay ratio holds with threads; waits end at close", "[replay]") {
+TEST_CASE("the replay ratio holds with threads, and waits end at close", "[replay]") {
   auto config = config_for(64);
   config.ratio = {.samples_per_insert = 1.0, .tolerance = 4.0, .min_size = 8};
   sequence_replay<std::uint8_t, float> replay(config, shape, 4);

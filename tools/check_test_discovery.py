@@ -3,7 +3,8 @@
 
 catch_discover_tests turns each binary's test names into a CMake list: a name with an
 unbalanced '[' or ']' (e.g. "uniform on [0, 1)") silently swallows every later name into
-one broken test, and half a suite stops running while ctest still says 100% passed. This
+one broken test, and half a suite stops running while ctest still says 100% passed; a ';' in a
+name splits it into two tests that run nothing (a CMake list separator). This
 compares, per binary, the test cases it lists with the ctest tests that run it.
 Usage: check_test_discovery.py BUILD_DIR
 """
@@ -38,14 +39,14 @@ def main() -> int:
         listed = subprocess.run([binary, "--list-test-names-only"], capture_output=True,
                                 text=True).stdout
         names = [n for n in listed.splitlines() if n.strip()]
-        odd = [n for n in names if n.count("[") != n.count("]")]
+        odd = [n for n in names if n.count("[") != n.count("]") or ";" in n]
         status = "ok" if registered == len(names) else "MISMATCH"
         print(f"{os.path.basename(binary)}: {len(names)} test cases, {registered} ctest tests: "
               f"{status}")
         if registered != len(names):
             bad += 1
             for n in odd:
-                print(f"  unbalanced bracket in test name: {n!r}")
+                print(f"  unbalanced bracket or ';' in test name: {n!r}")
     return 1 if bad else 0
 
 
