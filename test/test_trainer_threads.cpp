@@ -303,7 +303,7 @@ TEST_CASE("train_on_batch: passes in order, the proximal pass once, minibatches'
     std::vector<std::string> want{"forward B=4"};
     for (int i = 0; i < 4; ++i)
       want.insert(want.end(), {"forward B=2", "loss", "backward", "reduce", "mean of 1", "apply"});
-    want.push_back("mean of 8 doubles");
+    want.push_back("mean of 9 doubles");
     CHECK(m.calls == want);
     CHECK(r.terms.total == Approx(1.0));  // the steps' mean, then the ranks' (the other: 0)
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # R2D2 end to end (issue 31), through the program layer's learner and TCP actor processes:
 #   - seedrl_cartpole_seed local --algo r2d2 with the R2D2 defaults must solve CartPole (mean
-#     return of the last 100 episodes >= 475) within 6M frames, then eval plays the checkpoint
+#     return of the last 100 episodes >= 475) within 15M frames (2.9M-10.1M over 5 seeds here;
+#     thread timing makes runs of one seed differ), then eval plays the checkpoint
 #     greedily to at least 400 over 20 episodes;
 #   - seedrl_catch local --algo r2d2 learns Catch from pixels to a mean return of 0.1 (random:
 #     about -0.6) within 600k frames, with a narrow pixel network (catch_eval.sh's) to keep CI
@@ -23,7 +24,7 @@ fail() {
 }
 
 rc=0
-"$cartpole" local --algo r2d2 --seed 1 --checkpoint-dir "$dir/cartpole" --total-frames 6000000 \
+"$cartpole" local --algo r2d2 --seed 1 --checkpoint-dir "$dir/cartpole" --total-frames 15000000 \
   >"$out" 2>&1 || rc=$?
 ((rc == 0)) || fail "CartPole training exited $rc"
 grep -q '^algorithm: R2D2' "$out" || fail "no R2D2 algorithm line"
