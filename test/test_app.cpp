@@ -242,6 +242,33 @@ TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[ap
   d.algorithm = "ppo";
   CHECK(*lr_decay_steps(d) == 200 * 16);
 
+  // --algo r2d2: its defaults where no flag said otherwise, its loss, sampler and sequences.
+  run_options r;
+  REQUIRE_FALSE(parse(r, {"local", "--algo", "r2d2", "--batch-size", "8", "--actors", "3",
+                          "--envs-per-actor", "2", "--r2d2-burn-in", "4"}));
+  CHECK(r.batch_size == 8);  // given
+  CHECK_FALSE(r.scale_rewards);
+  CHECK(r.max_grad_norm == 80.0);
+  CHECK(r.r2d2.explorers == 6);
+  const auto r2d2 = make_run_loss<seedrl::loss_choice<float>>(r, recipe, discrete);
+  REQUIRE(r2d2.r2d2() != nullptr);
+  CHECK(seedrl::uses_replay(r2d2));
+  CHECK(r2d2.burn_in() == 4);
+  CHECK_THROWS_WITH((make_run_loss<seedrl::loss_choice<float>>(
+                        r, recipe, seedrl::action_spec::continuous({1}, -2.0, 2.0))),
+                    Catch::Contains("continuous"));
+  const auto sampler = make_run_sampler<seedrl::spec_sampler>(r);
+  REQUIRE(sampler.epsilon_greedy);
+  CHECK(sampler.epsilon_greedy->explorers == 6);
+  const auto lc = seedrl::app::make_learner_config(r);
+  CHECK(lc.unroll_length == 4 + 20);
+  CHECK(lc.unroll_overlap == 5);
+  CHECK(lc.replay.max_sequences == 20000);
+  r.lr_decay = true;
+  r.total_frames = 64000;
+  r.r2d2.replay_ratio = 2.0;  // a step stands for 8 x 20 / 2 = 80 frames
+  CHECK(*lr_decay_steps(r) == 800);
+
   run_options bad;
   CHECK(parse(bad, {"local", "--algo", "dqn"}) == 2);
   CHECK(parse(bad, {"local", "--ppo-advantage", "td"}) == 2);

@@ -201,8 +201,13 @@ inline std::string device_flag(const run_options& o, bool inference) {
 inline std::optional<std::int64_t> lr_decay_steps(const run_options& o) {
   if (!o.lr_decay)
     return std::nullopt;
-  const auto frames_per_batch = static_cast<std::int64_t>(o.unroll_length * o.batch_size);
-  std::int64_t steps = std::max<std::int64_t>(1, o.total_frames / frames_per_batch);
+  // R2D2 trains batch_size sequences per step and inserts one per unroll_length new frames of
+  // an env: at r samples per insert a step stands for batch x unroll_length / r frames.
+  double frames_per_batch = static_cast<double>(o.unroll_length * o.batch_size);
+  if (o.algorithm == "r2d2" && o.r2d2.replay_ratio > 0.0)
+    frames_per_batch /= o.r2d2.replay_ratio;
+  std::int64_t steps = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(static_cast<double>(o.total_frames) / frames_per_batch));
   if (o.algorithm == "ppo")
     steps *= static_cast<std::int64_t>(o.ppo.epochs * o.ppo.minibatches);
   return steps;
