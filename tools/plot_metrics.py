@@ -6,7 +6,9 @@
 
 RUN is a log directory (its metrics.jsonl is read) or a .jsonl file; several runs are drawn in
 the same panels, labelled by directory name, to compare them. Each tag gets its own panel,
-against the step (default) or against another logged tag such as `frames` (--x frames). Values
+against the step (default) or against another logged tag such as `frames` (--x frames), or
+against `seconds` since the run's first line (--x seconds: runs compared for the same wall
+time). Values
 that were not finite (null in the file) leave gaps. --smooth N draws the mean of the last N
 points. Default tags: all that the runs logged; default output: metrics.png in the first run's
 directory. Needs matplotlib (`pip install matplotlib`; scripts/install-deps.sh --test-tools puts
@@ -19,6 +21,7 @@ import sys
 from pathlib import Path
 
 RESERVED = ("step", "wall_time")
+DERIVED = ("seconds",)  # computed from wall_time: an x axis, not drawn as a panel by default
 
 
 def load_run(arg):
@@ -39,6 +42,10 @@ def load_run(arg):
                 # A run killed mid-write can leave a partial last line; earlier lines are whole.
                 print(f"plot_metrics: {path}:{n}: skipping a line that is not JSON ({e})",
                       file=sys.stderr)
+    start = next((r["wall_time"] for r in rows if r.get("wall_time") is not None), None)
+    for r in rows:
+        if start is not None and r.get("wall_time") is not None:
+            r["seconds"] = r["wall_time"] - start
     label = path.parent.name if path.name == "metrics.jsonl" else path.stem
     return label, rows
 
@@ -65,7 +72,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", help="log directories or metrics.jsonl files")
     p.add_argument("--tags", nargs="+", help="tags to draw (default: all)")
-    p.add_argument("--x", default="step", help="x axis: step (default) or a logged tag, e.g. frames")
+    p.add_argument("--x", default="step",
+                   help="x axis: step (default), seconds, or a logged tag, e.g. frames")
     p.add_argument("--smooth", type=int, default=1, help="moving average over N points")
     p.add_argument("--output", "-o", help="PNG to write (default: RUN/metrics.png)")
     args = p.parse_args()
@@ -76,7 +84,7 @@ def main():
         for row in rows:
             logged += [k for k in row if k not in RESERVED and k not in logged]
     # By default, the tags that were logged together with the x axis (all, for the step).
-    tags = args.tags or [t for t in logged if t != args.x and any(
+    tags = args.tags or [t for t in logged if t != args.x and t not in DERIVED and any(
         t in row and row.get(args.x) is not None for _, rows in runs for row in rows)]
     missing = [t for t in tags + ([] if args.x == "step" else [args.x]) if t not in logged]
     if missing:
