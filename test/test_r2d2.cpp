@@ -115,6 +115,22 @@ std::vector<double> warmed_state(seedrl::mlp_lstm_agent<double>& net, const sequ
   return state.data;
 }
 
+/// The target network's outputs on the trained steps: `target` over the whole sequence from its
+/// stored start state, the rows from step `burn` on (what the trainer's target_forward keeps).
+struct target_outputs {
+  std::vector<double> logits, values;
+  target_outputs(seedrl::mlp_lstm_agent<double>& target, const sequences& s, std::size_t burn) {
+    const std::size_t rows = (s.T + 1) * s.B;
+    std::vector<double> l(rows * s.A), v(rows);
+    seedrl::agent_unroll_output<double> out{l, v};
+    target.forward_unroll(
+        {s.T + 1, s.B, s.observations, s.rewards, s.dones, s.prev_actions, s.start}, out);
+    const std::size_t from = burn * s.B;
+    logits.assign(l.begin() + static_cast<std::ptrdiff_t>(from * s.A), l.end());
+    values.assign(v.begin() + static_cast<std::ptrdiff_t>(from), v.end());
+  }
+};
+
 }  // namespace
 
 TEST_CASE("R2D2's burn-in passes no gradient: finite differences from the warmed state",
@@ -139,33 +155,22 @@ TEST_CASE("R2D2's burn-in passes no gradient: finite differences from the warmed
   for (const double p : r.priorities)
     CHECK(p > 0.0);
 
-  // The target outputs on the trained steps (the target net over the whole sequence).
-  const std::size_t rows = (s.T + 1) * s.B;
-  std::vector<double> tl(rows * s.A), tv(rows);
-  seedrl::agent_unroll_output<double> tout{tl, tv};
-  target.forward_unroll({s.T + 1, s.B, s.observations, s.rewards, s.dones, s.prev_actions, s.start},
-                        tout);
-  const std::size_t from = config.burn_in * s.B;
-  const std::vector<double> target_logits(tl.begin() + static_cast<std::ptrdiff_t>(from * s.A),
-                                          tl.end());
-  const std::vector<double> target_values(tv.begin() + static_cast<std::ptrdiff_t>(from), tv.end());
-
+  const target_outputs t(target, s, config.burn_in);
   const std::vector<double> warm = warmed_state(net, s, config.burn_in);
   CHECK(warm != s.start);  // the burn-in moved the state
   CHECK(r.terms.total ==
-        Approx(loss_from(net, s, config.burn_in, warm, target_logits, target_values, loss))
-            .epsilon(1e-12));
+        Approx(loss_from(net, s, config.burn_in, warm, t.logits, t.values, loss)).epsilon(1e-12));
   const auto params = net.parameters();
   // With the warmed state held, differences match the trainer's gradient ...
   const auto held = seedrl_test::gradcheck(params, opt.gradient, [&] {
-    return loss_from(net, s, config.burn_in, warm, target_logits, target_values, loss);
+    return loss_from(net, s, config.burn_in, warm, t.logits, t.values, loss);
   });
   CHECK(held.norm_relative_error < 1e-6);
   // ... and with the burn-in recomputed at each perturbation (gradient through the burn-in)
   // they do not: the check above would see a gradient leaking into the burn-in.
   const auto leaking = seedrl_test::gradcheck(params, opt.gradient, [&] {
     const auto w = warmed_state(net, s, config.burn_in);
-    return loss_from(net, s, config.burn_in, w, target_logits, target_values, loss);
+    return loss_from(net, s, config.burn_in, w, t.logits, t.values, loss);
   });
   CHECK(leaking.norm_relative_error > 1e-3);
 }
@@ -194,21 +199,11 @@ TEST_CASE("R2D2's target network is the online one, copied every update period",
     const auto r = trainer.train_step(s.view(), net, opt, loss, 1e9);
     seedrl::mlp_lstm_agent<double> target(net);
     std::copy(copied.back().begin(), copied.back().end(), target.parameters().begin());
-    const std::size_t rows = (s.T + 1) * s.B;
-    std::vector<double> tl(rows * s.A), tv(rows);
-    seedrl::agent_unroll_output<double> tout{tl, tv};
-    target.forward_unroll(
-        {s.T + 1, s.B, s.observations, s.rewards, s.dones, s.prev_actions, s.start}, tout);
-    const std::size_t from = config.burn_in * s.B;
-    const std::vector<double> target_logits(tl.begin() + static_cast<std::ptrdiff_t>(from * s.A),
-                                            tl.end());
-    const std::vector<double> target_values(tv.begin() + static_cast<std::ptrdiff_t>(from),
-                                            tv.end());
+    const target_outputs t(target, s, config.burn_in);
     const auto warm = warmed_state(net, s, config.burn_in);
     CAPTURE(step);
     CHECK(r.terms.total ==
-          Approx(loss_from(net, s, config.burn_in, warm, target_logits, target_values, loss))
-              .epsilon(1e-12));
+          Approx(loss_from(net, s, config.burn_in, warm, t.logits, t.values, loss)).epsilon(1e-12));
     for (double& p : net.parameters())  // a change the recording optimizer does not make
       p += 0.01 * rng.uniform(-1.0, 1.0);
   }
