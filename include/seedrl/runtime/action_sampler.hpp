@@ -293,22 +293,17 @@ struct spec_sampler {
   void sample(std::span<const S> outputs, std::size_t rows, std::size_t width,
               random_generator& rng, action_buffers<S> out, std::span<S> log_probs,
               std::span<const std::uint32_t> explorer_of_row) const {
-    if (out.dim == 0 && epsilon_greedy) {
-      epsilon_greedy_sampler e = *epsilon_greedy;
-      e.selection = selection;
-      e.sample(outputs, rows, width, rng, out, log_probs, explorer_of_row);
-    } else {
+    if (out.dim == 0 && epsilon_greedy)
+      exploring().sample(outputs, rows, width, rng, out, log_probs, explorer_of_row);
+    else
       sample(outputs, rows, width, rng, out, log_probs);
-    }
   }
 
   template <std::floating_point S>
   void sample(std::span<const S> outputs, std::size_t rows, std::size_t width,
               random_generator& rng, action_buffers<S> out, std::span<S> log_probs) const {
     if (out.dim == 0 && epsilon_greedy) {
-      epsilon_greedy_sampler e = *epsilon_greedy;
-      e.selection = selection;
-      e.sample(outputs, rows, width, rng, out, log_probs);
+      exploring().sample(outputs, rows, width, rng, out, log_probs);
     } else if (out.dim == 0) {
       categorical().sample(outputs, rows, width, rng, out, log_probs);
     } else {
@@ -319,6 +314,11 @@ struct spec_sampler {
  private:
   categorical_sampler categorical() const { return {selection}; }
   gaussian_sampler gaussian() const { return {bounds, selection}; }
+  epsilon_greedy_sampler exploring() const {
+    epsilon_greedy_sampler e = *epsilon_greedy;
+    e.selection = selection;
+    return e;
+  }
 };
 
 static_assert(ActionSampler<categorical_sampler, float>);

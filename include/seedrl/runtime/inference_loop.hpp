@@ -574,15 +574,16 @@ class inference_loop {
         high_,
         D};
     if (!b.sampled_by_engine) {
-      if constexpr (ExplorerSampler<Sampler, scalar>) {
+      const auto outputs = std::span<const scalar>(b.outputs).first(B * policy_width_);
+      const auto logp = std::span(b.logp).first(B);
+      if (reads_explorers()) {
         for (std::size_t r = 0; r < B; ++r)  // written before the actor's first step
           row_explorers_[r] = explorer_of_slot_[p.slots[r]];
-        sampler_.sample(std::span<const scalar>(b.outputs).first(B * policy_width_), B,
-                        policy_width_, rng_, chosen, std::span(b.logp).first(B),
-                        std::span<const std::uint32_t>(row_explorers_).first(B));
+        if constexpr (ExplorerSampler<Sampler, scalar>)
+          sampler_.sample(outputs, B, policy_width_, rng_, chosen, logp,
+                          std::span<const std::uint32_t>(row_explorers_).first(B));
       } else {
-        sampler_.sample(std::span<const scalar>(b.outputs).first(B * policy_width_), B,
-                        policy_width_, rng_, chosen, std::span(b.logp).first(B));
+        sampler_.sample(outputs, B, policy_width_, rng_, chosen, logp);
       }
     }
     if (const auto bad = unsendable_action(B, p.slots, b.actions, b.env_actions, b.version)) {
@@ -768,6 +769,17 @@ class inference_loop {
 
   /// Whether a sampling engine samples in this run (any_inference_engine decides at run time;
   /// continuous actions are sampled on the host).
+  /// Whether the sampler reads each row's explorer index now: an ExplorerSampler, unless it
+  /// samples the policy's own distribution this run (spec_sampler without epsilon-greedy).
+  bool reads_explorers() const {
+    if constexpr (!ExplorerSampler<Sampler, scalar>)
+      return false;
+    else if constexpr (requires { sampler_.samples_categorically(); })
+      return !sampler_.samples_categorically();
+    else
+      return true;
+  }
+
   bool engine_samples_now() const {
     if (action_dim_ > 0)
       return false;
