@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "seedrl/algo/impala_loss.hpp"
+#include "seedrl/algo/r2d2_loss.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/optim/adam.hpp"
 #include "seedrl/optim/rmsprop.hpp"
@@ -33,10 +34,11 @@ struct random_batch {
   std::vector<std::int32_t> prev_actions, actions;
   std::size_t D = 0;                     ///< continuous actions: elements per action
   std::vector<S> prev_env_actions, raw;  ///< continuous actions: [(T+1)*B*D] each
+  std::vector<S> weights;                ///< [B] importance weights (a replay's), or none
 
   seedrl::training_batch<S> view() const {
     return {T,       B,         A,     obs, rewards,          dones, truncated, prev_actions,
-            actions, behaviour, start, D,   prev_env_actions, raw};
+            actions, behaviour, start, D,   prev_env_actions, raw,   weights};
   }
 };
 
@@ -193,6 +195,56 @@ std::vector<double> train_side_by_side(Net& net, Opt& opt, Trainer& trainer,
     moved = std::max(moved, std::abs(static_cast<double>(net.parameters()[i] - initial[i])));
   CHECK(moved > 1e-5);
   return norms;
+}
+
+/// R2D2 on host_trainer (the reference) and on `trainer` side by side for five steps from the
+/// same parameters: a burn-in of 2 steps, 2-step double-Q targets with value rescaling, the
+/// target network refreshed every 2 steps, importance weights in [0.3, 1] (make_batch(T, B,
+/// rng) draws the rest, resets and truncations included). Checks after every step that the
+/// loss, the mean Q, the gradient norm, the priorities and the parameters agree within
+/// `tolerance`, and that the target network shaped the loss (the same step with the online
+/// network as its own target differs).
+template <class S, class Net, class Opt, class Trainer, class MakeBatch>
+void train_r2d2_side_by_side(Net& net, Opt& opt, Trainer& trainer, MakeBatch make_batch,
+                             double tolerance) {
+  seedrl::r2d2_loss_config<S> c;
+  c.burn_in = 2;
+  c.n_step = 2;
+  c.discount = S(0.9);
+  c.target_update_period = 2;
+  const seedrl::r2d2_loss<S> loss(c);
+  seedrl::host_trainer reference;
+  seedrl::random_generator rng(3);
+  for (int step = 0; step < 5; ++step) {
+    INFO("step " << step);
+    const std::size_t T = step % 2 == 0 ? 6 : 8, B = step % 2 == 0 ? 3 : 4;
+    random_batch<S> batch = make_batch(T, B, rng);
+    append_uniform(batch.weights, B, 0.3, 1.0, rng);
+    const auto want = reference.train_step(batch.view(), net, opt, loss, 1.0);
+    const auto got = trainer.train_step(batch.view(), loss, 1.0);
+    REQUIRE(want.applied);
+    REQUIRE(got.applied);
+    CHECK(relative(got.terms.total, want.terms.total) < tolerance);
+    CHECK(relative(got.terms.q_value, want.terms.q_value) < tolerance);
+    CHECK(relative(got.grad_norm, want.grad_norm) < tolerance);
+    REQUIRE(got.priorities.size() == B);
+    REQUIRE(want.priorities.size() == B);
+    for (std::size_t b = 0; b < B; ++b)
+      CHECK(relative(got.priorities[b], want.priorities[b]) < tolerance);
+    CHECK(max_difference<S>(parameters_of(trainer), net.parameters()) < tolerance);
+  }
+  // The target network is not the online one: the trainer's is the copy made before the last
+  // step's update; a period of 1 (the target copied at every step) gives another loss on the
+  // next batch, from the same parameters.
+  seedrl::r2d2_loss_config<S> every = c;
+  every.target_update_period = 1;
+  random_batch<S> batch = make_batch(6, 3, rng);
+  Net copy = net;
+  Opt opt_copy = opt;
+  seedrl::host_trainer fresh;
+  const auto own = fresh.train_step(batch.view(), copy, opt_copy, seedrl::r2d2_loss<S>(every), 1.0);
+  const auto got = trainer.train_step(batch.view(), loss, 1.0);
+  CHECK(relative(got.terms.total, own.terms.total) > 1e-6);
 }
 
 /// The reference's gradients for `batch` at `net`'s parameters: one host_trainer step with

@@ -568,6 +568,31 @@ TEST_CASE("pixel backend trainer matches the reference: two-channel frames, ever
   }
 }
 
+TEST_CASE(
+    "pixel backend trainer trains R2D2 as host_trainer does: the burn-in carries the "
+    "frame history",
+    "[backend_trainer][r2d2]") {
+  // The burn-in's end state holds the frame history (stepped frame by frame, resets zeroing
+  // it) besides the LSTM's: the trained steps' stacks read the burn-in's frames. Against
+  // frame_stacked<nature_cnn_lstm_agent>, whose burn-in steps `infer`.
+  using S = double;
+  for (const auto& sh : {small_shape(), small_shape(2, true, false)}) {
+    CAPTURE(sh.stack.channels);
+    net_t<S> net(sh.stack, sh.agent);
+    seedrl::adam<S> opt(adam_lr(1e-3));
+    seedrl::host_backend backend;
+    trainer_t<S> trainer(backend, sh.stack, sh.agent);
+    trainer.set_parameters(net.parameters());
+    trainer.set_optimizer(adam_lr(1e-3), 0);
+    seedrl_test::train_r2d2_side_by_side<S>(
+        net, opt, trainer,
+        [&](std::size_t T, std::size_t B, seedrl::random_generator& rng) {
+          return make_batch<S>(sh, T, B, rng);
+        },
+        1e-9);
+  }
+}
+
 TEST_CASE("pixel backend trainer matches the reference: RMSProp, raw input reward, depth 1",
           "[backend_trainer]") {
   seedrl::rmsprop_config r;

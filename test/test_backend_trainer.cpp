@@ -19,6 +19,7 @@
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/loss_choice.hpp"
 #include "seedrl/algo/ppo_loss.hpp"
+#include "seedrl/algo/r2d2_loss.hpp"
 #include "seedrl/backend/detail/dense_kernels.hpp"
 #include "seedrl/backend/detail/host_dense_primitives.hpp"
 #include "seedrl/backend/host_backend.hpp"
@@ -849,6 +850,62 @@ TEST_CASE("backend trainer trains Gaussian heads and separate networks as host_t
       }
     }
   }
+}
+
+TEST_CASE("backend trainer trains R2D2 as host_trainer does: target network, burn-in, priorities",
+          "[backend_trainer][r2d2]") {
+  // What the GPU trainer runs for --algo r2d2, on host_backend: the target network's forward
+  // pass, the burn-in's forward pass to the state it reaches, the loss's compute and the
+  // priorities, against host_trainer + mlp_lstm_agent (whose burn-in steps `infer`).
+  using S = double;
+  for (const auto& [lstm, layers, inputs] :
+       {std::tuple{std::ptrdiff_t{6}, 2, true}, std::tuple{std::ptrdiff_t{5}, 1, false},
+        std::tuple{std::ptrdiff_t{0}, 1, true}}) {
+    CAPTURE(lstm, layers, inputs);
+    auto c = small_config();
+    c.lstm_size = lstm;
+    c.lstm_layers = layers;
+    c.reward_and_action_inputs = inputs;
+    seedrl::mlp_lstm_agent<S> net(c);
+    seedrl::adam<S> opt(adam_lr(3e-3));
+    seedrl::host_backend backend;
+    trainer_t<S> trainer(backend, c);
+    trainer.set_parameters(net.parameters());
+    trainer.set_optimizer(adam_lr(3e-3), 0);
+    seedrl_test::train_r2d2_side_by_side<S>(
+        net, opt, trainer,
+        [&](std::size_t T, std::size_t B, seedrl::random_generator& rng) {
+          return make_batch<S>(c, trainer.state_size(), T, B, rng);
+        },
+        1e-9);
+  }
+}
+
+TEST_CASE("backend trainer refuses R2D2 on continuous actions and bad importance weights",
+          "[backend_trainer][r2d2]") {
+  using S = double;
+  seedrl::host_backend backend;
+  const seedrl::r2d2_loss<S> loss{seedrl::r2d2_loss_config<S>{}};
+  seedrl::random_generator rng(2);
+  auto c = small_config();
+  trainer_t<S> trainer(backend, c);
+  trainer.set_optimizer(adam_lr(1e-3), 0);
+  random_batch<S> batch = make_batch<S>(c, trainer.state_size(), 12, 2, rng);
+  batch.weights = {S(1), std::numeric_limits<S>::quiet_NaN()};
+  CHECK_THROWS_WITH(trainer.train_step(batch.view(), loss, 1.0),
+                    Catch::Contains("importance weight 1 is nan"));
+  batch.weights = {S(1)};
+  CHECK_THROWS_WITH(trainer.train_step(batch.view(), loss, 1.0),
+                    Catch::Contains("importance_weights holds 1 values, expected B = 2"));
+  batch.weights.clear();
+  CHECK_THROWS_WITH(trainer.train_step(batch.view(), loss, 1.0),
+                    Catch::Contains("leaves nothing to train"));  // default burn-in 40 >= T
+  c.continuous_action_size = 2;
+  c.num_actions = 4;
+  trainer_t<S> gaussian(backend, c);
+  gaussian.set_optimizer(adam_lr(1e-3), 0);
+  CHECK_THROWS_WITH(gaussian.train_step(batch.view(), loss, 1.0),
+                    Catch::Contains("R2D2 learns Q-values of discrete actions"));
 }
 
 TEST_CASE("backend trainer refuses a loss or batch of the other action kind", "[backend_trainer]") {

@@ -1036,6 +1036,24 @@ TEST_CASE("cuda mlp_lstm_trainer: PPO's epochs x minibatches match host_trainer"
       2000);
 }
 
+TEST_CASE("cuda mlp_lstm_trainer: R2D2's target network and burn-in match host_trainer",
+          "[cuda][trainer][r2d2]") {
+  // The target network's forward pass with its own parameters on the device, the burn-in's
+  // forward pass to the state reached, r2d2_loss::compute on cuda_backend. Period 3: steps 2
+  // and 3 train against the step-1 copy; step 4 (after compare_training's reload from the host,
+  // which starts the GPU's target afresh) copies on both.
+  seedrl::mlp_lstm_agent_config config;  // obs 4, hidden 64,64, LSTM 64, 2 actions
+  config.seed = 11;
+  seedrl::r2d2_loss_config<float> r2d2;
+  r2d2.burn_in = 4;
+  r2d2.n_step = 3;
+  r2d2.discount = 0.97f;
+  r2d2.target_update_period = 3;
+  compare_training_with<seedrl::adam<float>>(
+      config, test_adam(), seedrl::loss_choice<float>(seedrl::r2d2_loss<float>(r2d2)), 20, 8, 40.0,
+      3000);
+}
+
 TEST_CASE("cuda mlp_lstm_trainer: Gaussian policies and separate networks match host_trainer",
           "[cuda][trainer]") {
   // Continuous control's shape (SB3's layout: separate 64-64 policy and value networks, a
@@ -1285,6 +1303,28 @@ TEST_CASE("cuda pixel_lstm_trainer: small frame-stacked Nature CNN net matches h
   agent.lstm_size = 16;
   agent.seed = 8;
   compare_pixel_trainer<seedrl::nature_cnn_lstm_agent<float>>(stack, agent);
+}
+
+TEST_CASE("cuda pixel_lstm_trainer: R2D2's burn-in carries the frame history as host_trainer's",
+          "[cuda][trainer][r2d2]") {
+  // The burn-in's end state on the device: the LSTM's (h, c) and the frame history stepped
+  // through the burn-in's frames, resets included.
+  const seedrl::frame_stack_config stack{.height = 44, .width = 52, .channels = 1, .depth = 3};
+  seedrl::nature_cnn_lstm_agent_config agent;
+  agent.height = 44;
+  agent.width = 52;
+  agent.channels = 3;
+  agent.num_actions = 5;
+  agent.torso.channels = {8, 16, 8};
+  agent.dense_size = 32;
+  agent.lstm_size = 16;
+  agent.seed = 12;
+  seedrl::r2d2_loss_config<float> r2d2;
+  r2d2.burn_in = 2;
+  r2d2.n_step = 2;
+  r2d2.target_update_period = 2;
+  compare_pixel_trainer<seedrl::nature_cnn_lstm_agent<float>>(
+      stack, agent, seedrl::loss_choice<float>(seedrl::r2d2_loss<float>(r2d2)));
 }
 
 static_assert(seedrl::Trainer<seedrl::cuda::pixel_lstm_trainer<float, seedrl::impala_resnet_config>,

@@ -295,6 +295,23 @@ class r2d2_loss {
   /// Gradient steps between copies of the online parameters into the target network.
   std::size_t target_update_period() const noexcept { return config_.target_update_period; }
 
+  /// Throws std::invalid_argument, naming `who`, unless `weights` is empty (every weight 1) or
+  /// holds B finite, non-negative importance weights.
+  static void check_importance_weights(std::span<const S> weights, std::size_t B, const char* who) {
+    const auto fail = [who](const std::string& what) {
+      throw std::invalid_argument(std::string(who) + ": " + what);
+    };
+    if (!weights.empty() && weights.size() != B)
+      fail("batch.importance_weights holds " + std::to_string(weights.size()) +
+           " values, expected B = " + std::to_string(B));
+    for (std::size_t b = 0; b < weights.size(); ++b) {
+      const S w = weights[b];
+      if (!(w >= S(0)) || !std::isfinite(w))
+        fail("importance weight " + std::to_string(b) + " is " + std::to_string(w) +
+             "; weights must be finite and non-negative");
+    }
+  }
+
   /// Computes the loss on `batch`, its gradient into `grad` and, when grad.priorities is not
   /// empty, the sequences' priorities; steps before batch.burn_in get no loss. Throws
   /// std::invalid_argument, before writing anything, on inconsistent sizes, T <= batch.burn_in, an
@@ -392,8 +409,6 @@ class r2d2_loss {
     size(batch.truncated.size(), steps, "batch.truncated");
     size(grad.logits.size(), steps * A, "grad.logits");
     size(grad.values.size(), steps, "grad.values");
-    if (!batch.importance_weights.empty())
-      size(batch.importance_weights.size(), B, "batch.importance_weights");
     if (!grad.priorities.empty())
       size(grad.priorities.size(), B, "grad.priorities");
     detail::impala_check_truncated_done(batch.truncated.data(), batch.dones.data(), steps, B, who);
@@ -404,12 +419,7 @@ class r2d2_loss {
              ", b = " + std::to_string(i % B) + ") is " + std::to_string(a) + ", outside [0, " +
              std::to_string(A) + ")");
     }
-    for (std::size_t b = 0; b < batch.importance_weights.size(); ++b) {
-      const S w = batch.importance_weights[b];
-      if (!(w >= S(0)) || !std::isfinite(w))
-        fail("importance weight " + std::to_string(b) + " is " + std::to_string(w) +
-             "; weights must be finite and non-negative");
-    }
+    check_importance_weights(batch.importance_weights, B, who);
     const std::span<const S> outs[] = {std::span<const S>(grad.logits),
                                        std::span<const S>(grad.values)};
     const std::span<const S> ins[] = {batch.logits,        batch.values,  batch.target_logits,

@@ -261,13 +261,6 @@ int run_learner(const run_options& flags, secret_ptr secret, const agent_parts<N
     lc.seed = seeds.action_sampling;
     lc.run_hash = run_settings_hash(o, lc, algorithm_summary(o));
   }
-  if (o.algorithm == "r2d2" && train_device(o) == "cuda") {
-    std::fprintf(stderr,
-                 "%s: --algo r2d2 trains on the CPU for now (the GPU trainer has no burn-in or "
-                 "target network yet; docs/r2d2.md); use --train-device cpu\n",
-                 device_flag(o, false).c_str());
-    return 2;
-  }
   using S = typename Net::scalar_type;
   using loss_type = run_loss_t<Trainer, S>;
   using sampler_type = run_sampler_t<Trainer>;

@@ -385,22 +385,7 @@ class host_trainer {
         net.infer(in, state, out);
       }
       s.warm_state = std::move(state.data);
-      const auto rest = [&](auto span, std::size_t width) {
-        return span.empty() ? span : span.subspan(steps * B * width);
-      };
-      training_batch<S> part = batch;
-      part.T = batch.T - steps;
-      part.observations = rest(batch.observations, obs);
-      part.rewards = rest(batch.rewards, 1);
-      part.dones = rest(batch.dones, 1);
-      part.truncated = rest(batch.truncated, 1);
-      part.prev_actions = rest(batch.prev_actions, 1);
-      part.actions = rest(batch.actions, 1);
-      part.behaviour_log_probs = rest(batch.behaviour_log_probs, 1);
-      part.start_state = s.warm_state;
-      part.prev_env_actions = rest(batch.prev_env_actions, D);
-      part.raw_actions = rest(batch.raw_actions, D);
-      return part;
+      return after_burn_in(batch, steps, std::span<const S>(s.warm_state));
     }
 
     std::span<const double> priorities() const { return s.priorities; }

@@ -34,8 +34,10 @@
 ///     network over the whole batch and keeps its outputs on the steps from `first_step` on
 ///     (what the loss reads as target_logits / target_values);
 ///   - `training_batch<S> warm_up(const training_batch<S>&, std::size_t steps)`: the burn-in,
-///     the online network stepped over the first `steps` steps with no activations kept (so no
-///     gradient reaches them), and the rest of the batch from the state it reached;
+///     the online network run over the first `steps` steps (host_trainer steps `infer`; the
+///     backend trainer runs one forward pass, which the trained part's forward then replaces),
+///     so no gradient reaches them, and the rest of the batch (`after_burn_in`) from the state
+///     it reached;
 /// the model's `loss` then fills the target outputs and importance weights, and `priorities()`
 /// hands the sequences' new priorities to the result.
 /// With a reducer (data-parallel learners), each gradient step's gradient is averaged over the
@@ -86,6 +88,34 @@ inline void mean_over_ranks(loss_terms& t, distributed::gradient_reducer& reduce
                 t.q_value};
   reducer.mean(std::span<double>(v));
   t = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
+}
+
+/// The part of `batch` after a burn-in of `steps` steps, starting from `state` (the state the
+/// burn-in reached, B x state width): every per-step array from step `steps` on, T reduced by
+/// `steps`; the sequence-wide fields (importance weights) as they are. A view: `batch`'s arrays
+/// and `state` must outlive it.
+template <class S>
+training_batch<S> after_burn_in(const training_batch<S>& batch, std::size_t steps,
+                                std::span<const S> state) {
+  const std::size_t B = batch.B;
+  const std::size_t obs = batch.observations.size() / ((batch.T + 1) * B);
+  const std::size_t D = batch.action_dim;
+  const auto rest = [&](auto span, std::size_t width) {
+    return span.empty() ? span : span.subspan(steps * B * width);
+  };
+  training_batch<S> part = batch;
+  part.T = batch.T - steps;
+  part.observations = rest(batch.observations, obs);
+  part.rewards = rest(batch.rewards, 1);
+  part.dones = rest(batch.dones, 1);
+  part.truncated = rest(batch.truncated, 1);
+  part.prev_actions = rest(batch.prev_actions, 1);
+  part.actions = rest(batch.actions, 1);
+  part.behaviour_log_probs = rest(batch.behaviour_log_probs, 1);
+  part.start_state = state;
+  part.prev_env_actions = rest(batch.prev_env_actions, D);
+  part.raw_actions = rest(batch.raw_actions, D);
+  return part;
 }
 
 /// A replay loss's one gradient step (see the file comment): the target network's outputs, the

@@ -5,8 +5,9 @@
 /// fed the clipped reward and the previous action: a one-hot, or a continuous action's values)
 /// and policy and value heads (categorical or diagonal Gaussian, one network or separate
 /// policy and value networks; backend_core_config): forward
-/// over the unrolls, SEED's IMPALA loss or PPO's update (both losses' `compute`),
-/// back-propagation through time, global-norm clipping, Adam or RMSProp, written once against
+/// over the unrolls, SEED's IMPALA loss, PPO's update or R2D2's (with its target network and
+/// burn-in; the losses' `compute`), back-propagation through time, global-norm clipping, Adam
+/// or RMSProp, written once against
 /// the ComputeBackend primitives (seedrl/backend/compute_backend.hpp). The step itself (the
 /// schedule's epochs x minibatches, the proximal pass, forward / loss / backward / clip /
 /// optimizer) is `train_on_batch` (runtime/training_step.hpp), which host_trainer runs too,
@@ -59,6 +60,7 @@
 #include "seedrl/algo/loss_choice.hpp"
 #include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/algo/ppo_loss.hpp"
+#include "seedrl/algo/r2d2_loss.hpp"
 #include "seedrl/backend/compute_backend.hpp"
 #include "seedrl/backend/detail/backend_ref.hpp"
 #include "seedrl/core/config.hpp"
@@ -246,16 +248,30 @@ class backend_agent_trainer {
     return train(batch, loss, max_grad_norm);
   }
 
-  /// The loss a learner chose at run time (seedrl/algo/loss_choice.hpp): its IMPALA loss or
-  /// its PPO update. R2D2 needs a target network and a burn-in, which this trainer does not
-  /// have yet (host_trainer has): std::invalid_argument says so.
+  /// R2D2's step on `batch`, a batch of replayed sequences (seedrl/algo/r2d2_loss.hpp; the
+  /// step is runtime/training_step.hpp's replay_step, as host_trainer runs it): the target
+  /// network (a second parameter array on the backend, a copy of these refreshed every
+  /// `target_update_period` steps) over the whole batch, the burn-in (a forward pass over its
+  /// steps that keeps only the state reached; no gradient reaches them), then one gradient step
+  /// on the rest. The result carries the sequences' new priorities. Checks as the IMPALA
+  /// train_step, and R2D2 needs discrete actions and valid importance weights.
+  train_step_result train_step(const training_batch<S>& batch, const r2d2_loss<S>& loss,
+                               double max_grad_norm) {
+    if (D_ > 0)
+      throw std::invalid_argument(std::string(who_) +
+                                  "::train_step: R2D2 learns Q-values of discrete actions; this "
+                                  "network's actions are continuous");
+    r2d2_loss<S>::check_importance_weights(batch.importance_weights, batch.B, who_);
+    return train(batch, loss, max_grad_norm);
+  }
+
+  /// The loss a learner chose at run time (seedrl/algo/loss_choice.hpp): its IMPALA loss, its
+  /// PPO update or R2D2's step.
   template <class Dist>
   train_step_result train_step(const training_batch<S>& batch, const loss_choice<S, Dist>& loss,
                                double max_grad_norm) {
-    if (loss.r2d2() != nullptr)
-      throw std::invalid_argument(
-          "seedrl::backend_agent_trainer: R2D2 (a target network and a burn-in) trains on the "
-          "CPU trainer for now; use --train-device cpu (docs/r2d2.md)");
+    if (const auto* r2d2 = loss.r2d2())
+      return train_step(batch, *r2d2, max_grad_norm);
     if (const auto* ppo = loss.ppo())
       return train_step(batch, *ppo, max_grad_norm);
     return train_step(batch, *loss.impala(), max_grad_norm);
@@ -278,7 +294,8 @@ class backend_agent_trainer {
     opt_.require("train_step");
     check_max_grad_norm(max_grad_norm, who_);
     check_batch(batch, "train_step");
-    check_distribution(loss.distribution(), batch);
+    if constexpr (requires { loss.distribution(); })
+      check_distribution(loss.distribution(), batch);
     step_model model{*this};
     return train_on_batch(model, batch, loss, max_grad_norm, rng_, schedule_, who_, reducer_.get());
   }
@@ -327,6 +344,75 @@ class backend_agent_trainer {
       }
       return loss.compute(be, op, t.ppo_workspace_);
     }
+
+    loss_terms loss(const training_batch<S>& batch, const r2d2_loss<S>& loss, proximal_outputs<S>) {
+      Backend& be = *t.backend_;
+      r2d2_loss_operands<S> op;
+      op.T = static_cast<int>(batch.T);
+      op.B = static_cast<int>(batch.B);
+      op.A = static_cast<int>(t.A_);
+      op.logits = t.logits_.data();
+      op.values = t.values_.data();
+      op.target_logits = t.target_logits_.data();
+      op.target_values = t.target_values_.data();
+      op.actions = t.actions_.data();
+      op.rewards = t.rewards_.data();
+      op.dones = t.dones_.data();
+      op.truncated = t.truncated_.data();
+      if (!batch.importance_weights.empty()) {
+        t.backend_.grow(t.importance_weights_, batch.B);
+        be.upload(batch.importance_weights, t.importance_weights_.data());
+        op.importance_weights = t.importance_weights_.data();
+      }
+      op.grad_logits = t.d_logits_.data();
+      op.grad_values = t.d_values_.data();
+      t.priorities_.resize(batch.B);
+      return loss.compute(be, op, t.r2d2_workspace_, std::span<double>(t.priorities_));
+    }
+
+    /// A replay loss's target network over `batch` (training_step.hpp): the target parameters
+    /// (copied from the online ones at the first step and every `update_period` steps after),
+    /// a forward pass with them, its outputs from `first_step` on kept for the loss.
+    void target_forward(const training_batch<S>& batch, std::size_t first_step,
+                        std::size_t update_period) {
+      Backend& be = *t.backend_;
+      const std::size_t n = t.num_parameters();
+      if (!t.has_target_ || ++t.target_age_ >= update_period) {
+        t.backend_.grow(t.target_params_, n);
+        be.copy(static_cast<const S*>(t.params_.data()), t.target_params_.data(), n);
+        t.has_target_ = true;
+        t.target_age_ = 0;
+      }
+      t.upload(batch);
+      const std::size_t B = batch.B, N = (batch.T + 1) * B, from = first_step * B;
+      t.rows_ = N;
+      t.net_.forward(be, t.target_params_.data(), t.torso_batch(batch.T + 1, B), t.row_inputs(),
+                     t.logits_.data(), t.values_.data());
+      t.backend_.grow(t.target_logits_, (N - from) * t.A_);
+      t.backend_.grow(t.target_values_, N - from);
+      be.copy(static_cast<const S*>(t.logits_.data()) + from * t.A_, t.target_logits_.data(),
+              (N - from) * t.A_);
+      be.copy(static_cast<const S*>(t.values_.data()) + from, t.target_values_.data(), N - from);
+    }
+
+    /// The burn-in on the batch target_forward uploaded: the online network over its first
+    /// `steps` steps, keeping only the state reached (downloaded: the trained part's start
+    /// state), then the rest of the batch from it.
+    training_batch<S> warm_up(const training_batch<S>& batch, std::size_t steps) {
+      Backend& be = *t.backend_;
+      const std::size_t B = batch.B, W = t.state_size();
+      t.backend_.grow(t.end_state_, B * W);
+      t.backend_.grow(t.state_scratch_, B * W);
+      t.rows_ = steps * B;
+      t.net_.forward_to_end_state(be, t.params_.data(), t.torso_batch(steps, B), t.row_inputs(),
+                                  t.logits_.data(), t.values_.data(), t.end_state_.data(),
+                                  t.state_scratch_.data());
+      t.warm_state_.resize(B * W);
+      be.download(static_cast<const S*>(t.end_state_.data()), std::span<S>(t.warm_state_));
+      return after_burn_in(batch, steps, std::span<const S>(t.warm_state_));
+    }
+
+    std::span<const double> priorities() const { return t.priorities_; }
 
     void backward(const training_batch<S>& batch) { t.backward(batch.T + 1, batch.B); }
 
@@ -589,6 +675,16 @@ class backend_agent_trainer {
   buffer<S> logits_, values_, d_logits_, d_values_;
   impala_loss_workspace<Backend, S> loss_workspace_;  ///< the losses' scratch, kept
   ppo_loss_workspace<Backend, S> ppo_workspace_;
+  r2d2_loss_workspace<Backend, S> r2d2_workspace_;
+  // R2D2's: the target network's parameters, its outputs on the trained steps, the burn-in's
+  // end state (and its host copy, the trained part's start state), the importance weights and
+  // the sequences' priorities.
+  buffer<S> target_params_, target_logits_, target_values_, end_state_, state_scratch_,
+      importance_weights_;
+  bool has_target_ = false;
+  std::size_t target_age_ = 0;  ///< gradient steps since the target's last copy
+  std::vector<S> warm_state_;
+  std::vector<double> priorities_;
   buffer<S> proximal_logits_, old_values_;  ///< a PPO step's proximal outputs
   minibatch_scratch<S> schedule_;           ///< PPO's minibatches and proximal outputs (host)
   std::vector<S> reduce_host_;              ///< the gradient on its way through a reducer

@@ -221,10 +221,12 @@ class agent_body {
 
   /// Forward over `steps` x B rows (time-major) after the torso wrote its features, from the
   /// core state rows `start_state` (row stride ld_start); keeps in ws what backward reads.
+  /// With `end_state`, writes the core state each row reaches after the last step there (row
+  /// stride ld_end; a replay loss's burn-in).
   template <class Backend>
   void forward(Backend& b, workspace<Backend>& ws, const S* params, std::size_t steps,
                std::size_t B, const row_inputs& in, const S* start_state, std::size_t ld_start,
-               S* outputs, S* values) const {
+               S* outputs, S* values, S* end_state = nullptr, std::size_t ld_end = 0) const {
     check_inputs(in, "forward");
     const std::size_t N = steps * B;
     add_reward_and_action(b, ws, N, in);
@@ -233,7 +235,7 @@ class agent_body {
     if (has_lstm()) {
       ws.core_out =
           lstm_.forward(b, ws.lstm, params + lstm_at_, static_cast<const S*>(ws.core_in.data()),
-                        core_in_, steps, B, in.dones, start_state, ld_start);
+                        core_in_, steps, B, in.dones, start_state, ld_start, end_state, ld_end);
       ws.core_out_ld = lstm_.hidden_size();
     }
     heads_forward(b, ws, params, ws.core_out, ws.core_out_ld, N, outputs, values);

@@ -63,6 +63,44 @@ class torso_and_body {
                   batch.state_width, outputs, values);
   }
 
+  /// Forward over batch's steps x B rows as `forward` does, then the state each environment
+  /// reaches after the last step into `end_state` [B, state_size()] (a replay loss's burn-in:
+  /// the state the trained steps start from). The core's (h, c) come from the forward; the
+  /// torso's own state (a frame history) is stepped one step at a time with its `next_state`,
+  /// `scratch` [B, state_size()] holding every other step. Throws std::invalid_argument for a
+  /// torso that keeps a state but has no next_state.
+  void forward_to_end_state(Backend& b, const S* params, const backend_torso_batch<S>& batch,
+                            const row_inputs& in, S* outputs, S* values, S* end_state, S* scratch) {
+    const std::size_t W = state_size(), torso_state = torso_.state_size();
+    torso_.forward(batch, params, body_.torso_output(ws_), body_.core_input_width());
+    body_.forward(b, ws_, params, batch.steps, batch.B, in, batch.start_state + torso_state,
+                  batch.state_width, outputs, values, end_state + torso_state, W);
+    if (torso_state == 0)
+      return;
+    if constexpr (requires(const backend_torso_batch<S>& t, S* p) {
+                    torso_.next_state(t, p, std::size_t{});
+                  }) {
+      const S* from = batch.start_state;
+      std::size_t ld_from = batch.state_width;
+      for (std::size_t t = 0; t < batch.steps; ++t) {
+        // The step that writes end_state is the last: alternate so that it lands there.
+        S* to = (batch.steps - t) % 2 == 1 ? end_state : scratch;
+        backend_torso_batch<S> one = batch;
+        one.observations = batch.observations + t * batch.B * torso_.observation_size();
+        one.start_state = from;
+        one.state_width = ld_from;
+        one.dones = batch.dones + t * batch.B;
+        one.steps = 1;
+        torso_.next_state(one, to, W);
+        from = to;
+        ld_from = W;
+      }
+    } else {
+      throw std::invalid_argument(
+          "seedrl: this torso keeps a state but has no next_state, so a burn-in cannot carry it");
+    }
+  }
+
   /// After forward on the same batch: adds the parameters' gradients for d_outputs [N, A] and
   /// d_values [N] into grads (the whole flat array).
   void backward(Backend& b, const S* params, S* grads, const backend_torso_batch<S>& batch,
