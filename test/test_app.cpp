@@ -264,6 +264,17 @@ TEST_CASE("the --algo and --ppo-* flags choose the loss a run trains with", "[ap
   CHECK(lc.unroll_length == 4 + 20);
   CHECK(lc.unroll_overlap == 5);
   CHECK(lc.replay.max_sequences == 20000);
+  CHECK_FALSE(lc.checkpoint_replay);
+  run_options kept;
+  REQUIRE_FALSE(parse(kept, {"local", "--algo", "r2d2", "--checkpoint-replay", "--adam-epsilon",
+                             "1e-3", "--learning-rate", "1e-4"}));
+  CHECK(seedrl::app::make_learner_config(kept).checkpoint_replay);
+  const auto adam = seedrl::app::run_adam(kept, 5e-4);  // SEED's R2D2 optimizer
+  CHECK(adam.epsilon == 1e-3);
+  CHECK(adam.learning_rate == 1e-4);
+  CHECK(seedrl::app::run_adam(r, 5e-4).epsilon == seedrl::adam_config{}.epsilon);
+  CHECK(seedrl::app::run_adam(r, 5e-4).learning_rate == 5e-4);
+  CHECK(parse(kept, {"local", "--adam-epsilon", "0"}) == 2);
   r.lr_decay = true;
   r.total_frames = 64000;
   r.r2d2.replay_ratio = 2.0;  // a step stands for 8 x 20 / 2 = 80 frames

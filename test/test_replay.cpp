@@ -1,18 +1,25 @@
 // R2D2's sequence replay (seedrl/replay/sequence_replay.hpp) and its rate limiter: what goes in
 // comes out (frames narrowed to uint8 exactly, or refused), FIFO eviction by bytes, draws in
 // proportion to priority^alpha, importance weights, stale and bad priority updates, the memory
-// check, and the replay ratio held both ways with threads waiting, not spinning, until close.
+// check, the replay ratio held both ways with threads waiting, not spinning, until close, and
+// saving and restoring the contents (replay files beside checkpoints).
+#include <unistd.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <map>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "seedrl/replay/rate_limiter.hpp"
+#include "seedrl/replay/replay_file.hpp"
 #include "seedrl/replay/sequence_replay.hpp"
 
 namespace {
@@ -298,4 +305,108 @@ TEST_CASE("the bytes an Atari replay stores per sequence (docs/r2d2.md's figures
   CHECK(frames.bytes_per_sequence() / 80 == 11007);
   const sequence_replay<float, float> floats(one, atari, 1);
   CHECK(floats.bytes_per_sequence() == 121 * (4 * 7056 + 4 + 1 + 8) + 4 * (3 * 7056 + 1024));
+}
+
+TEST_CASE("a saved replay restores its sequences, ids, priorities and ratio exactly", "[replay]") {
+  auto config = config_for(4);
+  config.ratio.samples_per_insert = 2.0;
+  config.ratio.min_size = 2;
+  config.ratio.tolerance = 8.0;
+  sequence_replay<std::uint8_t, float> saved(config, shape, 2);
+  for (int tag = 0; tag < 6; ++tag)  // ids 0 and 1 evicted
+    REQUIRE(saved.insert(test_sequence(shape, tag).view()).has_value());
+  const std::uint64_t ids[] = {2, 3, 4, 5};
+  const double p[] = {0.5, 4.0, 1.5, 2.5};
+  saved.update_priorities(ids, p);
+  seedrl::random_generator r0(9);
+  seedrl::replay::sampled_sequences<float> out;
+  REQUIRE(saved.sample(r0, out));
+  std::stringstream file;
+  CHECK(saved.save(file) == 4);
+  const std::string bytes = file.str();
+
+  sequence_replay<std::uint8_t, float> restored(config, shape, 2);
+  std::istringstream in(bytes);
+  CHECK(restored.load(in) == 4);
+  const auto a = saved.stats(), b = restored.stats();
+  CHECK(b.size == 4);
+  CHECK(b.inserted == a.inserted);
+  CHECK(b.sampled == a.sampled);
+  CHECK(b.mean_priority == a.mean_priority);
+  // The same draws from the same generator: the same sequences, values and weights.
+  seedrl::random_generator r1(3), r2(3);
+  seedrl::replay::sampled_sequences<float> x, y;
+  for (int round = 0; round < 5; ++round) {
+    REQUIRE(saved.sample(r1, x));
+    REQUIRE(restored.sample(r2, y));
+    CHECK(x.ids == y.ids);
+    CHECK(x.observations == y.observations);
+    CHECK(x.start_state == y.start_state);
+    CHECK(x.rewards == y.rewards);
+    CHECK(x.dones == y.dones);
+    CHECK(x.truncated == y.truncated);
+    CHECK(x.prev_actions == y.prev_actions);
+    CHECK(x.actions == y.actions);
+    CHECK(x.importance_weights == y.importance_weights);
+  }
+  // Inserts continue the ids and evict the same (oldest) sequence.
+  CHECK(saved.insert(test_sequence(shape, 6).view()) == 6u);
+  CHECK(restored.insert(test_sequence(shape, 6).view()) == 6u);
+  const std::uint64_t evicted[] = {2};
+  const double big[] = {1000.0};
+  restored.update_priorities(evicted, big);  // id 2's slot now holds id 6: skipped
+  CHECK(restored.stats().mean_priority == saved.stats().mean_priority);
+
+  SECTION("a corrupt, truncated or foreign file is refused, naming why, and leaves it empty") {
+    std::string corrupt = bytes;
+    corrupt[corrupt.size() / 2] = static_cast<char>(corrupt[corrupt.size() / 2] ^ 0x10);
+    sequence_replay<std::uint8_t, float> fresh(config, shape, 2);
+    std::istringstream c(corrupt);
+    CHECK_THROWS_WITH(fresh.load(c), Catch::Contains("checksum") || Catch::Contains("corrupt"));
+    CHECK(fresh.stats().size == 0);
+    std::istringstream t(bytes.substr(0, bytes.size() - 9));
+    CHECK_THROWS_WITH(fresh.load(t), Catch::Contains("ends early"));
+    CHECK(fresh.stats().size == 0);
+    CHECK(fresh.insert(test_sequence(shape, 1).view()) == 0u);  // still usable
+    std::istringstream again(bytes);
+    CHECK_THROWS_AS(fresh.load(again), std::logic_error);  // used already
+    sequence_replay<std::uint8_t, float> bigger(config_for(8), shape, 2);
+    std::istringstream other(bytes);
+    CHECK_THROWS_WITH(bigger.load(other), Catch::Contains("it holds 4 sequences") &&
+                                              Catch::Contains("this replay holds 8 sequences"));
+    sequence_replay<float, float> floats(config, shape, 2);
+    std::istringstream typed(bytes);
+    CHECK_THROWS_WITH(floats.load(typed),
+                      Catch::Contains("1-byte integers") && Catch::Contains("4-byte floats"));
+    std::istringstream junk(
+        "not a replay at all, but long enough to read a header from it......"
+        ".......................................................");
+    CHECK_THROWS_WITH(floats.load(junk), Catch::Contains("not a seedrl replay file"));
+  }
+
+  SECTION("files beside checkpoints: written durably, read back, only the newest kept") {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("seedrl-replay-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    const auto first = seedrl::replay::replay_file_beside(dir / "ckpt-000000000010.seedrl");
+    const auto second = seedrl::replay::replay_file_beside(dir / "ckpt-000000000020.seedrl");
+    CHECK(first.filename() == "ckpt-000000000010.replay");
+    CHECK(seedrl::replay::write_replay_file(first, saved) == 4);
+    CHECK(seedrl::replay::write_replay_file(second, saved) == 4);
+    std::vector<std::string> problems;
+    seedrl::replay::remove_other_replay_files(
+        dir, second, [&](const std::filesystem::path& f, const std::string& why) {
+          problems.push_back(f.string() + why);
+        });
+    CHECK(problems.empty());
+    CHECK_FALSE(std::filesystem::exists(first));
+    sequence_replay<std::uint8_t, float> from_file(config, shape, 2);
+    CHECK(seedrl::replay::read_replay_file(second, from_file) == 4);
+    CHECK(from_file.stats().mean_priority == saved.stats().mean_priority);
+    sequence_replay<std::uint8_t, float> none(config, shape, 2);
+    CHECK_THROWS_WITH(
+        seedrl::replay::read_replay_file(first, none),
+        Catch::Contains("ckpt-000000000010.replay") && Catch::Contains("cannot be opened"));
+    std::filesystem::remove_all(dir);
+  }
 }

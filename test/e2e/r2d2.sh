@@ -3,7 +3,8 @@
 #   - seedrl_cartpole_seed local --algo r2d2 with the R2D2 defaults must solve CartPole (mean
 #     return of the last 100 episodes >= 475) within 15M frames (2.9M-10.1M over 5 seeds here;
 #     thread timing makes runs of one seed differ), then eval plays the checkpoint
-#     greedily to at least 400 over 20 episodes;
+#     greedily to at least 400 over 20 episodes; with --checkpoint-replay the newest checkpoint
+#     has its replay file beside it (the only one kept), and --resume restores it;
 #   - seedrl_catch local --algo r2d2 learns Catch from pixels to a mean return of 0.1 (random:
 #     about -0.6) within 600k frames, with a narrow pixel network (catch_eval.sh's) to keep CI
 #     short: 45 s here, against 110 s with the default one;
@@ -24,8 +25,8 @@ fail() {
 }
 
 rc=0
-"$cartpole" local --algo r2d2 --seed 1 --checkpoint-dir "$dir/cartpole" --total-frames 15000000 \
-  >"$out" 2>&1 || rc=$?
+"$cartpole" local --algo r2d2 --seed 1 --checkpoint-dir "$dir/cartpole" --checkpoint-replay \
+  --total-frames 15000000 >"$out" 2>&1 || rc=$?
 ((rc == 0)) || fail "CartPole training exited $rc"
 grep -q '^algorithm: R2D2' "$out" || fail "no R2D2 algorithm line"
 grep -q 'replay [0-9]*/20000' "$out" || fail "no replay figures on the progress line"
@@ -38,6 +39,17 @@ mean=$(sed -n 's/^greedy policy: mean return \([0-9.]*\) over 20 episodes.*/\1/p
 [ -n "$mean" ] || fail "no eval result line"
 grep '^greedy policy:' "$out"
 awk -v m="$mean" 'BEGIN { exit !(m >= 400) }' || fail "greedy mean return $mean is below 400"
+replays=("$dir"/cartpole/ckpt-*.replay)
+((${#replays[@]} == 1)) && [ -f "${replays[0]}" ] || fail "not one replay file: ${replays[*]}"
+checkpoints=("$dir"/cartpole/ckpt-*.seedrl)
+newest=${checkpoints[${#checkpoints[@]} - 1]}
+[ "${replays[0]}" = "${newest%.seedrl}.replay" ] || fail "${replays[0]} is not $newest's replay"
+rc=0
+"$cartpole" local --algo r2d2 --seed 1 --checkpoint-dir "$dir/cartpole" --checkpoint-replay \
+  --resume --total-frames 15000000 >"$out" 2>&1 || rc=$?
+((rc == 0)) || fail "the resumed run exited $rc"
+grep -q 'restored the replay: [1-9][0-9]* sequences' "$out" || fail "the resume did not restore the replay"
+grep -m 1 'restored the replay' "$out"
 
 rc=0
 "$catch" local --algo r2d2 --seed 1 --target-return 0.1 --total-frames 600000 \

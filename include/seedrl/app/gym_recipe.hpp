@@ -189,9 +189,7 @@ struct basic_gym_recipe {
     // Explicit, never hidden: uint8 pixels are scaled to [0, 1]; other dtypes go in as they are.
     c.observation_scale = env.observations.type == dtype::uint8 ? 1.0 / 255.0 : 1.0;
     c.seed = o.seed;
-    adam_config adam;
-    adam.learning_rate = o.learning_rate ? *o.learning_rate : image_learning_rate;
-    adam.lr_decay_steps = lr_decay_steps(o);
+    const adam_config adam = run_adam(o, image_learning_rate);
     // Depth 1: the frame is the agent's whole input (channels_last as the frame).
     const frame_stack_config stack{.height = c.height,
                                    .width = c.width,

@@ -147,6 +147,7 @@ inline std::uint64_t run_settings_hash(const run_options& o, const learner_confi
   add("unroll_length", std::to_string(lc.unroll_length));
   add("max_grad_norm", std::to_string(lc.max_grad_norm));
   add("learning_rate", o.learning_rate ? std::to_string(*o.learning_rate) : "recipe");
+  add("adam_epsilon", o.adam_epsilon ? std::to_string(*o.adam_epsilon) : "default");
   add("entropy_cost", std::to_string(o.entropy_cost));
   add("discount", std::to_string(lc.scale_rewards.gamma));
   add("seed", std::to_string(o.seed));

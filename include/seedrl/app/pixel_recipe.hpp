@@ -193,9 +193,7 @@ struct pixel_recipe {
       c.lstm_size = lstm_size;
     if (dense_size > 0)
       c.dense_size = dense_size;
-    adam_config adam;
-    adam.learning_rate = o.learning_rate ? *o.learning_rate : learning_rate;
-    adam.lr_decay_steps = lr_decay_steps(o);
+    const adam_config adam = run_adam(o, learning_rate);
     agent_parts<stacked_agent<Agent>> parts{
         stacked_agent<Agent>(stack, c), describe(c), seedrl::adam<float>(adam), {}};
     parts.loss.max_abs_reward = max_abs_reward;

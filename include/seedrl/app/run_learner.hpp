@@ -137,6 +137,7 @@ inline learner_config make_learner_config(const run_options& o) {
     lc.replay.importance_exponent = r.importance_exponent;
     lc.replay.ratio.samples_per_insert = r.replay_ratio;
     lc.replay.ratio.min_size = r.replay_min_size;
+    lc.checkpoint_replay = r.checkpoint_replay;
   }
   return lc;
 }

@@ -30,6 +30,7 @@
 #include "seedrl/algo/ppo_loss_config.hpp"
 #include "seedrl/app/cli.hpp"
 #include "seedrl/app/compiled.hpp"
+#include "seedrl/optim/adam.hpp"
 #include "seedrl/runtime/action_sampler.hpp"
 
 namespace seedrl::app {
@@ -49,6 +50,7 @@ struct r2d2_options {
   double replay_megabytes = 0.0;           ///< and in MB (0: no bound beyond sequences)
   double replay_ratio = 1.0;               ///< sequences trained per sequence inserted; 0: free
   std::size_t replay_min_size = 100;       ///< sequences stored before training starts
+  bool checkpoint_replay = false;          ///< the replay saved with checkpoints, restored
   double priority_exponent = 0.9;          ///< alpha
   double importance_exponent = 0.6;        ///< beta
   double priority_eta = 0.9;               ///< eta max |TD| + (1 - eta) mean |TD|
@@ -86,6 +88,7 @@ struct run_options {
   std::size_t trainer_threads = 0;
   std::size_t io_threads = 1;           ///< learner_config::io_threads
   std::optional<double> learning_rate;  ///< unset: the agent recipe's default
+  std::optional<double> adam_epsilon;   ///< unset: Adam's 1e-8 (SEED's R2D2 uses 1e-3)
   bool lr_decay = false;                ///< decay the learning rate linearly to 0 by --total-frames
   /// Learner-side input normalization (learner_config::normalize_observations, ::scale_rewards;
   /// reward scaling discounts with the agent's discount).
@@ -211,6 +214,17 @@ inline std::optional<std::int64_t> lr_decay_steps(const run_options& o) {
   if (o.algorithm == "ppo")
     steps *= static_cast<std::int64_t>(o.ppo.epochs * o.ppo.minibatches);
   return steps;
+}
+
+/// A run's Adam settings: --learning-rate, else the recipe's `learning_rate`; --lr-decay's
+/// steps; --adam-epsilon, else Adam's default.
+inline adam_config run_adam(const run_options& o, double learning_rate) {
+  adam_config adam;
+  adam.learning_rate = o.learning_rate.value_or(learning_rate);
+  adam.lr_decay_steps = lr_decay_steps(o);
+  if (o.adam_epsilon)
+    adam.epsilon = *o.adam_epsilon;
+  return adam;
 }
 
 /// The algorithm and its main settings, for a configuration line: "IMPALA (V-trace)" or e.g.

@@ -29,6 +29,10 @@
 /// Threads: any number of inserting and sampling threads. Data is copied outside the lock: an
 /// insert takes its slot out of the tree while it writes, and a sample pins the slots it copies
 /// so that no insert overwrites them meanwhile.
+///
+/// Persistence: `save` writes the stored sequences with their ids and priorities (and the rate
+/// limiter's counters) to a stream, checksummed; `load` restores them into a replay of the same
+/// shape and capacity (seedrl/replay/replay_file.hpp keeps them beside checkpoints).
 
 #include <unistd.h>
 #include <algorithm>
@@ -38,11 +42,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <istream>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <ostream>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -51,6 +58,7 @@
 
 #include "seedrl/core/config.hpp"
 #include "seedrl/core/random.hpp"
+#include "seedrl/detail/crc32c.hpp"
 #include "seedrl/replay/priorities.hpp"
 #include "seedrl/replay/rate_limiter.hpp"
 #include "seedrl/replay/replay_config.hpp"
@@ -307,6 +315,178 @@ class sequence_replay {
     changed_.notify_all();
   }
 
+  /// Writes the stored sequences, each with its id and priority, the largest priority seen and
+  /// the rate limiter's counters to `out`, for `load`: a header, one record per sequence, an
+  /// end marker and a CRC-32C of everything before it (docs/r2d2.md, "Checkpoints"). Inserts
+  /// may go on meanwhile: each sequence is pinned while it is copied out, so the stream holds
+  /// every sequence stored when the save began that was not evicted before its turn. Returns
+  /// the sequences written; throws std::runtime_error when `out` fails.
+  std::size_t save(std::ostream& out) {
+    std::vector<std::pair<std::size_t, std::uint64_t>> stored;  // slot, id
+    file_header h = header();
+    {
+      std::lock_guard lock(mutex_);
+      h.next_id = next_id_;
+      h.max_priority = max_priority_;
+      h.inserts = limiter_.inserts();
+      h.samples = limiter_.samples();
+      for (std::size_t slot = 0; slot < capacity_; ++slot)
+        if (slots_[slot].stored && !slots_[slot].writing)
+          stored.emplace_back(slot, slots_[slot].id);
+    }
+    std::uint32_t crc = 0;
+    const auto put = [&](const void* data, std::size_t bytes) {
+      const auto* p = static_cast<const std::byte*>(data);
+      crc = detail::crc32c(std::span<const std::byte>(p, bytes), crc);
+      out.write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(bytes));
+      if (!out)
+        throw std::runtime_error("seedrl::replay::sequence_replay: writing the replay failed");
+    };
+    put(&h, sizeof h);
+    std::size_t written = 0;
+    for (const auto& entry : stored) {
+      // Not a structured binding: Clang 14 cannot capture one in the lambdas below.
+      const std::size_t slot = entry.first;
+      const std::uint64_t id = entry.second;
+      double priority = 0.0;
+      {
+        std::lock_guard lock(mutex_);
+        slot_state& st = slots_[slot];
+        if (!st.stored || st.id != id)
+          continue;  // evicted since
+        ++st.readers;
+        priority = st.priority;
+      }
+      const auto unpin = [&] {
+        std::lock_guard lock(mutex_);
+        --slots_[slot].readers;
+        changed_.notify_all();
+      };
+      try {
+        put(&id, sizeof id);
+        put(&priority, sizeof priority);
+        for_each_array(slot, [&](auto* data, std::size_t n) { put(data, n * sizeof *data); });
+      } catch (...) {
+        unpin();
+        throw;
+      }
+      unpin();
+      ++written;
+    }
+    const std::uint64_t end = end_marker;
+    put(&end, sizeof end);
+    const std::uint32_t sum = crc;
+    put(&sum, sizeof sum);
+    out.flush();
+    if (!out)
+      throw std::runtime_error("seedrl::replay::sequence_replay: writing the replay failed");
+    return written;
+  }
+
+  /// Restores what `save` wrote into this replay, which must be empty (nothing inserted or
+  /// sampled yet: std::logic_error otherwise). The sequences go back with their ids and
+  /// priorities; the next insert takes the id after the saved ones; the rate limiter continues
+  /// from the saved counters. Throws std::runtime_error, leaving the replay empty, for a stream
+  /// of another format, observation or scalar type, shape or capacity (naming both), a
+  /// truncated stream or a checksum mismatch. Returns the sequences restored.
+  std::size_t load(std::istream& in) {
+    const auto fail = [](const std::string& what) {
+      throw std::runtime_error("seedrl::replay::sequence_replay: cannot restore the replay: " +
+                               what);
+    };
+    {
+      std::lock_guard lock(mutex_);
+      if (next_id_ != 0 || limiter_.samples() != 0)
+        throw std::logic_error(
+            "seedrl::replay::sequence_replay::load: the replay has been used already");
+    }
+    std::uint32_t crc = 0;
+    const auto get = [&](void* data, std::size_t bytes) {
+      in.read(static_cast<char*>(data), static_cast<std::streamsize>(bytes));
+      if (static_cast<std::size_t>(in.gcount()) != bytes)
+        fail("the file ends early (truncated?)");
+      crc = detail::crc32c(std::span<const std::byte>(static_cast<const std::byte*>(data), bytes),
+                           crc);
+    };
+    file_header h{};
+    get(&h, sizeof h);
+    const file_header want = header();
+    if (std::memcmp(h.magic, want.magic, sizeof h.magic) != 0 || h.version != want.version ||
+        h.byte_order != want.byte_order)
+      fail("not a seedrl replay file of format version " + std::to_string(want.version) +
+           " written on a machine of this byte order");
+    const auto describe = [](const file_header& x) {
+      return std::to_string(x.capacity) + " sequences of " + std::to_string(x.steps) +
+             " steps, observations of " + std::to_string(x.observation_size) + " values of " +
+             std::to_string(x.observation_bytes) +
+             (x.observation_integral ? "-byte integers" : "-byte floats") + ", states of " +
+             std::to_string(x.state_width) + " values (" + std::to_string(x.state_frame_values) +
+             " frames), " + std::to_string(x.scalar_bytes) + "-byte scalars";
+    };
+    if (h.observation_bytes != want.observation_bytes ||
+        h.observation_integral != want.observation_integral ||
+        h.scalar_bytes != want.scalar_bytes || h.steps != want.steps ||
+        h.observation_size != want.observation_size || h.state_width != want.state_width ||
+        h.state_frame_values != want.state_frame_values || h.capacity != want.capacity)
+      fail("it holds " + describe(h) + "; this replay holds " + describe(want) +
+           " (resume with the replay settings and network it was saved with)");
+    if (!(h.max_priority > 0.0) || !std::isfinite(h.max_priority))
+      fail("its largest priority is " + std::to_string(h.max_priority));
+    std::unique_lock lock(mutex_);
+    const auto clear = [&] {
+      for (std::size_t slot = 0; slot < capacity_; ++slot) {
+        slots_[slot] = slot_state{};
+        tree_.set(slot, 0.0);
+      }
+      size_ = 0;
+    };
+    std::size_t restored = 0;
+    try {
+      for (;;) {
+        std::uint64_t id = 0;
+        get(&id, sizeof id);
+        if (id == end_marker)
+          break;
+        double priority = 0.0;
+        get(&priority, sizeof priority);
+        if (id >= h.next_id || h.next_id - id > capacity_ || !(priority > 0.0) ||
+            !std::isfinite(priority))
+          fail("sequence " + std::to_string(id) + " (priority " + std::to_string(priority) +
+               ") cannot be one of the ids below " + std::to_string(h.next_id) +
+               " that the replay held (corrupt?)");
+        const std::size_t slot = static_cast<std::size_t>(id % capacity_);
+        if (slots_[slot].stored)
+          fail("sequence " + std::to_string(id) + " appears twice (corrupt?)");
+        for_each_array(slot, [&](auto* data, std::size_t n) { get(data, n * sizeof *data); });
+        for (std::size_t t = 0; t < shape_.steps; ++t)
+          if (flags_[slot * shape_.steps + t] > 3)
+            fail("sequence " + std::to_string(id) + " has step flags " +
+                 std::to_string(flags_[slot * shape_.steps + t]) + " (corrupt?)");
+        slot_state& st = slots_[slot];
+        st.stored = true;
+        st.id = id;
+        st.priority = priority;
+        tree_.set(slot, std::pow(priority, config_.priority_exponent));
+        ++size_;
+        ++restored;
+      }
+      const std::uint32_t sum = crc;
+      std::uint32_t saved = 0;
+      get(&saved, sizeof saved);
+      if (saved != sum)
+        fail("its checksum does not match its contents (corrupt)");
+    } catch (...) {
+      clear();
+      throw;
+    }
+    next_id_ = h.next_id;
+    next_ = static_cast<std::size_t>(next_id_ % capacity_);
+    max_priority_ = h.max_priority;
+    limiter_.restore(h.inserts, h.samples);
+    changed_.notify_all();
+    return restored;
+  }
+
   /// Wakes every waiting insert and sample; from now on they return at once.
   void close() {
     std::lock_guard lock(mutex_);
@@ -339,6 +519,52 @@ class sequence_replay {
     bool stored = false;
     bool writing = false;
   };
+
+  /// The fixed part of a saved replay (native byte order; `byte_order` tells another).
+  struct file_header {
+    char magic[8];
+    std::uint32_t version;
+    std::uint32_t byte_order;
+    std::uint32_t observation_bytes;
+    std::uint32_t observation_integral;
+    std::uint32_t scalar_bytes;
+    std::uint32_t reserved;
+    std::uint64_t steps, observation_size, state_width, state_frame_values, capacity;
+    std::uint64_t next_id, inserts, samples;
+    double max_priority;
+  };
+  static constexpr std::uint64_t end_marker = std::numeric_limits<std::uint64_t>::max();
+
+  /// This replay's header, without the counters.
+  file_header header() const {
+    file_header h{};
+    std::memcpy(h.magic, "SEEDRLRP", sizeof h.magic);
+    h.version = 1;
+    h.byte_order = 0x01020304;
+    h.observation_bytes = sizeof(Obs);
+    h.observation_integral = std::is_integral_v<Obs> ? 1 : 0;
+    h.scalar_bytes = sizeof(S);
+    h.steps = shape_.steps;
+    h.observation_size = shape_.observation_size;
+    h.state_width = shape_.state_width;
+    h.state_frame_values = shape_.state_frame_values;
+    h.capacity = capacity_;
+    return h;
+  }
+
+  /// Calls f(pointer, count) on each of a slot's stored arrays, in the saved order.
+  template <class F>
+  void for_each_array(std::size_t slot, F&& f) {
+    const std::size_t T1 = shape_.steps, O = shape_.observation_size,
+                      F_ = shape_.state_frame_values, W = shape_.state_width;
+    f(observations_.get() + slot * T1 * O, T1 * O);
+    f(state_frames_.get() + slot * F_, F_);
+    f(state_rest_.get() + slot * (W - F_), W - F_);
+    f(rewards_.get() + slot * T1, T1);
+    f(flags_.get() + slot * T1, T1);
+    f(prev_actions_.get() + slot * T1, T1);
+    f(actions_.get() + slot * T1, T1);
+  }
 
   static std::string gib(double bytes) {
     char text[32];

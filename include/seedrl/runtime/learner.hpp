@@ -38,6 +38,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -48,6 +50,7 @@
 #include "seedrl/algo/loss.hpp"
 #include "seedrl/core/spec.hpp"
 #include "seedrl/io/checkpoint.hpp"
+#include "seedrl/replay/replay_file.hpp"
 #include "seedrl/runtime/action_sampler.hpp"
 #include "seedrl/runtime/actor_server.hpp"
 #include "seedrl/runtime/bounded_queue.hpp"
@@ -138,6 +141,8 @@ class learner {
           obs_spec.type == dtype::uint8 && !normalizer_.normalizes_observations());
       inference_.use_replay(replay_.get());
       training_.use_replay(replay_.get());
+      checkpoint_replay_ = config.checkpoint_replay;
+      log_ = config.log;
     }
     // Trainer and engine both on the device: the parameters stay there.
     if constexpr (DevicePublishingTrainer<Trn, Net, Opt>) {
@@ -161,10 +166,14 @@ class learner {
   /// The observation and return statistics (learner_config::normalize_observations,
   /// ::scale_rewards) are restored too, even when `weights_only`: weights trained on normalized
   /// inputs need them. A checkpoint without them leaves them fresh.
+  /// With learner_config::checkpoint_replay, a full restore also reads the replay saved beside
+  /// the checkpoint's file; a missing or unusable one is logged, and the replay refills.
   void restore(const checkpoint& c, bool weights_only = false) {
     const auto statistics = normalizer_.read(c);  // checked before anything changes
     training_.restore(c, weights_only);
     normalizer_.load(statistics);
+    if (replay_ && checkpoint_replay_ && !weights_only && !c.source.empty())
+      restore_replay(replay::replay_file_beside(c.source));
   }
 
   /// Copies of the observation and discounted-return statistics (see input_normalizer).
@@ -249,6 +258,27 @@ class learner {
   }
 
  private:
+  /// Reads the replay saved beside a restored checkpoint; says what it did either way.
+  void restore_replay(const std::filesystem::path& file) {
+    const auto say = [this](const std::string& line) {
+      if (log_)
+        log_(line);
+    };
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) {
+      say("seedrl learner: no replay was saved beside this checkpoint (" + file.string() +
+          "); the replay refills from the actors");
+      return;
+    }
+    try {
+      const std::size_t n = replay::read_replay_file(file, *replay_);
+      say("seedrl learner: restored the replay: " + std::to_string(n) + " sequences from " +
+          file.string());
+    } catch (const std::exception& e) {
+      say(std::string(e.what()) + "; the replay refills from the actors");
+    }
+  }
+
   /// The state's first values that are frames (a learner-side frame stack's history,
   /// seedrl/net/frame_stack.hpp), which the replay stores as the frames' type.
   static std::size_t frames_in_state(const Net& net) {
@@ -296,6 +326,8 @@ class learner {
   parameter_store<scalar> params_;                 // training -> inference
   input_normalizer<scalar> normalizer_;            // inference updates, training saves
   std::unique_ptr<unroll_replay<scalar>> replay_;  // a replay loss's, instead of the queue
+  bool checkpoint_replay_ = false;                 // learner_config::checkpoint_replay
+  std::function<void(const std::string&)> log_;    // learner_config::log
   inference_type inference_;
   training_type training_;
   server_type server_;

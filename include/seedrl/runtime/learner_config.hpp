@@ -90,6 +90,11 @@ struct learner_config {
   /// priorities and replay ratio; completed unrolls go there instead of the training queue.
   /// Ignored by the other losses.
   replay::sequence_replay_config replay{};
+  /// With a replay and checkpoint_dir: each checkpoint also writes the replay's contents beside
+  /// it (ckpt-<step>.replay, seedrl/replay/replay_file.hpp; only the newest is kept), and a full
+  /// restore reads the one beside its checkpoint, so a resumed run trains on at once. Off: a
+  /// resumed replay refills from the actors.
+  bool checkpoint_replay = false;
   batcher_config batching{};    ///< inference batch size and deadline
   double max_grad_norm = 40.0;  ///< global-norm clipping
   std::uint32_t max_payload = protocol::default_max_payload;

@@ -50,6 +50,7 @@
 #include "seedrl/distributed/state_check.hpp"
 #include "seedrl/io/checkpoint.hpp"
 #include "seedrl/io/checkpoint_schedule.hpp"
+#include "seedrl/replay/replay_file.hpp"
 #include "seedrl/runtime/bounded_queue.hpp"
 #include "seedrl/runtime/detail/stats_board.hpp"
 #include "seedrl/runtime/input_normalizer.hpp"
@@ -516,6 +517,21 @@ class training_loop {
     c.counters["mean_return"] = s.mean_return;
     for (const auto& [key, value] : config_.checkpoint_meta)
       c.meta[key] = value;
+    // The replay first, so that a checkpoint on disk has its replay complete beside it (a
+    // crash between the two leaves the checkpoint without one: its resume refills).
+    std::optional<std::filesystem::path> replay_file;
+    if (replay_ != nullptr && config_.checkpoint_replay) {
+      const auto file = replay::replay_file_beside(std::filesystem::path(config_.checkpoint_dir) /
+                                                   checkpoint_file_name(c.step));
+      try {
+        const std::size_t n = replay::write_replay_file(file, *replay_);
+        replay_file = file;
+        config_.log("seedrl learner: saved the replay (" + std::to_string(n) + " sequences) in " +
+                    file.string());
+      } catch (const std::exception& e) {
+        config_.log(std::string("seedrl learner: the replay was not saved: ") + e.what());
+      }
+    }
     try {
       checkpoint_write_options options;
       options.keep_last = config_.keep_checkpoints;
@@ -523,6 +539,8 @@ class training_loop {
         config_.log("seedrl learner: checkpoint " + file.string() + ": " + reason);
       };
       const auto path = write_checkpoint(config_.checkpoint_dir, c, options);
+      if (replay_file)  // only the newest replay is kept: a resume reads the newest checkpoint's
+        replay::remove_other_replay_files(config_.checkpoint_dir, *replay_file, options.report);
       checkpoints_->saved(c.step);
       stats_.update([](learner_stats& st) { ++st.checkpoints_saved; });
       config_.log("seedrl learner: saved " + path.string() + " (" + why + ", " +

@@ -10,8 +10,10 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <istream>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <span>
 #include <utility>
 
@@ -53,6 +55,14 @@ class unroll_replay {
 
   void close() {
     visit([](auto& r) { r.close(); });
+  }
+
+  /// sequence_replay::save and ::load (seedrl/replay/replay_file.hpp puts them in files).
+  std::size_t save(std::ostream& out) {
+    return visit([&](auto& r) { return r.save(out); });
+  }
+  std::size_t load(std::istream& in) {
+    return visit([&](auto& r) { return r.load(in); });
   }
 
   replay::replay_stats stats() const { return frames_ ? frames_->stats() : values_->stats(); }

@@ -69,10 +69,7 @@ SEEDRL_APP_API void mlp_recipe::use_action_kind_defaults(run_options& o, const a
 SEEDRL_APP_API agent_parts<mlp_recipe::network_type> mlp_recipe::make(
     const run_options& o, const observation_spec& obs, const action_spec& act) const {
   const auto c = shape(o, obs, act);
-  adam_config adam;
-  adam.learning_rate =
-      o.learning_rate ? *o.learning_rate : (lstm ? lstm_learning_rate : learning_rate);
-  adam.lr_decay_steps = lr_decay_steps(o);
+  const adam_config adam = run_adam(o, lstm ? lstm_learning_rate : learning_rate);
   return {network_type(c), describe(c), seedrl::adam<float>(adam), {}};
 }
 

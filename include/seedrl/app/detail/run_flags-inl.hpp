@@ -122,6 +122,10 @@ SEEDRL_APP_API void add_run_flags(CLI::App& cli, run_options& o, mode_set modes)
              ? "Adam learning rate (default " + detail::format_number(*o.learning_rate) + ")"
              : std::string("Adam learning rate (default: the network's)"))
       ->check(positive_number);
+  cli.add_option_function<double>(
+         "--adam-epsilon", [&o](double v) { o.adam_epsilon = v; },
+         "Adam's epsilon, added to sqrt(v) (default 1e-8; SEED's R2D2 on Atari: 1e-3)")
+      ->check(positive_number);
   cli.add_flag("--lr-decay", o.lr_decay,
                "decay the learning rate linearly to 0 by --total-frames (counted in optimizer "
                "steps: frames / (unroll length x batch size), times PPO's epochs x minibatches; on "
@@ -185,6 +189,9 @@ SEEDRL_APP_API void add_run_flags(CLI::App& cli, run_options& o, mode_set modes)
   cli.add_option("--replay-min-size", r.replay_min_size,
                  "R2D2: sequences stored before training starts")
       ->check(positive_number);
+  cli.add_flag("--checkpoint-replay", r.checkpoint_replay,
+               "R2D2: save the replay beside each checkpoint (ckpt-<step>.replay, the newest "
+               "kept) and restore it on --resume; without it a resumed replay refills");
   cli.add_option("--priority-exponent", r.priority_exponent, "R2D2: priority exponent alpha")
       ->check(non_negative_number);
   cli.add_option("--importance-exponent", r.importance_exponent,
