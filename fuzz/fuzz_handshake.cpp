@@ -281,8 +281,11 @@ bool same_on_wire(const p::hello& a, const p::hello& b) {
   if (!(a.action.shape == b.action.shape)) {
     return false;
   }
+  // Over the stored pairs, not the elements: one pair stands for all of up to 2^28 elements
+  // (a loop over those took 16 s per input here); per-element bounds are one per element.
   const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
-  for (std::size_t i = 0; i < static_cast<std::size_t>(a.action.shape.num_elements()); ++i) {
+  const std::size_t pairs = std::max(a.action.bound_pairs(), b.action.bound_pairs());
+  for (std::size_t i = 0; i < pairs; ++i) {
     if (bits(a.action.low_at(i)) != bits(b.action.low_at(i)) ||
         bits(a.action.high_at(i)) != bits(b.action.high_at(i))) {
       return false;
@@ -301,7 +304,8 @@ bool same_spec(const p::hello& h, const learner_spec& l) {
   if (!(h.action.shape == l.action.shape)) {
     return false;
   }
-  for (std::size_t i = 0; i < static_cast<std::size_t>(h.action.shape.num_elements()); ++i) {
+  const std::size_t pairs = std::max(h.action.bound_pairs(), l.action.bound_pairs());
+  for (std::size_t i = 0; i < pairs; ++i) {  // the stored pairs, as in same_on_wire
     if (h.action.low_at(i) != l.action.low_at(i) || h.action.high_at(i) != l.action.high_at(i)) {
       return false;
     }

@@ -19,6 +19,12 @@
 #define SEEDRL_APP_COMPILED 0
 #endif
 
+/// Whether the compiled seedrl::app holds pixel_recipe's whole program too (CMake option
+/// SEEDRL_APP_PIXEL_PROGRAM, on by default; the sanitizer presets build without it).
+#ifndef SEEDRL_APP_PIXEL_PROGRAM
+#define SEEDRL_APP_PIXEL_PROGRAM SEEDRL_APP_COMPILED
+#endif
+
 #if SEEDRL_APP_COMPILED
 #define SEEDRL_APP_API
 #else

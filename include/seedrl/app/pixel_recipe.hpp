@@ -204,7 +204,7 @@ struct pixel_recipe {
 
 }  // namespace seedrl::app
 
-#if SEEDRL_APP_COMPILED
+#if SEEDRL_APP_COMPILED && SEEDRL_APP_PIXEL_PROGRAM
 namespace seedrl::app {
 // Whole programs on pixel_recipe without a GPU trainer are compiled into seedrl::app.
 extern template int run_program<void, pixel_recipe<>>(const program_setup&, pixel_recipe<>&, int,
