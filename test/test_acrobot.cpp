@@ -11,7 +11,7 @@
 
 namespace {
 
-seedrl::acrobot::state to_state(const nlohmann::json& j) {
+seedrl::acrobot::state to_acrobot_state(const nlohmann::json& j) {
   return {j.at(0).get<double>(), j.at(1).get<double>(), j.at(2).get<double>(),
           j.at(3).get<double>()};
 }
@@ -35,11 +35,11 @@ TEST_CASE("acrobot reproduces gymnasium Acrobot-v1 step by step", "[acrobot]") {
     INFO("episode seed " << episode.at("seed").get<int>());
     seedrl::acrobot env;
     std::array<float, 6> obs{};
-    seedrl::acrobot::state before = to_state(episode.at("start"));
+    seedrl::acrobot::state before = to_acrobot_state(episode.at("start"));
     for (const auto& step : episode.at("steps")) {
       env.reset_to(before, obs);
       const auto r = env.step(step.at("action").get<std::int32_t>(), obs);
-      const auto want = to_state(step.at("state"));
+      const auto want = to_acrobot_state(step.at("state"));
       const auto& got = env.physics_state();
       for (std::size_t i = 0; i < 4; ++i)
         CHECK(std::abs(got[i] - want[i]) <= 1e-12 * std::max(1.0, std::abs(want[i])));

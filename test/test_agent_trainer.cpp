@@ -110,7 +110,7 @@ class tanh_torso {
 
 using backend_t = seedrl::host_backend;
 using torso_t = tanh_torso<backend_t, double>;
-using trainer_t = seedrl::backend_agent_trainer<backend_t, double, torso_t>;
+using agent_trainer_t = seedrl::backend_agent_trainer<backend_t, double, torso_t>;
 
 static_assert(seedrl::BackendTorso<torso_t, backend_t, double>);
 
@@ -140,8 +140,8 @@ seedrl::backend_core_config core(std::ptrdiff_t lstm_size, std::ptrdiff_t layers
   return c;
 }
 
-random_batch<double> make_batch(std::size_t state_size, std::size_t T, std::size_t B,
-                                seedrl::random_generator& rng) {
+random_batch<double> make_trainer_batch(std::size_t state_size, std::size_t T, std::size_t B,
+                                        seedrl::random_generator& rng) {
   random_batch<double> d;
   d.T = T;
   d.B = B;
@@ -155,7 +155,7 @@ random_batch<double> make_batch(std::size_t state_size, std::size_t T, std::size
 }
 
 /// The trainer's logits and values for `batch` at parameters `p`.
-void outputs(trainer_t& t, std::span<const double> p, const random_batch<double>& batch,
+void outputs(agent_trainer_t& t, std::span<const double> p, const random_batch<double>& batch,
              std::vector<double>& logits, std::vector<double>& values) {
   const std::size_t rows = (batch.T + 1) * batch.B;
   logits.assign(rows * batch.A, 0.0);
@@ -164,9 +164,10 @@ void outputs(trainer_t& t, std::span<const double> p, const random_batch<double>
   t.evaluate(batch.view(), logits, values);
 }
 
-void check_gradients(std::ptrdiff_t lstm_size, std::ptrdiff_t layers) {
+void check_trainer_gradients(std::ptrdiff_t lstm_size, std::ptrdiff_t layers) {
   backend_t backend;
-  trainer_t trainer(backend, torso_t(backend, obs_size, torso_width), core(lstm_size, layers));
+  agent_trainer_t trainer(backend, torso_t(backend, obs_size, torso_width),
+                          core(lstm_size, layers));
   const std::size_t H = static_cast<std::size_t>(lstm_size), L = H > 0 ? layers : 0;
   const std::size_t core_in = torso_width + 1 + 3, core_out = L > 0 ? H : core_in;
   std::size_t want_params = torso_width * obs_size + torso_width + 3 * core_out + 3 + core_out + 1;
@@ -178,7 +179,7 @@ void check_gradients(std::ptrdiff_t lstm_size, std::ptrdiff_t layers) {
 
   seedrl::random_generator rng(7);
   std::vector<double> p0 = seedrl_test::random_vector(trainer.num_parameters(), rng, 0.5);
-  const random_batch<double> batch = make_batch(trainer.state_size(), 4, 3, rng);
+  const random_batch<double> batch = make_trainer_batch(trainer.state_size(), 4, 3, rng);
 
   // The analytic gradient: one training step at p0 (no clipping).
   trainer.set_parameters(p0);
@@ -216,21 +217,21 @@ void check_gradients(std::ptrdiff_t lstm_size, std::ptrdiff_t layers) {
 
 TEST_CASE("agent trainer: a user's tanh torso + 2-layer LSTM matches finite differences",
           "[backend_trainer][agent_trainer]") {
-  check_gradients(4, 2);
+  check_trainer_gradients(4, 2);
 }
 
 TEST_CASE("agent trainer: a user's tanh torso without an LSTM matches finite differences",
           "[backend_trainer][agent_trainer]") {
-  check_gradients(0, 1);
+  check_trainer_gradients(0, 1);
 }
 
 TEST_CASE("agent trainer: a user's tanh torso trains", "[backend_trainer][agent_trainer]") {
   backend_t backend;
-  trainer_t trainer(backend, torso_t(backend, obs_size, torso_width), core(8, 1));
+  agent_trainer_t trainer(backend, torso_t(backend, obs_size, torso_width), core(8, 1));
   seedrl::random_generator rng(11);
   trainer.set_parameters(seedrl_test::random_vector(trainer.num_parameters(), rng, 0.3));
   trainer.set_optimizer(adam_lr(1e-2), 0);
-  const random_batch<double> batch = make_batch(trainer.state_size(), 6, 4, rng);
+  const random_batch<double> batch = make_trainer_batch(trainer.state_size(), 6, 4, rng);
   auto l = loss_config();
   l.entropy_cost = 0.0;
   const double first = trainer.train_step(batch.view(), l, 40.0).terms.baseline;
@@ -251,11 +252,11 @@ TEST_CASE("agent trainer: a core that cannot work is refused", "[backend_trainer
   backend_t backend;
   auto bad = core(4, 1);
   bad.num_actions = 0;
-  CHECK_THROWS_AS(trainer_t(backend, torso_t(backend, obs_size, torso_width), bad),
+  CHECK_THROWS_AS(agent_trainer_t(backend, torso_t(backend, obs_size, torso_width), bad),
                   std::invalid_argument);
   bad = core(-1, 1);
-  CHECK_THROWS_AS(trainer_t(backend, torso_t(backend, obs_size, torso_width), bad),
+  CHECK_THROWS_AS(agent_trainer_t(backend, torso_t(backend, obs_size, torso_width), bad),
                   std::invalid_argument);
-  CHECK_THROWS_AS(trainer_t(backend, torso_t(backend, obs_size, 0), core(4, 1)),
+  CHECK_THROWS_AS(agent_trainer_t(backend, torso_t(backend, obs_size, 0), core(4, 1)),
                   std::invalid_argument);
 }

@@ -53,7 +53,7 @@ using resnet = seedrl::impala_resnet_config;
 using small = seedrl::small_conv_torso_config;
 
 template <class S, class TorsoConfig = nature>
-using trainer_t = seedrl::backend_pixel_lstm_trainer<seedrl::host_backend, S, TorsoConfig>;
+using pixel_trainer_t = seedrl::backend_pixel_lstm_trainer<seedrl::host_backend, S, TorsoConfig>;
 /// The CPU agent over the torso TorsoConfig configures.
 template <class S, class TorsoConfig>
 using agent_t = std::conditional_t<
@@ -147,8 +147,8 @@ small_shape_t small_conv_small(std::ptrdiff_t channels, std::ptrdiff_t depth,
 /// [-0.5, 0.5], rewards in [-2, 2] (so the input-reward clip of 1 bites), then draw_steps'
 /// resets, actions and log mu.
 template <class S, class TC>
-random_batch<S> make_batch(const basic_shape<TC>& sh, std::size_t T, std::size_t B,
-                           seedrl::random_generator& rng) {
+random_batch<S> make_pixel_batch(const basic_shape<TC>& sh, std::size_t T, std::size_t B,
+                                 seedrl::random_generator& rng) {
   random_batch<S> d;
   d.T = T;
   d.B = B;
@@ -276,7 +276,7 @@ void keep_centre_taps(const resnet_shape& sh, std::span<S> params) {
 }
 
 /// The shared options, and the frames and parameters to start from.
-struct run_options : seedrl_test::run_options {
+struct pixel_run_options : seedrl_test::run_options {
   std::size_t flat_frames = 0;  ///< > 0: flatten_frames with at most this many distinct pixels
   bool centre_taps = false;     ///< ResNet: start from keep_centre_taps' parameters
 };
@@ -285,14 +285,14 @@ struct run_options : seedrl_test::run_options {
 /// agent's initial parameters, or keep_centre_taps' with o.centre_taps; returns the reference's
 /// gradient norms.
 template <class S, class Opt, class TC>
-std::vector<double> compare_with_reference(const basic_shape<TC>& sh,
-                                           const typename Opt::config_type& opt_config,
-                                           const seedrl::impala_loss_config<S>& loss_config,
-                                           const run_options& o) {
+std::vector<double> compare_pixel_with_reference(const basic_shape<TC>& sh,
+                                                 const typename Opt::config_type& opt_config,
+                                                 const seedrl::impala_loss_config<S>& loss_config,
+                                                 const pixel_run_options& o) {
   net_t<S, TC> net(sh.stack, sh.agent);
   Opt opt(opt_config);
   seedrl::host_backend backend;
-  trainer_t<S, TC> trainer(backend, sh.stack, sh.agent);
+  pixel_trainer_t<S, TC> trainer(backend, sh.stack, sh.agent);
   if constexpr (std::is_same_v<TC, resnet>) {
     if (o.centre_taps)
       keep_centre_taps(sh, net.parameters());
@@ -305,7 +305,7 @@ std::vector<double> compare_with_reference(const basic_shape<TC>& sh,
   return seedrl_test::train_side_by_side(
       net, opt, trainer, loss_config, o,
       [&](std::size_t T, std::size_t B, seedrl::random_generator& rng) {
-        auto batch = make_batch<S>(sh, T, B, rng);
+        auto batch = make_pixel_batch<S>(sh, T, B, rng);
         if (o.flat_frames > 0)
           flatten_frames(batch, sh, o.flat_frames, rng);
         return batch;
@@ -319,10 +319,10 @@ std::vector<double> compare_with_reference(const basic_shape<TC>& sh,
 /// at t = 0, so its history frames are read.
 template <class TC>
 void check_every_block_matters(const basic_shape<TC>& sh, std::uint64_t seed) {
-  using trainer = trainer_t<double, TC>;
+  using trainer = pixel_trainer_t<double, TC>;
   net_t<double, TC> net(sh.stack, sh.agent);
   seedrl::random_generator rng(seed);
-  const auto batch = make_batch<double>(sh, 4, 3, rng);
+  const auto batch = make_pixel_batch<double>(sh, 4, 3, rng);
   const std::vector<double> p0(net.parameters().begin(), net.parameters().end());
   const auto want = seedrl_test::reference_gradients(net, batch);
   auto [blocks, F] = torso_blocks(sh);
@@ -365,11 +365,11 @@ void check_every_block_matters(const basic_shape<TC>& sh, std::uint64_t seed) {
 /// hold; environment 1's are. Needs depth > 1.
 template <class TC>
 void check_history_zeroed_at_reset(const basic_shape<TC>& sh, std::uint64_t seed) {
-  using trainer = trainer_t<double, TC>;
+  using trainer = pixel_trainer_t<double, TC>;
   net_t<double, TC> net(sh.stack, sh.agent);
   seedrl::host_backend backend;
   seedrl::random_generator rng(seed);
-  auto batch = make_batch<double>(sh, 4, 2, rng);
+  auto batch = make_pixel_batch<double>(sh, 4, 2, rng);
   std::fill(batch.dones.begin(), batch.dones.end(), std::uint8_t{0});
   std::fill(batch.truncated.begin(), batch.truncated.end(), std::uint8_t{0});
   batch.dones[0] = 1;
@@ -398,7 +398,7 @@ void check_history_zeroed_at_reset(const basic_shape<TC>& sh, std::uint64_t seed
 /// the CPU optimizer's state takes the third step as the CPU does.
 template <class TC>
 void check_continues_from_cpu_state(const basic_shape<TC>& sh, std::uint64_t seed) {
-  using trainer = trainer_t<double, TC>;
+  using trainer = pixel_trainer_t<double, TC>;
   seedrl::random_generator rng(seed);
   const seedrl::impala_loss<double> loss(loss_config());
   seedrl::host_trainer reference;
@@ -408,7 +408,7 @@ void check_continues_from_cpu_state(const basic_shape<TC>& sh, std::uint64_t see
   net_t<double, TC> net(sh.stack, sh.agent);
   seedrl::adam<double> opt(a);
   for (int i = 0; i < 2; ++i) {
-    const auto b = make_batch<double>(sh, 3, 2, rng);
+    const auto b = make_pixel_batch<double>(sh, 3, 2, rng);
     reference.train_step(b.view(), net, opt, loss, 1.0);
   }
   trainer t(backend, sh.stack, sh.agent);
@@ -416,7 +416,7 @@ void check_continues_from_cpu_state(const basic_shape<TC>& sh, std::uint64_t see
   t.set_optimizer(a, opt.step_count(), cpu_state(opt));
   CHECK(t.optimizer_step_count() == 2);
   CHECK(t.learning_rate() == opt.learning_rate());
-  const auto b = make_batch<double>(sh, 3, 2, rng);
+  const auto b = make_pixel_batch<double>(sh, 3, 2, rng);
   const auto want = reference.train_step(b.view(), net, opt, loss, 1.0);
   const auto got = t.train_step(b.view(), loss_config(), 1.0);
   CHECK(got.learning_rate == want.learning_rate);
@@ -431,7 +431,7 @@ void check_continues_from_cpu_state(const basic_shape<TC>& sh, std::uint64_t see
 /// parameter or optimizer change); the next, good batch trains as the reference does.
 template <class TC, class Spoil>
 void check_skips_non_finite(const basic_shape<TC>& sh, std::uint64_t seed, Spoil spoil) {
-  using trainer = trainer_t<double, TC>;
+  using trainer = pixel_trainer_t<double, TC>;
   net_t<double, TC> net(sh.stack, sh.agent);
   seedrl::adam<double> opt(adam_lr(1e-3));
   seedrl::host_trainer reference;
@@ -441,7 +441,7 @@ void check_skips_non_finite(const basic_shape<TC>& sh, std::uint64_t seed, Spoil
   t.set_parameters(net.parameters());
   t.set_optimizer(adam_lr(1e-3), 0);
   seedrl::random_generator rng(seed);
-  auto bad = make_batch<double>(sh, 4, 2, rng);
+  auto bad = make_pixel_batch<double>(sh, 4, 2, rng);
   spoil(bad);
   const std::vector<double> before(net.parameters().begin(), net.parameters().end());
   const auto want = reference.train_step(bad.view(), net, opt, loss, 1.0);
@@ -452,7 +452,7 @@ void check_skips_non_finite(const basic_shape<TC>& sh, std::uint64_t seed, Spoil
   CHECK(got.grad_norm == want.grad_norm);
   CHECK(parameters_of(t) == before);
   CHECK(t.optimizer_step_count() == 0);
-  const auto good = make_batch<double>(sh, 4, 2, rng);
+  const auto good = make_pixel_batch<double>(sh, 4, 2, rng);
   const auto want2 = reference.train_step(good.view(), net, opt, loss, 1.0);
   const auto got2 = t.train_step(good.view(), loss_config(), 1.0);
   REQUIRE(got2.applied);
@@ -463,7 +463,7 @@ void check_skips_non_finite(const basic_shape<TC>& sh, std::uint64_t seed, Spoil
 /// `mutate` makes `sh` a shape the trainer and the CPU network both refuse.
 template <class TC, class Mutate>
 void check_refused(const basic_shape<TC>& sh, Mutate mutate) {
-  using trainer = trainer_t<double, TC>;
+  using trainer = pixel_trainer_t<double, TC>;
   using net = net_t<double, TC>;
   seedrl::host_backend backend;
   auto bad = sh;
@@ -485,13 +485,13 @@ void check_common_refusals(const basic_shape<TC>& sh) {
   check_refused(sh, [](Shape& s) { s.agent.lstm_size = 0; });
 
   seedrl::host_backend backend;
-  trainer_t<double, TC> trainer(backend, sh.stack, sh.agent);
+  pixel_trainer_t<double, TC> trainer(backend, sh.stack, sh.agent);
   net_t<double, TC> net(sh.stack, sh.agent);
   const std::size_t P = trainer.num_parameters();
   const auto A = sh.agent.num_actions;
   const auto lstm_state = static_cast<std::size_t>(2 * sh.agent.lstm_size);
   seedrl::random_generator rng(17);
-  const auto batch = make_batch<double>(sh, 3, 2, rng);
+  const auto batch = make_pixel_batch<double>(sh, 3, 2, rng);
   const auto l = loss_config();
   CHECK_THROWS_AS(trainer.train_step(batch.view(), l, 1.0), std::logic_error);
   CHECK_THROWS_AS(trainer.learning_rate(), std::logic_error);
@@ -541,8 +541,8 @@ void check_common_refusals(const basic_shape<TC>& sh) {
 
 TEST_CASE("pixel backend trainer matches the reference: grayscale, Adam, no clipping",
           "[backend_trainer]") {
-  run_options o;
-  const auto norms = compare_with_reference<double, seedrl::adam<double>>(
+  pixel_run_options o;
+  const auto norms = compare_pixel_with_reference<double, seedrl::adam<double>>(
       small_shape(), adam_lr(1e-3), loss_config(), o);
   for (const double n : norms)
     CHECK(n < o.max_grad_norm);  // clipping never bit
@@ -554,13 +554,13 @@ TEST_CASE("pixel backend trainer matches the reference: two-channel frames, ever
   // (interleaved HWC), read by the agent as CHW or HWC: the four ways the two flags combine.
   auto a = adam_lr(2e-3);
   a.lr_decay_steps = 5;  // the schedule moves between steps
-  run_options o;
+  pixel_run_options o;
   o.max_grad_norm = 0.05;
   for (const bool stack_last : {false, true}) {
     for (const bool agent_last : {false, true}) {
       INFO("stack channels_last " << stack_last << ", agent channels_last " << agent_last);
       o.seed = 2 + (stack_last ? 2 : 0) + (agent_last ? 1 : 0);
-      const auto norms = compare_with_reference<double, seedrl::adam<double>>(
+      const auto norms = compare_pixel_with_reference<double, seedrl::adam<double>>(
           small_shape(2, stack_last, agent_last), a, loss_config(), o);
       for (const double n : norms)
         CHECK(n > o.max_grad_norm);  // every step was clipped
@@ -581,13 +581,13 @@ TEST_CASE(
     net_t<S> net(sh.stack, sh.agent);
     seedrl::adam<S> opt(adam_lr(1e-3));
     seedrl::host_backend backend;
-    trainer_t<S> trainer(backend, sh.stack, sh.agent);
+    pixel_trainer_t<S> trainer(backend, sh.stack, sh.agent);
     trainer.set_parameters(net.parameters());
     trainer.set_optimizer(adam_lr(1e-3), 0);
     seedrl_test::train_r2d2_side_by_side<S>(
         net, opt, trainer,
         [&](std::size_t T, std::size_t B, seedrl::random_generator& rng) {
-          return make_batch<S>(sh, T, B, rng);
+          return make_pixel_batch<S>(sh, T, B, rng);
         },
         1e-9);
   }
@@ -597,14 +597,14 @@ TEST_CASE("pixel backend trainer matches the reference: RMSProp, raw input rewar
           "[backend_trainer]") {
   seedrl::rmsprop_config r;
   r.learning_rate = 1e-3;
-  run_options o;
+  pixel_run_options o;
   o.seed = 7;
   o.max_grad_norm = 0.2;
   SECTION("rmsprop without momentum, unclipped input reward, one environment") {
     auto sh = small_shape();
     sh.agent.max_abs_input_reward.reset();
     o.B = 1;
-    compare_with_reference<double, seedrl::rmsprop<double>>(sh, r, loss_config(), o);
+    compare_pixel_with_reference<double, seedrl::rmsprop<double>>(sh, r, loss_config(), o);
   }
   SECTION("rmsprop with momentum, no stacking (depth 1: no history in the state)") {
     auto sh = small_shape(2, true, true);
@@ -612,31 +612,31 @@ TEST_CASE("pixel backend trainer matches the reference: RMSProp, raw input rewar
     sh.agent.channels = 2;
     sh.agent.observation_scale = 0.5;
     r.momentum = 0.9;
-    compare_with_reference<double, seedrl::rmsprop<double>>(sh, r, loss_config(), o);
+    compare_pixel_with_reference<double, seedrl::rmsprop<double>>(sh, r, loss_config(), o);
   }
   SECTION("deep stack: depth 5, longer than half the unroll") {
     auto sh = small_shape();
     sh.stack.depth = 5;
     sh.agent.channels = 5;
     o.T = 3;
-    compare_with_reference<double, seedrl::rmsprop<double>>(sh, r, loss_config(), o);
+    compare_pixel_with_reference<double, seedrl::rmsprop<double>>(sh, r, loss_config(), o);
   }
 }
 
 TEST_CASE("pixel backend trainer matches the reference in float", "[backend_trainer]") {
   seedrl::impala_loss_config<float> l;
   l.entropy_cost = 0.01f;
-  run_options o;
+  pixel_run_options o;
   o.seed = 6;
   o.max_grad_norm = 0.1;
   o.tolerance = 1e-3;
   seedrl::rmsprop_config r;
   r.learning_rate = 1e-3;
   r.momentum = 0.5;
-  compare_with_reference<float, seedrl::rmsprop<float>>(small_shape(2, true, true), r, l, o);
+  compare_pixel_with_reference<float, seedrl::rmsprop<float>>(small_shape(2, true, true), r, l, o);
   seedrl::adam_config a = adam_lr(1e-3);
   a.epsilon = 1e-2;
-  compare_with_reference<float, seedrl::adam<float>>(small_shape(), a, l, o);
+  compare_pixel_with_reference<float, seedrl::adam<float>>(small_shape(), a, l, o);
 }
 
 TEST_CASE("pixel backend trainer comparison notices a wrong parameter in every block",
@@ -719,13 +719,13 @@ TEST_CASE("pixel backend trainer runs a full-size Atari step", "[backend_trainer
   agent.num_actions = 6;
   net_t<float> net(stack, agent);
   seedrl::host_backend backend;
-  trainer_t<float> trainer(backend, stack, agent);
+  pixel_trainer_t<float> trainer(backend, stack, agent);
   REQUIRE(trainer.num_parameters() == net.parameters().size());
   trainer.set_parameters(net.parameters());
   trainer.set_optimizer(adam_lr(1e-4), 0);
   shape sh{stack, agent};
   seedrl::random_generator rng(23);
-  const auto batch = make_batch<float>(sh, 2, 2, rng);
+  const auto batch = make_pixel_batch<float>(sh, 2, 2, rng);
   seedrl::impala_loss_config<float> l;
   const auto r = trainer.train_step(batch.view(), l, 40.0);
   CHECK(r.applied);
@@ -739,17 +739,17 @@ TEST_CASE("pixel backend trainer runs a full-size Atari step", "[backend_trainer
 
 TEST_CASE("pixel backend trainer matches the reference with the ResNet: Adam, stacks and blocks",
           "[backend_trainer]") {
-  run_options o;
+  pixel_run_options o;
   o.seed = 31;
   SECTION("12x10 grayscale, stacks 4, 6, one block each, no clipping") {
-    const auto norms = compare_with_reference<double, seedrl::adam<double>>(
+    const auto norms = compare_pixel_with_reference<double, seedrl::adam<double>>(
         resnet_small({}), adam_lr(1e-3), loss_config(), o);
     for (const double n : norms)
       CHECK(n < o.max_grad_norm);  // clipping never bit
   }
   SECTION("16x16 grayscale, one stack of 3, no residual blocks, clipped") {
     o.max_grad_norm = 0.05;
-    const auto norms = compare_with_reference<double, seedrl::adam<double>>(
+    const auto norms = compare_pixel_with_reference<double, seedrl::adam<double>>(
         resnet_small({.height = 16, .width = 16, .stacks = {3}, .blocks = 0}), adam_lr(2e-3),
         loss_config(), o);
     for (const double n : norms)
@@ -757,12 +757,12 @@ TEST_CASE("pixel backend trainer matches the reference with the ResNet: Adam, st
   }
   SECTION("12x10 grayscale, stacks 4, 6, two blocks each, clipped") {
     o.max_grad_norm = 0.05;
-    compare_with_reference<double, seedrl::adam<double>>(resnet_small({.blocks = 2}), adam_lr(1e-3),
-                                                         loss_config(), o);
+    compare_pixel_with_reference<double, seedrl::adam<double>>(resnet_small({.blocks = 2}),
+                                                               adam_lr(1e-3), loss_config(), o);
   }
   SECTION("7x5 frames, three stacks down to 1x1") {
     // 7x5 -> 4x3 -> 2x2 -> 1x1: windows clipped on both sides, a single-cell last stack.
-    compare_with_reference<double, seedrl::adam<double>>(
+    compare_pixel_with_reference<double, seedrl::adam<double>>(
         resnet_small({.height = 7, .width = 5, .stacks = {2, 3, 2}, .blocks = 1}), adam_lr(1e-3),
         loss_config(), o);
   }
@@ -774,13 +774,13 @@ TEST_CASE(
     "[backend_trainer]") {
   auto a = adam_lr(2e-3);
   a.lr_decay_steps = 5;
-  run_options o;
+  pixel_run_options o;
   o.max_grad_norm = 0.05;
   for (const bool stack_last : {false, true}) {
     for (const bool agent_last : {false, true}) {
       INFO("stack channels_last " << stack_last << ", agent channels_last " << agent_last);
       o.seed = 32 + (stack_last ? 2 : 0) + (agent_last ? 1 : 0);
-      const auto norms = compare_with_reference<double, seedrl::adam<double>>(
+      const auto norms = compare_pixel_with_reference<double, seedrl::adam<double>>(
           resnet_small({.height = 12,
                         .width = 10,
                         .channels = 2,
@@ -799,25 +799,25 @@ TEST_CASE("pixel backend trainer matches the reference with the ResNet: RMSProp,
           "[backend_trainer]") {
   seedrl::rmsprop_config r;
   r.learning_rate = 1e-3;
-  run_options o;
+  pixel_run_options o;
   o.seed = 37;
   o.max_grad_norm = 0.2;
   SECTION("rmsprop without momentum, unclipped input reward, one environment, no blocks") {
     auto sh = resnet_small({.blocks = 0});
     sh.agent.max_abs_input_reward.reset();
     o.B = 1;
-    compare_with_reference<double, seedrl::rmsprop<double>>(sh, r, loss_config(), o);
+    compare_pixel_with_reference<double, seedrl::rmsprop<double>>(sh, r, loss_config(), o);
   }
   SECTION("rmsprop with momentum, no stacking (depth 1), two-channel HWC frames") {
     auto sh = resnet_small(
         {.channels = 2, .depth = 1, .blocks = 2, .stack_last = true, .agent_last = true});
     sh.agent.observation_scale = 0.5;
     r.momentum = 0.9;
-    compare_with_reference<double, seedrl::rmsprop<double>>(sh, r, loss_config(), o);
+    compare_pixel_with_reference<double, seedrl::rmsprop<double>>(sh, r, loss_config(), o);
   }
   SECTION("deep stack: depth 5, longer than half the unroll") {
     o.T = 3;
-    compare_with_reference<double, seedrl::rmsprop<double>>(
+    compare_pixel_with_reference<double, seedrl::rmsprop<double>>(
         resnet_small({.depth = 5, .stacks = {3}, .blocks = 1}), r, loss_config(), o);
   }
 }
@@ -831,12 +831,12 @@ TEST_CASE("pixel backend trainer matches the reference with the ResNet where max
   // window order. The first step starts from those weights; later steps train on. (Checked by
   // mutation: letting the last maximum win in any one stack's pool puts the first two sections'
   // gradients off by 8e-4 to 0.04; the third holds ties that any choice resolves alike.)
-  run_options o;
+  pixel_run_options o;
   o.seed = 41;
   o.flat_frames = 3;
   o.centre_taps = true;
   SECTION("20x16 grayscale, stacks 3, 4, one block each, Adam") {
-    compare_with_reference<double, seedrl::adam<double>>(
+    compare_pixel_with_reference<double, seedrl::adam<double>>(
         resnet_small({.height = 20, .width = 16, .stacks = {3, 4}, .blocks = 1}), adam_lr(1e-3),
         loss_config(), o);
   }
@@ -845,13 +845,13 @@ TEST_CASE("pixel backend trainer matches the reference with the ResNet where max
     r.learning_rate = 1e-3;
     r.momentum = 0.5;
     o.max_grad_norm = 0.05;
-    compare_with_reference<double, seedrl::rmsprop<double>>(
+    compare_pixel_with_reference<double, seedrl::rmsprop<double>>(
         resnet_small({.height = 24, .width = 24, .stacks = {2, 3, 6}, .blocks = 2}), r,
         loss_config(), o);
   }
   SECTION("full kernels: ties between equal neighbourhoods") {
     o.centre_taps = false;
-    compare_with_reference<double, seedrl::adam<double>>(
+    compare_pixel_with_reference<double, seedrl::adam<double>>(
         resnet_small({.height = 16, .width = 16, .stacks = {3, 4}, .blocks = 0}), adam_lr(1e-3),
         loss_config(), o);
   }
@@ -862,7 +862,7 @@ TEST_CASE("pixel backend trainer matches the reference with the ResNet in float"
   // A moderate size: 24x20 frames, 4-stacks, stacks 6, 8, 8 with two blocks each.
   seedrl::impala_loss_config<float> l;
   l.entropy_cost = 0.01f;
-  run_options o;
+  pixel_run_options o;
   o.seed = 43;
   o.max_grad_norm = 0.1;
   o.tolerance = 1e-3;
@@ -871,10 +871,10 @@ TEST_CASE("pixel backend trainer matches the reference with the ResNet in float"
   r.momentum = 0.5;
   const auto sh =
       resnet_small({.height = 24, .width = 20, .depth = 4, .stacks = {6, 8, 8}, .blocks = 2});
-  compare_with_reference<float, seedrl::rmsprop<float>>(sh, r, l, o);
+  compare_pixel_with_reference<float, seedrl::rmsprop<float>>(sh, r, l, o);
   seedrl::adam_config a = adam_lr(1e-3);
   a.epsilon = 1e-2;
-  compare_with_reference<float, seedrl::adam<float>>(sh, a, l, o);
+  compare_pixel_with_reference<float, seedrl::adam<float>>(sh, a, l, o);
 }
 
 TEST_CASE("pixel backend trainer comparison notices a wrong parameter in every ResNet block",
@@ -936,12 +936,12 @@ TEST_CASE("pixel backend trainer with the ResNet refuses bad configurations, siz
 
 TEST_CASE("pixel backend trainer matches the reference with the small conv stack",
           "[backend_trainer]") {
-  run_options o;
+  pixel_run_options o;
   SECTION("grayscale frames stacked 3 deep, Adam, no clipping") {
     for (const std::ptrdiff_t padding : {0, 1}) {
       INFO("padding " << padding);
       o.seed = 61 + static_cast<std::uint64_t>(padding);
-      const auto norms = compare_with_reference<double, seedrl::adam<double>>(
+      const auto norms = compare_pixel_with_reference<double, seedrl::adam<double>>(
           small_conv_small(1, 3, padding), adam_lr(1e-3), loss_config(), o);
       for (const double n : norms)
         CHECK(n < o.max_grad_norm);  // clipping never bit
@@ -954,7 +954,7 @@ TEST_CASE("pixel backend trainer matches the reference with the small conv stack
     for (const std::ptrdiff_t padding : {0, 1}) {
       INFO("padding " << padding);
       o.seed = 63 + static_cast<std::uint64_t>(padding);
-      const auto norms = compare_with_reference<double, seedrl::adam<double>>(
+      const auto norms = compare_pixel_with_reference<double, seedrl::adam<double>>(
           small_conv_small(4, 1, padding, true, true), a, loss_config(), o);
       for (const double n : norms)
         CHECK(n > o.max_grad_norm);  // every step was clipped
@@ -967,7 +967,7 @@ TEST_CASE("pixel backend trainer matches the reference with the small conv stack
     for (const std::ptrdiff_t padding : {0, 1}) {
       INFO("padding " << padding);
       o.seed = 65 + static_cast<std::uint64_t>(padding);
-      compare_with_reference<double, seedrl::rmsprop<double>>(
+      compare_pixel_with_reference<double, seedrl::rmsprop<double>>(
           small_conv_small(4, 2, padding, false, false, {6}), r, loss_config(), o);
     }
   }
@@ -977,12 +977,12 @@ TEST_CASE("pixel backend trainer matches the reference with the small conv stack
           "[backend_trainer]") {
   seedrl::impala_loss_config<float> l;
   l.entropy_cost = 0.01f;
-  run_options o;
+  pixel_run_options o;
   o.seed = 69;
   o.max_grad_norm = 0.1;
   o.tolerance = 1e-3;
-  compare_with_reference<float, seedrl::adam<float>>(small_conv_small(4, 1, 1, true, true),
-                                                     adam_lr(1e-3), l, o);
+  compare_pixel_with_reference<float, seedrl::adam<float>>(small_conv_small(4, 1, 1, true, true),
+                                                           adam_lr(1e-3), l, o);
 }
 
 TEST_CASE("pixel backend trainer comparison notices a wrong parameter in every small conv block",
@@ -1025,7 +1025,7 @@ TEST_CASE(
   // With padding 1 the image keeps its size: any number fits.
   seedrl::host_backend backend;
   const auto deep = small_conv_small(1, 3, 1, false, false, {2, 2, 2, 2, 2, 2});
-  CHECK_NOTHROW(trainer_t<double, small>(backend, deep.stack, deep.agent));
+  CHECK_NOTHROW(pixel_trainer_t<double, small>(backend, deep.stack, deep.agent));
 }
 
 TEST_CASE("backend_trainer trains a pixel agent through the Trainer members as host_trainer does",
@@ -1046,7 +1046,7 @@ TEST_CASE("backend_trainer trains a pixel agent through the Trainer members as h
       seedrl::loss_choice<S>(seedrl::impala_loss<S>(loss_config()))};
   seedrl::random_generator rng(71);
   for (const auto& loss : losses) {
-    const auto batch = make_batch<S>(sh, 3, 4, rng);
+    const auto batch = make_pixel_batch<S>(sh, 3, 4, rng);
     const auto want = reference.train_step(batch.view(), ref_net, ref_opt, loss, 1.0);
     const auto got = trainer.train_step(batch.view(), net, opt, loss, 1.0);
     CHECK(relative(got.terms.total, want.terms.total) < 1e-9);

@@ -49,13 +49,13 @@ using seedrl_test::relative;
 using seedrl_test::run_options;
 
 template <class S>
-using trainer_t = seedrl::backend_mlp_lstm_trainer<seedrl::host_backend, S>;
+using mlp_trainer_t = seedrl::backend_mlp_lstm_trainer<seedrl::host_backend, S>;
 
 /// Random observations, rewards in [-2, 2] (so an input-reward clip of 1 bites), start states
 /// in [-0.5, 0.5], then draw_steps' resets, actions and log mu.
 template <class S>
-random_batch<S> make_batch(const seedrl::mlp_lstm_agent_config& c, std::size_t state_size,
-                           std::size_t T, std::size_t B, seedrl::random_generator& rng) {
+random_batch<S> make_mlp_batch(const seedrl::mlp_lstm_agent_config& c, std::size_t state_size,
+                               std::size_t T, std::size_t B, seedrl::random_generator& rng) {
   random_batch<S> d;
   d.T = T;
   d.B = B;
@@ -71,14 +71,14 @@ random_batch<S> make_batch(const seedrl::mlp_lstm_agent_config& c, std::size_t s
 /// Trains the reference and the backend trainer side by side (train_side_by_side) from the
 /// agent's initial parameters; returns the reference's gradient norms.
 template <class S, class Opt>
-std::vector<double> compare_with_reference(const seedrl::mlp_lstm_agent_config& net_config,
-                                           const typename Opt::config_type& opt_config,
-                                           const seedrl::impala_loss_config<S>& loss_config,
-                                           const run_options& o) {
+std::vector<double> compare_mlp_with_reference(const seedrl::mlp_lstm_agent_config& net_config,
+                                               const typename Opt::config_type& opt_config,
+                                               const seedrl::impala_loss_config<S>& loss_config,
+                                               const run_options& o) {
   seedrl::mlp_lstm_agent<S> net(net_config);
   Opt opt(opt_config);
   seedrl::host_backend backend;
-  trainer_t<S> trainer(backend, net_config);
+  mlp_trainer_t<S> trainer(backend, net_config);
   REQUIRE(trainer.num_parameters() == net.parameters().size());
   REQUIRE(trainer.state_size() == static_cast<std::size_t>(net.state_size()));
   trainer.set_parameters(net.parameters());
@@ -86,7 +86,7 @@ std::vector<double> compare_with_reference(const seedrl::mlp_lstm_agent_config& 
   return seedrl_test::train_side_by_side(
       net, opt, trainer, loss_config, o,
       [&](std::size_t T, std::size_t B, seedrl::random_generator& rng) {
-        return make_batch<S>(net_config, trainer.state_size(), T, B, rng);
+        return make_mlp_batch<S>(net_config, trainer.state_size(), T, B, rng);
       });
 }
 
@@ -119,7 +119,7 @@ seedrl::mlp_lstm_agent_config small_config() {
 TEST_CASE("backend trainer matches the reference: one LSTM layer, Adam, no clipping",
           "[backend_trainer]") {
   run_options o;
-  const auto norms = compare_with_reference<double, seedrl::adam<double>>(
+  const auto norms = compare_mlp_with_reference<double, seedrl::adam<double>>(
       small_config(), adam_lr(1e-3), loss_config(), o);
   for (const double n : norms)
     CHECK(n < o.max_grad_norm);  // clipping never bit
@@ -137,7 +137,8 @@ TEST_CASE("backend trainer matches the reference: two LSTM layers, two torso lay
   run_options o;
   o.max_grad_norm = 0.05;
   o.seed = 2;
-  const auto norms = compare_with_reference<double, seedrl::adam<double>>(c, a, loss_config(), o);
+  const auto norms =
+      compare_mlp_with_reference<double, seedrl::adam<double>>(c, a, loss_config(), o);
   for (const double n : norms)
     CHECK(n > o.max_grad_norm);  // every step was clipped
 }
@@ -168,7 +169,8 @@ TEST_CASE("backend trainer with a tanh MLP torso trains as host_trainer trains t
   o.seed = 4;
   seedrl_test::train_side_by_side(net, opt, trainer, loss_config(), o,
                                   [&](std::size_t T, std::size_t B, seedrl::random_generator& rng) {
-                                    return make_batch<double>(c, trainer.state_size(), T, B, rng);
+                                    return make_mlp_batch<double>(c, trainer.state_size(), T, B,
+                                                                  rng);
                                   });
   // Without Act the torso is the ReLU one mlp_lstm_agent's trainer (and its checkpoints) use.
   static_assert(std::is_same_v<
@@ -186,7 +188,7 @@ TEST_CASE("backend trainer matches the reference: no LSTM, RMSProp without momen
   run_options o;
   o.seed = 3;
   o.max_grad_norm = 0.2;
-  compare_with_reference<double, seedrl::rmsprop<double>>(c, r, loss_config(), o);
+  compare_mlp_with_reference<double, seedrl::rmsprop<double>>(c, r, loss_config(), o);
 }
 
 TEST_CASE("backend trainer matches the reference: no reward/action inputs, RMSProp momentum",
@@ -201,7 +203,7 @@ TEST_CASE("backend trainer matches the reference: no reward/action inputs, RMSPr
   run_options o;
   o.seed = 4;
   o.max_grad_norm = std::numeric_limits<double>::infinity();  // never clips
-  compare_with_reference<double, seedrl::rmsprop<double>>(c, r, loss_config(), o);
+  compare_mlp_with_reference<double, seedrl::rmsprop<double>>(c, r, loss_config(), o);
 }
 
 TEST_CASE("backend trainer matches the reference: clipped input reward, Adam beta1 = 0",
@@ -217,7 +219,7 @@ TEST_CASE("backend trainer matches the reference: clipped input reward, Adam bet
   run_options o;
   o.seed = 5;
   o.B = 1;  // a single environment
-  compare_with_reference<double, seedrl::adam<double>>(c, a, l, o);
+  compare_mlp_with_reference<double, seedrl::adam<double>>(c, a, l, o);
 }
 
 TEST_CASE("backend trainer matches the reference in float", "[backend_trainer]") {
@@ -235,10 +237,10 @@ TEST_CASE("backend trainer matches the reference in float", "[backend_trainer]")
   seedrl::rmsprop_config r;
   r.learning_rate = 1e-3;
   r.momentum = 0.5;
-  compare_with_reference<float, seedrl::rmsprop<float>>(c, r, l, o);
+  compare_mlp_with_reference<float, seedrl::rmsprop<float>>(c, r, l, o);
   seedrl::adam_config a = adam_lr(1e-3);
   a.epsilon = 1e-2;
-  compare_with_reference<float, seedrl::adam<float>>(c, a, l, o);
+  compare_mlp_with_reference<float, seedrl::adam<float>>(c, a, l, o);
 }
 
 TEST_CASE("backend trainer feeds episode starts reward 0 and no previous action",
@@ -251,12 +253,12 @@ TEST_CASE("backend trainer feeds episode starts reward 0 and no previous action"
   c.lstm_layers = 2;
   c.max_abs_input_reward = 1.0;
   seedrl::host_backend backend;
-  trainer_t<double> trainer(backend, c);
+  mlp_trainer_t<double> trainer(backend, c);
   seedrl::random_generator rng(17);
   std::vector<double> p;  // wider than the initialisation, so every path carries signal
   append_uniform(p, trainer.num_parameters(), -0.5, 0.5, rng);
   trainer.set_parameters(p);
-  auto d = make_batch<double>(c, trainer.state_size(), 5, 3, rng);
+  auto d = make_mlp_batch<double>(c, trainer.state_size(), 5, 3, rng);
   auto other = d;
   std::size_t starts = 0;
   for (std::size_t r = 0; r < d.dones.size(); ++r) {
@@ -296,7 +298,8 @@ TEST_CASE("backend trainer comparison notices a wrong parameter in every block",
   c.lstm_size = 3;
   seedrl::mlp_lstm_agent<double> net(c);
   seedrl::random_generator rng(9);
-  const auto batch = make_batch<double>(c, static_cast<std::size_t>(net.state_size()), 4, 3, rng);
+  const auto batch =
+      make_mlp_batch<double>(c, static_cast<std::size_t>(net.state_size()), 4, 3, rng);
   const std::vector<double> p0(net.parameters().begin(), net.parameters().end());
   const auto want = seedrl_test::reference_gradients(net, batch);
   // Blocks of mlp_lstm_agent's layout; an LSTM weight is split into its input and recurrent
@@ -318,7 +321,7 @@ TEST_CASE("backend trainer comparison notices a wrong parameter in every block",
                                              {"value b", 1, 1, 0, 1}};
   seedrl::host_backend backend;
   seedrl_test::check_block_perturbations(blocks, p0, want, batch,
-                                         [&] { return trainer_t<double>(backend, c); });
+                                         [&] { return mlp_trainer_t<double>(backend, c); });
 }
 
 TEST_CASE("backend trainer skips a non-finite gradient as the reference does",
@@ -329,11 +332,11 @@ TEST_CASE("backend trainer skips a non-finite gradient as the reference does",
   seedrl::host_trainer reference;
   const seedrl::impala_loss<double> loss(loss_config());
   seedrl::host_backend backend;
-  trainer_t<double> trainer(backend, c);
+  mlp_trainer_t<double> trainer(backend, c);
   trainer.set_parameters(net.parameters());
   trainer.set_optimizer(adam_lr(1e-3), 0);
   seedrl::random_generator rng(11);
-  auto bad = make_batch<double>(c, trainer.state_size(), 4, 2, rng);
+  auto bad = make_mlp_batch<double>(c, trainer.state_size(), 4, 2, rng);
   bad.rewards[5] = std::numeric_limits<double>::quiet_NaN();
   const std::vector<double> before(net.parameters().begin(), net.parameters().end());
   const auto want = reference.train_step(bad.view(), net, opt, loss, 1.0);
@@ -351,7 +354,7 @@ TEST_CASE("backend trainer skips a non-finite gradient as the reference does",
   for (const auto& a : trainer.optimizer_state())
     CHECK(a.empty());  // still a fresh optimizer, as the CPU one
   // A good batch afterwards trains both the same way: the skipped step left nothing behind.
-  const auto good = make_batch<double>(c, trainer.state_size(), 4, 2, rng);
+  const auto good = make_mlp_batch<double>(c, trainer.state_size(), 4, 2, rng);
   const auto want2 = reference.train_step(good.view(), net, opt, loss, 1.0);
   const auto got2 = trainer.train_step(good.view(), loss_config(), 1.0);
   REQUIRE(got2.applied);
@@ -373,16 +376,17 @@ TEST_CASE("backend trainer continues from a CPU optimizer's state", "[backend_tr
     seedrl::mlp_lstm_agent<double> net(c);
     seedrl::adam<double> opt(a);
     for (int i = 0; i < 2; ++i) {
-      const auto b = make_batch<double>(c, static_cast<std::size_t>(net.state_size()), 3, 2, rng);
+      const auto b =
+          make_mlp_batch<double>(c, static_cast<std::size_t>(net.state_size()), 3, 2, rng);
       reference.train_step(b.view(), net, opt, loss, 1.0);
     }
-    trainer_t<double> trainer(backend, c);
+    mlp_trainer_t<double> trainer(backend, c);
     trainer.set_parameters(net.parameters());
     const auto cpu = cpu_state(opt);
     trainer.set_optimizer(a, opt.step_count(), cpu);
     CHECK(trainer.optimizer_step_count() == 2);
     CHECK(trainer.learning_rate() == opt.learning_rate());
-    const auto b = make_batch<double>(c, trainer.state_size(), 3, 2, rng);
+    const auto b = make_mlp_batch<double>(c, trainer.state_size(), 3, 2, rng);
     const auto want = reference.train_step(b.view(), net, opt, loss, 1.0);
     const auto got = trainer.train_step(b.view(), loss_config(), 1.0);
     CHECK(got.learning_rate == want.learning_rate);
@@ -392,7 +396,7 @@ TEST_CASE("backend trainer continues from a CPU optimizer's state", "[backend_tr
     CHECK(max_difference<double>(state[0], opt.first_moment()) < 1e-10);
     CHECK(max_difference<double>(state[1], opt.second_moment()) < 1e-10);
     // Without the state (zeros) the same step lands elsewhere: the state was used.
-    trainer_t<double> fresh(backend, c);
+    mlp_trainer_t<double> fresh(backend, c);
     std::vector<double> p(fresh.num_parameters());
     fresh.set_parameters(std::vector<double>(p.size(), 0.25));
     fresh.set_optimizer(a, 2);
@@ -408,12 +412,13 @@ TEST_CASE("backend trainer continues from a CPU optimizer's state", "[backend_tr
     r.momentum = 0.8;
     seedrl::mlp_lstm_agent<double> net(c);
     seedrl::rmsprop<double> opt(r);
-    const auto b0 = make_batch<double>(c, static_cast<std::size_t>(net.state_size()), 3, 2, rng);
+    const auto b0 =
+        make_mlp_batch<double>(c, static_cast<std::size_t>(net.state_size()), 3, 2, rng);
     reference.train_step(b0.view(), net, opt, loss, 1.0);
-    trainer_t<double> trainer(backend, c);
+    mlp_trainer_t<double> trainer(backend, c);
     trainer.set_parameters(net.parameters());
     trainer.set_optimizer(r, opt.step_count(), cpu_state(opt));
-    const auto b = make_batch<double>(c, trainer.state_size(), 3, 2, rng);
+    const auto b = make_mlp_batch<double>(c, trainer.state_size(), 3, 2, rng);
     reference.train_step(b.view(), net, opt, loss, 1.0);
     trainer.train_step(b.view(), loss_config(), 1.0);
     CHECK(max_difference<double>(parameters_of(trainer), net.parameters()) < 1e-10);
@@ -430,19 +435,19 @@ TEST_CASE("backend trainer refuses bad configurations, sizes and calls", "[backe
   {
     auto bad = c;
     bad.hidden_sizes.clear();
-    CHECK_THROWS_AS(trainer_t<double>(backend, bad), std::invalid_argument);
+    CHECK_THROWS_AS(mlp_trainer_t<double>(backend, bad), std::invalid_argument);
     bad = c;
     bad.num_actions = 0;
-    CHECK_THROWS_AS(trainer_t<double>(backend, bad), std::invalid_argument);
+    CHECK_THROWS_AS(mlp_trainer_t<double>(backend, bad), std::invalid_argument);
     bad = c;
     bad.lstm_size = -1;
-    CHECK_THROWS_AS(trainer_t<double>(backend, bad), std::invalid_argument);
+    CHECK_THROWS_AS(mlp_trainer_t<double>(backend, bad), std::invalid_argument);
   }
-  trainer_t<double> trainer(backend, c);
+  mlp_trainer_t<double> trainer(backend, c);
   const seedrl::mlp_lstm_agent<double> net(c);
   const std::size_t P = trainer.num_parameters();
   seedrl::random_generator rng(17);
-  auto batch = make_batch<double>(c, trainer.state_size(), 3, 2, rng);
+  auto batch = make_mlp_batch<double>(c, trainer.state_size(), 3, 2, rng);
   const auto l = loss_config();
 
   // No optimizer yet.
@@ -510,9 +515,9 @@ TEST_CASE("backend trainer refuses bad configurations, sizes and calls", "[backe
   // Without reward/action inputs the previous actions are not read, as in the agent.
   auto c2 = c;
   c2.reward_and_action_inputs = false;
-  trainer_t<double> plain(backend, c2);
+  mlp_trainer_t<double> plain(backend, c2);
   plain.set_optimizer(adam_lr(1e-3), 0);
-  auto b2 = make_batch<double>(c2, plain.state_size(), 3, 2, rng);
+  auto b2 = make_mlp_batch<double>(c2, plain.state_size(), 3, 2, rng);
   b2.prev_actions[0] = 7;
   CHECK(plain.train_step(b2.view(), l, 1.0).applied);
   // The step of the last action (t = T) is never used, as in the loss.
@@ -719,7 +724,7 @@ TEST_CASE("backend trainer runs PPO's update schedule as host_trainer does", "[b
   seedrl::mlp_lstm_agent<S> net(net_config);
   seedrl::adam<S> opt(adam_lr(3e-3));
   seedrl::host_backend backend;
-  trainer_t<S> trainer(backend, net_config);
+  mlp_trainer_t<S> trainer(backend, net_config);
   trainer.set_parameters(net.parameters());
   trainer.set_optimizer(adam_lr(3e-3), 0);
   trainer.seed_schedule(11);
@@ -729,7 +734,7 @@ TEST_CASE("backend trainer runs PPO's update schedule as host_trainer does", "[b
   seedrl::random_generator rng(5);
   for (int step = 0; step < 3; ++step) {
     CAPTURE(step);
-    const auto batch = make_batch<S>(net_config, trainer.state_size(), 5, 4, rng);
+    const auto batch = make_mlp_batch<S>(net_config, trainer.state_size(), 5, 4, rng);
     const auto want = reference.train_step(batch.view(), net, opt, loss, 0.5);
     const auto got = trainer.train_step(batch.view(), loss, 0.5);
     CHECK(got.applied == want.applied);
@@ -742,7 +747,7 @@ TEST_CASE("backend trainer runs PPO's update schedule as host_trainer does", "[b
   }
   // The loss a learner picks at run time takes the same path.
   const seedrl::loss_choice<S> choice(loss);
-  const auto batch = make_batch<S>(net_config, trainer.state_size(), 5, 4, rng);
+  const auto batch = make_mlp_batch<S>(net_config, trainer.state_size(), 5, 4, rng);
   const auto want = reference.train_step(batch.view(), net, opt, choice, 0.5);
   const auto got = trainer.train_step(batch.view(), choice, 0.5);
   CHECK(relative(got.terms.total, want.terms.total) < 1e-9);
@@ -756,13 +761,13 @@ TEST_CASE("backend trainer runs PPO's update schedule as host_trainer does", "[b
 
 namespace {
 
-/// make_batch's batch with continuous actions of D elements: the previous actions the envs got
+/// make_mlp_batch's batch with continuous actions of D elements: the previous actions the envs got
 /// and the pre-squash samples, each uniform in [-1.5, 1.5].
 template <class S>
 random_batch<S> make_continuous_batch(const seedrl::mlp_lstm_agent_config& c,
                                       std::size_t state_size, std::size_t T, std::size_t B,
                                       seedrl::random_generator& rng) {
-  random_batch<S> d = make_batch<S>(c, state_size, T, B, rng);
+  random_batch<S> d = make_mlp_batch<S>(c, state_size, T, B, rng);
   d.D = static_cast<std::size_t>(c.continuous_action_size);
   const std::size_t n = (T + 1) * B * d.D;
   append_uniform(d.prev_env_actions, n, -1.5, 1.5, rng);
@@ -804,7 +809,7 @@ TEST_CASE("backend trainer trains Gaussian heads and separate networks as host_t
     seedrl::mlp_lstm_agent<S> net(c);
     seedrl::adam<S> opt(adam_lr(3e-3));
     seedrl::host_backend backend;
-    trainer_t<S> trainer(backend, c);
+    mlp_trainer_t<S> trainer(backend, c);
     REQUIRE(trainer.num_parameters() == net.parameters().size());
     trainer.set_parameters(net.parameters());
     trainer.set_optimizer(adam_lr(3e-3), 0);
@@ -869,13 +874,13 @@ TEST_CASE("backend trainer trains R2D2 as host_trainer does: target network, bur
     seedrl::mlp_lstm_agent<S> net(c);
     seedrl::adam<S> opt(adam_lr(3e-3));
     seedrl::host_backend backend;
-    trainer_t<S> trainer(backend, c);
+    mlp_trainer_t<S> trainer(backend, c);
     trainer.set_parameters(net.parameters());
     trainer.set_optimizer(adam_lr(3e-3), 0);
     seedrl_test::train_r2d2_side_by_side<S>(
         net, opt, trainer,
         [&](std::size_t T, std::size_t B, seedrl::random_generator& rng) {
-          return make_batch<S>(c, trainer.state_size(), T, B, rng);
+          return make_mlp_batch<S>(c, trainer.state_size(), T, B, rng);
         },
         1e-9);
   }
@@ -888,9 +893,9 @@ TEST_CASE("backend trainer refuses R2D2 on continuous actions and bad importance
   const seedrl::r2d2_loss<S> loss{seedrl::r2d2_loss_config<S>{}};
   seedrl::random_generator rng(2);
   auto c = small_config();
-  trainer_t<S> trainer(backend, c);
+  mlp_trainer_t<S> trainer(backend, c);
   trainer.set_optimizer(adam_lr(1e-3), 0);
-  random_batch<S> batch = make_batch<S>(c, trainer.state_size(), 12, 2, rng);
+  random_batch<S> batch = make_mlp_batch<S>(c, trainer.state_size(), 12, 2, rng);
   batch.weights = {S(1), std::numeric_limits<S>::quiet_NaN()};
   CHECK_THROWS_WITH(trainer.train_step(batch.view(), loss, 1.0),
                     Catch::Contains("importance weight 1 is nan"));
@@ -902,7 +907,7 @@ TEST_CASE("backend trainer refuses R2D2 on continuous actions and bad importance
                     Catch::Contains("leaves nothing to train"));  // default burn-in 40 >= T
   c.continuous_action_size = 2;
   c.num_actions = 4;
-  trainer_t<S> gaussian(backend, c);
+  mlp_trainer_t<S> gaussian(backend, c);
   gaussian.set_optimizer(adam_lr(1e-3), 0);
   CHECK_THROWS_WITH(gaussian.train_step(batch.view(), loss, 1.0),
                     Catch::Contains("R2D2 learns Q-values of discrete actions"));
@@ -915,7 +920,7 @@ TEST_CASE("backend trainer refuses a loss or batch of the other action kind", "[
   c.num_actions = 4;
   c.log_std_init = 0.0;
   seedrl::host_backend backend;
-  trainer_t<S> trainer(backend, c);
+  mlp_trainer_t<S> trainer(backend, c);
   const seedrl::mlp_lstm_agent<S> net(c);
   trainer.set_parameters(net.parameters());
   trainer.set_optimizer(adam_lr(1e-3), 0);
@@ -946,10 +951,10 @@ TEST_CASE("backend trainer refuses a loss or batch of the other action kind", "[
   // Shapes the layout refuses: Gaussian outputs that are not 2D, separate networks with an LSTM.
   auto odd = c;
   odd.num_actions = 3;
-  CHECK_THROWS_AS(trainer_t<S>(backend, odd), std::invalid_argument);
+  CHECK_THROWS_AS(mlp_trainer_t<S>(backend, odd), std::invalid_argument);
   auto lstm_separate = small_config();
   lstm_separate.separate_value_network = true;
-  CHECK_THROWS_AS(trainer_t<S>(backend, lstm_separate), std::invalid_argument);
+  CHECK_THROWS_AS(mlp_trainer_t<S>(backend, lstm_separate), std::invalid_argument);
 }
 
 /// A user's torso part (test/softsign_torso.hpp) as a whole CPU agent.
@@ -1047,7 +1052,7 @@ TEST_CASE(
   const seedrl::impala_loss<S> loss(loss_config());
   seedrl::random_generator rng(5);
   for (int step = 0; step < 3; ++step) {
-    const auto batch = make_batch<S>(c, static_cast<std::size_t>(net.state_size()), 4, 3, rng);
+    const auto batch = make_mlp_batch<S>(c, static_cast<std::size_t>(net.state_size()), 4, 3, rng);
     const auto want = reference.train_step(batch.view(), ref, opt_a, loss, 0.5);
     const auto got = trainer.train_step(batch.view(), net, opt_b, loss, 0.5);
     REQUIRE(got.applied);
@@ -1061,7 +1066,7 @@ TEST_CASE(
   core.lstm_size = 0;
   CHECK(recipe::describe({std::tuple{part}, core}) != recipe::describe({std::tuple{part}, {}}));
   agent other({.seed = 9}, core, softsign_config{4, 7}), other_ref(other);
-  const auto batch = make_batch<S>(c, 0, 4, 3, rng);
+  const auto batch = make_mlp_batch<S>(c, 0, 4, 3, rng);
   seedrl::adam<S> opt_c(adam_lr(3e-3)), opt_d(adam_lr(3e-3));
   seedrl::backend_trainer<S, recipe> fresh;
   trainer.load_from_host(other, opt_d);
@@ -1099,7 +1104,7 @@ TEST_CASE("backend_trainer trains through the Trainer members as host_trainer do
   const seedrl::loss_choice<S> impala{seedrl::impala_loss<S>(loss_config())};
   seedrl::random_generator rng(21);
   const auto step_both = [&](const auto& loss) {
-    const auto batch = make_batch<S>(c, static_cast<std::size_t>(net.state_size()), 5, 4, rng);
+    const auto batch = make_mlp_batch<S>(c, static_cast<std::size_t>(net.state_size()), 5, 4, rng);
     const auto want = reference.train_step(batch.view(), ref_net, ref_opt, loss, 0.5);
     const auto got = trainer.train_step(batch.view(), net, opt, loss, 0.5);
     CHECK(got.applied == want.applied);
@@ -1125,7 +1130,7 @@ TEST_CASE("backend_trainer trains through the Trainer members as host_trainer do
     trainer.load_from_host(restored, fresh);
     seedrl::mlp_lstm_agent<S> ref2(c);
     seedrl::adam<S> ref2_opt(adam_lr(3e-3));
-    const auto batch = make_batch<S>(c, static_cast<std::size_t>(net.state_size()), 5, 4, rng);
+    const auto batch = make_mlp_batch<S>(c, static_cast<std::size_t>(net.state_size()), 5, 4, rng);
     const auto want = reference.train_step(batch.view(), ref2, ref2_opt, impala, 0.5);
     const auto got = trainer.train_step(batch.view(), restored, fresh, impala, 0.5);
     CHECK(relative(got.grad_norm, want.grad_norm) < 1e-9);
@@ -1139,12 +1144,13 @@ TEST_CASE("backend_trainer trains through the Trainer members as host_trainer do
     trainer.load_from_host(other, other_opt);
     CHECK(trainer.num_parameters() == other.parameters().size());
     CHECK(trainer.num_parameters() != net.parameters().size());
-    const auto batch = make_batch<S>(wide, static_cast<std::size_t>(other.state_size()), 3, 2, rng);
+    const auto batch =
+        make_mlp_batch<S>(wide, static_cast<std::size_t>(other.state_size()), 3, 2, rng);
     CHECK(trainer.train_step(batch.view(), other, other_opt, impala, 0.5).applied);
   }
   SECTION("another optimizer's state is refused until load_from_host") {
     seedrl::rmsprop<S> rms(seedrl::rmsprop_config{});
-    const auto batch = make_batch<S>(c, static_cast<std::size_t>(net.state_size()), 3, 2, rng);
+    const auto batch = make_mlp_batch<S>(c, static_cast<std::size_t>(net.state_size()), 3, 2, rng);
     CHECK_THROWS_AS(trainer.train_step(batch.view(), net, rms, impala, 0.5), std::logic_error);
     CHECK_THROWS_AS(trainer.sync_to_host(net, rms), std::logic_error);
     trainer.load_from_host(net, rms);
@@ -1177,7 +1183,7 @@ TEST_CASE("backend_trainer keeps RMSProp's momentum across sync_to_host and load
   seedrl::random_generator rng(23);
   for (int step = 0; step < 4; ++step) {
     CAPTURE(step);
-    const auto batch = make_batch<S>(c, 0, 4, 3, rng);
+    const auto batch = make_mlp_batch<S>(c, 0, 4, 3, rng);
     reference.train_step(batch.view(), ref_net, ref_opt, loss, 0.5);
     trainer.train_step(batch.view(), net, opt, loss, 0.5);
     if (step == 1) {  // a checkpoint: the state comes back, then goes up again

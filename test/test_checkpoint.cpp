@@ -152,7 +152,7 @@ void train_step(seedrl::mlp_lstm_agent<float>& net, seedrl::adam<float>& opt, in
   opt.step(net.parameters(), net.gradients());
 }
 
-bool same_bits(std::span<const float> a, std::span<const float> b) {
+bool same_checkpoint_bits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
 }
 
@@ -196,10 +196,10 @@ TEST_CASE("checkpoint round trip resumes an agent and Adam exactly", "[checkpoin
   // Fresh objects with other initial weights and no optimizer history.
   seedrl::mlp_lstm_agent<float> resumed(agent_config(99));
   seedrl::adam<float> resumed_opt(optimizer_config());
-  REQUIRE_FALSE(same_bits(resumed.parameters(), net.parameters()));
+  REQUIRE_FALSE(same_checkpoint_bits(resumed.parameters(), net.parameters()));
   seedrl::restore_parameters(r, resumed);
   seedrl::restore_optimizer(r, resumed_opt);
-  CHECK(same_bits(resumed.parameters(), net.parameters()));
+  CHECK(same_checkpoint_bits(resumed.parameters(), net.parameters()));
   CHECK(resumed_opt.step_count() == 3);
   CHECK(resumed_opt.learning_rate() == opt.learning_rate());
 
@@ -208,7 +208,7 @@ TEST_CASE("checkpoint round trip resumes an agent and Adam exactly", "[checkpoin
     train_step(net, opt, k);
     train_step(resumed, resumed_opt, k);
     INFO("after step " << k);
-    REQUIRE(same_bits(resumed.parameters(), net.parameters()));
+    REQUIRE(same_checkpoint_bits(resumed.parameters(), net.parameters()));
   }
   CHECK(resumed_opt.learning_rate() == opt.learning_rate());
 
@@ -243,7 +243,7 @@ TEST_CASE("restoring into a mismatched network or optimizer is refused clearly",
                                   std::to_string(net.parameters().size()) + " float32"));
   CHECK_THAT(msg, Catch::Contains(std::to_string(other.parameters().size()) + " float32"));
   CHECK_THAT(msg, Catch::Contains("network: hidden 16"));
-  CHECK(same_bits(other.parameters(), before));
+  CHECK(same_checkpoint_bits(other.parameters(), before));
 
   seedrl::mlp_lstm_agent<double> wrong_type(agent_config());
   msg = error_of([&] { seedrl::restore_parameters(r, wrong_type); });

@@ -58,8 +58,8 @@ std::vector<S> scaled(const nlohmann::json& j, const char* key) {
 
 /// Checks |got - want| <= tol (1 + |want|) element by element and reports the worst.
 template <class S>
-void compare(const char* what, std::span<const S> got, const std::vector<double>& want,
-             double tol) {
+void compare_conv(const char* what, std::span<const S> got, const std::vector<double>& want,
+                  double tol) {
   INFO(what);
   REQUIRE(got.size() == want.size());
   std::size_t bad = 0;
@@ -75,7 +75,7 @@ void compare(const char* what, std::span<const S> got, const std::vector<double>
 }
 
 template <class S>
-double tolerance(const nlohmann::json& j) {
+double conv_tolerance(const nlohmann::json& j) {
   const char* key = std::is_same_v<S, double> ? "double" : "float";
   return j.at("tolerance").at(key).get<double>();
 }
@@ -97,10 +97,10 @@ seedrl::conv2d_shape conv_shape_of(const nlohmann::json& j, int batch) {
   return c;
 }
 
-std::size_t input_size(const seedrl::conv2d_shape& s) {
+std::size_t conv_input_size(const seedrl::conv2d_shape& s) {
   return static_cast<std::size_t>(s.in_channels * s.input_height * s.input_width);
 }
-std::size_t output_size(const seedrl::conv2d_shape& s) {
+std::size_t conv_output_size(const seedrl::conv2d_shape& s) {
   return static_cast<std::size_t>(s.out_channels * s.output_height() * s.output_width());
 }
 
@@ -115,17 +115,17 @@ void run_conv_fixture(const nlohmann::json& j) {
   const auto bias = scaled<S>(j, "bias");
   const auto x = scaled<S>(j, "x");
   const auto g = scaled<S>(j, "G");
-  std::vector<S> y(static_cast<std::size_t>(N) * output_size(shape)), dx(x.size());
+  std::vector<S> y(static_cast<std::size_t>(N) * conv_output_size(shape)), dx(x.size());
   std::vector<S> dw(w.size(), S(0)), dbias(bias.size(), S(0));
-  const double tol = tolerance<S>(j);
+  const double tol = conv_tolerance<S>(j);
   const seedrl::host_backend be;
   be.conv2d_forward(shape, x.data(), w.data(), bias.data(), y.data());
-  compare<S>("y", y, j.at("y").get<std::vector<double>>(), tol);
+  compare_conv<S>("y", y, j.at("y").get<std::vector<double>>(), tol);
   be.conv2d_backward(shape, x.data(), w.data(), g.data(), dx.data(), dw.data(), dbias.data());
   const auto& gr = j.at("grads");
-  compare<S>("d x", dx, gr.at("x").get<std::vector<double>>(), tol);
-  compare<S>("d weight", dw, gr.at("weight").get<std::vector<double>>(), tol);
-  compare<S>("d bias", dbias, gr.at("bias").get<std::vector<double>>(), tol);
+  compare_conv<S>("d x", dx, gr.at("x").get<std::vector<double>>(), tol);
+  compare_conv<S>("d weight", dw, gr.at("weight").get<std::vector<double>>(), tol);
+  compare_conv<S>("d bias", dbias, gr.at("bias").get<std::vector<double>>(), tol);
 }
 
 seedrl::detail::max_pool2d_geometry pool_geometry_of(const nlohmann::json& j) {
@@ -164,14 +164,14 @@ void run_pool_fixture(const nlohmann::json& j) {
   std::vector<S> y(N * g.out_size()), y_inference(y.size()), dx(x.size());
   std::vector<std::int32_t> argmax(y.size());
   pool_forward(g, N, x.data(), y.data(), argmax.data());
-  const double tol = tolerance<S>(j);
-  compare<S>("y", y, j.at("y").get<std::vector<double>>(), tol);
+  const double tol = conv_tolerance<S>(j);
+  compare_conv<S>("y", y, j.at("y").get<std::vector<double>>(), tol);
   // Exact index equality: where gradients go, including how ties are broken.
   CHECK(argmax == j.at("indices").get<std::vector<std::int32_t>>());
   pool_forward<S>(g, N, x.data(), y_inference.data(), nullptr);
   CHECK(y_inference == y);
   pool_backward(g, N, dy.data(), argmax.data(), dx.data());
-  compare<S>("d x", dx, j.at("grads").at("x").get<std::vector<double>>(), tol);
+  compare_conv<S>("d x", dx, j.at("grads").at("x").get<std::vector<double>>(), tol);
 }
 
 }  // namespace
@@ -217,8 +217,8 @@ TEST_CASE("conv2d gradients match central differences", "[conv][gradcheck]") {
     const auto taps = static_cast<std::size_t>(shape.in_channels * shape.kernel_h * shape.kernel_w);
     // W then b, as the conv stacks lay them out.
     auto params = random_vector(static_cast<std::size_t>(shape.out_channels) * (taps + 1), rng);
-    auto x = random_vector(N * input_size(shape), rng);
-    const auto g = random_vector(N * output_size(shape), rng);
+    auto x = random_vector(N * conv_input_size(shape), rng);
+    const auto g = random_vector(N * conv_output_size(shape), rng);
     std::vector<double> y(g.size()), dx(x.size()), grads(params.size(), 0.0);
     const double* b = params.data() + shape.out_channels * taps;
     auto loss = [&] {

@@ -47,7 +47,7 @@ tolerance read_tolerance(const json& j) {
   return {j.at("abs").get<double>(), j.at("rel").get<double>()};
 }
 
-gaussian_fixture load_fixture(const std::filesystem::path& path) {
+gaussian_fixture load_gaussian_fixture(const std::filesystem::path& path) {
   std::ifstream in(path);
   REQUIRE(in.good());
   const json j = json::parse(in);
@@ -96,7 +96,7 @@ std::vector<gaussian_fixture> load_all_fixtures() {
   std::sort(paths.begin(), paths.end());
   std::vector<gaussian_fixture> out;
   for (const auto& p : paths) {
-    out.push_back(load_fixture(p));
+    out.push_back(load_gaussian_fixture(p));
   }
   return out;
 }
@@ -105,7 +105,7 @@ std::vector<gaussian_fixture> load_all_fixtures() {
 // file comment describes the two layouts) and through the batch helpers; returns the first
 // mismatch, or an empty string.
 template <class S>
-std::string run_fixture(const gaussian_fixture& f) {
+std::string run_gaussian_fixture(const gaussian_fixture& f) {
   const int k = std::is_same_v<S, float> ? 0 : 1;
   const tolerance vtol = f.value_tol[k];
   const tolerance gtol = f.gradient_tol[k];
@@ -230,8 +230,8 @@ TEST_CASE("diag_gaussian matches every reference fixture in float and double", "
   bool squashed = false, clipped = false, dependent = false, shared = false;
   for (const auto& f : fixtures) {
     INFO("fixture " << f.name << " (D = " << f.D << ", B = " << f.B << ")");
-    CHECK(run_fixture<double>(f) == "");
-    CHECK(run_fixture<float>(f) == "");
+    CHECK(run_gaussian_fixture<double>(f) == "");
+    CHECK(run_gaussian_fixture<float>(f) == "");
     squashed = squashed || f.squash;
     clipped = clipped || !f.squash;
     dependent = dependent || f.dependent;
@@ -245,7 +245,7 @@ TEST_CASE("the gaussian fixture comparison rejects values off by ten tolerances"
   REQUIRE(!fixtures.empty());
   for (const auto& original : fixtures) {
     INFO("fixture " << original.name);
-    REQUIRE(run_fixture<double>(original) == "");
+    REQUIRE(run_gaussian_fixture<double>(original) == "");
     for (int which = 0; which < 4; ++which) {
       gaussian_fixture f = original;
       std::vector<double>& v = which == 0   ? f.log_prob
@@ -254,7 +254,7 @@ TEST_CASE("the gaussian fixture comparison rejects values off by ten tolerances"
                                             : f.action;
       const tolerance t = which == 0 || which == 3 ? f.value_tol[1] : f.gradient_tol[1];
       v.back() += 10.0 * (t.abs + t.rel * std::abs(v.back()));
-      CHECK(run_fixture<double>(f) != "");
+      CHECK(run_gaussian_fixture<double>(f) != "");
     }
   }
 }

@@ -51,7 +51,7 @@ static_assert(!seedrl::InferenceEngine<net_t>);
 
 constexpr std::size_t obs_size = 4, num_actions = 3, max_envs = 9, max_batch = 7;
 
-net_t make_net(std::uint64_t seed) {
+net_t make_engine_net(std::uint64_t seed) {
   seedrl::mlp_lstm_agent_config c;
   c.observation_size = obs_size;
   c.num_actions = num_actions;
@@ -120,7 +120,7 @@ struct batch {
   std::vector<std::int32_t> prev;
 };
 
-batch random_batch(seedrl::random_generator& rng, std::size_t B) {
+batch random_engine_batch(seedrl::random_generator& rng, std::size_t B) {
   std::vector<std::uint32_t> all(max_envs);
   std::iota(all.begin(), all.end(), 0u);
   for (std::size_t i = max_envs - 1; i > 0; --i)  // Fisher-Yates
@@ -141,7 +141,7 @@ batch random_batch(seedrl::random_generator& rng, std::size_t B) {
 /// an engine with `workers` workers and the row-by-row reference; returns every output in order
 /// and checks each against the reference and each state_before against the reference's.
 std::vector<float> run_against_reference(std::size_t workers, std::uint64_t seed, int batches) {
-  const net_t net = make_net(7);
+  const net_t net = make_engine_net(7);
   engine_t engine(net, {max_envs, max_batch, num_actions, workers});
   REQUIRE(engine.workers() == workers);
   row_by_row ref(net);
@@ -162,7 +162,7 @@ std::vector<float> run_against_reference(std::size_t workers, std::uint64_t seed
       }
     }
     const std::size_t B = 1 + rng.below(max_batch);
-    const batch b = random_batch(rng, B);
+    const batch b = random_engine_batch(rng, B);
     engine.infer(b.slots, {b.obs, b.rewards, b.resets, b.prev},
                  {std::span(logits).first(B * num_actions), std::span(values).first(B)});
     // Bitwise equal to the same chunks through the network: the engine adds no arithmetic.
@@ -208,8 +208,8 @@ TEST_CASE("the CPU inference engine matches row-by-row inference with 1, 2 and 3
 
 TEST_CASE("a parameter swap between batches reaches every worker of the CPU engine",
           "[inference_engine]") {
-  const net_t first = make_net(1);
-  net_t second = make_net(2);
+  const net_t first = make_engine_net(1);
+  net_t second = make_engine_net(2);
   engine_t engine(first, {max_envs, max_batch, num_actions, 3});
   seedrl::parameter_store<float> store;
   std::uint64_t version = 0;
@@ -220,7 +220,7 @@ TEST_CASE("a parameter swap between batches reaches every worker of the CPU engi
   CHECK_FALSE(engine.update_parameters(store, &version));  // nothing newer
   // Seven rows over three workers (3, 2, 2): every chunk must use the second network.
   seedrl::random_generator rng(5);
-  const batch b = random_batch(rng, max_batch);
+  const batch b = random_engine_batch(rng, max_batch);
   std::vector<float> logits(max_batch * num_actions), values(max_batch);
   engine.infer(b.slots, {b.obs, b.rewards, b.resets, b.prev}, {logits, values});
   row_by_row ref(second);
@@ -239,7 +239,7 @@ TEST_CASE("a parameter swap between batches reaches every worker of the CPU engi
 }
 
 TEST_CASE("the CPU inference engine refuses sizes it cannot serve", "[inference_engine]") {
-  const net_t net = make_net(1);
+  const net_t net = make_engine_net(1);
   CHECK_THROWS_AS(engine_t(net, {max_envs, max_batch, num_actions + 1, 1}),
                   std::invalid_argument);  // the network writes 3 outputs per row
   CHECK_THROWS_AS(engine_t(net, {max_envs, max_batch, num_actions, 0}), std::invalid_argument);
@@ -327,10 +327,10 @@ struct recording_engine {
 static_assert(seedrl::InferenceEngine<recording_engine<net_t>>);
 
 /// CartPole that counts, per env, the actions it was sent.
-struct counting_cartpole : seedrl::cartpole {
+struct action_counting_cartpole : seedrl::cartpole {
   std::shared_ptr<std::atomic<int>[]> counts;  // [env * 2 + action]
   std::size_t env;
-  counting_cartpole(std::shared_ptr<std::atomic<int>[]> c, std::size_t e)
+  action_counting_cartpole(std::shared_ptr<std::atomic<int>[]> c, std::size_t e)
       : counts(std::move(c)), env(e) {}
   seedrl::step_result step(action_type action, std::span<float> observation) {
     ++counts[env * 2 + static_cast<std::size_t>(action)];
@@ -371,8 +371,8 @@ TEST_CASE("the learner's inference loop runs the engine it is given", "[inferenc
     std::thread actor([&] {
       seedrl::actor_config ac;
       ac.num_envs = num_envs;
-      seedrl::actor<counting_cartpole, std::function<seedrl::in_process_connection()>> a(
-          ac, [&](std::size_t i) { return counting_cartpole(counts, i); },
+      seedrl::actor<action_counting_cartpole, std::function<seedrl::in_process_connection()>> a(
+          ac, [&](std::size_t i) { return action_counting_cartpole(counts, i); },
           [&] { return transport.connect(endpoint); });
       a.run(stop);
     });
@@ -662,8 +662,8 @@ TEST_CASE("the loop lets an engine that samples choose the actions, with its see
   std::thread actor([&] {
     seedrl::actor_config ac;
     ac.num_envs = num_envs;
-    seedrl::actor<counting_cartpole, std::function<seedrl::in_process_connection()>> a(
-        ac, [&](std::size_t i) { return counting_cartpole(counts, i); },
+    seedrl::actor<action_counting_cartpole, std::function<seedrl::in_process_connection()>> a(
+        ac, [&](std::size_t i) { return action_counting_cartpole(counts, i); },
         [&] { return transport.connect(endpoint); });
     a.run(stop);
   });
@@ -726,7 +726,7 @@ static_assert(seedrl::SamplingInferenceEngine<any_fake_gpu_t>);
 
 TEST_CASE("any_inference_engine on the CPU gives the plain CPU engine's outputs, bit for bit",
           "[inference_engine]") {
-  const net_t first = make_net(7), second = make_net(8);
+  const net_t first = make_engine_net(7), second = make_engine_net(8);
   for (const std::size_t workers : {std::size_t{1}, std::size_t{2}}) {
     const seedrl::inference_engine_config config{max_envs, max_batch, num_actions, workers,
                                                  seedrl::compute_device::cpu};
@@ -757,7 +757,7 @@ TEST_CASE("any_inference_engine on the CPU gives the plain CPU engine's outputs,
       plain.reset_state(restarted);
       any.reset_state(restarted);
       const std::size_t B = 1 + rng.below(max_batch);
-      const batch b = random_batch(rng, B);
+      const batch b = random_engine_batch(rng, B);
       plain.infer(b.slots, {b.obs, b.rewards, b.resets, b.prev},
                   {std::span(want_logits).first(B * num_actions), std::span(want_values).first(B)});
       any.infer(b.slots, {b.obs, b.rewards, b.resets, b.prev},
@@ -772,7 +772,7 @@ TEST_CASE("any_inference_engine on the CPU gives the plain CPU engine's outputs,
     }
     // The parameters changed the outputs (so the update above was not a no-op).
     engine_t untouched(first, config);
-    const batch b = random_batch(rng, 3);
+    const batch b = random_engine_batch(rng, 3);
     std::vector<float> old_logits(3 * num_actions), old_values(3);
     untouched.infer(b.slots, {b.obs, b.rewards, b.resets, b.prev}, {old_logits, old_values});
     any.infer(b.slots, {b.obs, b.rewards, b.resets, b.prev},
@@ -783,7 +783,7 @@ TEST_CASE("any_inference_engine on the CPU gives the plain CPU engine's outputs,
 
 TEST_CASE("any_inference_engine builds the GPU model the config names, or refuses without one",
           "[inference_engine]") {
-  const net_t net = make_net(7);
+  const net_t net = make_engine_net(7);
   const seedrl::inference_engine_config cuda{max_envs, max_batch, num_actions, 1,
                                              seedrl::compute_device::cuda};
   // No GPU engine in the program: asking for cuda is refused with a message.
@@ -841,8 +841,8 @@ std::pair<std::vector<int>, std::string> run_fake_gpu_learner(seedrl::compute_de
   std::thread actor([&] {
     seedrl::actor_config ac;
     ac.num_envs = num_envs;
-    seedrl::actor<counting_cartpole, std::function<seedrl::in_process_connection()>> a(
-        ac, [&](std::size_t i) { return counting_cartpole(counts, i); },
+    seedrl::actor<action_counting_cartpole, std::function<seedrl::in_process_connection()>> a(
+        ac, [&](std::size_t i) { return action_counting_cartpole(counts, i); },
         [&] { return transport.connect(endpoint); });
     a.run(stop);
   });
@@ -928,7 +928,7 @@ TEST_CASE("the CPU engine on uint8 frames equals it on the same frames as floats
         }
       }
       const std::size_t B = 1 + rng.below(max_batch);
-      batch b = random_batch(rng, B);  // its slots, rewards, resets and previous actions
+      batch b = random_engine_batch(rng, B);  // its slots, rewards, resets and previous actions
       std::vector<std::uint8_t> frames(B * F);
       std::vector<float> as_float(B * F);
       for (std::size_t i = 0; i < B * F; ++i) {

@@ -42,6 +42,7 @@
 #include "seedrl/train/mlp_lstm_recipe.hpp"
 #include "seedrl/transport/in_process.hpp"
 #include "thread_ranks.hpp"
+#include "wait_for.hpp"
 
 namespace {
 
@@ -86,16 +87,6 @@ struct breakable_connection {
   bool is_open() const noexcept { return c->is_open(); }
 };
 
-bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds limit = 5s) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (condition())
-      return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return condition();
-}
-
 }  // namespace
 
 TEST_CASE("actor reconnects after broken links and the learner frees the old connections",
@@ -131,13 +122,13 @@ TEST_CASE("actor reconnects after broken links and the learner frees the old con
   std::vector<std::chrono::steady_clock::time_point> broke_at;
   for (int i = 0; i < breaks; ++i) {
     const auto frames = learner->stats().frames;
-    REQUIRE(wait_for([&] { return learner->stats().frames >= frames + 30; }));
+    REQUIRE(seedrl_test::wait_for([&] { return learner->stats().frames >= frames + 30; }));
     std::lock_guard lock(m);
     broke_at.push_back(std::chrono::steady_clock::now());
     current->close();
   }
   const auto frames = learner->stats().frames;
-  CHECK(wait_for([&] { return learner->stats().frames >= frames + 30; }));
+  CHECK(seedrl_test::wait_for([&] { return learner->stats().frames >= frames + 30; }));
   stop = true;
   actor_thread.join();
 
@@ -228,7 +219,7 @@ TEST_CASE("learner stop sends every actor a shutting_down close frame", "[learne
 TEST_CASE("actor time reports reach the learner stats and name the binding stage", "[learner]") {
   served_learner s(seedrl::in_process_endpoint{"learner-actor-stats"});
   // The good actor reports every second; wait for its first report.
-  REQUIRE(wait_for([&] { return s.learner->stats().actor_steps > 0; }, 5s));
+  REQUIRE(seedrl_test::wait_for([&] { return s.learner->stats().actor_steps > 0; }, 5s));
   const auto st = s.learner->stats();
   CHECK(st.actor_seconds_env > 0.0);
   CHECK(st.actor_seconds_waiting > 0.0);
@@ -450,7 +441,7 @@ std::vector<float> train_until_checkpoints(Learner& learner,
   learner.serve(transport.listen(endpoint));
   cartpole_actor_thread actor(transport, endpoint, 2);
   const bool saved =
-      wait_for([&] { return learner.stats().checkpoints_saved >= checkpoints; }, 20s);
+      seedrl_test::wait_for([&] { return learner.stats().checkpoints_saved >= checkpoints; }, 20s);
   actor.stop();
   learner.stop();  // saves once more, at exit
   REQUIRE(saved);
@@ -1153,7 +1144,7 @@ TEST_CASE("every field of every training batch lines up with what the environmen
         envs.insert(static_cast<int>(batch.observations[b * scripted_obs_size]));
     return envs.size();
   };
-  const bool enough = wait_for(
+  const bool enough = seedrl_test::wait_for(
       [&] {
         std::lock_guard lock_logs(logs->mutex);
         std::lock_guard lock_record(record->mutex);
@@ -1380,7 +1371,7 @@ TEST_CASE("an inference-only learner plays greedy actions, reports every episode
         [&] { return transport.connect(endpoint); });
     a.run(stop);
   });
-  const bool enough = wait_for([&] {
+  const bool enough = seedrl_test::wait_for([&] {
     std::lock_guard lock(episodes_mutex);
     return episodes.size() >= 30;
   });
@@ -1504,14 +1495,14 @@ TEST_CASE("learner ranks train every step together, stop together and stay ident
   rank_learners run(2);
   const auto initial = run.parameters(0);
   run.start();
-  REQUIRE(wait_for([&] { return run.learners[0]->stats().train_steps >= 12; }, 30s));
+  REQUIRE(seedrl_test::wait_for([&] { return run.learners[0]->stats().train_steps >= 12; }, 30s));
   CHECK(run.learners[0]->ranks() != nullptr);
   CHECK(run.learners[1]->ranks()->rank() == 1);
   // Rank 1 stops for its own reason; rank 0, still running, learns it at the next step.
   run.learners[1]->request_stop(seedrl::run_stop::solved);
   run.learners[1]->stop();
-  REQUIRE(wait_for([&] { return run.learners[0]->stats().ranks_stopped != seedrl::run_stop::none; },
-                   30s));
+  REQUIRE(seedrl_test::wait_for(
+      [&] { return run.learners[0]->stats().ranks_stopped != seedrl::run_stop::none; }, 30s));
   run.learners[0]->stop();
   const auto s0 = run.learners[0]->stats(), s1 = run.learners[1]->stats();
   CHECK(s0.ranks_stopped == seedrl::run_stop::solved);
@@ -1543,7 +1534,7 @@ TEST_CASE("learner ranks with other settings or parameters are refused when they
         2, [](int k, seedrl::learner_config& lc, net_t&) { lc.run_hash = k == 0 ? 11 : 22; });
     run.start(false);
     for (auto& l : run.learners) {
-      REQUIRE(wait_for([&] { return !l->stats().trainer_error.empty(); }, 30s));
+      REQUIRE(seedrl_test::wait_for([&] { return !l->stats().trainer_error.empty(); }, 30s));
       const auto s = l->stats();
       CHECK_THAT(s.trainer_error,
                  Catch::Contains("run settings differ when they met: rank 1 (" + hash_text(22) +
@@ -1559,7 +1550,7 @@ TEST_CASE("learner ranks with other settings or parameters are refused when they
     });
     run.start(false);
     for (auto& l : run.learners) {
-      REQUIRE(wait_for([&] { return !l->stats().trainer_error.empty(); }, 30s));
+      REQUIRE(seedrl_test::wait_for([&] { return !l->stats().trainer_error.empty(); }, 30s));
       CHECK_THAT(l->stats().trainer_error,
                  Catch::Contains("parameters and optimizer state differ when they met (a rank "
                                  "initialised or restored differently): rank 1 ("));

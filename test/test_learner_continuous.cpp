@@ -46,6 +46,7 @@
 #include "seedrl/runtime/progress.hpp"
 #include "seedrl/runtime/trainer.hpp"
 #include "seedrl/transport/in_process.hpp"
+#include "wait_for.hpp"
 
 namespace {
 
@@ -56,7 +57,8 @@ using namespace std::chrono_literals;
 /// reads the previous torque as its value.
 using cont_net = seedrl::mlp_lstm_agent<float>;
 
-cont_net make_net(std::uint64_t seed, bool state_dependent_log_std = false, std::int32_t D = 1) {
+cont_net make_cont_net(std::uint64_t seed, bool state_dependent_log_std = false,
+                       std::int32_t D = 1) {
   seedrl::mlp_lstm_agent_config c;
   c.observation_size = 3;
   c.hidden_sizes = {8};
@@ -85,7 +87,7 @@ struct env_log {
   std::vector<std::uint8_t> dones;
   std::vector<float> actions;
 };
-struct env_logs {
+struct pendulum_logs {
   std::mutex mutex;
   std::map<int, env_log> envs;
 };
@@ -94,7 +96,7 @@ struct env_logs {
 /// steps, so that unrolls cross episode starts often.
 class logged_pendulum : public seedrl::pendulum {
  public:
-  logged_pendulum(int id, int episode_length, std::shared_ptr<env_logs> logs)
+  logged_pendulum(int id, int episode_length, std::shared_ptr<pendulum_logs> logs)
       : id_(id), length_(episode_length), logs_(std::move(logs)) {}
 
   void reset(std::span<float> observation) {
@@ -131,11 +133,11 @@ class logged_pendulum : public seedrl::pendulum {
   int length_;
   int steps_ = 0;
   bool ended_ = false;
-  std::shared_ptr<env_logs> logs_;
+  std::shared_ptr<pendulum_logs> logs_;
 };
 
 /// A copy of one training_batch<float>.
-struct recorded_batch {
+struct recorded_cont_batch {
   std::size_t T = 0, B = 0, D = 0, num_actions = 0;
   std::vector<float> observations, rewards, behaviour_log_probs, start_state, prev_env_actions,
       raw_actions;
@@ -144,17 +146,17 @@ struct recorded_batch {
 };
 
 /// A Trainer that copies every batch and changes no parameter.
-struct recording_trainer {
+struct recording_cont_trainer {
   struct record {
     std::mutex mutex;
-    std::vector<recorded_batch> batches;
+    std::vector<recorded_cont_batch> batches;
   };
   std::shared_ptr<record> r = std::make_shared<record>();
 
   template <class Net, class Opt>
   seedrl::train_step_result train_step(const seedrl::training_batch<float>& b, Net&, Opt&,
                                        const seedrl::impala_loss<float>&, double) {
-    recorded_batch c;
+    recorded_cont_batch c;
     c.T = b.T;
     c.B = b.B;
     c.D = b.action_dim;
@@ -179,18 +181,8 @@ struct recording_trainer {
 };
 
 using cont_learner =
-    seedrl::learner<cont_net, seedrl::adam<float>, seedrl::in_process_transport, recording_trainer,
-                    seedrl::impala_loss<float>, seedrl::gaussian_sampler>;
-
-bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (condition())
-      return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return condition();
-}
+    seedrl::learner<cont_net, seedrl::adam<float>, seedrl::in_process_transport,
+                    recording_cont_trainer, seedrl::impala_loss<float>, seedrl::gaussian_sampler>;
 
 // Independent float64 references (not diag_gaussian.hpp).
 double clamped_log_std(double l) {
@@ -233,11 +225,11 @@ TEST_CASE("continuous actions: every env got the squashed or clipped sample its 
   constexpr std::size_t T = 5, B = 3, num_actors = 2, envs_per_actor = 2, wanted_batches = 16;
   const double low = -2.0, high = 2.0;
   // Both log-std layouts of the head, one with each way of bounding.
-  cont_net net = make_net(11, squash);
+  cont_net net = make_cont_net(11, squash);
   randomize(net, 12);
-  recording_trainer trainer;
+  recording_cont_trainer trainer;
   const auto record = trainer.r;
-  const auto logs = std::make_shared<env_logs>();
+  const auto logs = std::make_shared<pendulum_logs>();
   seedrl::in_process_transport transport;
   const seedrl::in_process_endpoint endpoint{"learner-continuous"};
   cont_learner learner(small_config(T, B), net, seedrl::adam<float>(), seedrl::impala_loss<float>(),
@@ -263,7 +255,7 @@ TEST_CASE("continuous actions: every env got the squashed or clipped sample its 
       a.run(stop);
     });
   }
-  const bool enough = wait_for(
+  const bool enough = seedrl_test::wait_for(
       [&] {
         std::lock_guard lock(record->mutex);
         return record->batches.size() >= wanted_batches;
@@ -373,7 +365,7 @@ TEST_CASE("continuous actions: every env got the squashed or clipped sample its 
 
 TEST_CASE("continuous actions: the previous action enters the core as its values",
           "[learner][continuous]") {
-  cont_net net = make_net(3, true);
+  cont_net net = make_cont_net(3, true);
   randomize(net, 4);
   auto s0 = net.initial_state(1), s1 = net.initial_state(1), s2 = net.initial_state(1);
   const std::array<float, 3> obs{0.5f, -0.25f, 1.0f};
@@ -447,25 +439,26 @@ TEST_CASE("gaussian_sampler squashes or clips its draws and takes the mean when 
 TEST_CASE("a continuous action spec with the categorical sampler is refused at construction",
           "[learner][continuous]") {
   using categorical_learner = seedrl::learner<cont_net, seedrl::adam<float>,
-                                              seedrl::in_process_transport, recording_trainer>;
+                                              seedrl::in_process_transport, recording_cont_trainer>;
   CHECK_THROWS_WITH(
-      categorical_learner(small_config(4, 2), make_net(1), seedrl::adam<float>(),
+      categorical_learner(small_config(4, 2), make_cont_net(1), seedrl::adam<float>(),
                           seedrl::impala_loss<float>(), seedrl::pendulum::observation_spec(),
                           seedrl::pendulum::action_spec()),
       Catch::Contains("categorical_sampler") && Catch::Contains("continuous") &&
           Catch::Contains("gaussian_sampler"));
   // A network whose policy width is not the sampler's (2D = 2 for one torque) is refused too.
-  CHECK_THROWS_WITH(cont_learner(small_config(4, 2), make_net(1, false, 2), seedrl::adam<float>(),
-                                 seedrl::impala_loss<float>(), seedrl::pendulum::observation_spec(),
-                                 seedrl::pendulum::action_spec()),
-                    Catch::Contains("4 policy outputs per row") && Catch::Contains("reads 2"));
+  CHECK_THROWS_WITH(
+      cont_learner(small_config(4, 2), make_cont_net(1, false, 2), seedrl::adam<float>(),
+                   seedrl::impala_loss<float>(), seedrl::pendulum::observation_spec(),
+                   seedrl::pendulum::action_spec()),
+      Catch::Contains("4 policy outputs per row") && Catch::Contains("reads 2"));
 }
 
 TEST_CASE("an actor whose action size differs from the learner's is refused at hello",
           "[learner][continuous]") {
   // The learner serves two torques; the Pendulum actor has one.
   const auto two = seedrl::action_spec::continuous({2}, -2.0, 2.0);
-  const cont_net net = make_net(1, false, 2);
+  const cont_net net = make_cont_net(1, false, 2);
   seedrl::in_process_transport transport;
   const seedrl::in_process_endpoint endpoint{"learner-continuous-mismatch"};
   cont_learner learner(small_config(4, 2), net, seedrl::adam<float>(), seedrl::impala_loss<float>(),
@@ -496,13 +489,13 @@ struct narrow_pendulum : seedrl::pendulum {
 TEST_CASE("actions at bounds that float32 cannot hold stay within them on the wire",
           "[learner][continuous]") {
   const auto bounds = GENERATE(seedrl::bounds_handling::squash, seedrl::bounds_handling::clip);
-  cont_net net = make_net(7);
+  cont_net net = make_cont_net(7);
   randomize(net, 8);  // wide Gaussians: most draws land on or beyond the bounds
   seedrl::in_process_transport transport;
   const seedrl::in_process_endpoint endpoint{"learner-continuous-narrow"};
   cont_learner learner(small_config(4, 2), net, seedrl::adam<float>(), seedrl::impala_loss<float>(),
                        narrow_pendulum::observation_spec(), narrow_pendulum::action_spec(),
-                       recording_trainer{}, seedrl::gaussian_sampler{.bounds = bounds});
+                       recording_cont_trainer{}, seedrl::gaussian_sampler{.bounds = bounds});
   learner.start();
   learner.serve(transport.listen(endpoint));
   std::mutex m;
@@ -635,7 +628,7 @@ TEST_CASE("the learner trains a Gaussian policy with the IMPALA loss on Pendulum
   using learner_t =
       seedrl::learner<cont_net, seedrl::adam<float>, seedrl::in_process_transport,
                       seedrl::host_trainer, gaussian_impala, seedrl::gaussian_sampler>;
-  const cont_net net = make_net(31);
+  const cont_net net = make_cont_net(31);
   seedrl::in_process_transport transport;
   const seedrl::in_process_endpoint endpoint{"learner-continuous-train"};
   // The loss squashes into the bounds the sampler squashed into: log pi and log mu agree.
@@ -652,7 +645,7 @@ TEST_CASE("the learner trains a Gaussian policy with the IMPALA loss on Pendulum
       [&] { return transport.connect(endpoint); });
   std::atomic<bool> stop{false};
   CHECK(a.run(stop) == 200);
-  REQUIRE(wait_for([&] { return learner.stats().train_steps >= 5; }, 10s));
+  REQUIRE(seedrl_test::wait_for([&] { return learner.stats().train_steps >= 5; }, 10s));
   learner.stop();
   const auto s = learner.stats();
   CHECK(s.trainer_error.empty());
@@ -689,18 +682,18 @@ struct rule_breaking_sampler {
 };
 
 using rule_breaking_learner =
-    seedrl::learner<cont_net, seedrl::adam<float>, seedrl::in_process_transport, recording_trainer,
-                    seedrl::impala_loss<float>, rule_breaking_sampler>;
+    seedrl::learner<cont_net, seedrl::adam<float>, seedrl::in_process_transport,
+                    recording_cont_trainer, seedrl::impala_loss<float>, rule_breaking_sampler>;
 }  // namespace
 
 TEST_CASE("a custom sampler's actions beyond the bounds are clipped on the learner and counted",
           "[learner][continuous][bad-input]") {
-  auto logs = std::make_shared<env_logs>();
+  auto logs = std::make_shared<pendulum_logs>();
   seedrl::in_process_transport transport;
   const seedrl::in_process_endpoint endpoint{"learner-continuous-clip"};
-  rule_breaking_learner learner(small_config(4, 2), make_net(3), seedrl::adam<float>(),
+  rule_breaking_learner learner(small_config(4, 2), make_cont_net(3), seedrl::adam<float>(),
                                 seedrl::impala_loss<float>(), seedrl::pendulum::observation_spec(),
-                                seedrl::pendulum::action_spec(), recording_trainer{},
+                                seedrl::pendulum::action_spec(), recording_cont_trainer{},
                                 rule_breaking_sampler{5.0f});  // Pendulum's torque: [-2, 2]
   learner.start();
   learner.serve(transport.listen(endpoint));
@@ -733,12 +726,12 @@ TEST_CASE("a custom sampler's actions beyond the bounds are clipped on the learn
 
 TEST_CASE("a NaN action never leaves the learner: training stops with an error naming the step",
           "[learner][continuous][bad-input]") {
-  auto logs = std::make_shared<env_logs>();
+  auto logs = std::make_shared<pendulum_logs>();
   seedrl::in_process_transport transport;
   const seedrl::in_process_endpoint endpoint{"learner-continuous-nan"};
-  rule_breaking_learner learner(small_config(4, 2), make_net(3), seedrl::adam<float>(),
+  rule_breaking_learner learner(small_config(4, 2), make_cont_net(3), seedrl::adam<float>(),
                                 seedrl::impala_loss<float>(), seedrl::pendulum::observation_spec(),
-                                seedrl::pendulum::action_spec(), recording_trainer{},
+                                seedrl::pendulum::action_spec(), recording_cont_trainer{},
                                 rule_breaking_sampler{std::numeric_limits<float>::quiet_NaN(), 10});
   learner.start();
   learner.serve(transport.listen(endpoint));
@@ -756,7 +749,7 @@ TEST_CASE("a NaN action never leaves the learner: training stops with an error n
     } catch (const std::exception&) {  // the learner going away may end the actor either way
     }
   });
-  REQUIRE(wait_for([&] { return !learner.stats().trainer_error.empty(); }, 10s));
+  REQUIRE(seedrl_test::wait_for([&] { return !learner.stats().trainer_error.empty(); }, 10s));
   const auto s = learner.stats();
   CHECK_THAT(s.trainer_error, Catch::Contains("NaN") && Catch::Contains("at frame") &&
                                   Catch::Contains("training step") && Catch::Contains("env slot"));
@@ -852,10 +845,10 @@ TEST_CASE(
   const auto dir = std::filesystem::temp_directory_path() /
                    ("seedrl-normalization-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  const cont_net net = make_net(41);
-  recording_trainer trainer;
+  const cont_net net = make_cont_net(41);
+  recording_cont_trainer trainer;
   const auto record = trainer.r;
-  const auto logs = std::make_shared<env_logs>();
+  const auto logs = std::make_shared<pendulum_logs>();
   std::mutex returns_mutex;
   std::vector<double> reported_returns;
   seedrl::learner_config lc = small_config(T, B);
@@ -1027,7 +1020,7 @@ TEST_CASE(
   eval_lc.inference_only = true;
   cont_learner eval(eval_lc, net, seedrl::adam<float>(), seedrl::impala_loss<float>(),
                     seedrl::pendulum::observation_spec(), seedrl::pendulum::action_spec(),
-                    recording_trainer{}, seedrl::gaussian_sampler{});
+                    recording_cont_trainer{}, seedrl::gaussian_sampler{});
   CHECK(eval.observation_statistics().count() == 0.0);
   eval.restore(*saved, true);
   const seedrl::running_mean_std restored = eval.observation_statistics();

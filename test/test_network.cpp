@@ -326,8 +326,8 @@ struct unroll_data {
   std::vector<std::int32_t> prev_actions;
 };
 
-unroll_data make_unroll(const seedrl::mlp_lstm_agent<double>& net, std::size_t T1, std::size_t B,
-                        seedrl::random_generator& rng) {
+unroll_data make_network_unroll(const seedrl::mlp_lstm_agent<double>& net, std::size_t T1,
+                                std::size_t B, seedrl::random_generator& rng) {
   unroll_data d{T1, B, {}, {}, {}, {}, {}};
   const auto& c = net.config();
   d.obs = random_vector(T1 * B * c.observation_size, rng);
@@ -359,7 +359,7 @@ TEST_CASE("mlp_lstm_agent gradients match central differences", "[network][gradc
     config.seed = 7;
     seedrl::mlp_lstm_agent<double> net(config);
     seedrl::random_generator rng(8);
-    const auto data = make_unroll(net, 5, 3, rng);
+    const auto data = make_network_unroll(net, 5, 3, rng);
     const auto in = as_input(data);
     const std::size_t N = 15;
     const auto g_logits = random_vector(N * 3, rng);
@@ -391,7 +391,7 @@ TEST_CASE("mlp_lstm_agent one-step inference reproduces the unroll forward", "[n
   seedrl::mlp_lstm_agent<double> net(config);
   seedrl::random_generator rng(12);
   const std::size_t T1 = 7, B = 4;
-  const auto data = make_unroll(net, T1, B, rng);
+  const auto data = make_network_unroll(net, T1, B, rng);
   std::vector<double> logits(T1 * B * 2), values(T1 * B);
   seedrl::agent_unroll_output<double> out{logits, values};
   net.forward_unroll(as_input(data), out);
@@ -620,7 +620,7 @@ TEST_CASE("agent network plus IMPALA loss gradients match central differences",
   seedrl::mlp_lstm_agent<double> net(config);
   seedrl::random_generator rng(32);
   const std::size_t T = 5, T1 = T + 1, B = 3, A = 3;
-  const auto data = make_unroll(net, T1, B, rng);
+  const auto data = make_network_unroll(net, T1, B, rng);
   std::vector<std::int32_t> actions(T1 * B);
   for (auto& a : actions)
     a = static_cast<std::int32_t>(rng.below(A));

@@ -72,7 +72,7 @@ static_assert(!seedrl::Optimizer<integer_scalar>);
 
 // Bit-for-bit equality (NaN-safe, and -0 differs from +0).
 template <class S>
-bool same_bits(const std::vector<S>& a, const std::vector<S>& b) {
+bool same_optim_bits(const std::vector<S>& a, const std::vector<S>& b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(S)) == 0);
 }
@@ -224,7 +224,7 @@ std::vector<std::filesystem::path> optim_fixture_paths() {
 // Steps `opt` through the fixture, checking the lr, the clipping and the parameters after every
 // step; returns the first mismatch (empty when all pass).
 template <class Opt>
-std::string run_fixture(Opt opt, const optim_fixture& f, tolerance tol) {
+std::string run_optim_fixture(Opt opt, const optim_fixture& f, tolerance tol) {
   using S = typename Opt::scalar_type;
   std::vector<S> params = cast_to<S>(f.p0);
   for (std::size_t k = 0; k < f.grads.size(); ++k) {
@@ -268,7 +268,7 @@ std::string run_fixture(Opt opt, const optim_fixture& f, tolerance tol) {
 }
 
 template <class S>
-std::string run_fixture(const optim_fixture& f, tolerance tol) {
+std::string run_optim_fixture(const optim_fixture& f, tolerance tol) {
   if (f.kind == "adam") {
     seedrl::adam_config c;
     c.learning_rate = f.params.at("lr").get<double>();
@@ -276,7 +276,7 @@ std::string run_fixture(const optim_fixture& f, tolerance tol) {
     c.beta2 = f.params.at("beta2").get<double>();
     c.epsilon = f.params.at("eps").get<double>();
     c.lr_decay_steps = f.decay_steps;
-    return run_fixture(seedrl::adam<S>(c), f, tol);
+    return run_optim_fixture(seedrl::adam<S>(c), f, tol);
   }
   if (f.kind == "rmsprop") {
     seedrl::rmsprop_config c;
@@ -285,7 +285,7 @@ std::string run_fixture(const optim_fixture& f, tolerance tol) {
     c.momentum = f.params.at("momentum").get<double>();
     c.epsilon = f.params.at("eps").get<double>();
     c.lr_decay_steps = f.decay_steps;
-    return run_fixture(seedrl::rmsprop<S>(c), f, tol);
+    return run_optim_fixture(seedrl::rmsprop<S>(c), f, tol);
   }
   return f.name + ": unknown optimizer kind " + f.kind;
 }
@@ -315,10 +315,10 @@ TEMPLATE_TEST_CASE("optimizers reproduce the torch reference trajectories", "[op
       // that a change of formula that moves results by less than 1e-6 (e.g. TF's eps-hat form
       // of Adam at eps = 1e-8) cannot slip through; 1e-12 still allows FMA contraction.
       INFO(f.name << " at 1e-12");
-      CHECK(run_fixture<S>(load_optim_fixture(path), tolerance{1e-12, 1e-12}) == "");
+      CHECK(run_optim_fixture<S>(load_optim_fixture(path), tolerance{1e-12, 1e-12}) == "");
     }
     INFO(f.name);
-    CHECK(run_fixture<S>(f, tol) == "");
+    CHECK(run_optim_fixture<S>(f, tol) == "");
   }
 }
 
@@ -406,7 +406,8 @@ TEMPLATE_TEST_CASE("adam with beta1 zero uses the raw gradient as its first mome
     oracle.step(q, std::vector<double>(g.begin(), g.end()));
     INFO("step " << k);
     // m = lerp(m, g, 1) is g exactly, whatever m was.
-    REQUIRE(same_bits(std::vector<S>(opt.first_moment().begin(), opt.first_moment().end()), g));
+    REQUIRE(
+        same_optim_bits(std::vector<S>(opt.first_moment().begin(), opt.first_moment().end()), g));
     if (k == 0) {
       // First step: sqrt(v)/sqrt(1-beta2) = |g|, so each parameter moves by lr*g/(|g| + eps).
       for (std::size_t i = 0; i < p.size(); ++i) {
@@ -465,7 +466,7 @@ TEST_CASE("optimizers follow their schedule and stop moving once it reaches zero
   CHECK(opt.learning_rate() == 0.0);
   const std::vector<double> frozen = p;
   opt.step(p, g);
-  CHECK(same_bits(p, frozen));
+  CHECK(same_optim_bits(p, frozen));
   CHECK(opt.step_count() == 5);
 }
 
@@ -518,7 +519,7 @@ TEMPLATE_TEST_CASE("step rejects buffers of the wrong size and changes nothing",
   CHECK_THROWS_AS(opt.step(p, g), std::invalid_argument);  // params vs grads, first step
   CHECK(opt.step_count() == 0);
   CHECK(opt.size() == 0);
-  CHECK(same_bits(p, std::vector<S>(5, S(1))));
+  CHECK(same_optim_bits(p, std::vector<S>(5, S(1))));
 
   g.assign(5, S(0.5));
   opt.step(p, g);  // sizes the state to 5
@@ -531,8 +532,8 @@ TEMPLATE_TEST_CASE("step rejects buffers of the wrong size and changes nothing",
   CHECK_THAT(invalid_argument_message([&] { opt.step(p6, g6); }), Catch::Contains("sized for 5"));
   CHECK_THROWS_AS(opt.step(p, std::span<const S>(g6)), std::invalid_argument);
   CHECK(opt.save_state() == state);
-  CHECK(same_bits(p, p_after));
-  CHECK(same_bits(p6, std::vector<S>(6, S(1))));
+  CHECK(same_optim_bits(p, p_after));
+  CHECK(same_optim_bits(p6, std::vector<S>(6, S(1))));
 
   // load_state re-sizes the optimizer to the saved element count.
   Opt other;
@@ -598,7 +599,7 @@ TEMPLATE_TEST_CASE("a state saved mid-run resumes bit for bit", "[optim]", seedr
     seedrl::clip_by_global_norm(std::span<S>(g), 10.0);
     resumed.step(p, g);
   }
-  CHECK(same_bits(p, p_straight));
+  CHECK(same_optim_bits(p, p_straight));
   CHECK(resumed.step_count() == straight.step_count());
   CHECK(resumed.save_state() == straight.save_state());
 
@@ -629,7 +630,7 @@ void require_rejected(Opt& opt, std::span<const std::byte> bytes, const std::str
   const std::vector<S> g(n, S(-0.5));
   opt.step(p1, g);
   untouched.step(p2, g);
-  REQUIRE(same_bits(p1, p2));
+  REQUIRE(same_optim_bits(p1, p2));
   REQUIRE(opt.save_state() == untouched.save_state());
 }
 
@@ -751,7 +752,7 @@ TEMPLATE_TEST_CASE("clip_by_global_norm matches a naive double computation", "[o
                                                .margin(1e-30));
       }
       if (coef == 1.0) {
-        CHECK(same_bits(g, original));
+        CHECK(same_optim_bits(g, original));
       }
     }
   }
@@ -765,7 +766,7 @@ TEMPLATE_TEST_CASE("clip_by_global_norm matches a naive double computation", "[o
   SECTION("zero and empty gradients") {
     std::vector<S> zeros(4, S(0));
     CHECK(seedrl::clip_by_global_norm(std::span<S>(zeros), 1.0) == 0.0);
-    CHECK(same_bits(zeros, std::vector<S>(4, S(0))));
+    CHECK(same_optim_bits(zeros, std::vector<S>(4, S(0))));
     std::vector<S> empty;
     CHECK(seedrl::clip_by_global_norm(std::span<S>(empty), 1.0) == 0.0);
   }
@@ -776,10 +777,10 @@ TEMPLATE_TEST_CASE("clip_by_global_norm matches a naive double computation", "[o
           invalid_argument_message([&] { seedrl::clip_by_global_norm(std::span<S>(g), bad); }),
           Catch::Contains("max_norm"));
     }
-    CHECK(same_bits(g, std::vector<S>{S(1), S(2)}));
+    CHECK(same_optim_bits(g, std::vector<S>{S(1), S(2)}));
     CHECK(seedrl::clip_by_global_norm(std::span<S>(g), std::numeric_limits<double>::infinity()) ==
           Approx(std::sqrt(5.0)));
-    CHECK(same_bits(g, std::vector<S>{S(1), S(2)}));
+    CHECK(same_optim_bits(g, std::vector<S>{S(1), S(2)}));
   }
   SECTION("non-finite gradients throw and are left alone") {
     for (const S bad : {std::numeric_limits<S>::quiet_NaN(), std::numeric_limits<S>::infinity(),
@@ -792,7 +793,7 @@ TEMPLATE_TEST_CASE("clip_by_global_norm matches a naive double computation", "[o
       } catch (const std::domain_error& e) {
         CHECK_THAT(std::string(e.what()), Catch::StartsWith("seedrl: gradient norm is not finite"));
       }
-      CHECK(same_bits(g, original));
+      CHECK(same_optim_bits(g, original));
     }
     const std::vector<S> with_nan{S(1), std::numeric_limits<S>::quiet_NaN(),
                                   std::numeric_limits<S>::infinity()};

@@ -14,13 +14,13 @@
 
 namespace {
 
-nlohmann::json load_fixture() {
+nlohmann::json load_pendulum_fixture() {
   std::ifstream in(SEEDRL_TEST_FIXTURES "/pendulum/gymnasium_pendulum_v1.json");
   REQUIRE(in.good());
   return nlohmann::json::parse(in);
 }
 
-seedrl::pendulum::state to_state(const nlohmann::json& j) {
+seedrl::pendulum::state to_pendulum_state(const nlohmann::json& j) {
   return {j.at(0).get<double>(), j.at(1).get<double>()};
 }
 
@@ -47,7 +47,7 @@ static_assert(!seedrl::has_discrete_actions<seedrl::pendulum>);
 // reward by up to 4e-10). Observations are float32 roundings of the same doubles: equal, or one
 // float32 ulp apart where a double lies next to a rounding boundary.
 TEST_CASE("pendulum reproduces gymnasium Pendulum-v1 step by step", "[pendulum]") {
-  const auto fixture = load_fixture();
+  const auto fixture = load_pendulum_fixture();
   const auto& episodes = fixture.at("episodes");
   REQUIRE(episodes.size() >= 10);
   int truncated_episodes = 0;
@@ -61,7 +61,7 @@ TEST_CASE("pendulum reproduces gymnasium Pendulum-v1 step by step", "[pendulum]"
     other_gravity = other_gravity || g != seedrl::pendulum::default_gravity;
     seedrl::pendulum env(0, g);
     std::array<float, 3> obs{};
-    env.reset_to(to_state(episode.at("initial_state")), obs);
+    env.reset_to(to_pendulum_state(episode.at("initial_state")), obs);
     const auto& actions = episode.at("actions");
     const auto& states = episode.at("states");
     const auto& observations = episode.at("observations");
@@ -73,7 +73,7 @@ TEST_CASE("pendulum reproduces gymnasium Pendulum-v1 step by step", "[pendulum]"
       clipped_torques += std::abs(torque) > seedrl::pendulum::max_torque;
       wrapped_angles += std::abs(env.physics_state().theta) > seedrl::pendulum::pi;
       const auto r = env.step(act(torque), obs);
-      const auto want = to_state(states[t]);
+      const auto want = to_pendulum_state(states[t]);
       const auto& got = env.physics_state();
       CHECK(std::abs(got.theta - want.theta) <= 1e-12 * std::max(1.0, std::abs(want.theta)));
       CHECK(std::abs(got.theta_dot - want.theta_dot) <= 1e-12 * 8.0);

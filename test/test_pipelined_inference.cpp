@@ -44,7 +44,7 @@ using namespace std::chrono_literals;
 namespace {
 
 using net_t = seedrl::mlp_lstm_agent<float>;
-constexpr std::size_t obs_size = 4, num_actions = 3;
+constexpr std::size_t pipelined_obs_size = 4, pipelined_num_actions = 3;
 
 TEST_CASE("try_next_batch hands over only a batch that is ready, in order, without waiting",
           "[pipelined]") {
@@ -323,7 +323,7 @@ class pipelined_fake {
       if (f.in.dones[r] != 0)
         std::fill_n(s, width_, 0.0f);
       for (std::size_t j = 0; j < width_; ++j) {
-        s[j] = 0.5f * s[j] + f.in.observations[r * obs_size + j % obs_size] +
+        s[j] = 0.5f * s[j] + f.in.observations[r * pipelined_obs_size + j % pipelined_obs_size] +
                0.1f * f.in.rewards[r] + 0.05f * static_cast<float>(f.in.prev_actions[r]) +
                0.01f * static_cast<float>(j);
       }
@@ -393,7 +393,7 @@ struct unroll_record {
   bool operator==(const unroll_record&) const = default;
 };
 
-struct run_result {
+struct pipelined_run_result {
   std::vector<std::vector<std::int32_t>> answers[2];  // per actor, per step
   std::vector<unroll_record> unrolls;
   std::vector<std::string> calls;
@@ -411,13 +411,13 @@ std::vector<std::byte> step_frame(std::size_t a, std::size_t t) {
   std::uint64_t run_ids[envs_per_actor];
   float rewards[envs_per_actor];
   std::uint8_t dones[envs_per_actor], truncated[envs_per_actor] = {};
-  float obs[envs_per_actor * obs_size];
+  float obs[envs_per_actor * pipelined_obs_size];
   for (std::size_t e = 0; e < envs_per_actor; ++e) {
     run_ids[e] = 100 * a + e + (a == 1 && e == 1 && t >= 7 ? 50 : 0);
     rewards[e] = std::sin(static_cast<float>(3 * t + 5 * a + e));
     dones[e] = static_cast<std::uint8_t>(t == 0 || (a == 0 && e == 0 && t == 5));
-    for (std::size_t j = 0; j < obs_size; ++j)
-      obs[e * obs_size + j] = std::cos(static_cast<float>(t * 7 + a * 3 + e * 11 + j));
+    for (std::size_t j = 0; j < pipelined_obs_size; ++j)
+      obs[e * pipelined_obs_size + j] = std::cos(static_cast<float>(t * 7 + a * 3 + e * 11 + j));
   }
   std::vector<std::byte> frame(seedrl::protocol::step_frame_size(envs_per_actor, sizeof(obs)));
   const seedrl::protocol::step_input in{run_ids, rewards, dones, truncated,
@@ -433,8 +433,8 @@ std::vector<std::byte> step_frame(std::size_t a, std::size_t t) {
 /// batch 2t + 1 is ready while batch 2t computes, and nothing else can be (no actor steps
 /// before round t is answered). A parameter set is published during batch 4 and batch 9 (on
 /// the inference thread: the same batches see it in either run).
-run_result run_loop(bool pipelined, bool engine_samples, long fail_finish_at = -1,
-                    std::size_t steps = rounds) {
+pipelined_run_result run_loop(bool pipelined, bool engine_samples, long fail_finish_at = -1,
+                              std::size_t steps = rounds) {
   reset_control(pipelined, engine_samples);
   seedrl::learner_config lc;
   lc.max_envs = 2 * envs_per_actor;
@@ -448,14 +448,16 @@ run_result run_loop(bool pipelined, bool engine_samples, long fail_finish_at = -
   lc.normalize_observations.enabled = true;  // order-sensitive host bookkeeping
   lc.scale_rewards.enabled = true;
   seedrl::mlp_lstm_agent_config nc;
-  nc.observation_size = obs_size;
-  nc.num_actions = num_actions;
+  nc.observation_size = pipelined_obs_size;
+  nc.num_actions = pipelined_num_actions;
   nc.hidden_sizes = {8};
   nc.lstm_size = 4;
   const net_t net(nc);
   const std::size_t num_params = net_t(net).parameters().size();
-  const seedrl::observation_spec obs_spec{seedrl::dtype::float32, {static_cast<int>(obs_size)}};
-  const auto act_spec = seedrl::action_spec::discrete(static_cast<std::int32_t>(num_actions));
+  const seedrl::observation_spec obs_spec{seedrl::dtype::float32,
+                                          {static_cast<int>(pipelined_obs_size)}};
+  const auto act_spec =
+      seedrl::action_spec::discrete(static_cast<std::int32_t>(pipelined_num_actions));
   loop_t::unroll_queue queue(lc.queue_batches * lc.batch_size);
   seedrl::parameter_store<float> params;
   seedrl::detail::stats_board stats;
@@ -489,7 +491,7 @@ run_result run_loop(bool pipelined, bool engine_samples, long fail_finish_at = -
     first_slot[a] = *slot;
   }
   loop.start();
-  run_result result;
+  pipelined_run_result result;
   seedrl::protocol::step_view view;
   // Waits until both actors have n answers; false once inference stopped or after 10 s.
   const auto wait_round = [&](std::size_t n) {
@@ -510,7 +512,7 @@ run_result run_loop(bool pipelined, bool engine_samples, long fail_finish_at = -
     for (std::size_t a = 0; a < 2; ++a) {
       const auto frame = step_frame(a, t);
       REQUIRE(seedrl::protocol::parse_step(std::span(frame).subspan(seedrl::protocol::header_size),
-                                           envs_per_actor, obs_size * sizeof(float),
+                                           envs_per_actor, pipelined_obs_size * sizeof(float),
                                            view) == seedrl::protocol::error_code::none);
       actors[a].begin_request();
       if (!loop.submit({&actors[a], first_slot[a], &view})) {
@@ -564,8 +566,8 @@ TEST_CASE(
     "[pipelined]") {
   for (const bool engine_samples : {false, true}) {
     INFO((engine_samples ? "sampled by the engine" : "sampled on the host"));
-    const run_result sync = run_loop(false, engine_samples);
-    const run_result piped = run_loop(true, engine_samples);
+    const pipelined_run_result sync = run_loop(false, engine_samples);
+    const pipelined_run_result piped = run_loop(true, engine_samples);
     for (const auto* r : {&sync, &piped}) {
       CHECK(r->violation.empty());
       CHECK(r->all_answered);
@@ -625,7 +627,7 @@ TEST_CASE(
 TEST_CASE("a failed finish() stops the pipelined loop cleanly, with the batch begun after it",
           "[pipelined][bad-input]") {
   // Batch 6 (actor 0's step 3) fails while batch 7 (actor 1's step 3) is in flight.
-  const run_result r = run_loop(true, false, 6, 6);
+  const pipelined_run_result r = run_loop(true, false, 6, 6);
   CHECK(r.violation.empty());
   CHECK_THAT(r.stats.trainer_error, Catch::Contains("the inference engine failed") &&
                                         Catch::Contains("lstm_step_fused_kernel"));

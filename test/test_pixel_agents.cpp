@@ -533,8 +533,8 @@ seedrl::impala_resnet_lstm_agent_config tiny_impala() {
 }
 
 /// Reference forward for either agent.
-void reference(seedrl::nature_cnn_lstm_agent<double>& net, const pixel_unroll& d,
-               std::vector<double>& logits, std::vector<double>& values) {
+void reference_forward(seedrl::nature_cnn_lstm_agent<double>& net, const pixel_unroll& d,
+                       std::vector<double>& logits, std::vector<double>& values) {
   const auto& c = net.config();
   ref::agent_forward(net.parameters().data(), ref::nature_torso{c.torso.channels}, c.channels,
                      c.height, c.width, static_cast<std::size_t>(c.dense_size),
@@ -542,8 +542,8 @@ void reference(seedrl::nature_cnn_lstm_agent<double>& net, const pixel_unroll& d
                      *c.max_abs_input_reward, d.T1, d.B, d.obs, d.rewards, d.dones, d.prev, d.start,
                      logits, values);
 }
-void reference(seedrl::impala_resnet_lstm_agent<double>& net, const pixel_unroll& d,
-               std::vector<double>& logits, std::vector<double>& values) {
+void reference_forward(seedrl::impala_resnet_lstm_agent<double>& net, const pixel_unroll& d,
+                       std::vector<double>& logits, std::vector<double>& values) {
   const auto& c = net.config();
   ref::agent_forward(net.parameters().data(),
                      ref::impala_torso{c.torso.channels, c.torso.blocks_per_stack}, c.channels,
@@ -628,7 +628,7 @@ TEMPLATE_TEST_CASE("pixel agents match an independent float64 forward and centra
   std::vector<double> logits(N * A), values(N), ref_logits, ref_values;
   seedrl::agent_unroll_output<double> out{logits, values};
   net.forward_unroll(d.input(), out);
-  reference(net, d, ref_logits, ref_values);
+  reference_forward(net, d, ref_logits, ref_values);
   for (std::size_t i = 0; i < N * A; ++i)
     REQUIRE(logits[i] == Approx(ref_logits[i]).margin(1e-12));
   for (std::size_t i = 0; i < N; ++i)

@@ -124,7 +124,7 @@ struct ppo_fixture {
   tolerance tol_double, tol_float;
 };
 
-ppo_fixture load_fixture(const std::filesystem::path& path) {
+ppo_fixture load_ppo_fixture(const std::filesystem::path& path) {
   std::ifstream in(path);
   REQUIRE(in.good());
   const json j = json::parse(in);
@@ -271,7 +271,7 @@ TEST_CASE("ppo_loss matches every float64 reference fixture, in double and float
   bool gae = false, vtrace = false, value_clip = false, raw = false, cut = false;
   bool gaussian = false, squashed = false, proximal = false, one_step = false, untruncated = false;
   for (const auto& path : paths) {
-    const ppo_fixture f = load_fixture(path);
+    const ppo_fixture f = load_ppo_fixture(path);
     INFO("fixture " << f.name);
     CHECK(fixture_mismatch<double>(f, f.tol_double) == "");
     CHECK(fixture_mismatch<float>(f, f.tol_float) == "");
@@ -295,7 +295,7 @@ TEST_CASE("ppo_loss matches every float64 reference fixture, in double and float
 
 TEST_CASE("the fixture comparison rejects a gradient off by ten tolerances", "[ppo]") {
   ppo_fixture f =
-      load_fixture(std::filesystem::path(SEEDRL_TEST_FIXTURES) / "ppo" / "gae_normalized.json");
+      load_ppo_fixture(std::filesystem::path(SEEDRL_TEST_FIXTURES) / "ppo" / "gae_normalized.json");
   REQUIRE(fixture_mismatch<double>(f, f.tol_double) == "");
   auto g = f.expected.at("grad_logits").get<std::vector<double>>();
   g[3] += 10 * (f.tol_double.abs + f.tol_double.rel * std::abs(g[3]));

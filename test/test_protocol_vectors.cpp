@@ -55,7 +55,7 @@ bytes read_vector(const std::string& name) {
   return out;
 }
 
-std::string to_hex(std::span<const std::byte> b) {
+std::string to_hex_lines(std::span<const std::byte> b) {
   static constexpr char digits[] = "0123456789abcdef";
   std::string s;
   for (std::size_t i = 0; i < b.size(); ++i) {
@@ -68,7 +68,7 @@ std::string to_hex(std::span<const std::byte> b) {
 }
 
 /// Splits a whole frame, checking the header's type; returns the payload.
-std::span<const std::byte> payload_of(const bytes& frame, p::message_type type) {
+std::span<const std::byte> vector_payload_of(const bytes& frame, p::message_type type) {
   p::frame_header h{};
   std::span<const std::byte> payload;
   std::string why;
@@ -96,9 +96,9 @@ void check_hello(const std::string& file, const p::hello& want, std::uint16_t ve
   const bytes golden = read_vector(file);
   bytes encoded;
   p::encode_hello(want, encoded);
-  CHECK(to_hex(encoded) == to_hex(golden));
+  CHECK(to_hex_lines(encoded) == to_hex_lines(golden));
   p::hello got;
-  REQUIRE(p::decode_hello(payload_of(golden, p::message_type::hello), got) == ec::none);
+  REQUIRE(p::decode_hello(vector_payload_of(golden, p::message_type::hello), got) == ec::none);
   CHECK(got.actor_id == want.actor_id);
   CHECK(got.num_envs == want.num_envs);
   CHECK(got.observation == want.observation);
@@ -112,9 +112,9 @@ void check_status(const std::string& file, p::message_type type, ec code,
   const bytes golden = read_vector(file);
   bytes encoded;
   p::encode_status(type, {code, message}, encoded);
-  CHECK(to_hex(encoded) == to_hex(golden));
+  CHECK(to_hex_lines(encoded) == to_hex_lines(golden));
   p::status_message got;
-  REQUIRE(p::decode_status(payload_of(golden, type), got) == ec::none);
+  REQUIRE(p::decode_status(vector_payload_of(golden, type), got) == ec::none);
   CHECK(got.code == code);
   CHECK(got.message == message);
 }
@@ -153,7 +153,7 @@ TEST_CASE("hello vectors match the encoder and decode to their values", "[protoc
                "box"},
               2);
   // Written by hand from docs/protocol.md's version-2 layout: every low, then every high.
-  CHECK(to_hex(read_vector("hello_continuous_v2.bin")) ==
+  CHECK(to_hex_lines(read_vector("hello_continuous_v2.bin")) ==
         "53 44 52 4c 01 00 01 00 59 00 00 00 00 00 00 00\n"  // header, payload 89 bytes
         "02 00 00 00 09 00 00 00 00 00 00 00 02 00 00 00\n"  // version 2, actor_id 9, 2 envs
         "03 01 00 00 03 00 00 00 02 00 00 00 01 00 00 00\n"  // float32 [3]; continuous rank 1
@@ -162,7 +162,7 @@ TEST_CASE("hello vectors match the encoder and decode to their values", "[protoc
         "00 00 f0 3f 00 00 00 00 00 00 e0 3f 00 00 00 00\n"  // 0.5, inf
         "00 00 f0 7f 03 00 62 6f 78");                       // name "box"
   // The CartPole hello is docs/protocol.md's golden vector too.
-  CHECK(to_hex(read_vector("hello_cartpole.bin")) ==
+  CHECK(to_hex_lines(read_vector("hello_cartpole.bin")) ==
         "53 44 52 4c 01 00 01 00 23 00 00 00 00 00 00 00\n"
         "01 00 00 00 08 07 06 05 04 03 02 01 02 00 00 00\n"
         "03 01 00 00 04 00 00 00 01 00 00 00 02 00 00 00\n"
@@ -173,9 +173,9 @@ TEST_CASE("welcome vector matches the encoder and decodes to its values", "[prot
   const bytes golden = read_vector("welcome.bin");
   bytes encoded;
   p::encode_welcome({8, 2, 64u * 1024u * 1024u, 1000}, encoded);
-  CHECK(to_hex(encoded) == to_hex(golden));
+  CHECK(to_hex_lines(encoded) == to_hex_lines(golden));
   p::welcome got;
-  REQUIRE(p::decode_welcome(payload_of(golden, p::message_type::welcome), got) == ec::none);
+  REQUIRE(p::decode_welcome(vector_payload_of(golden, p::message_type::welcome), got) == ec::none);
   CHECK(got.first_env_slot == 8);
   CHECK(got.num_envs == 2);
   CHECK(got.max_payload_bytes == 67108864);
@@ -208,9 +208,9 @@ TEST_CASE("step vectors match the encoder and parse to their values", "[protocol
     bytes encoded(p::step_frame_size(2, 16));
     encoded.resize(
         p::encode_step(encoded, dtype::float32, {run_ids, rewards, dones, truncateds, raw(obs)}));
-    CHECK(to_hex(encoded) == to_hex(golden));
+    CHECK(to_hex_lines(encoded) == to_hex_lines(golden));
     p::step_view v;
-    REQUIRE(p::parse_step(payload_of(golden, p::message_type::step), 2, 16, v) == ec::none);
+    REQUIRE(p::parse_step(vector_payload_of(golden, p::message_type::step), 2, 16, v) == ec::none);
     REQUIRE(v.size() == 2);
     for (std::size_t i = 0; i < 2; ++i) {
       CHECK(v.env_index(i) == i);
@@ -232,9 +232,9 @@ TEST_CASE("step vectors match the encoder and parse to their values", "[protocol
     bytes encoded(p::step_frame_size(2, 6));
     encoded.resize(
         p::encode_step(encoded, dtype::uint8, {run_ids, rewards, dones, truncateds, raw(obs)}));
-    CHECK(to_hex(encoded) == to_hex(golden));
+    CHECK(to_hex_lines(encoded) == to_hex_lines(golden));
     p::step_view v;
-    REQUIRE(p::parse_step(payload_of(golden, p::message_type::step), 2, 6, v) == ec::none);
+    REQUIRE(p::parse_step(vector_payload_of(golden, p::message_type::step), 2, 6, v) == ec::none);
     REQUIRE(v.size() == 2);
     for (std::size_t i = 0; i < 2; ++i) {
       CHECK(v.run_id(i) == run_ids[i]);
@@ -254,9 +254,9 @@ TEST_CASE("actions vectors match the encoder and parse to their values", "[proto
     const std::vector<std::int32_t> actions{1, 0};
     bytes encoded(p::actions_frame_size(2, spec));
     encoded.resize(p::encode_discrete_actions(encoded, actions));
-    CHECK(to_hex(encoded) == to_hex(golden));
+    CHECK(to_hex_lines(encoded) == to_hex_lines(golden));
     std::array<std::int32_t, 2> got{};
-    REQUIRE(p::parse_actions(payload_of(golden, p::message_type::actions), 2, spec,
+    REQUIRE(p::parse_actions(vector_payload_of(golden, p::message_type::actions), 2, spec,
                              std::span<std::int32_t>(got)) == ec::none);
     CHECK(got == std::array<std::int32_t, 2>{1, 0});
   }
@@ -266,9 +266,9 @@ TEST_CASE("actions vectors match the encoder and parse to their values", "[proto
     const std::vector<float> actions{0.5f, -1.0f};
     bytes encoded(p::actions_frame_size(1, spec));
     encoded.resize(p::encode_continuous_actions(encoded, 1, actions));
-    CHECK(to_hex(encoded) == to_hex(golden));
+    CHECK(to_hex_lines(encoded) == to_hex_lines(golden));
     std::array<float, 2> got{};
-    REQUIRE(p::parse_actions(payload_of(golden, p::message_type::actions), 1, spec,
+    REQUIRE(p::parse_actions(vector_payload_of(golden, p::message_type::actions), 1, spec,
                              std::span<float>(got)) == ec::none);
     CHECK(got == std::array<float, 2>{0.5f, -1.0f});
   }
@@ -279,16 +279,16 @@ TEST_CASE("keepalive and actor_stats vectors match the encoder and decode", "[pr
     const bytes golden = read_vector("keepalive.bin");
     std::array<std::byte, p::header_size> encoded{};
     p::encode_header(encoded, p::message_type::keepalive, 0);
-    CHECK(to_hex(encoded) == to_hex(golden));
-    CHECK(payload_of(golden, p::message_type::keepalive).empty());
+    CHECK(to_hex_lines(encoded) == to_hex_lines(golden));
+    CHECK(vector_payload_of(golden, p::message_type::keepalive).empty());
   }
   {
     const bytes golden = read_vector("actor_stats.bin");
     std::array<std::byte, p::header_size + p::actor_stats_payload_size> encoded{};
     p::encode_actor_stats(encoded, {3, 0.5, 2.0});
-    CHECK(to_hex(encoded) == to_hex(golden));
+    CHECK(to_hex_lines(encoded) == to_hex_lines(golden));
     p::actor_stats got;
-    REQUIRE(p::decode_actor_stats(payload_of(golden, p::message_type::actor_stats), got) ==
+    REQUIRE(p::decode_actor_stats(vector_payload_of(golden, p::message_type::actor_stats), got) ==
             ec::none);
     CHECK(got.steps == 3);
     CHECK(got.env_seconds == 0.5);
@@ -304,33 +304,34 @@ TEST_CASE("auth vectors match the encoder and carry the docs/security.md proofs"
 
   const bytes request = read_vector("auth_request.bin");
   p::encode_auth_request(encoded);
-  CHECK(to_hex(encoded) == to_hex(request));
-  CHECK(p::decode_auth_request(payload_of(request, p::message_type::auth_request)) == ec::none);
+  CHECK(to_hex_lines(encoded) == to_hex_lines(request));
+  CHECK(p::decode_auth_request(vector_payload_of(request, p::message_type::auth_request)) ==
+        ec::none);
 
   const bytes challenge = read_vector("auth_challenge.bin");
   p::encode_auth_challenge(nl, encoded);
-  CHECK(to_hex(encoded) == to_hex(challenge));
+  CHECK(to_hex_lines(encoded) == to_hex_lines(challenge));
   std::array<std::byte, 32> nonce{}, proof{};
-  REQUIRE(p::decode_auth_challenge(payload_of(challenge, p::message_type::auth_challenge), nonce) ==
-          ec::none);
+  REQUIRE(p::decode_auth_challenge(vector_payload_of(challenge, p::message_type::auth_challenge),
+                                   nonce) == ec::none);
   CHECK(nonce == nl);
 
   const bytes response = read_vector("auth_response.bin");
   p::encode_auth_response(na, pa, encoded);
-  CHECK(to_hex(encoded) == to_hex(response));
-  REQUIRE(p::decode_auth_response(payload_of(response, p::message_type::auth_response), nonce,
-                                  proof) == ec::none);
+  CHECK(to_hex_lines(encoded) == to_hex_lines(response));
+  REQUIRE(p::decode_auth_response(vector_payload_of(response, p::message_type::auth_response),
+                                  nonce, proof) == ec::none);
   CHECK(nonce == na);
-  CHECK(to_hex(proof) ==
+  CHECK(to_hex_lines(proof) ==
         "ce 1f 00 95 46 e9 8c 12 38 95 81 92 17 e2 8f 0e\n"
         "f2 c2 48 39 30 92 ce 82 eb fb 08 1a 84 b4 d3 d1");
 
   const bytes confirm = read_vector("auth_confirm.bin");
   p::encode_auth_confirm(pl, encoded);
-  CHECK(to_hex(encoded) == to_hex(confirm));
-  REQUIRE(p::decode_auth_confirm(payload_of(confirm, p::message_type::auth_confirm), proof) ==
-          ec::none);
-  CHECK(to_hex(proof) ==
+  CHECK(to_hex_lines(encoded) == to_hex_lines(confirm));
+  REQUIRE(p::decode_auth_confirm(vector_payload_of(confirm, p::message_type::auth_confirm),
+                                 proof) == ec::none);
+  CHECK(to_hex_lines(proof) ==
         "2f 4f 32 6e 17 51 a2 04 1c 83 b6 62 f6 9f 58 7b\n"
         "7b 02 eb 26 65 31 c6 10 2c 9f 37 69 16 ac 85 c2");
 }

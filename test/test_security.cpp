@@ -32,7 +32,7 @@ using bytes = std::vector<std::byte>;
 
 namespace {
 
-bytes from_hex(std::string_view hex) {
+bytes from_hex_digits(std::string_view hex) {
   const auto nibble = [](char c) -> int {
     if (c >= '0' && c <= '9')
       return c - '0';
@@ -48,7 +48,7 @@ bytes from_hex(std::string_view hex) {
   return out;
 }
 
-std::string to_hex(std::span<const std::byte> b) {
+std::string to_hex_digits(std::span<const std::byte> b) {
   static constexpr char digits[] = "0123456789abcdef";
   std::string s;
   for (const std::byte x : b) {
@@ -80,15 +80,15 @@ sec::shared_secret secret_of(std::string_view s) {
 }
 
 /// A private temporary directory, removed with everything in it at scope exit.
-struct temp_dir {
+struct security_temp_dir {
   std::filesystem::path path;
-  temp_dir() {
+  security_temp_dir() {
     std::string pattern = (std::filesystem::temp_directory_path() / "seedrl-sec-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr)
       throw std::runtime_error("mkdtemp failed");
     path = pattern;
   }
-  ~temp_dir() {
+  ~security_temp_dir() {
     std::error_code ec;
     std::filesystem::remove_all(path, ec);
   }
@@ -125,22 +125,24 @@ std::string secret_error_text(const auto& load) {
 }  // namespace
 
 TEST_CASE("sha256 matches the FIPS 180-4 examples", "[security]") {
-  CHECK(to_hex(sec::sha256::hash("")) ==
+  CHECK(to_hex_digits(sec::sha256::hash("")) ==
         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  CHECK(to_hex(sec::sha256::hash("abc")) ==
+  CHECK(to_hex_digits(sec::sha256::hash("abc")) ==
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   // 448 bits: the padding no longer fits the first block.
-  CHECK(to_hex(sec::sha256::hash("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")) ==
+  CHECK(to_hex_digits(
+            sec::sha256::hash("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")) ==
         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  CHECK(to_hex(sec::sha256::hash("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmn"
-                                 "oijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu")) ==
+  CHECK(to_hex_digits(
+            sec::sha256::hash("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmn"
+                              "oijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu")) ==
         "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
 }
 
 TEST_CASE("sha256 of one million a in one piece and in uneven pieces", "[security]") {
   const std::string million(1'000'000, 'a');
   const std::string want = "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0";
-  CHECK(to_hex(sec::sha256::hash(million)) == want);
+  CHECK(to_hex_digits(sec::sha256::hash(million)) == want);
   sec::sha256 h;
   std::size_t done = 0;
   for (std::size_t piece = 1; done < million.size(); piece = piece * 3 % 1000 + 1) {
@@ -148,7 +150,7 @@ TEST_CASE("sha256 of one million a in one piece and in uneven pieces", "[securit
     h.update(std::string_view(million).substr(done, n));
     done += n;
   }
-  CHECK(to_hex(h.finish()) == want);
+  CHECK(to_hex_digits(h.finish()) == want);
 }
 
 TEST_CASE("sha256 incremental hashing at every split point equals one-shot", "[security]") {
@@ -171,7 +173,8 @@ TEST_CASE("sha256 incremental hashing at every split point equals one-shot", "[s
   h.update("abc");
   (void)h.finish();
   h.update("abc");
-  CHECK(to_hex(h.finish()) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(to_hex_digits(h.finish()) ==
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST_CASE("hmac_sha256 matches RFC 4231 test cases 1 to 7", "[security]") {
@@ -188,7 +191,7 @@ TEST_CASE("hmac_sha256 matches RFC 4231 test cases 1 to 7", "[security]") {
        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"},
       {3, repeat(0xaa, 20), repeat(0xdd, 50),
        "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"},
-      {4, from_hex("0102030405060708090a0b0c0d0e0f10111213141516171819"), repeat(0xcd, 50),
+      {4, from_hex_digits("0102030405060708090a0b0c0d0e0f10111213141516171819"), repeat(0xcd, 50),
        "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"},
       // Case 5 gives only the first 128 bits of the MAC.
       {5, repeat(0x0c, 20), text("Test With Truncation"), "a3b6167473100ee06e0c796c2955552b"},
@@ -203,8 +206,8 @@ TEST_CASE("hmac_sha256 matches RFC 4231 test cases 1 to 7", "[security]") {
   for (const rfc_case& c : cases) {
     INFO("RFC 4231 test case " << c.number);
     const auto mac = sec::hmac_sha256::mac(c.key, c.data);
-    const bytes want = from_hex(c.mac);
-    CHECK(to_hex(std::span(mac).first(want.size())) == c.mac);
+    const bytes want = from_hex_digits(c.mac);
+    CHECK(to_hex_digits(std::span(mac).first(want.size())) == c.mac);
     CHECK(sec::constant_time_equal(std::span(mac).first(want.size()), want));
     // The same MAC, fed byte by byte, and again from the same object after finish().
     sec::hmac_sha256 h(c.key);
@@ -217,7 +220,7 @@ TEST_CASE("hmac_sha256 matches RFC 4231 test cases 1 to 7", "[security]") {
 }
 
 TEST_CASE("constant_time_equal compares contents and sizes", "[security]") {
-  const bytes a = from_hex("00112233445566778899aabbccddeeff");
+  const bytes a = from_hex_digits("00112233445566778899aabbccddeeff");
   CHECK(sec::constant_time_equal(a, a));
   CHECK(sec::constant_time_equal(a, bytes(a)));
   CHECK(sec::constant_time_equal(bytes{}, bytes{}));
@@ -276,7 +279,7 @@ TEST_CASE("shared_secret from an environment variable", "[security]") {
 }
 
 TEST_CASE("shared_secret from a file refuses loose modes and bad contents", "[security]") {
-  const temp_dir dir;
+  const security_temp_dir dir;
   const std::string key = "0123456789abcdef0123456789abcdef";
 
   const auto good = dir.write("good", key + "\n", 0600);
@@ -354,8 +357,9 @@ TEST_CASE("auth proofs match the test vector of docs/security.md", "[security]")
   const auto na = nonce_counting_from(0x20);
   const auto actor_proof = sec::compute_proof(secret.bytes(), sec::auth_role::actor, nl, na);
   const auto learner_proof = sec::compute_proof(secret.bytes(), sec::auth_role::learner, nl, na);
-  CHECK(to_hex(actor_proof) == "ce1f009546e98c123895819217e28f0ef2c248393092ce82ebfb081a84b4d3d1");
-  CHECK(to_hex(learner_proof) ==
+  CHECK(to_hex_digits(actor_proof) ==
+        "ce1f009546e98c123895819217e28f0ef2c248393092ce82ebfb081a84b4d3d1");
+  CHECK(to_hex_digits(learner_proof) ==
         "2f4f326e1751a2041c83b662f69f587b7b02eb266531c6102c9f376916ac85c2");
 
   sec::learner_handshake learner(secret, nl);

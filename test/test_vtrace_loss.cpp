@@ -51,7 +51,7 @@ double max_combined_error(const std::vector<S>& got, const std::vector<double>& 
 }
 
 // Values that float represents exactly, so float and double runs see the same inputs.
-double float_exact(double x) {
+double vtrace_float_exact(double x) {
   return static_cast<double>(static_cast<float>(x));
 }
 
@@ -263,10 +263,10 @@ TEMPLATE_TEST_CASE("vtrace on SEED RL's test case matches the direct-sum oracle"
   for (std::size_t t = 0; t < T; ++t) {
     for (std::size_t b = 0; b < B; ++b) {
       const double k = static_cast<double>(5 * t + b);
-      log_rhos[t * B + b] = float_exact(5.0 * (k / 25.0 - 0.5));
-      discounts[t * B + b] = float_exact(0.9 / static_cast<double>(b + 1));
+      log_rhos[t * B + b] = vtrace_float_exact(5.0 * (k / 25.0 - 0.5));
+      discounts[t * B + b] = vtrace_float_exact(0.9 / static_cast<double>(b + 1));
       rewards[t * B + b] = k;
-      values[t * B + b] = float_exact(k / 5.0);
+      values[t * B + b] = vtrace_float_exact(k / 5.0);
     }
   }
   for (std::size_t b = 0; b < B; ++b) {
@@ -323,15 +323,15 @@ TEMPLATE_TEST_CASE("vtrace matches the oracle on random inputs with episode ends
     const std::size_t n = T * B;
     std::vector<double> log_rhos(n), discounts(n), rewards(n), values(n), bootstrap(B);
     for (std::size_t i = 0; i < n; ++i) {
-      log_rhos[i] = float_exact(rng.uniform(-2.0, 2.0));
-      discounts[i] = rng.uniform() < 0.15 ? 0.0 : float_exact(0.99);
-      rewards[i] = float_exact(rng.uniform(-1.0, 1.0));
-      values[i] = float_exact(rng.uniform(-3.0, 3.0));
+      log_rhos[i] = vtrace_float_exact(rng.uniform(-2.0, 2.0));
+      discounts[i] = rng.uniform() < 0.15 ? 0.0 : vtrace_float_exact(0.99);
+      rewards[i] = vtrace_float_exact(rng.uniform(-1.0, 1.0));
+      values[i] = vtrace_float_exact(rng.uniform(-3.0, 3.0));
     }
     for (auto& v : bootstrap) {
-      v = float_exact(rng.uniform(-3.0, 3.0));
+      v = vtrace_float_exact(rng.uniform(-3.0, 3.0));
     }
-    const double lambda = float_exact(0.9);
+    const double lambda = vtrace_float_exact(0.9);
     const auto ref =
         vtrace_oracle(T, B, log_rhos, discounts, rewards, values, bootstrap, 1.0, 1.0, lambda);
     std::vector<S> vs(n), pg(n);
@@ -376,20 +376,20 @@ TEMPLATE_TEST_CASE("vtrace cuts time-limit truncations as at an unroll end", "[v
       std::vector<double> log_rhos(n), discounts(n), rewards(n), values(n), bootstrap(B);
       std::vector<std::uint8_t> cut(n), none(n, 0);
       for (std::size_t i = 0; i < n; ++i) {
-        log_rhos[i] = float_exact(rng.uniform(-2.0, 2.0));
-        discounts[i] = rng.uniform() < 0.1 ? 0.0 : float_exact(0.99);
-        rewards[i] = float_exact(rng.uniform(-1.0, 1.0));
-        values[i] = float_exact(rng.uniform(-3.0, 3.0));
+        log_rhos[i] = vtrace_float_exact(rng.uniform(-2.0, 2.0));
+        discounts[i] = rng.uniform() < 0.1 ? 0.0 : vtrace_float_exact(0.99);
+        rewards[i] = vtrace_float_exact(rng.uniform(-1.0, 1.0));
+        values[i] = vtrace_float_exact(rng.uniform(-3.0, 3.0));
         cut[i] = rng.uniform() < 0.15 ? 1 : 0;
       }
       for (auto& v : bootstrap) {
-        v = float_exact(rng.uniform(-3.0, 3.0));
+        v = vtrace_float_exact(rng.uniform(-3.0, 3.0));
       }
       cut[n - 1] = 1;  // a cut in the last row too
-      const double lambda = float_exact(0.9);
+      const double lambda = vtrace_float_exact(0.9);
       const auto ref = vtrace_oracle(T, B, log_rhos, discounts, rewards, values, bootstrap, 1.0,
-                                     float_exact(0.8), lambda, &cut);
-      const seedrl::vtrace_params<S> params{S(1), static_cast<S>(float_exact(0.8)),
+                                     vtrace_float_exact(0.8), lambda, &cut);
+      const seedrl::vtrace_params<S> params{S(1), static_cast<S>(vtrace_float_exact(0.8)),
                                             static_cast<S>(lambda)};
       std::vector<S> vs(n), pg(n);
       seedrl::vtrace(T, B, cast_to<S>(log_rhos), cast_to<S>(discounts), cast_to<S>(rewards),
@@ -405,7 +405,7 @@ TEMPLATE_TEST_CASE("vtrace cuts time-limit truncations as at an unroll end", "[v
       }
       // The flags matter: the oracle without the cut gives other targets.
       const auto uncut = vtrace_oracle(T, B, log_rhos, discounts, rewards, values, bootstrap, 1.0,
-                                       float_exact(0.8), lambda);
+                                       vtrace_float_exact(0.8), lambda);
       CHECK(max_combined_error(vs, uncut.vs) > 1e-3);
       // All-zero flags run the same arithmetic as the overload without them: equal bit for bit.
       std::vector<S> vs_none(n), pg_none(n), vs_plain(n), pg_plain(n);
@@ -491,7 +491,7 @@ double naive_entropy(const std::vector<double>& z) {
 std::vector<double> random_logits(seedrl::random_generator& rng, std::size_t n, double scale) {
   std::vector<double> z(n);
   for (auto& v : z) {
-    v = float_exact(rng.uniform(-scale, scale));
+    v = vtrace_float_exact(rng.uniform(-scale, scale));
   }
   return z;
 }
@@ -748,14 +748,14 @@ impala_data make_impala_data(std::size_t T, std::size_t B, std::size_t A, std::u
   const std::size_t steps = (T + 1) * B;
   d.logits = random_logits(rng, steps * A, 2.0);
   for (std::size_t i = 0; i < steps; ++i) {
-    d.values.push_back(float_exact(rng.uniform(-3.0, 3.0)));
-    d.rewards.push_back(float_exact(rng.uniform(-reward_scale, reward_scale)));
+    d.values.push_back(vtrace_float_exact(rng.uniform(-3.0, 3.0)));
+    d.rewards.push_back(vtrace_float_exact(rng.uniform(-reward_scale, reward_scale)));
     d.dones.push_back(rng.uniform() < 0.2 ? 1 : 0);
     d.actions.push_back(static_cast<std::int32_t>(rng.below(A)));
     // The actor's policy: other random logits, so rho = pi / mu falls on both sides of 1.
     const auto mu = random_logits(rng, A, 2.0);
     d.behaviour_log_probs.push_back(
-        float_exact(naive_log_softmax(mu)[static_cast<std::size_t>(d.actions.back())]));
+        vtrace_float_exact(naive_log_softmax(mu)[static_cast<std::size_t>(d.actions.back())]));
   }
   // At least one episode end inside the unroll, whatever the draws.
   d.dones[(T / 2 + 1) * B - 1] = 1;
@@ -848,7 +848,7 @@ struct impala_views {
 };
 
 template <class S>
-seedrl::impala_loss_config<S> config_as(const seedrl::impala_loss_config<double>& c) {
+seedrl::impala_loss_config<S> vtrace_config_as(const seedrl::impala_loss_config<double>& c) {
   const auto opt = [](std::optional<double> x) {
     return x ? std::optional<S>(static_cast<S>(*x)) : std::nullopt;
   };
@@ -872,17 +872,17 @@ std::vector<impala_case> impala_cases() {
   clipped_rewards.max_abs_reward = 1.0;
   clipped_rewards.entropy_cost = 0.05;  // large enough that its gradient is visible
   clipped_rewards.baseline_cost = 0.7;
-  clipped_rewards.discount = float_exact(0.95);
-  clipped_rewards.lambda = float_exact(0.8);
+  clipped_rewards.discount = vtrace_float_exact(0.95);
+  clipped_rewards.lambda = vtrace_float_exact(0.8);
   clipped_rewards.clip_rho_threshold = 1.5;
-  clipped_rewards.clip_pg_rho_threshold = float_exact(1.2);
+  clipped_rewards.clip_pg_rho_threshold = vtrace_float_exact(1.2);
   seedrl::impala_loss_config<double> no_clipping;
   no_clipping.clip_rho_threshold = std::nullopt;
   no_clipping.clip_pg_rho_threshold = std::nullopt;
   no_clipping.entropy_cost = 0.01;
   seedrl::impala_loss_config<double> defaults;
-  defaults.discount = float_exact(defaults.discount);
-  defaults.entropy_cost = float_exact(defaults.entropy_cost);
+  defaults.discount = vtrace_float_exact(defaults.discount);
+  defaults.entropy_cost = vtrace_float_exact(defaults.entropy_cost);
   return {{"SEED defaults", 6, 3, 4, 1, 1.0, defaults, 0.0},
           {"reward clipping and custom costs", 5, 4, 3, 2, 3.0, clipped_rewards, 0.0},
           {"no rho clipping", 4, 2, 5, 3, 1.0, no_clipping, 0.0},
@@ -912,7 +912,7 @@ TEMPLATE_TEST_CASE("impala_loss terms match a naive double implementation", "[lo
     const naive_terms ref = naive_impala(d, d.logits, d.values, k.config);
     impala_views<S> views(d);
     auto grad = views.gradients();
-    const seedrl::impala_loss<S> loss(config_as<S>(k.config));
+    const seedrl::impala_loss<S> loss(vtrace_config_as<S>(k.config));
     const seedrl::loss_terms got = loss(views.batch(d), grad);
     CAPTURE(got.total, ref.total, got.policy, ref.policy, got.baseline, ref.baseline, got.entropy,
             ref.entropy);
@@ -944,7 +944,7 @@ TEST_CASE("impala_loss::compute on host_backend keeps one workspace across batch
     INFO("case: " << k.name);
     const impala_data d =
         make_impala_data(k.T, k.B, k.A, k.seed, k.reward_scale, k.truncated_share);
-    const seedrl::impala_loss<float> loss(config_as<float>(k.config));
+    const seedrl::impala_loss<float> loss(vtrace_config_as<float>(k.config));
     impala_views<float> want_views(d);
     auto want_grad = want_views.gradients();
     const seedrl::loss_terms want = loss(want_views.batch(d), want_grad);
@@ -1054,7 +1054,7 @@ TEST_CASE("impala_loss gradients match central finite differences", "[loss]") {
     // The float loss computes the same gradients to float precision.
     impala_views<float> fviews(d);
     auto fgrad = fviews.gradients();
-    seedrl::impala_loss<float>(config_as<float>(k.config))(fviews.batch(d), fgrad);
+    seedrl::impala_loss<float>(vtrace_config_as<float>(k.config))(fviews.batch(d), fgrad);
     CHECK(max_combined_error(fviews.grad_logits, views.grad_logits) < 1e-6);
     CHECK(max_combined_error(fviews.grad_values, views.grad_values) < 1e-6);
   }
@@ -1169,7 +1169,7 @@ TEMPLATE_TEST_CASE("impala_loss leaves time-limit transitions out, against a flo
     impala_views<S> views(d);
     auto grad = views.gradients();
     const seedrl::loss_terms got =
-        seedrl::impala_loss<S>(config_as<S>(k.config))(views.batch(d), grad);
+        seedrl::impala_loss<S>(vtrace_config_as<S>(k.config))(views.batch(d), grad);
     CAPTURE(got.policy, ref.terms.policy, got.baseline, ref.terms.baseline, got.entropy,
             ref.terms.entropy);
     CHECK(combined_error(got.policy, ref.terms.policy) < tol);
@@ -1198,7 +1198,7 @@ TEMPLATE_TEST_CASE("impala_loss leaves time-limit transitions out, against a flo
     CHECK(max_combined_error(terminal.targets.vs, ref.terms.targets.vs) > 1e-2);
     impala_views<S> tviews(as_terminal);
     auto tgrad = tviews.gradients();
-    seedrl::impala_loss<S>(config_as<S>(k.config))(tviews.batch(as_terminal), tgrad);
+    seedrl::impala_loss<S>(vtrace_config_as<S>(k.config))(tviews.batch(as_terminal), tgrad);
     CHECK(max_combined_error(tviews.grad_values, ref.grad_values) > 1e-2);
     CHECK(max_combined_error(tviews.grad_logits, ref.grad_logits) > 1e-2);
   }
