@@ -2,7 +2,7 @@
 """Draws learning curves from seedrl's metrics.jsonl (seedrl::metrics_log) into a PNG.
 
     python3 tools/plot_metrics.py RUN [RUN ...] [--tags TAG ...] [--x step|TAG]
-                                  [--smooth N] [--output curves.png]
+                                  [--smooth N] [--seeds] [--output curves.png]
 
 RUN is a log directory (its metrics.jsonl is read) or a .jsonl file; several runs are drawn in
 the same panels, labelled by directory name, to compare them. Each tag gets its own panel,
@@ -10,13 +10,16 @@ against the step (default) or against another logged tag such as `frames` (--x f
 against `seconds` since the run's first line (--x seconds: runs compared for the same wall
 time). Values
 that were not finite (null in the file) leave gaps. --smooth N draws the mean of the last N
-points. Default tags: all that the runs logged; default output: metrics.png in the first run's
+points. --seeds draws runs labelled NAME-sSEED (r2d2-s1, r2d2-s2, ...) as one line per NAME:
+the median over its seeds, with their range shaded, up to the x that every seed reached.
+Default tags: all that the runs logged; default output: metrics.png in the first run's
 directory. Needs matplotlib (`pip install matplotlib`; scripts/install-deps.sh --test-tools puts
 it in .venv).
 """
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -68,6 +71,53 @@ def series(rows, tag, x_key, smooth):
     return xs, ys
 
 
+def interpolate(xs, ys, x):
+    """ys at x, linear between logged points (nan outside them or next to a gap)."""
+    for i in range(1, len(xs)):
+        if xs[i - 1] <= x <= xs[i]:
+            if xs[i] == xs[i - 1]:
+                return ys[i]
+            w = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+            return ys[i - 1] + w * (ys[i] - ys[i - 1])
+    return math.nan
+
+
+def seed_groups(runs):
+    """{NAME: [rows of NAME-s1, NAME-s2, ...]} in first-seen order; a run not named so is its own."""
+    groups = {}
+    for label, rows in runs:
+        match = re.fullmatch(r"(.+)-s\d+", label)
+        groups.setdefault(match.group(1) if match else label, []).append(rows)
+    return groups
+
+
+def draw_seed_group(ax, name, runs_rows, tag, x_tag, smooth, grid_points=200):
+    """The median over seeds on a common grid, the range shaded; returns the points drawn."""
+    curves = [series(rows, tag, x_tag, smooth) for rows in runs_rows]
+    curves = [(xs, ys) for xs, ys in curves if xs]
+    if not curves:
+        return 0
+    lo = max(xs[0] for xs, _ in curves)
+    hi = min(xs[-1] for xs, _ in curves)  # every seed reached it
+    if hi <= lo:
+        return 0
+    grid = [lo + (hi - lo) * i / (grid_points - 1) for i in range(grid_points)]
+    medians, lows, highs = [], [], []
+    for x in grid:
+        values = sorted(v for v in (interpolate(xs, ys, x) for xs, ys in curves)
+                        if math.isfinite(v))
+        if len(values) < len(curves):  # a seed has no value here: leave a gap
+            medians.append(math.nan), lows.append(math.nan), highs.append(math.nan)
+            continue
+        mid = len(values) // 2
+        medians.append(values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2)
+        lows.append(values[0])
+        highs.append(values[-1])
+    line, = ax.plot(grid, medians, label=f"{name} (median of {len(curves)})", linewidth=1.4)
+    ax.fill_between(grid, lows, highs, color=line.get_color(), alpha=0.2, linewidth=0)
+    return len(grid)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", help="log directories or metrics.jsonl files")
@@ -75,6 +125,8 @@ def main():
     p.add_argument("--x", default="step",
                    help="x axis: step (default), seconds, or a logged tag, e.g. frames")
     p.add_argument("--smooth", type=int, default=1, help="moving average over N points")
+    p.add_argument("--seeds", action="store_true",
+                   help="one line per NAME for runs labelled NAME-sSEED: median and range")
     p.add_argument("--output", "-o", help="PNG to write (default: RUN/metrics.png)")
     args = p.parse_args()
 
@@ -108,7 +160,10 @@ def main():
     fig, axes = plt.subplots(rows_n, cols, figsize=(6 * cols, 3.5 * rows_n), squeeze=False)
     points = 0
     for ax, tag in zip(axes.flat, tags):
-        for label, rows in runs:
+        if args.seeds:
+            for name, group in seed_groups(runs).items():
+                points += draw_seed_group(ax, name, group, tag, args.x, args.smooth)
+        for label, rows in ([] if args.seeds else runs):
             xs, ys = series(rows, tag, args.x, args.smooth)
             points += len(xs)
             if xs:

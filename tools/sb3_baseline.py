@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Stable-Baselines3 PPO with RL Zoo's hyperparameters, the baseline that docs/learning.md and
-docs/mujoco.md set our runs beside.
+"""Stable-Baselines3 PPO or DQN with RL Zoo's hyperparameters, the baselines that
+docs/learning.md, docs/mujoco.md (PPO) and docs/r2d2.md (DQN, the value-based peer) set our runs
+beside.
 
-The hyperparameters are RL Zoo's PPO entries (hyperparams/ppo.yml in rl-baselines3-zoo) for
-CartPole-v1, Acrobot-v1, Pendulum-v1 and HalfCheetah (tuned for -v3, run on -v5); another env
-gets SB3's own defaults. As in the Zoo, `normalize: true` is VecNormalize over observations and
-rewards with the algorithm's gamma, `lin_X` a rate decayed linearly from X to 0, and episode
-returns are the raw ones (Monitor sits under VecNormalize). With --target-return the run stops
-as soon as the mean of the last 100 episodes reaches it, and prints
+The hyperparameters are RL Zoo's entries (hyperparams/ppo.yml and dqn.yml in
+rl-baselines3-zoo): PPO for CartPole-v1, Acrobot-v1, Pendulum-v1 and HalfCheetah (tuned for -v3,
+run on -v5), DQN (--algo dqn) for CartPole-v1; another env gets SB3's own defaults. As in the
+Zoo, `normalize: true` is VecNormalize over observations and rewards with the algorithm's gamma,
+`lin_X` a rate decayed linearly from X to 0, and episode returns are the raw ones (Monitor sits
+under VecNormalize). With --target-return the run stops as soon as the mean of the last 100
+episodes reaches it, and prints
     reached: TARGET at STEPS steps in WALL s
 (or "not reached"), the figure bench/learning_suite.sh reads.
 
@@ -25,7 +27,8 @@ stable-baselines3 (and with it torch) is installed into the running interpreter'
 when missing; it is not one of the test tools. Torch runs on one CPU thread by default so the
 baseline's wall time is comparable with a one-core learner and leaves the machine usable.
 
-Usage: .venv/bin/python tools/sb3_baseline.py [--env HalfCheetah-v5] [--steps 1000000]
+Usage: .venv/bin/python tools/sb3_baseline.py [--algo ppo|dqn] [--env HalfCheetah-v5]
+           [--steps 1000000]
            [--seed 0] [--csv out.csv] [--metrics out.jsonl] [--log-every 10000] [--threads 1]
            [--eval-episodes 10] [--target-return R]
 """
@@ -61,7 +64,7 @@ def cpu_model():
 
 # RL Zoo, ppo.yml: (n_envs, normalize, PPO arguments, policy_kwargs); "lin_X" strings are
 # linear schedules from X. policy_kwargs names torch's activation by string (resolved below).
-ZOO = {
+PPO_ZOO = {
     "CartPole-v1": (8, False, dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98,
                                    n_epochs=20, ent_coef=0.0, learning_rate="lin_0.001",
                                    clip_range="lin_0.2"), {}),
@@ -79,8 +82,18 @@ ZOO = {
 }
 
 
-def zoo_entry(env_id):
-    for key, entry in ZOO.items():
+# RL Zoo, dqn.yml: one environment each; ε decays linearly from 1 to exploration_final_eps over
+# exploration_fraction of the run's steps (so --steps changes the schedule, as it does in the Zoo).
+DQN_ZOO = {
+    "CartPole-v1": (1, False, dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100_000,
+                                   learning_starts=1000, gamma=0.99, target_update_interval=10,
+                                   train_freq=256, gradient_steps=128, exploration_fraction=0.16,
+                                   exploration_final_eps=0.04), dict(net_arch=[256, 256])),
+}
+
+
+def zoo_entry(algo, env_id):
+    for key, entry in (DQN_ZOO if algo == "dqn" else PPO_ZOO).items():
         if env_id == key or env_id.startswith(key + "-"):
             return entry
     return (1, False, {}, {})
@@ -95,6 +108,7 @@ def schedule(value):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--algo", choices=["ppo", "dqn"], default="ppo")
     parser.add_argument("--env", default="HalfCheetah-v5")
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=0)
@@ -112,7 +126,7 @@ def main():
     import numpy as np
     import stable_baselines3
     import torch
-    from stable_baselines3 import PPO
+    from stable_baselines3 import DQN, PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
@@ -123,9 +137,9 @@ def main():
     print(f"versions: python {platform.python_version()}, stable-baselines3 "
           f"{stable_baselines3.__version__}, torch {torch.__version__} ({args.threads} thread), "
           f"gymnasium {gym.__version__}, numpy {np.__version__}")
-    n_envs, normalize, hyper, policy_kwargs = zoo_entry(args.env)
-    print(f"env {args.env}, {args.steps} steps, seed {args.seed}, {n_envs} envs, normalize "
-          f"{normalize}, hyperparameters {hyper}, policy {policy_kwargs}")
+    n_envs, normalize, hyper, policy_kwargs = zoo_entry(args.algo, args.env)
+    print(f"{args.algo}, env {args.env}, {args.steps} steps, seed {args.seed}, {n_envs} envs, "
+          f"normalize {normalize}, hyperparameters {hyper}, policy {policy_kwargs}")
     sys.stdout.flush()
 
     venv = make_vec_env(args.env, n_envs=n_envs, seed=args.seed)
@@ -135,7 +149,8 @@ def main():
     policy_kwargs = dict(policy_kwargs)
     if "activation_fn" in policy_kwargs:
         policy_kwargs["activation_fn"] = getattr(torch.nn, policy_kwargs["activation_fn"])
-    model = PPO("MlpPolicy", venv, seed=args.seed, device="cpu", verbose=0,
+    algorithm = DQN if args.algo == "dqn" else PPO
+    model = algorithm("MlpPolicy", venv, seed=args.seed, device="cpu", verbose=0,
                 policy_kwargs=policy_kwargs, **kwargs)
 
     class CsvLog(BaseCallback):
