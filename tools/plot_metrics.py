@@ -75,8 +75,8 @@ def interpolate(xs, ys, x):
     """ys at x, linear between logged points (nan outside them or next to a gap)."""
     for i in range(1, len(xs)):
         if xs[i - 1] <= x <= xs[i]:
-            if xs[i] == xs[i - 1]:
-                return ys[i]
+            if x == xs[i - 1] or x == xs[i]:  # a logged point keeps its value beside a gap
+                return ys[i - 1] if x == xs[i - 1] else ys[i]
             w = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
             return ys[i - 1] + w * (ys[i] - ys[i - 1])
     return math.nan
