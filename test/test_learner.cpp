@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "learner_bad_input.hpp"
+#include "recording_trainer.hpp"
 #include "seedrl/core/random.hpp"
 #include "seedrl/distributed/state_check.hpp"
 #include "seedrl/env/cartpole.hpp"
@@ -949,47 +950,8 @@ class scripted_env {
 
 static_assert(seedrl::Environment<scripted_env>);
 
-/// A copy of one training_batch<float>.
-struct recorded_batch {
-  std::size_t T = 0, B = 0, num_actions = 0;
-  std::vector<float> observations, rewards, behaviour_log_probs, start_state;
-  std::vector<std::uint8_t> dones, truncated;
-  std::vector<std::int32_t> prev_actions, actions;
-};
-
-/// A Trainer that copies every batch and changes no parameter, so that inference runs with the
-/// initial parameters throughout and its log-probs can be recomputed afterwards.
-struct recording_trainer {
-  struct record {
-    std::mutex mutex;
-    std::vector<recorded_batch> batches;
-  };
-  std::shared_ptr<record> r = std::make_shared<record>();
-
-  template <class Net, class Opt>
-  seedrl::train_step_result train_step(const seedrl::training_batch<float>& b, Net&, Opt&,
-                                       const seedrl::impala_loss<float>&, double) {
-    recorded_batch c;
-    c.T = b.T;
-    c.B = b.B;
-    c.num_actions = b.num_actions;
-    c.observations.assign(b.observations.begin(), b.observations.end());
-    c.rewards.assign(b.rewards.begin(), b.rewards.end());
-    c.dones.assign(b.dones.begin(), b.dones.end());
-    c.truncated.assign(b.truncated.begin(), b.truncated.end());
-    c.prev_actions.assign(b.prev_actions.begin(), b.prev_actions.end());
-    c.actions.assign(b.actions.begin(), b.actions.end());
-    c.behaviour_log_probs.assign(b.behaviour_log_probs.begin(), b.behaviour_log_probs.end());
-    c.start_state.assign(b.start_state.begin(), b.start_state.end());
-    std::lock_guard lock(r->mutex);
-    r->batches.push_back(std::move(c));
-    return {};
-  }
-  template <class Net, class Opt>
-  void sync_to_host(Net&, Opt&) noexcept {}
-  template <class Net, class Opt>
-  void load_from_host(Net&, Opt&) noexcept {}
-};
+using seedrl_test::recorded_batch;
+using seedrl_test::recording_trainer;
 
 static_assert(seedrl::Trainer<recording_trainer, net_t, seedrl::adam<float>>);
 

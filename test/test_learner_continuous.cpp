@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "recording_trainer.hpp"
 #include "seedrl/algo/impala_loss.hpp"
 #include "seedrl/algo/policy_distribution.hpp"
 #include "seedrl/algo/running_mean_std.hpp"
@@ -136,53 +137,12 @@ class logged_pendulum : public seedrl::pendulum {
   std::shared_ptr<pendulum_logs> logs_;
 };
 
-/// A copy of one training_batch<float>.
-struct recorded_cont_batch {
-  std::size_t T = 0, B = 0, D = 0, num_actions = 0;
-  std::vector<float> observations, rewards, behaviour_log_probs, start_state, prev_env_actions,
-      raw_actions;
-  std::vector<std::uint8_t> dones;
-  std::vector<std::int32_t> prev_actions, actions;
-};
-
-/// A Trainer that copies every batch and changes no parameter.
-struct recording_cont_trainer {
-  struct record {
-    std::mutex mutex;
-    std::vector<recorded_cont_batch> batches;
-  };
-  std::shared_ptr<record> r = std::make_shared<record>();
-
-  template <class Net, class Opt>
-  seedrl::train_step_result train_step(const seedrl::training_batch<float>& b, Net&, Opt&,
-                                       const seedrl::impala_loss<float>&, double) {
-    recorded_cont_batch c;
-    c.T = b.T;
-    c.B = b.B;
-    c.D = b.action_dim;
-    c.num_actions = b.num_actions;
-    c.observations.assign(b.observations.begin(), b.observations.end());
-    c.rewards.assign(b.rewards.begin(), b.rewards.end());
-    c.dones.assign(b.dones.begin(), b.dones.end());
-    c.prev_actions.assign(b.prev_actions.begin(), b.prev_actions.end());
-    c.actions.assign(b.actions.begin(), b.actions.end());
-    c.behaviour_log_probs.assign(b.behaviour_log_probs.begin(), b.behaviour_log_probs.end());
-    c.start_state.assign(b.start_state.begin(), b.start_state.end());
-    c.prev_env_actions.assign(b.prev_env_actions.begin(), b.prev_env_actions.end());
-    c.raw_actions.assign(b.raw_actions.begin(), b.raw_actions.end());
-    std::lock_guard lock(r->mutex);
-    r->batches.push_back(std::move(c));
-    return {};
-  }
-  template <class Net, class Opt>
-  void sync_to_host(Net&, Opt&) noexcept {}
-  template <class Net, class Opt>
-  void load_from_host(Net&, Opt&) noexcept {}
-};
+using seedrl_test::recorded_batch;
+using seedrl_test::recording_trainer;
 
 using cont_learner =
-    seedrl::learner<cont_net, seedrl::adam<float>, seedrl::in_process_transport,
-                    recording_cont_trainer, seedrl::impala_loss<float>, seedrl::gaussian_sampler>;
+    seedrl::learner<cont_net, seedrl::adam<float>, seedrl::in_process_transport, recording_trainer,
+                    seedrl::impala_loss<float>, seedrl::gaussian_sampler>;
 
 // Independent float64 references (not diag_gaussian.hpp).
 double clamped_log_std(double l) {
@@ -227,7 +187,7 @@ TEST_CASE("continuous actions: every env got the squashed or clipped sample its 
   // Both log-std layouts of the head, one with each way of bounding.
   cont_net net = make_cont_net(11, squash);
   randomize(net, 12);
-  recording_cont_trainer trainer;
+  recording_trainer trainer;
   const auto record = trainer.r;
   const auto logs = std::make_shared<pendulum_logs>();
   seedrl::in_process_transport transport;
@@ -439,7 +399,7 @@ TEST_CASE("gaussian_sampler squashes or clips its draws and takes the mean when 
 TEST_CASE("a continuous action spec with the categorical sampler is refused at construction",
           "[learner][continuous]") {
   using categorical_learner = seedrl::learner<cont_net, seedrl::adam<float>,
-                                              seedrl::in_process_transport, recording_cont_trainer>;
+                                              seedrl::in_process_transport, recording_trainer>;
   CHECK_THROWS_WITH(
       categorical_learner(small_config(4, 2), make_cont_net(1), seedrl::adam<float>(),
                           seedrl::impala_loss<float>(), seedrl::pendulum::observation_spec(),
@@ -495,7 +455,7 @@ TEST_CASE("actions at bounds that float32 cannot hold stay within them on the wi
   const seedrl::in_process_endpoint endpoint{"learner-continuous-narrow"};
   cont_learner learner(small_config(4, 2), net, seedrl::adam<float>(), seedrl::impala_loss<float>(),
                        narrow_pendulum::observation_spec(), narrow_pendulum::action_spec(),
-                       recording_cont_trainer{}, seedrl::gaussian_sampler{.bounds = bounds});
+                       recording_trainer{}, seedrl::gaussian_sampler{.bounds = bounds});
   learner.start();
   learner.serve(transport.listen(endpoint));
   std::mutex m;
@@ -682,8 +642,8 @@ struct rule_breaking_sampler {
 };
 
 using rule_breaking_learner =
-    seedrl::learner<cont_net, seedrl::adam<float>, seedrl::in_process_transport,
-                    recording_cont_trainer, seedrl::impala_loss<float>, rule_breaking_sampler>;
+    seedrl::learner<cont_net, seedrl::adam<float>, seedrl::in_process_transport, recording_trainer,
+                    seedrl::impala_loss<float>, rule_breaking_sampler>;
 }  // namespace
 
 TEST_CASE("a custom sampler's actions beyond the bounds are clipped on the learner and counted",
@@ -693,7 +653,7 @@ TEST_CASE("a custom sampler's actions beyond the bounds are clipped on the learn
   const seedrl::in_process_endpoint endpoint{"learner-continuous-clip"};
   rule_breaking_learner learner(small_config(4, 2), make_cont_net(3), seedrl::adam<float>(),
                                 seedrl::impala_loss<float>(), seedrl::pendulum::observation_spec(),
-                                seedrl::pendulum::action_spec(), recording_cont_trainer{},
+                                seedrl::pendulum::action_spec(), recording_trainer{},
                                 rule_breaking_sampler{5.0f});  // Pendulum's torque: [-2, 2]
   learner.start();
   learner.serve(transport.listen(endpoint));
@@ -731,7 +691,7 @@ TEST_CASE("a NaN action never leaves the learner: training stops with an error n
   const seedrl::in_process_endpoint endpoint{"learner-continuous-nan"};
   rule_breaking_learner learner(small_config(4, 2), make_cont_net(3), seedrl::adam<float>(),
                                 seedrl::impala_loss<float>(), seedrl::pendulum::observation_spec(),
-                                seedrl::pendulum::action_spec(), recording_cont_trainer{},
+                                seedrl::pendulum::action_spec(), recording_trainer{},
                                 rule_breaking_sampler{std::numeric_limits<float>::quiet_NaN(), 10});
   learner.start();
   learner.serve(transport.listen(endpoint));
@@ -846,7 +806,7 @@ TEST_CASE(
                    ("seedrl-normalization-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   const cont_net net = make_cont_net(41);
-  recording_cont_trainer trainer;
+  recording_trainer trainer;
   const auto record = trainer.r;
   const auto logs = std::make_shared<pendulum_logs>();
   std::mutex returns_mutex;
@@ -1020,7 +980,7 @@ TEST_CASE(
   eval_lc.inference_only = true;
   cont_learner eval(eval_lc, net, seedrl::adam<float>(), seedrl::impala_loss<float>(),
                     seedrl::pendulum::observation_spec(), seedrl::pendulum::action_spec(),
-                    recording_cont_trainer{}, seedrl::gaussian_sampler{});
+                    recording_trainer{}, seedrl::gaussian_sampler{});
   CHECK(eval.observation_statistics().count() == 0.0);
   eval.restore(*saved, true);
   const seedrl::running_mean_std restored = eval.observation_statistics();
